@@ -1,0 +1,39 @@
+#include "deepinfer/base/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+namespace deepinfer {
+namespace {
+
+TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {0, 1, 7, 64, 1001}) {
+      for (int64_t grain : {1, 4, 16}) {
+        std::vector<std::atomic<int>> hits(n);
+        pool.parallel_for(n, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+        }, grain);
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, RunCallsEveryThreadIndex) {
+  ThreadPool pool(3);
+  for (int rep = 0; rep < 1000; ++rep) {
+    std::atomic<int> mask{0};
+    pool.run([&](int i, int n) {
+      EXPECT_EQ(n, 3);
+      mask.fetch_or(1 << i);
+    });
+    ASSERT_EQ(mask.load(), 7);
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer
