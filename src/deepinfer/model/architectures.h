@@ -1,0 +1,14 @@
+// Loaders of the architectures we implement, one per file in model/. The registry table in
+// model_registry.cc maps architecture names to them.
+#pragma once
+
+#include <memory>
+
+#include "deepinfer/base/status.h"
+#include "deepinfer/model/model.h"
+
+namespace deepinfer::model {
+
+Result<std::unique_ptr<Model>> load_llama(const ModelConfig& config, const ModelSource& source);
+
+}  // namespace deepinfer::model

@@ -1,0 +1,25 @@
+// What one forward step computes: the new tokens of several sequences, flattened, plus each
+// sequence's paged KV block table. Built by the engine's runner, consumed by a model's
+// forward(). Plain data, no engine types (STYLE.md: block metadata apart from block storage).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace deepinfer {
+
+struct ForwardBatch {
+  std::vector<int32_t> token_ids;        // [n_tokens] new tokens of all sequences, concatenated
+  std::vector<int32_t> positions;        // [n_tokens] absolute position of each new token
+  std::vector<int32_t> seq_token_start;  // [n_seqs + 1] sequence s owns tokens [start[s], start[s+1])
+  std::vector<int32_t> seq_context_len;  // [n_seqs] tokens in the KV cache once this step is done
+  std::vector<int32_t> block_table_indptr;  // [n_seqs + 1] sequence s: block_table[indptr[s]..]
+  std::vector<int32_t> block_table;         // [total blocks] physical KV block ids, in order
+  std::vector<int32_t> slot_mapping;     // [n_tokens] KV slot of each new token: block * block_size + pos % block_size
+  std::vector<int32_t> logits_rows;      // token indices (into token_ids) whose logits are wanted
+
+  int num_seqs() const { return static_cast<int>(seq_context_len.size()); }
+  int num_tokens() const { return static_cast<int>(token_ids.size()); }
+};
+
+}  // namespace deepinfer

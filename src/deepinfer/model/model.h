@@ -1,0 +1,76 @@
+// The interface every architecture implements, the KV cache storage it writes into, and the
+// registry that maps an architecture name to its loader (one line per architecture).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "deepinfer/base/aligned_buffer.h"
+#include "deepinfer/base/status.h"
+#include "deepinfer/base/thread_pool.h"
+#include "deepinfer/model/forward_batch.h"
+#include "deepinfer/model/model_config.h"
+
+namespace deepinfer::format {
+class GgufFile;
+class SafetensorsModel;
+}  // namespace deepinfer::format
+
+namespace deepinfer::model {
+
+// Shape of the per-token KV state of one layer.
+struct KvCacheSpec {
+  int num_layers = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;    // K channels per head
+  int v_head_dim = 0;  // V channels per head
+};
+
+// Paged KV storage: for each layer, K and V pools laid out [num_blocks, block_size, kv_heads,
+// head_dim] in f32. Block ids come from the engine's block manager.
+struct KvCache {
+  KvCacheSpec spec;
+  int num_blocks = 0;
+  int block_size = 0;
+  std::vector<AlignedBuffer<float>> k;  // [num_layers]
+  std::vector<AlignedBuffer<float>> v;  // [num_layers]
+
+  static KvCache allocate(const KvCacheSpec& spec, int num_blocks, int block_size);
+  size_t bytes_per_block() const;
+  int64_t k_token_stride() const { return int64_t{spec.num_kv_heads} * spec.head_dim; }
+  int64_t v_token_stride() const { return int64_t{spec.num_kv_heads} * spec.v_head_dim; }
+};
+
+struct ForwardContext {
+  ThreadPool* pool = nullptr;
+  bool batch_invariant = false;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const ModelConfig& config() const = 0;
+  virtual KvCacheSpec kv_cache_spec() const = 0;
+  // Runs the batch, writes its new K/V into `cache`, and fills `logits`
+  // [batch.logits_rows.size(), vocab_size].
+  virtual Status forward(const ForwardBatch& batch, KvCache& cache, ForwardContext& ctx,
+                         float* logits) = 0;
+};
+
+// Where a model's weights come from: exactly one of the two is set.
+struct ModelSource {
+  std::shared_ptr<const format::GgufFile> gguf;
+  std::shared_ptr<const format::SafetensorsModel> safetensors;
+  std::string description;  // file or directory, for error messages
+};
+
+using ModelLoader = std::function<Result<std::unique_ptr<Model>>(const ModelConfig&, const ModelSource&)>;
+
+// Reads the config, finds the architecture in the registry and loads it. Unknown
+// architectures get an error naming the file and the architecture.
+Result<std::unique_ptr<Model>> load_model(const ModelSource& source);
+
+}  // namespace deepinfer::model
