@@ -25,6 +25,7 @@ build: deps
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 test: deps-test build
+	@$(DEEPINFER) pull smollm2-135m-instruct --if-missing
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 	python3 -m pytest -q tests/python
 

@@ -1,0 +1,80 @@
+// The engine's public face: add requests, step, read outputs. One step = schedule -> build
+// the batch -> forward -> sample -> update the scheduler -> detokenize and check stops.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "deepinfer/base/status.h"
+#include "deepinfer/base/thread_pool.h"
+#include "deepinfer/engine/kv_cache_manager.h"
+#include "deepinfer/engine/request.h"
+#include "deepinfer/engine/scheduler.h"
+#include "deepinfer/model/model.h"
+#include "deepinfer/recipe/tokenizer.h"
+
+namespace deepinfer::engine {
+
+struct EngineConfig {
+  int num_threads = 0;               // 0 = one per core
+  int max_num_seqs = 64;
+  int max_num_batched_tokens = 512;  // token budget per step (prefill chunk size)
+  int block_size = 16;
+  size_t kv_cache_bytes = size_t{1} << 30;
+  bool enable_prefix_caching = true;
+  bool batch_invariant = false;
+};
+
+struct EngineStats {
+  int64_t steps = 0;
+  int64_t prompt_tokens = 0;
+  int64_t cached_prompt_tokens = 0;
+  int64_t generated_tokens = 0;
+  double forward_seconds = 0;
+  double sample_seconds = 0;
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> create(std::unique_ptr<model::Model> model,
+                                                std::shared_ptr<const recipe::Tokenizer> tokenizer,
+                                                const EngineConfig& config);
+  ~Engine();
+
+  // Validates and queues a request; returns its id. Bad requests get kInvalidArgument.
+  Result<int64_t> add_request(const GenerationRequest& request);
+  // Ends a request now; its blocks are freed. Unknown ids are ignored.
+  void abort(int64_t request_id);
+  // Runs one step and returns the outputs it produced (new tokens, finished requests).
+  std::vector<RequestOutput> step();
+  bool has_unfinished() const { return scheduler_->has_unfinished(); }
+
+  const recipe::Tokenizer& tokenizer() const { return *tokenizer_; }
+  const model::ModelConfig& model_config() const { return model_->config(); }
+  const EngineStats& stats() const { return stats_; }
+  int num_running() const { return scheduler_->num_running(); }
+  int num_waiting() const { return scheduler_->num_waiting(); }
+  int num_threads() const { return pool_->num_threads(); }
+
+ private:
+  struct RequestState;
+  Engine() = default;
+  void emit_text(RequestState& r, RequestOutput& out, bool final);
+
+  EngineConfig config_;
+  std::unique_ptr<model::Model> model_;
+  std::shared_ptr<const recipe::Tokenizer> tokenizer_;
+  std::unique_ptr<ThreadPool> pool_;
+  model::KvCache kv_storage_;
+  std::unique_ptr<KvCacheManager> kv_manager_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::map<int64_t, std::unique_ptr<RequestState>> requests_;
+  std::vector<float> logits_;
+  int64_t next_id_ = 1;
+  EngineStats stats_;
+};
+
+}  // namespace deepinfer::engine

@@ -1,0 +1,44 @@
+// What a caller asks the engine for and what it gets back, as plain values. Every API surface
+// (CLI, HTTP handlers, Python) converts to and from these.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "deepinfer/engine/sampling_params.h"
+#include "deepinfer/engine/sequence.h"
+
+namespace deepinfer::engine {
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt_ids;
+  SamplingParams sampling;
+  int max_tokens = 256;
+  std::vector<std::string> stop;  // stop strings (not included in the output text)
+  bool ignore_eos = false;
+};
+
+struct TokenLogprob {
+  int32_t token_id = 0;
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;  // the N most likely tokens at this step
+};
+
+// One update for one request: the tokens and text produced since the previous update.
+struct RequestOutput {
+  int64_t request_id = 0;
+  std::vector<int32_t> new_token_ids;
+  std::string new_text;
+  std::vector<TokenLogprob> new_logprobs;  // one per new token when logprobs were asked for
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::string error;  // set when the request failed (finish_reason is then kAbort)
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  int cached_tokens = 0;
+};
+
+}  // namespace deepinfer::engine

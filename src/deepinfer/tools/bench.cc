@@ -1,0 +1,168 @@
+// `deepinfer bench`: throughput measurements, one JSON object per measurement on stdout.
+//   --mode prefill: B prompts of --prompt-len tokens, one output token each.
+//   --mode decode:  B sequences generating --gen-len tokens each (after a short prompt);
+//                   decode speed is measured once every sequence has its first token.
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "deepinfer/base/timer.h"
+#include "deepinfer/tools/bench_plot.h"
+#include "deepinfer/tools/cli_common.h"
+#include "deepinfer/tools/subcommands.h"
+
+namespace deepinfer::tools {
+namespace {
+
+struct BenchFlags {
+  EngineFlags engine;
+  std::string mode = "decode";
+  std::string batches = "1";
+  int prompt_len = 512;
+  int gen_len = 128;
+  int repeat = 1;
+  std::string plot;
+};
+
+Result<std::vector<int>> parse_batches(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      int v = std::stoi(item, &used);
+      if (used != item.size() || v <= 0 || v > 4096) throw std::invalid_argument(item);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      return invalid_argument("--batch: '{}' is not a positive integer", item);
+    }
+  }
+  if (out.empty()) return invalid_argument("--batch: empty list");
+  return out;
+}
+
+// Deterministic pseudo-random prompts of ordinary tokens (distinct per sequence, so the
+// prefix cache cannot help).
+std::vector<int32_t> synthetic_prompt(int len, int seq, int32_t vocab) {
+  std::mt19937 rng(1000 + seq);
+  std::uniform_int_distribution<int32_t> dist(100, std::min<int32_t>(vocab - 1, 30000));
+  std::vector<int32_t> ids(len);
+  for (auto& t : ids) t = dist(rng);
+  return ids;
+}
+
+nlohmann::json measure(engine::Engine& engine, const std::string& mode, int batch, int prompt_len,
+                       int gen_len) {
+  const int32_t vocab = static_cast<int32_t>(engine.model_config().vocab_size);
+  const bool prefill = mode == "prefill";
+  const int max_tokens = prefill ? 1 : gen_len;
+  const double t0 = now_seconds();
+  for (int b = 0; b < batch; ++b) {
+    engine::GenerationRequest r;
+    r.prompt_ids = synthetic_prompt(prompt_len, b, vocab);
+    r.max_tokens = max_tokens;
+    r.ignore_eos = true;
+    r.sampling.temperature = 0;
+    auto id = engine.add_request(r);
+    if (!id.is_ok()) return {{"error", id.status().message()}};
+  }
+  int have_first = 0;
+  double all_first = 0, first_any = 0;
+  int64_t generated = 0;
+  while (engine.has_unfinished()) {
+    for (const auto& out : engine.step()) {
+      generated += static_cast<int64_t>(out.new_token_ids.size());
+    }
+    if (first_any == 0 && generated > 0) first_any = now_seconds();
+    if (all_first == 0 && generated >= batch) {
+      all_first = now_seconds();
+      have_first = batch;
+    }
+  }
+  const double t1 = now_seconds();
+  nlohmann::json j;
+  j["mode"] = mode;
+  j["batch"] = batch;
+  j["prompt_tokens"] = prompt_len;
+  j["threads"] = engine.num_threads();
+  if (prefill) {
+    const double secs = t1 - t0;
+    j["tokens_per_s"] = batch * static_cast<double>(prompt_len) / secs;
+    j["per_seq_tokens_per_s"] = static_cast<double>(prompt_len) / secs;
+    j["ttft_ms"] = (first_any - t0) * 1e3;
+  } else {
+    const double secs = t1 - all_first;
+    const double decoded = static_cast<double>(generated - have_first);
+    j["gen_tokens"] = gen_len;
+    j["tokens_per_s"] = decoded / secs;
+    j["per_seq_tokens_per_s"] = decoded / secs / batch;
+    j["ttft_ms"] = (first_any - t0) * 1e3;
+  }
+  return j;
+}
+
+int run_bench(BenchFlags& f) {
+  if (f.mode != "prefill" && f.mode != "decode")
+    return report_error(f.mode == "serve" || f.mode == "mask" || f.mode == "tokenize"
+                            ? unsupported("bench: --mode {} is not available in this build yet", f.mode)
+                            : invalid_argument("bench: unknown --mode '{}' (prefill|decode)", f.mode));
+  auto batches = parse_batches(f.batches);
+  if (!batches.is_ok()) return report_error(batches.status());
+  if (!f.plot.empty() && !plot_format_supported(f.plot))
+    return report_error(invalid_argument("--plot: '{}' must end in .svg (PNG output is not built yet)", f.plot));
+  auto loaded = load_model_for_cli(f.engine.model);
+  if (!loaded.is_ok()) return report_error(loaded.status());
+  int max_batch = 0;
+  for (int b : *batches) max_batch = std::max(max_batch, b);
+  EngineFlags ef = f.engine;
+  ef.max_num_seqs = std::max(ef.max_num_seqs, max_batch);
+  auto eng = make_engine(*loaded, ef);
+  if (!eng.is_ok()) return report_error(eng.status());
+  std::vector<nlohmann::json> results;
+  // One warm-up pass so page faults and first-touch costs stay out of the numbers.
+  measure(**eng, f.mode, 1, std::min(f.prompt_len, 32), 4);
+  for (int b : *batches) {
+    for (int rep = 0; rep < f.repeat; ++rep) {
+      nlohmann::json j = measure(**eng, f.mode, b, f.prompt_len, f.gen_len);
+      if (j.contains("error")) return report_error(invalid_argument("bench: {}", j["error"].get<std::string>()));
+      j["model"] = loaded->name;
+      std::printf("%s\n", j.dump().c_str());
+      std::fflush(stdout);
+      results.push_back(j);
+    }
+  }
+  if (!f.plot.empty()) {
+    Status st = write_throughput_plot(f.plot, f.mode, results);
+    if (!st.is_ok()) return report_error(st);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Subcommand make_bench_command() {
+  auto f = std::make_shared<BenchFlags>();
+  f->engine.max_num_seqs = 1;
+  Subcommand s;
+  s.add = [f](CLI::App& app) {
+    CLI::App* cmd = app.add_subcommand("bench", "Measure prefill / decode throughput (JSON lines on stdout)");
+    add_engine_flags(*cmd, f->engine);
+    cmd->add_option("--mode", f->mode, "prefill | decode");
+    cmd->add_option("--batch", f->batches, "Batch sizes, comma-separated (e.g. 1,2,4,8)");
+    cmd->add_option("--prompt-len", f->prompt_len, "Prompt tokens per sequence")->check(CLI::Range(1, 1 << 20));
+    cmd->add_option("--gen-len", f->gen_len, "Generated tokens per sequence (decode)")->check(CLI::Range(2, 1 << 20));
+    cmd->add_option("--repeat", f->repeat, "Measurements per batch size")->check(CLI::Range(1, 100));
+    cmd->add_option("--plot", f->plot, "Draw per-sequence vs total throughput to FILE.svg or FILE.png");
+    return cmd;
+  };
+  s.run = [f] { return run_bench(*f); };
+  return s;
+}
+
+}  // namespace deepinfer::tools

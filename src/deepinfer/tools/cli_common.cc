@@ -1,0 +1,106 @@
+#include "deepinfer/tools/cli_common.h"
+
+#include <cstdio>
+
+#include "deepinfer/model/format/gguf.h"
+#include "deepinfer/model/format/safetensors.h"
+#include "deepinfer/model/model_path.h"
+#include "deepinfer/recipe/chat.h"
+
+namespace deepinfer::tools {
+
+int report_error(const Status& status) {
+  std::fprintf(stderr, "deepinfer: %s\n", status.message().c_str());
+  return status.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitRuntimeError;
+}
+
+Result<LoadedModel> load_model_for_cli(const std::string& model_arg) {
+  DI_ASSIGN_OR_RETURN(model::ResolvedModel resolved, model::resolve_model(model_arg));
+  LoadedModel out;
+  out.name = resolved.name;
+  model::ModelSource source;
+  source.description = resolved.path;
+  if (resolved.kind == model::ResolvedModel::Kind::kGguf) {
+    DI_ASSIGN_OR_RETURN(auto gguf, format::GgufFile::open(resolved.path));
+    source.gguf = gguf;
+    DI_ASSIGN_OR_RETURN(auto tok, recipe::Tokenizer::from_gguf(*gguf));
+    out.tokenizer = std::move(tok);
+  } else {
+    DI_ASSIGN_OR_RETURN(auto st, format::SafetensorsModel::open(resolved.path));
+    source.safetensors = st;
+    DI_ASSIGN_OR_RETURN(auto tok, recipe::Tokenizer::from_hf_dir(resolved.path));
+    out.tokenizer = std::move(tok);
+  }
+  DI_ASSIGN_OR_RETURN(out.model, model::load_model(source));
+  if (out.model->config().vocab_size < out.tokenizer->vocab_size())
+    return corrupt("{}: the tokenizer has {} tokens but the model only {}", resolved.path,
+                   out.tokenizer->vocab_size(), out.model->config().vocab_size);
+  return out;
+}
+
+void add_sampling_flags(CLI::App& app, SamplingFlags& f) {
+  app.add_option("--max-tokens", f.max_tokens, "Maximum tokens to generate")->check(CLI::Range(0, 1 << 20));
+  app.add_option("--temperature", f.temperature, "Sampling temperature (0 = greedy)")->check(CLI::Range(0.0, 100.0));
+  app.add_option("--top-p", f.top_p, "Nucleus sampling mass")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--top-k", f.top_k, "Keep the K most likely tokens (0 = off)")->check(CLI::Range(0, 1 << 30));
+  app.add_option("--min-p", f.min_p, "Drop tokens below this fraction of the top probability")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--repetition-penalty", f.repetition_penalty, "Repetition penalty (1 = off)")->check(CLI::Range(0.01, 100.0));
+  app.add_option("--frequency-penalty", f.frequency_penalty, "OpenAI frequency penalty")->check(CLI::Range(-2.0, 2.0));
+  app.add_option("--presence-penalty", f.presence_penalty, "OpenAI presence penalty")->check(CLI::Range(-2.0, 2.0));
+  app.add_option("--seed", f.seed, "Random seed (same seed, same output)");
+  app.add_option("--stop", f.stop, "Stop string (repeatable)");
+  app.add_option("--logprobs", f.logprobs, "Report the top-N log-probabilities of each token")->check(CLI::Range(0, 20));
+  app.add_flag("--ignore-eos", f.ignore_eos, "Keep generating after the end-of-sequence token");
+}
+
+engine::GenerationRequest make_request(const SamplingFlags& f) {
+  engine::GenerationRequest r;
+  r.max_tokens = f.max_tokens;
+  r.sampling.temperature = f.temperature;
+  r.sampling.top_p = f.top_p;
+  r.sampling.top_k = f.top_k;
+  r.sampling.min_p = f.min_p;
+  r.sampling.repetition_penalty = f.repetition_penalty;
+  r.sampling.frequency_penalty = f.frequency_penalty;
+  r.sampling.presence_penalty = f.presence_penalty;
+  if (f.seed >= 0) {
+    r.sampling.seed = static_cast<uint64_t>(f.seed);
+    r.sampling.has_seed = true;
+  }
+  r.sampling.logprobs = f.logprobs;
+  r.stop = f.stop;
+  r.ignore_eos = f.ignore_eos;
+  return r;
+}
+
+void add_engine_flags(CLI::App& app, EngineFlags& f) {
+  app.add_option("--model,-m", f.model,
+                 "A .gguf file, a Hugging Face model directory, or a catalogue name "
+                 "(default: smollm2-135m-instruct)");
+  app.add_option("--threads,-t", f.threads, "Compute threads (default: one per core)")->check(CLI::Range(0, 1024));
+  app.add_option("--max-num-seqs", f.max_num_seqs, "Most sequences decoded together")->check(CLI::Range(1, 4096));
+  app.add_flag("--batch-invariant", f.batch_invariant,
+               "Bitwise-identical results whatever else is in the batch (slower)");
+}
+
+Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const EngineFlags& f) {
+  engine::EngineConfig config;
+  config.num_threads = f.threads;
+  config.max_num_seqs = f.max_num_seqs;
+  config.batch_invariant = f.batch_invariant;
+  return engine::Engine::create(std::move(loaded.model), loaded.tokenizer, config);
+}
+
+Result<std::vector<int32_t>> encode_prompt(const recipe::Tokenizer& tok, const std::string& text, bool chat) {
+  if (chat) {
+    std::vector<recipe::ChatMessage> messages = {{"user", text}};
+    return recipe::encode_chat(tok, messages, recipe::ChatOptions{});
+  }
+  std::vector<int32_t> ids;
+  if (tok.add_bos()) ids.push_back(tok.bos_id());
+  std::vector<int32_t> body = tok.encode(text, /*allow_special=*/false);
+  ids.insert(ids.end(), body.begin(), body.end());
+  return ids;
+}
+
+}  // namespace deepinfer::tools

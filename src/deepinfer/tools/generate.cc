@@ -1,0 +1,197 @@
+// `deepinfer generate`: one prompt or a batch, offline. All prompts run concurrently through
+// the engine (continuous batching); results come out in input order.
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "deepinfer/base/timer.h"
+#include "deepinfer/recipe/chat.h"
+#include "deepinfer/tools/cli_common.h"
+#include "deepinfer/tools/generate_input.h"
+#include "deepinfer/tools/subcommands.h"
+
+namespace deepinfer::tools {
+namespace {
+
+struct GenerateFlags {
+  EngineFlags engine;
+  SamplingFlags sampling;
+  std::vector<std::string> prompts;
+  std::string input, output;
+  std::optional<bool> chat;
+  bool json = false;
+  bool stats = false;
+  std::string json_schema, regex, grammar;
+  std::vector<std::string> kv_store;
+};
+
+struct Result1 {
+  std::vector<int32_t> token_ids;
+  std::string text;
+  std::vector<engine::TokenLogprob> logprobs;
+  engine::FinishReason finish = engine::FinishReason::kNone;
+  std::string error;
+  int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  bool want_logprobs = false;
+};
+
+nlohmann::json to_json(size_t index, const Result1& r) {
+  nlohmann::json j;
+  j["index"] = index;
+  j["text"] = r.text;
+  j["token_ids"] = r.token_ids;
+  j["finish_reason"] = std::string(r.error.empty() ? engine::to_string(r.finish) : "error");
+  if (!r.error.empty()) j["error"] = r.error;
+  j["usage"] = {{"prompt_tokens", r.prompt_tokens},
+                {"completion_tokens", r.completion_tokens},
+                {"cached_tokens", r.cached_tokens}};
+  if (r.want_logprobs) {
+    nlohmann::json lp = nlohmann::json::array();
+    for (const auto& t : r.logprobs) {
+      nlohmann::json top = nlohmann::json::array();
+      for (const auto& [id, p] : t.top) top.push_back({id, p});
+      lp.push_back({{"token_id", t.token_id}, {"logprob", t.logprob}, {"top", top}});
+    }
+    j["logprobs"] = lp;
+  }
+  return j;
+}
+
+int run_generate(GenerateFlags& f) {
+  if (!f.json_schema.empty() || !f.regex.empty() || !f.grammar.empty())
+    return report_error(unsupported(
+        "--json-schema, --regex and --grammar are not available in this build yet "
+        "(structured outputs are being integrated)"));
+  if (!f.kv_store.empty())
+    return report_error(unsupported("--kv-store is not available in this build yet"));
+  if (f.prompts.empty() && f.input.empty())
+    return report_error(invalid_argument("give --prompt TEXT or --input FILE.jsonl"));
+
+  auto loaded = load_model_for_cli(f.engine.model);
+  if (!loaded.is_ok()) return report_error(loaded.status());
+  const bool chat = f.chat.value_or(!loaded->tokenizer->chat_template().empty());
+  const engine::GenerationRequest defaults = make_request(f.sampling);
+
+  std::vector<engine::GenerationRequest> requests;
+  for (const auto& p : f.prompts) {
+    auto ids = encode_prompt(*loaded->tokenizer, p, chat);
+    if (!ids.is_ok()) return report_error(ids.status());
+    engine::GenerationRequest r = defaults;
+    r.prompt_ids = std::move(*ids);
+    requests.push_back(std::move(r));
+  }
+  if (!f.input.empty()) {
+    auto more = read_generate_input(f.input, *loaded->tokenizer, defaults, chat);
+    if (!more.is_ok()) return report_error(more.status());
+    for (auto& r : *more) requests.push_back(std::move(r));
+  }
+
+  auto eng = make_engine(*loaded, f.engine);
+  if (!eng.is_ok()) return report_error(eng.status());
+  engine::Engine& engine = **eng;
+
+  std::vector<Result1> results(requests.size());
+  std::map<int64_t, size_t> index_of;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    results[i].want_logprobs = requests[i].sampling.logprobs >= 0;
+    auto id = engine.add_request(requests[i]);
+    if (!id.is_ok()) {
+      std::fprintf(stderr, "deepinfer: request %zu: %s\n", i, id.status().message().c_str());
+      results[i].finish = engine::FinishReason::kAbort;
+      results[i].error = id.status().message();
+      continue;
+    }
+    index_of[*id] = i;
+  }
+  const bool stream = requests.size() == 1 && !f.json && f.output.empty();
+  const double t0 = now_seconds();
+  double first_token_time = 0;
+  while (engine.has_unfinished()) {
+    for (const engine::RequestOutput& out : engine.step()) {
+      Result1& r = results[index_of.at(out.request_id)];
+      if (first_token_time == 0 && !out.new_token_ids.empty()) first_token_time = now_seconds();
+      r.token_ids.insert(r.token_ids.end(), out.new_token_ids.begin(), out.new_token_ids.end());
+      r.text += out.new_text;
+      r.logprobs.insert(r.logprobs.end(), out.new_logprobs.begin(), out.new_logprobs.end());
+      if (stream && !out.new_text.empty()) {
+        std::fwrite(out.new_text.data(), 1, out.new_text.size(), stdout);
+        std::fflush(stdout);
+      }
+      if (out.finished) {
+        r.finish = out.finish_reason;
+        r.error = out.error;
+        r.prompt_tokens = out.prompt_tokens;
+        r.completion_tokens = out.completion_tokens;
+        r.cached_tokens = out.cached_tokens;
+      }
+    }
+  }
+  const double elapsed = now_seconds() - t0;
+
+  std::ofstream out_file;
+  if (!f.output.empty()) {
+    out_file.open(f.output);
+    if (!out_file) return report_error(io_error("{}: cannot open for writing", f.output));
+  }
+  int failures = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Result1& r = results[i];
+    failures += !r.error.empty();
+    if (out_file.is_open()) out_file << to_json(i, r).dump() << "\n";
+    if (f.json) {
+      std::printf("%s\n", to_json(i, r).dump().c_str());
+    } else if (stream) {
+      std::printf("\n");
+    } else if (out_file.is_open()) {
+      // results went to the file
+    } else {
+      if (results.size() > 1) std::printf("--- [%zu]\n", i);
+      std::printf("%s\n", r.text.c_str());
+    }
+  }
+  if (f.stats) {
+    int prompt = 0, gen = 0, cached = 0;
+    for (const auto& r : results) prompt += r.prompt_tokens, gen += r.completion_tokens, cached += r.cached_tokens;
+    std::fprintf(stderr,
+                 "stats: %zu requests, %d prompt tokens (%d cached), %d generated, %.2f s, "
+                 "%.1f generated tok/s, time to first token %.1f ms\n",
+                 results.size(), prompt, cached, gen, elapsed, gen / std::max(elapsed, 1e-9),
+                 first_token_time > 0 ? (first_token_time - t0) * 1e3 : 0.0);
+  }
+  return failures ? kExitRuntimeError : kExitOk;
+}
+
+}  // namespace
+
+Subcommand make_generate_command() {
+  auto flags = std::make_shared<GenerateFlags>();
+  Subcommand s;
+  s.add = [flags](CLI::App& app) {
+    CLI::App* cmd = app.add_subcommand("generate", "Generate text for one prompt or a batch, offline");
+    add_engine_flags(*cmd, flags->engine);
+    add_sampling_flags(*cmd, flags->sampling);
+    cmd->add_option("--prompt,-p", flags->prompts, "Prompt text (repeatable)");
+    cmd->add_option("--input", flags->input,
+                    "JSONL file: one {\"prompt\"|\"messages\"|\"prompt_token_ids\": ...} per line, "
+                    "optionally with its own sampling fields");
+    cmd->add_option("--output", flags->output, "Write one JSON result per line to this file");
+    cmd->add_flag("--chat,!--no-chat", flags->chat,
+                  "Apply the chat template to --prompt (default: on when the model has one)");
+    cmd->add_flag("--json", flags->json, "Print one JSON object per result");
+    cmd->add_flag("--stats", flags->stats, "Print token counts and tokens/s to stderr");
+    cmd->add_option("--json-schema", flags->json_schema, "Constrain output to a JSON Schema file");
+    cmd->add_option("--regex", flags->regex, "Constrain output to a regular expression");
+    cmd->add_option("--grammar", flags->grammar, "Constrain output to an EBNF grammar file");
+    cmd->add_option("--kv-store", flags->kv_store, "KV store directory (repeatable)");
+    return cmd;
+  };
+  s.run = [flags] { return run_generate(*flags); };
+  return s;
+}
+
+}  // namespace deepinfer::tools

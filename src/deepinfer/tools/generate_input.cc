@@ -1,0 +1,105 @@
+#include "deepinfer/tools/generate_input.h"
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "deepinfer/recipe/chat.h"
+#include "deepinfer/tools/cli_common.h"
+
+namespace deepinfer::tools {
+namespace {
+
+// Reads an optional numeric field into `out`, or says which field has the wrong type.
+template <typename T>
+Status read_number(const nlohmann::json& j, const char* key, const std::string& where, T& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_number()) return invalid_argument("{}: field '{}' must be a number", where, key);
+  out = it->get<T>();
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<engine::GenerationRequest> parse_generate_line(const nlohmann::json& j, const std::string& where,
+                                                      const recipe::Tokenizer& tok,
+                                                      const engine::GenerationRequest& defaults,
+                                                      bool chat) {
+  if (!j.is_object()) return invalid_argument("{}: expected a JSON object", where);
+  engine::GenerationRequest r = defaults;
+  if (auto it = j.find("prompt_token_ids"); it != j.end()) {
+    if (!it->is_array()) return invalid_argument("{}: 'prompt_token_ids' must be an array", where);
+    for (const auto& v : *it) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= tok.vocab_size())
+        return invalid_argument("{}: 'prompt_token_ids' holds {} which is not a token id", where, v.dump());
+      r.prompt_ids.push_back(v.get<int32_t>());
+    }
+  } else if (auto it = j.find("messages"); it != j.end()) {
+    if (!it->is_array()) return invalid_argument("{}: 'messages' must be an array", where);
+    std::vector<recipe::ChatMessage> messages;
+    for (const auto& m : *it) {
+      if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
+          !m["content"].is_string())
+        return invalid_argument("{}: each message needs string 'role' and 'content'", where);
+      messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+    }
+    auto ids = recipe::encode_chat(tok, messages, recipe::ChatOptions{});
+    if (!ids.is_ok()) return invalid_argument("{}: {}", where, ids.status().message());
+    r.prompt_ids = std::move(*ids);
+  } else if (auto it = j.find("prompt"); it != j.end()) {
+    if (!it->is_string()) return invalid_argument("{}: 'prompt' must be a string", where);
+    DI_ASSIGN_OR_RETURN(r.prompt_ids, encode_prompt(tok, it->get<std::string>(), chat));
+  } else {
+    return invalid_argument("{}: needs 'prompt', 'messages' or 'prompt_token_ids'", where);
+  }
+  DI_RETURN_IF_ERROR(read_number(j, "max_tokens", where, r.max_tokens));
+  DI_RETURN_IF_ERROR(read_number(j, "temperature", where, r.sampling.temperature));
+  DI_RETURN_IF_ERROR(read_number(j, "top_p", where, r.sampling.top_p));
+  DI_RETURN_IF_ERROR(read_number(j, "top_k", where, r.sampling.top_k));
+  DI_RETURN_IF_ERROR(read_number(j, "min_p", where, r.sampling.min_p));
+  DI_RETURN_IF_ERROR(read_number(j, "repetition_penalty", where, r.sampling.repetition_penalty));
+  DI_RETURN_IF_ERROR(read_number(j, "frequency_penalty", where, r.sampling.frequency_penalty));
+  DI_RETURN_IF_ERROR(read_number(j, "presence_penalty", where, r.sampling.presence_penalty));
+  DI_RETURN_IF_ERROR(read_number(j, "logprobs", where, r.sampling.logprobs));
+  if (auto it = j.find("seed"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer()) return invalid_argument("{}: field 'seed' must be an integer", where);
+    r.sampling.seed = it->get<uint64_t>();
+    r.sampling.has_seed = true;
+  }
+  if (auto it = j.find("stop"); it != j.end() && !it->is_null()) {
+    r.stop.clear();
+    if (it->is_string()) {
+      r.stop.push_back(it->get<std::string>());
+    } else if (it->is_array()) {
+      for (const auto& s : *it) {
+        if (!s.is_string()) return invalid_argument("{}: 'stop' must hold strings", where);
+        r.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      return invalid_argument("{}: 'stop' must be a string or an array of strings", where);
+    }
+  }
+  if (r.max_tokens < 0) return invalid_argument("{}: 'max_tokens' must be >= 0", where);
+  return r;
+}
+
+Result<std::vector<engine::GenerationRequest>> read_generate_input(
+    const std::string& path, const recipe::Tokenizer& tok, const engine::GenerationRequest& defaults,
+    bool chat) {
+  std::ifstream in(path);
+  if (!in) return not_found("{}: cannot open", path);
+  std::vector<engine::GenerationRequest> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(n);
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return invalid_argument("{}: invalid JSON", where);
+    DI_ASSIGN_OR_RETURN(auto r, parse_generate_line(j, where, tok, defaults, chat));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace deepinfer::tools

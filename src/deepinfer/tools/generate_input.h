@@ -1,0 +1,26 @@
+// Reads `generate --input FILE.jsonl`: one request per line, as {"prompt": ...},
+// {"messages": [...]} or {"prompt_token_ids": [...]}, with optional per-line sampling fields.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "deepinfer/base/status.h"
+#include "deepinfer/engine/request.h"
+#include "deepinfer/recipe/tokenizer.h"
+
+namespace deepinfer::tools {
+
+Result<std::vector<engine::GenerationRequest>> read_generate_input(
+    const std::string& path, const recipe::Tokenizer& tok, const engine::GenerationRequest& defaults,
+    bool chat);
+
+// One line's JSON object -> a request (exposed for tests). `where` names the line in errors.
+Result<engine::GenerationRequest> parse_generate_line(const nlohmann::json& j, const std::string& where,
+                                                      const recipe::Tokenizer& tok,
+                                                      const engine::GenerationRequest& defaults,
+                                                      bool chat);
+
+}  // namespace deepinfer::tools

@@ -1,0 +1,133 @@
+"""End-to-end checks of the `deepinfer` CLI against the default model."""
+import json
+import os
+import shutil
+
+from conftest import MODEL, run
+
+
+def test_help_everywhere(binary):
+    r = run("--help")
+    assert r.returncode == 0 and "generate" in r.stdout
+    for sub in ["generate", "chat", "tokenize", "detokenize", "pull", "bench", "serve"]:
+        r = run(sub, "--help")
+        assert r.returncode == 0, (sub, r.stderr)
+        assert "--" in r.stdout
+
+
+def test_usage_errors_exit_2(binary):
+    assert run().returncode == 2
+    assert run("no-such-command").returncode == 2
+    assert run("generate", "--max-tokens", "-5", "--prompt", "x").returncode == 2
+    assert run("generate", "--temperature", "abc", "--prompt", "x").returncode == 2
+
+
+def test_generate_answers_paris(model):
+    r = run("generate", "--model", model, "--prompt", "What is the capital of France?",
+            "--max-tokens", "32")
+    assert r.returncode == 0, r.stderr
+    assert "Paris" in r.stdout
+
+
+def test_generate_json_record_and_determinism(model):
+    args = ["generate", "--model", model, "--prompt", "Tell me a story about a dragon.",
+            "--max-tokens", "24", "--temperature", "0.8", "--seed", "7", "--json", "--logprobs", "2"]
+    a = run(*args)
+    b = run(*args)
+    assert a.returncode == 0, a.stderr
+    rec = json.loads(a.stdout.strip().splitlines()[0])
+    assert rec["index"] == 0
+    assert rec["finish_reason"] in ("stop", "length")
+    assert len(rec["token_ids"]) == rec["usage"]["completion_tokens"]
+    assert rec["usage"]["prompt_tokens"] > 0 and "cached_tokens" in rec["usage"]
+    assert len(rec["logprobs"]) == len(rec["token_ids"])
+    for lp in rec["logprobs"]:
+        assert len(lp["top"]) == 2 and lp["logprob"] <= 0
+    assert a.stdout == b.stdout  # same seed, same tokens and logprobs
+
+
+def test_generate_stop_string_and_max_tokens(model):
+    r = run("generate", "--model", model, "--no-chat", "--prompt", "1, 2, 3, 4, 5,",
+            "--max-tokens", "40", "--stop", "9", "--json")
+    rec = json.loads(r.stdout)
+    assert rec["finish_reason"] == "stop"
+    assert "9" not in rec["text"] and "8" in rec["text"]
+    r = run("generate", "--model", model, "--no-chat", "--prompt", "1, 2, 3, 4, 5,",
+            "--max-tokens", "5", "--json")
+    rec = json.loads(r.stdout)
+    assert rec["finish_reason"] == "length" and rec["usage"]["completion_tokens"] == 5
+
+
+def test_generate_input_output_jsonl(model, tmp_path):
+    inp = tmp_path / "in.jsonl"
+    out = tmp_path / "out.jsonl"
+    lines = [
+        {"prompt": "What is the capital of France?", "max_tokens": 16},
+        {"messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8},
+        {"prompt_token_ids": [504, 2988, 282, 4649, 314], "max_tokens": 4, "seed": 3},
+    ]
+    inp.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    r = run("generate", "--model", model, "--input", inp, "--output", out)
+    assert r.returncode == 0, r.stderr
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [x["index"] for x in recs] == [0, 1, 2]
+    assert "Paris" in recs[0]["text"]
+    assert recs[2]["usage"]["prompt_tokens"] == 5
+    assert recs[2]["usage"]["completion_tokens"] <= 4
+
+
+def test_generate_input_errors_name_the_line(model, tmp_path):
+    inp = tmp_path / "bad.jsonl"
+    inp.write_text('{"prompt": "ok"}\n{"prompt": 5}\n')
+    r = run("generate", "--model", model, "--input", inp)
+    assert r.returncode == 2
+    assert "bad.jsonl:2" in r.stderr and "prompt" in r.stderr
+
+
+def test_tokenize_detokenize_roundtrip(model):
+    r = run("tokenize", "--model", model, "Hello world! <|im_start|>")
+    assert r.returncode == 0, r.stderr
+    ids = json.loads(r.stdout)["ids"]
+    assert 1 not in ids  # typed control-token text stays text
+    r = run("detokenize", "--model", model, *ids)
+    assert r.returncode == 0 and r.stdout == "Hello world! <|im_start|>\n"
+
+
+def test_chat_reads_stdin(model):
+    r = run("chat", "--model", model, "--temperature", "0", "--max-tokens", "24",
+            input="What is the capital of France?\n/exit\n")
+    assert r.returncode == 0, r.stderr
+    assert "Paris" in r.stdout
+
+
+def test_bad_model_files_one_clear_line(binary, tmp_path):
+    missing = tmp_path / "nope.gguf"
+    r = run("generate", "--model", missing, "--prompt", "x")
+    assert r.returncode == 1 and str(missing) in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"NOTAGGUF" + b"\0" * 100)
+    r = run("generate", "--model", bad, "--prompt", "x")
+    assert r.returncode == 1 and str(bad) in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    if MODEL.exists():
+        trunc = tmp_path / "trunc.gguf"
+        with open(MODEL, "rb") as f:
+            trunc.write_bytes(f.read(5_000_000))
+        r = run("generate", "--model", trunc, "--prompt", "x")
+        assert r.returncode == 1 and "trunc" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_serve_not_built_is_a_clear_error(binary):
+    r = run("serve")
+    assert r.returncode == 1 and "not available" in r.stderr
+
+
+def test_bench_prints_json(model):
+    r = run("bench", "--model", model, "--mode", "decode", "--batch", "1,2", "--prompt-len", "16",
+            "--gen-len", "8")
+    assert r.returncode == 0, r.stderr
+    recs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [x["batch"] for x in recs] == [1, 2]
+    for x in recs:
+        for k in ("mode", "batch", "prompt_tokens", "tokens_per_s", "per_seq_tokens_per_s", "ttft_ms"):
+            assert k in x
+        assert x["tokens_per_s"] > 0
