@@ -1,0 +1,275 @@
+// Paged attention: work split, online softmax over fixed key chunks, the scalar reference and
+// the K/V cache writer. The per-ISA dot/axpy loops live in attention_avx2/avx512.cc.
+#include "deepinfer/kernels/cpu/attention.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "deepinfer/base/check.h"
+#include "deepinfer/base/fp16.h"
+#include "deepinfer/base/thread_pool.h"
+
+namespace deepinfer::kernels {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr int kTargetRowsPerItem = 32;  // (token, head) rows that share one pass over K/V
+
+size_t elem_bytes(DType t) { return t == DType::kF32 ? 4 : 2; }
+
+float load_elem(const void* base, int64_t i, DType t) {
+  switch (t) {
+    case DType::kF32: return static_cast<const float*>(base)[i];
+    case DType::kF16: return f16_to_f32(static_cast<const uint16_t*>(base)[i]);
+    default: return bf16_to_f32(static_cast<const uint16_t*>(base)[i]);
+  }
+}
+
+void check_params(const AttentionParams& p) {
+  DI_CHECK(p.kv_type == DType::kF32 || p.kv_type == DType::kF16 || p.kv_type == DType::kBF16,
+           "attention: kv_type {} unsupported", dtype_name(p.kv_type));
+  DI_CHECK(p.n_kv_heads > 0 && p.n_heads % p.n_kv_heads == 0, "attention: n_heads {} n_kv_heads {}",
+           p.n_heads, p.n_kv_heads);
+  DI_CHECK(p.block_size > 0 && p.head_dim > 0 && p.v_head_dim > 0, "attention: bad sizes");
+  for (int s = 0; s < p.n_seqs; ++s)
+    DI_CHECK(p.seqs[s].context_len >= p.seqs[s].first_pos + p.seqs[s].n_tokens && p.seqs[s].first_pos >= 0,
+             "attention: seq {} context_len {} < first_pos {} + n_tokens {}", s, p.seqs[s].context_len,
+             p.seqs[s].first_pos, p.seqs[s].n_tokens);
+}
+
+// Key range [lo, hi] of the query at position pos.
+inline void key_range(const AttentionParams& p, int64_t pos, int64_t* lo, int64_t* hi) {
+  *hi = pos;
+  *lo = p.sliding_window > 0 ? std::max<int64_t>(0, pos - p.sliding_window + 1) : 0;
+}
+
+inline int64_t kv_offset(const AttentionParams& p, const AttentionSeq& s, int64_t key, int kv_head, int dim) {
+  const int64_t block = s.block_table[key / p.block_size];
+  return block * p.block_stride + (key % p.block_size) * p.token_stride + static_cast<int64_t>(kv_head) * dim;
+}
+
+struct WorkItem {
+  int32_t seq, kv_head, tok_begin, tok_end;
+  int64_t cost;
+};
+
+struct RowState {
+  const float* q;
+  float* out;
+  int64_t lo, hi;
+  float m, l;
+};
+
+struct Scratch {
+  std::vector<RowState> rows;
+  std::vector<float> scores;  // [rows, kAttentionKeyChunk]
+  std::vector<float> acc;     // [rows, v_head_dim]
+};
+
+void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const WorkItem& w, Scratch& sc) {
+  const AttentionSeq& s = p.seqs[w.seq];
+  const int group = p.n_heads / p.n_kv_heads;
+  const int n_rows = (w.tok_end - w.tok_begin) * group;
+  sc.rows.resize(n_rows);
+  sc.scores.resize(static_cast<size_t>(n_rows) * kAttentionKeyChunk);
+  sc.acc.assign(static_cast<size_t>(n_rows) * p.v_head_dim, 0.0f);
+  int64_t lo_all = std::numeric_limits<int64_t>::max(), hi_all = -1;
+  for (int t = w.tok_begin, r = 0; t < w.tok_end; ++t) {
+    const int64_t row = s.token_start + t;
+    for (int j = 0; j < group; ++j, ++r) {
+      const int h = w.kv_head * group + j;
+      RowState& st = sc.rows[r];
+      st.q = p.q + row * p.q_stride + static_cast<int64_t>(h) * p.head_dim;
+      st.out = p.out + row * p.out_stride + static_cast<int64_t>(h) * p.v_head_dim;
+      key_range(p, s.first_pos + t, &st.lo, &st.hi);
+      st.m = kNegInf;
+      st.l = 0.0f;
+      lo_all = std::min(lo_all, st.lo);
+      hi_all = std::max(hi_all, st.hi);
+    }
+  }
+  const size_t kb = elem_bytes(p.kv_type);
+  const char* kc = static_cast<const char*>(p.k_cache);
+  const char* vc = static_cast<const char*>(p.v_cache);
+  for (int64_t c = lo_all / kAttentionKeyChunk; c <= hi_all / kAttentionKeyChunk; ++c) {
+    const int64_t base = c * kAttentionKeyChunk;
+    const int64_t c0 = std::max(base, lo_all), c1 = std::min(base + kAttentionKeyChunk - 1, hi_all);
+    // Scores: each K row is read once for all rows of the item.
+    for (int64_t key = c0; key <= c1; ++key) {
+      const void* k = kc + kv_offset(p, s, key, w.kv_head, p.head_dim) * kb;
+      for (int r = 0; r < n_rows; ++r) {
+        const RowState& st = sc.rows[r];
+        if (key < st.lo || key > st.hi) continue;
+        sc.scores[r * kAttentionKeyChunk + (key - base)] = ops.dot(st.q, k, p.head_dim) * p.scale;
+      }
+    }
+    // Online softmax update per row, over its own part of the chunk in ascending key order.
+    for (int r = 0; r < n_rows; ++r) {
+      RowState& st = sc.rows[r];
+      const int64_t a = std::max(c0, st.lo), b = std::min(c1, st.hi);
+      if (a > b) continue;
+      float* sr = sc.scores.data() + r * kAttentionKeyChunk - base;
+      float mc = st.m;
+      for (int64_t key = a; key <= b; ++key) mc = std::max(mc, sr[key]);
+      if (mc > st.m) {
+        const float f = st.m == kNegInf ? 0.0f : std::exp(st.m - mc);
+        float* acc = sc.acc.data() + static_cast<size_t>(r) * p.v_head_dim;
+        for (int d = 0; d < p.v_head_dim; ++d) acc[d] *= f;
+        st.l *= f;
+        st.m = mc;
+      }
+      for (int64_t key = a; key <= b; ++key) {
+        const float e = std::exp(sr[key] - st.m);
+        sr[key] = e;
+        st.l += e;
+      }
+    }
+    // Weighted V sum: each V row is read once for all rows of the item.
+    for (int64_t key = c0; key <= c1; ++key) {
+      const void* v = vc + kv_offset(p, s, key, w.kv_head, p.v_head_dim) * kb;
+      for (int r = 0; r < n_rows; ++r) {
+        const RowState& st = sc.rows[r];
+        if (key < st.lo || key > st.hi) continue;
+        ops.axpy(sc.acc.data() + static_cast<size_t>(r) * p.v_head_dim,
+                 sc.scores[r * kAttentionKeyChunk + (key - base)], v, p.v_head_dim);
+      }
+    }
+  }
+  for (int r = 0; r < n_rows; ++r) {
+    const RowState& st = sc.rows[r];
+    const float inv = st.l > 0.0f ? 1.0f / st.l : 0.0f;
+    const float* acc = sc.acc.data() + static_cast<size_t>(r) * p.v_head_dim;
+    for (int d = 0; d < p.v_head_dim; ++d) st.out[d] = acc[d] * inv;
+  }
+}
+
+float dot_scalar(const float* q, const void* k, int n, DType t) {
+  float sum = 0.0f;
+  for (int d = 0; d < n; ++d) sum += q[d] * load_elem(k, d, t);
+  return sum;
+}
+
+}  // namespace
+
+namespace detail {
+AttentionOps attention_ops_scalar(DType kv_type) {
+  switch (kv_type) {
+    case DType::kF32:
+      return {[](const float* q, const void* k, int n) { return dot_scalar(q, k, n, DType::kF32); },
+              [](float* acc, float a, const void* v, int n) {
+                for (int d = 0; d < n; ++d) acc[d] += a * static_cast<const float*>(v)[d];
+              }};
+    case DType::kF16:
+      return {[](const float* q, const void* k, int n) { return dot_scalar(q, k, n, DType::kF16); },
+              [](float* acc, float a, const void* v, int n) {
+                for (int d = 0; d < n; ++d) acc[d] += a * f16_to_f32(static_cast<const uint16_t*>(v)[d]);
+              }};
+    default:
+      return {[](const float* q, const void* k, int n) { return dot_scalar(q, k, n, DType::kBF16); },
+              [](float* acc, float a, const void* v, int n) {
+                for (int d = 0; d < n; ++d) acc[d] += a * bf16_to_f32(static_cast<const uint16_t*>(v)[d]);
+              }};
+  }
+}
+}  // namespace detail
+
+void attention_with_isa(const AttentionParams& p, ThreadPool& pool, IsaLevel isa) {
+  check_params(p);
+  const detail::AttentionOps ops = isa >= IsaLevel::kAvx512 ? detail::attention_ops_avx512(p.kv_type)
+                                   : isa >= IsaLevel::kAvx2 ? detail::attention_ops_avx2(p.kv_type)
+                                                            : detail::attention_ops_scalar(p.kv_type);
+  const int group = p.n_heads / p.n_kv_heads;
+  const int tile = std::max(1, kTargetRowsPerItem / group);
+  std::vector<WorkItem> items;
+  for (int s = 0; s < p.n_seqs; ++s) {
+    const AttentionSeq& sq = p.seqs[s];
+    for (int t0 = 0; t0 < sq.n_tokens; t0 += tile) {
+      const int t1 = std::min(sq.n_tokens, t0 + tile);
+      int64_t keys = 0;
+      for (int t = t0; t < t1; ++t) {
+        int64_t lo, hi;
+        key_range(p, sq.first_pos + t, &lo, &hi);
+        keys += hi - lo + 1;
+      }
+      for (int g = 0; g < p.n_kv_heads; ++g) items.push_back({s, g, t0, t1, keys});
+    }
+  }
+  // Heaviest first so the dynamic hand-out ends balanced; order never affects results.
+  std::stable_sort(items.begin(), items.end(), [](const WorkItem& a, const WorkItem& b) { return a.cost > b.cost; });
+  std::atomic<size_t> next{0};
+  pool.run([&](int, int) {
+    thread_local Scratch scratch;
+    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < items.size();)
+      run_item(p, ops, items[i], scratch);
+  });
+}
+
+void attention(const AttentionParams& p, ThreadPool& pool) { attention_with_isa(p, pool, best_isa()); }
+
+void attention_reference(const AttentionParams& p) {
+  check_params(p);
+  const int group = p.n_heads / p.n_kv_heads;
+  std::vector<double> scores, acc(p.v_head_dim);
+  for (int si = 0; si < p.n_seqs; ++si) {
+    const AttentionSeq& s = p.seqs[si];
+    for (int t = 0; t < s.n_tokens; ++t) {
+      const int64_t row = s.token_start + t;
+      int64_t lo, hi;
+      key_range(p, s.first_pos + t, &lo, &hi);
+      for (int h = 0; h < p.n_heads; ++h) {
+        const int g = h / group;
+        const float* q = p.q + row * p.q_stride + static_cast<int64_t>(h) * p.head_dim;
+        scores.assign(hi - lo + 1, 0.0);
+        double mx = -INFINITY;
+        for (int64_t key = lo; key <= hi; ++key) {
+          const int64_t off = kv_offset(p, s, key, g, p.head_dim);
+          double dot = 0;
+          for (int d = 0; d < p.head_dim; ++d) dot += static_cast<double>(q[d]) * load_elem(p.k_cache, off + d, p.kv_type);
+          scores[key - lo] = dot * p.scale;
+          mx = std::max(mx, scores[key - lo]);
+        }
+        double sum = 0;
+        for (double& x : scores) sum += (x = std::exp(x - mx));
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t key = lo; key <= hi; ++key) {
+          const int64_t off = kv_offset(p, s, key, g, p.v_head_dim);
+          for (int d = 0; d < p.v_head_dim; ++d) acc[d] += scores[key - lo] * load_elem(p.v_cache, off + d, p.kv_type);
+        }
+        float* out = p.out + row * p.out_stride + static_cast<int64_t>(h) * p.v_head_dim;
+        for (int d = 0; d < p.v_head_dim; ++d) out[d] = static_cast<float>(acc[d] / sum);
+      }
+    }
+  }
+}
+
+void kv_cache_write(const KvWriteParams& p) {
+  DI_CHECK(p.kv_type == DType::kF32 || p.kv_type == DType::kF16 || p.kv_type == DType::kBF16,
+           "kv_cache_write: kv_type {} unsupported", dtype_name(p.kv_type));
+  const size_t eb = elem_bytes(p.kv_type);
+  auto store = [&](void* cache, int64_t off, const float* src, int64_t n) {
+    char* dst = static_cast<char*>(cache) + off * eb;
+    if (p.kv_type == DType::kF32) {
+      std::memcpy(dst, src, n * 4);
+      return;
+    }
+    uint16_t* d16 = reinterpret_cast<uint16_t*>(dst);
+    if (p.kv_type == DType::kF16) {
+      for (int64_t i = 0; i < n; ++i) d16[i] = f32_to_f16(src[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) d16[i] = f32_to_bf16(src[i]);
+    }
+  };
+  for (int64_t t = 0; t < p.n_tokens; ++t) {
+    const int32_t slot = p.slot_mapping[t];
+    if (slot < 0) continue;
+    const int64_t off = static_cast<int64_t>(slot / p.block_size) * p.block_stride + (slot % p.block_size) * p.token_stride;
+    store(p.k_cache, off, p.k + t * p.k_stride, p.k_row_elems);
+    store(p.v_cache, off, p.v + t * p.v_stride, p.v_row_elems);
+  }
+}
+
+}  // namespace deepinfer::kernels
