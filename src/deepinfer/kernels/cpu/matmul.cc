@@ -1,0 +1,162 @@
+// Matmul driver: validates nothing on the hot path (see matmul_check), quantizes each activation
+// row once, then splits output columns across threads and walks register tiles of rows.
+#include "deepinfer/kernels/cpu/matmul.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "deepinfer/base/aligned_buffer.h"
+#include "deepinfer/base/check.h"
+#include "deepinfer/kernels/cpu/matmul_tile.h"
+#include "deepinfer/kernels/cpu/quantize_activation.h"
+#include "deepinfer/tensor/quant_blocks.h"
+
+#ifdef DEEPINFER_HAVE_BLAS
+#include <cblas.h>
+#endif
+
+namespace deepinfer::kernels {
+namespace {
+
+using matmul_detail::ActKind;
+using matmul_detail::Tile;
+
+// Below this many rows BLAS sgemm is not faster than our FMA kernel (and not batch-invariant).
+constexpr int64_t kBlasMinRows = 32;
+// Output columns per cache block: the block's weight rows stay in L1/L2 while every row tile
+// of activations passes over them.
+constexpr size_t kColBlockBytes = 48 * 1024;
+
+size_t act_row_bytes(DType type, int64_t n_in) {
+  switch (matmul_detail::act_kind(type)) {
+    case ActKind::kQ8_32: return static_cast<size_t>(n_in / 32) * sizeof(ActBlock32);
+    case ActKind::kQ8_K: return static_cast<size_t>(n_in / kQKK) * sizeof(BlockQ8_K);
+    case ActKind::kFloat: break;
+  }
+  return 0;
+}
+
+// Quantized activations of the current call; grows to the largest call, never shrinks, so the
+// steady state allocates nothing. Thread-local because the calling thread fills it.
+AlignedBuffer<uint8_t>& act_scratch(size_t bytes) {
+  thread_local AlignedBuffer<uint8_t> buf;
+  if (buf.size() < bytes) buf.resize(bytes + bytes / 4);
+  return buf;
+}
+
+using TileFn = void (*)(const Tile&);
+
+TileFn tile_fn(IsaLevel isa) {
+  const IsaLevel best = best_isa();
+  if (static_cast<int>(isa) > static_cast<int>(best)) isa = best;
+  switch (isa) {
+    case IsaLevel::kAvx512: return matmul_detail::compute_tile_avx512;
+    case IsaLevel::kAvx2: return matmul_detail::compute_tile_avx2;
+    case IsaLevel::kScalar: break;
+  }
+  return matmul_detail::compute_tile_scalar;
+}
+
+#ifdef DEEPINFER_HAVE_BLAS
+void matmul_blas(const MatmulParams& p) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(p.n_rows), static_cast<int>(p.n_out),
+              static_cast<int>(p.n_in), 1.0f, p.input, static_cast<int>(p.input_stride),
+              static_cast<const float*>(p.weight), static_cast<int>(p.weight_row_bytes / 4), 0.0f, p.output,
+              static_cast<int>(p.output_stride));
+}
+#endif
+
+void run(const MatmulParams& p, ThreadPool* pool, TileFn fn) {
+  DI_CHECK(matmul_check(p).is_ok(), "matmul: {}", matmul_check(p).message());
+  if (p.n_rows == 0 || p.n_out == 0) return;
+  const ActKind kind = matmul_detail::act_kind(p.weight_type);
+  const uint8_t* act = reinterpret_cast<const uint8_t*>(p.input);
+  size_t arow = static_cast<size_t>(p.input_stride) * sizeof(float);
+  if (kind != ActKind::kFloat) {
+    arow = act_row_bytes(p.weight_type, p.n_in);
+    auto& buf = act_scratch(arow * static_cast<size_t>(p.n_rows));
+    for (int64_t r = 0; r < p.n_rows; ++r) {
+      const float* x = p.input + r * p.input_stride;
+      uint8_t* dst = buf.data() + r * arow;
+      if (kind == ActKind::kQ8_32) quantize_act_q8_32(x, reinterpret_cast<ActBlock32*>(dst), p.n_in);
+      else quantize_act_q8_k(x, dst, p.n_in);
+    }
+    act = buf.data();
+  }
+  const int64_t col_block = std::max<int64_t>(8, static_cast<int64_t>(kColBlockBytes / p.weight_row_bytes));
+  auto work = [&](int64_t c0, int64_t c1) {
+    for (int64_t cb = c0; cb < c1; cb += col_block) {
+      Tile t{p.weight_type, static_cast<const uint8_t*>(p.weight), p.weight_row_bytes, p.n_in,
+             cb, std::min(c1, cb + col_block), nullptr, arow, 0, nullptr, p.output_stride};
+      for (int64_t r = 0; r < p.n_rows; r += matmul_detail::kMaxTileRows) {
+        t.rows = static_cast<int>(std::min<int64_t>(matmul_detail::kMaxTileRows, p.n_rows - r));
+        t.act = act + r * arow;
+        t.out = p.output + r * p.output_stride;
+        fn(t);
+      }
+    }
+  };
+  const int nt = pool ? pool->num_threads() : 1;
+  if (nt == 1 || p.n_out < 16) {
+    work(0, p.n_out);
+    return;
+  }
+  // Even split of output columns (rounded to 8 so threads don't share output cache lines).
+  pool->run([&](int i, int n) {
+    const int64_t chunks = (p.n_out + 7) / 8;
+    const int64_t c0 = std::min(p.n_out, chunks * i / n * 8), c1 = std::min(p.n_out, chunks * (i + 1) / n * 8);
+    if (c0 < c1) work(c0, c1);
+  });
+}
+
+}  // namespace
+
+bool matmul_supports(DType t) {
+  switch (t) {
+    case DType::kF32: case DType::kF16: case DType::kBF16:
+    case DType::kQ4_0: case DType::kQ4_1: case DType::kQ5_0: case DType::kQ5_1: case DType::kQ8_0:
+    case DType::kQ4_K: case DType::kQ5_K: case DType::kQ6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Status matmul_check(const MatmulParams& p) {
+  if (!matmul_supports(p.weight_type))
+    return unsupported("matmul: weight type {} is not supported", dtype_name(p.weight_type));
+  if (p.n_out < 0 || p.n_in <= 0 || p.n_rows < 0)
+    return invalid_argument("matmul: bad shape n_out={} n_in={} n_rows={}", p.n_out, p.n_in, p.n_rows);
+  const int64_t block = dtype_info(p.weight_type)->block_elems;
+  if (p.n_in % block != 0)
+    return invalid_argument("matmul: n_in={} is not a multiple of the {} block size {}", p.n_in,
+                            dtype_name(p.weight_type), block);
+  if (p.weight_row_bytes < row_bytes(p.weight_type, p.n_in))
+    return invalid_argument("matmul: weight_row_bytes={} < {} needed for n_in={}", p.weight_row_bytes,
+                            row_bytes(p.weight_type, p.n_in), p.n_in);
+  if (p.input_stride < p.n_in || p.output_stride < p.n_out)
+    return invalid_argument("matmul: strides too small (input {} < n_in {} or output {} < n_out {})",
+                            p.input_stride, p.n_in, p.output_stride, p.n_out);
+  if (p.n_rows > 0 && p.n_out > 0 && (!p.weight || !p.input || !p.output))
+    return invalid_argument("matmul: null weight, input or output pointer");
+  return Status::ok();
+}
+
+void matmul(const MatmulParams& p, ThreadPool& pool) { matmul_with_isa(p, pool, best_isa()); }
+
+void matmul_with_isa(const MatmulParams& p, ThreadPool& pool, IsaLevel isa) {
+#ifdef DEEPINFER_HAVE_BLAS
+  // sgemm's blocking (and so its rounding) depends on the shape: not batch-invariant.
+  if (p.weight_type == DType::kF32 && !p.batch_invariant && p.n_rows >= kBlasMinRows &&
+      p.weight_row_bytes % 4 == 0) {
+    DI_CHECK(matmul_check(p).is_ok(), "matmul: {}", matmul_check(p).message());
+    matmul_blas(p);
+    return;
+  }
+#endif
+  run(p, &pool, tile_fn(isa));
+}
+
+void matmul_reference(const MatmulParams& p) { run(p, nullptr, matmul_detail::compute_tile_scalar); }
+
+}  // namespace deepinfer::kernels

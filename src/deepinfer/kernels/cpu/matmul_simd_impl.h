@@ -1,0 +1,285 @@
+// The SIMD matmul tile kernels, written once with 256-bit integer/FMA intrinsics and compiled
+// twice: in matmul_avx2.cc (maddubs+madd dot) and matmul_avx512.cc (VNNI vpdpbusd dot). Both
+// give the same integer sums. Include only inside an anonymous namespace after <immintrin.h>,
+// with DI_MATMUL_VNNI defined to 0 or 1.
+//
+// Batch invariance: a kernel instantiated for R rows does, for every row, exactly the
+// operations the R = 1 instance does, in the same order; only the weight decode is shared.
+
+inline __m256i dot_u8s8(__m256i u, __m256i s) {
+#if DI_MATMUL_VNNI
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#else
+  // No saturation: |u * s| pairs stay below 2 * 128 * 127 for every format used here.
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+
+inline float hsum_ps(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline int32_t hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// Byte j = 0xFF where bit j of x is set.
+inline __m256i bits_to_bytes(uint32_t x) {
+  const __m256i shuf = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+  const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x)), shuf);
+  const __m256i others = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);
+  return _mm256_cmpeq_epi8(_mm256_or_si256(v, others), _mm256_set1_epi64x(-1));
+}
+
+// 16 packed bytes -> 32 nibbles: low nibbles are elements 0..15, high nibbles 16..31.
+inline __m256i nibbles32(const uint8_t* qs) {
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i m4 = _mm_set1_epi8(0xF);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4), _mm_and_si128(x, m4));
+}
+
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Decoders for the 32-element formats: q() gives the block's 32 integers as bytes (signed when
+// kSigned, else unsigned with a min m()).
+struct DecQ4_0 {
+  using B = BlockQ4_0;
+  static constexpr bool kSigned = true;
+  static __m256i q(const B* b) { return _mm256_sub_epi8(nibbles32(b->qs), _mm256_set1_epi8(8)); }
+  static float m(const B*) { return 0; }
+};
+struct DecQ4_1 {
+  using B = BlockQ4_1;
+  static constexpr bool kSigned = false;
+  static __m256i q(const B* b) { return nibbles32(b->qs); }
+  static float m(const B* b) { return f16_to_f32(b->m); }
+};
+struct DecQ5_0 {
+  using B = BlockQ5_0;
+  static constexpr bool kSigned = true;
+  static __m256i q(const B* b) {
+    const __m256i hi = _mm256_and_si256(bits_to_bytes(load_u32(b->qh)), _mm256_set1_epi8(0x10));
+    return _mm256_sub_epi8(_mm256_or_si256(nibbles32(b->qs), hi), _mm256_set1_epi8(16));
+  }
+  static float m(const B*) { return 0; }
+};
+struct DecQ5_1 {
+  using B = BlockQ5_1;
+  static constexpr bool kSigned = false;
+  static __m256i q(const B* b) {
+    const __m256i hi = _mm256_and_si256(bits_to_bytes(load_u32(b->qh)), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(nibbles32(b->qs), hi);
+  }
+  static float m(const B* b) { return f16_to_f32(b->m); }
+};
+struct DecQ8_0 {
+  using B = BlockQ8_0;
+  static constexpr bool kSigned = true;
+  static __m256i q(const B* b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs)); }
+  static float m(const B*) { return 0; }
+};
+
+template <typename Dec, int R>
+void tile_q32(const Tile& t) {
+  using B = typename Dec::B;
+  const int64_t nb = t.n_in / 32;
+  const ActBlock32* act[R];
+  for (int r = 0; r < R; ++r) act[r] = reinterpret_cast<const ActBlock32*>(t.act + r * t.act_row_bytes);
+  for (int64_t o = t.col_begin; o < t.col_end; ++o) {
+    const B* wb = reinterpret_cast<const B*>(t.weight + o * t.weight_row_bytes);
+    __m256 acc[R];
+    float macc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), macc[r] = 0;
+    for (int64_t b = 0; b < nb; ++b) {
+      const __m256i w = Dec::q(wb + b);
+      const float dw = f16_to_f32(wb[b].d);
+      const __m256i wabs = _mm256_sign_epi8(w, w);
+      for (int r = 0; r < R; ++r) {
+        const ActBlock32& a = act[r][b];
+        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
+        const __m256i p = Dec::kSigned ? dot_u8s8(wabs, _mm256_sign_epi8(av, w)) : dot_u8s8(w, av);
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a.d), acc[r]);
+        if constexpr (!Dec::kSigned) macc[r] += (Dec::m(wb + b) * a.d) * static_cast<float>(a.sum);
+      }
+    }
+    for (int r = 0; r < R; ++r) t.out[r * t.out_stride + o] = hsum_ps(acc[r]) + macc[r];
+  }
+}
+
+// Q4_K (kHigh = false) and Q5_K (kHigh = true) against Q8_K activations.
+template <bool kHigh, int R>
+void tile_q45k(const Tile& t) {
+  using B = std::conditional_t<kHigh, BlockQ5_K, BlockQ4_K>;
+  const int64_t nb = t.n_in / kQKK;
+  const BlockQ8_K* act[R];
+  for (int r = 0; r < R; ++r) act[r] = reinterpret_cast<const BlockQ8_K*>(t.act + r * t.act_row_bytes);
+  const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
+  for (int64_t o = t.col_begin; o < t.col_end; ++o) {
+    const B* wb = reinterpret_cast<const B*>(t.weight + o * t.weight_row_bytes);
+    float acc[R] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+      const B& w = wb[b];
+      uint8_t sc[8], mn[8];
+      for (int j = 0; j < 8; ++j) kquant_scale_min(j, w.scales, &sc[j], &mn[j]);
+      __m256i isum[R];
+      for (int r = 0; r < R; ++r) isum[r] = _mm256_setzero_si256();
+      __m256i qh = _mm256_setzero_si256();
+      if constexpr (kHigh) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh));
+      for (int p = 0; p < 4; ++p) {
+        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * p));
+        __m256i w0 = _mm256_and_si256(x, m4), w1 = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+        if constexpr (kHigh) {
+          w0 = _mm256_or_si256(w0, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * p), one), 4));
+          w1 = _mm256_or_si256(w1, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * p + 1), one), 4));
+        }
+        const __m256i s0 = _mm256_set1_epi32(sc[2 * p]), s1 = _mm256_set1_epi32(sc[2 * p + 1]);
+        for (int r = 0; r < R; ++r) {
+          const int8_t* a = act[r][b].qs + 64 * p;
+          const __m256i d0 = dot_u8s8(w0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
+          const __m256i d1 = dot_u8s8(w1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 32)));
+          isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(_mm256_mullo_epi32(d0, s0), _mm256_mullo_epi32(d1, s1)));
+        }
+      }
+      const float d = f16_to_f32(w.d), dmin = f16_to_f32(w.dmin);
+      for (int r = 0; r < R; ++r) {
+        const BlockQ8_K& a = act[r][b];
+        int32_t msum = 0;
+        for (int j = 0; j < 8; ++j) msum += mn[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+        acc[r] += (a.d * d) * static_cast<float>(hsum_epi32(isum[r])) - (a.d * dmin) * static_cast<float>(msum);
+      }
+    }
+    for (int r = 0; r < R; ++r) t.out[r * t.out_stride + o] = acc[r];
+  }
+}
+
+template <int R>
+void tile_q6k(const Tile& t) {
+  const int64_t nb = t.n_in / kQKK;
+  const BlockQ8_K* act[R];
+  for (int r = 0; r < R; ++r) act[r] = reinterpret_cast<const BlockQ8_K*>(t.act + r * t.act_row_bytes);
+  const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3);
+  for (int64_t o = t.col_begin; o < t.col_end; ++o) {
+    const BlockQ6_K* wb = reinterpret_cast<const BlockQ6_K*>(t.weight + o * t.weight_row_bytes);
+    float acc[R] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ6_K& w = wb[b];
+      __m256i isum[R];
+      for (int r = 0; r < R; ++r) isum[r] = _mm256_setzero_si256();
+      for (int h = 0; h < 2; ++h) {
+        const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.ql + 64 * h));
+        const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.ql + 64 * h + 32));
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh + 32 * h));
+        for (int k = 0; k < 4; ++k) {
+          const __m256i lo = (k & 1) ? ql1 : ql0;
+          const __m256i nib = (k >> 1) ? _mm256_and_si256(_mm256_srli_epi16(lo, 4), m4) : _mm256_and_si256(lo, m4);
+          const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), m2), 4);
+          const __m256i wq = _mm256_or_si256(nib, hi);
+          const int c = 4 * h + k;  // 32-run c uses scales 2c (first 16) and 2c+1 (last 16)
+          const int s0 = w.scales[2 * c], s1 = w.scales[2 * c + 1];
+          const __m256i sv = _mm256_setr_epi32(s0, s0, s0, s0, s1, s1, s1, s1);
+          for (int r = 0; r < R; ++r) {
+            const int8_t* a = act[r][b].qs + 32 * c;
+            const __m256i dp = dot_u8s8(wq, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
+            isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(dp, sv));
+          }
+        }
+      }
+      const float d = f16_to_f32(w.d);
+      for (int r = 0; r < R; ++r) {
+        const BlockQ8_K& a = act[r][b];
+        int32_t is = hsum_epi32(isum[r]);
+        for (int g = 0; g < 16; ++g) is -= 32 * w.scales[g] * a.bsums[g];
+        acc[r] += (a.d * d) * static_cast<float>(is);
+      }
+    }
+    for (int r = 0; r < R; ++r) t.out[r * t.out_stride + o] = acc[r];
+  }
+}
+
+// Float weights: 8 elements per step as fp32.
+struct LoadF32 {
+  static __m256 at(const uint8_t* w, int64_t i) { return _mm256_loadu_ps(reinterpret_cast<const float*>(w) + i); }
+  static float one(const uint8_t* w, int64_t i) { return reinterpret_cast<const float*>(w)[i]; }
+};
+struct LoadF16 {
+  static __m256 at(const uint8_t* w, int64_t i) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 2 * i)));
+  }
+  static float one(const uint8_t* w, int64_t i) { return f16_to_f32(reinterpret_cast<const uint16_t*>(w)[i]); }
+};
+struct LoadBF16 {
+  static __m256 at(const uint8_t* w, int64_t i) {
+    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 2 * i)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+  }
+  static float one(const uint8_t* w, int64_t i) { return bf16_to_f32(reinterpret_cast<const uint16_t*>(w)[i]); }
+};
+
+template <typename Load, int R>
+void tile_float(const Tile& t) {
+  const int64_t n = t.n_in;
+  const float* x[R];
+  for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const float*>(t.act + r * t.act_row_bytes);
+  for (int64_t o = t.col_begin; o < t.col_end; ++o) {
+    const uint8_t* w = t.weight + o * t.weight_row_bytes;
+    __m256 a0[R], a1[R];
+    for (int r = 0; r < R; ++r) a0[r] = _mm256_setzero_ps(), a1[r] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      const __m256 w0 = Load::at(w, i), w1 = Load::at(w, i + 8);
+      for (int r = 0; r < R; ++r) {
+        a0[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x[r] + i), a0[r]);
+        a1[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x[r] + i + 8), a1[r]);
+      }
+    }
+    if (i + 8 <= n) {
+      const __m256 w0 = Load::at(w, i);
+      for (int r = 0; r < R; ++r) a0[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x[r] + i), a0[r]);
+      i += 8;
+    }
+    for (int r = 0; r < R; ++r) {
+      float s = hsum_ps(_mm256_add_ps(a0[r], a1[r]));
+      for (int64_t j = i; j < n; ++j) s += Load::one(w, j) * x[r][j];
+      t.out[r * t.out_stride + o] = s;
+    }
+  }
+}
+
+template <int R>
+void tile_rows(const Tile& t) {
+  switch (t.type) {
+    case DType::kF32: return tile_float<LoadF32, R>(t);
+    case DType::kF16: return tile_float<LoadF16, R>(t);
+    case DType::kBF16: return tile_float<LoadBF16, R>(t);
+    case DType::kQ4_0: return tile_q32<DecQ4_0, R>(t);
+    case DType::kQ4_1: return tile_q32<DecQ4_1, R>(t);
+    case DType::kQ5_0: return tile_q32<DecQ5_0, R>(t);
+    case DType::kQ5_1: return tile_q32<DecQ5_1, R>(t);
+    case DType::kQ8_0: return tile_q32<DecQ8_0, R>(t);
+    case DType::kQ4_K: return tile_q45k<false, R>(t);
+    case DType::kQ5_K: return tile_q45k<true, R>(t);
+    case DType::kQ6_K: return tile_q6k<R>(t);
+    default: DI_CHECK(false, "matmul tile: unsupported weight type {}", dtype_name(t.type));
+  }
+}
+
+inline void compute_tile_simd(const Tile& t) {
+  static_assert(matmul_detail::kMaxTileRows == 4);
+  switch (t.rows) {
+    case 1: return tile_rows<1>(t);
+    case 2: return tile_rows<2>(t);
+    case 3: return tile_rows<3>(t);
+    case 4: return tile_rows<4>(t);
+    default: DI_CHECK(false, "matmul tile: {} rows", t.rows);
+  }
+}
