@@ -15,6 +15,9 @@ inline __m256i dot_u8s8(__m256i u, __m256i s) {
 #endif
 }
 
+// Hardware fp16 -> fp32 (F16C); the same value as base/fp16.h's f16_to_f32, much faster.
+inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
 inline float hsum_ps(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -62,7 +65,7 @@ struct DecQ4_1 {
   using B = BlockQ4_1;
   static constexpr bool kSigned = false;
   static __m256i q(const B* b) { return nibbles32(b->qs); }
-  static float m(const B* b) { return f16_to_f32(b->m); }
+  static float m(const B* b) { return h2f(b->m); }
 };
 struct DecQ5_0 {
   using B = BlockQ5_0;
@@ -80,7 +83,7 @@ struct DecQ5_1 {
     const __m256i hi = _mm256_and_si256(bits_to_bytes(load_u32(b->qh)), _mm256_set1_epi8(0x10));
     return _mm256_or_si256(nibbles32(b->qs), hi);
   }
-  static float m(const B* b) { return f16_to_f32(b->m); }
+  static float m(const B* b) { return h2f(b->m); }
 };
 struct DecQ8_0 {
   using B = BlockQ8_0;
@@ -102,7 +105,7 @@ void tile_q32(const Tile& t) {
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), macc[r] = 0;
     for (int64_t b = 0; b < nb; ++b) {
       const __m256i w = Dec::q(wb + b);
-      const float dw = f16_to_f32(wb[b].d);
+      const float dw = h2f(wb[b].d);
       const __m256i wabs = _mm256_sign_epi8(w, w);
       for (int r = 0; r < R; ++r) {
         const ActBlock32& a = act[r][b];
@@ -150,7 +153,7 @@ void tile_q45k(const Tile& t) {
           isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(_mm256_mullo_epi32(d0, s0), _mm256_mullo_epi32(d1, s1)));
         }
       }
-      const float d = f16_to_f32(w.d), dmin = f16_to_f32(w.dmin);
+      const float d = h2f(w.d), dmin = h2f(w.dmin);
       for (int r = 0; r < R; ++r) {
         const BlockQ8_K& a = act[r][b];
         int32_t msum = 0;
@@ -194,7 +197,7 @@ void tile_q6k(const Tile& t) {
           }
         }
       }
-      const float d = f16_to_f32(w.d);
+      const float d = h2f(w.d);
       for (int r = 0; r < R; ++r) {
         const BlockQ8_K& a = act[r][b];
         int32_t is = hsum_epi32(isum[r]);
@@ -215,7 +218,7 @@ struct LoadF16 {
   static __m256 at(const uint8_t* w, int64_t i) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 2 * i)));
   }
-  static float one(const uint8_t* w, int64_t i) { return f16_to_f32(reinterpret_cast<const uint16_t*>(w)[i]); }
+  static float one(const uint8_t* w, int64_t i) { return h2f(reinterpret_cast<const uint16_t*>(w)[i]); }
 };
 struct LoadBF16 {
   static __m256 at(const uint8_t* w, int64_t i) {
