@@ -1,0 +1,171 @@
+// Block accounting for sequences. Ordering matters in allocate_slots: prefix blocks are
+// acquired before fresh blocks are taken, so an eviction can never take a block just matched.
+#include "deepinfer/engine/kv_cache_manager.h"
+
+#include <algorithm>
+
+#include "deepinfer/base/check.h"
+
+namespace deepinfer::engine {
+
+Status validate(const KvCacheConfig& config) {
+  if (config.block_size <= 0 || config.block_size > 4096)
+    return invalid_argument("kv cache block_size {} must be in [1, 4096]", config.block_size);
+  if (config.num_blocks <= 0)
+    return invalid_argument("kv cache num_blocks {} must be positive", config.num_blocks);
+  return Status::ok();
+}
+
+KvCacheManager::KvCacheManager(const KvCacheConfig& config, KvTierHook* hook)
+    : config_(config),
+      hook_(hook),
+      pool_(config.num_blocks, config.block_size),
+      root_key_(root_block_key(config.cache_namespace)) {}
+
+void KvCacheManager::ensure_block_keys(Sequence& seq, int num_full_blocks) const {
+  const int bs = block_size();
+  DI_CHECK(num_full_blocks * bs <= seq.num_tokens(), "seq {}: {} full blocks of {} tokens",
+           seq.id, num_full_blocks, seq.num_tokens());
+  std::vector<int32_t> tokens(bs);
+  for (int i = static_cast<int>(seq.block_keys.size()); i < num_full_blocks; ++i) {
+    for (int t = 0; t < bs; ++t) tokens[t] = seq.token_at(i * bs + t);
+    const BlockKey& parent = i == 0 ? root_key_ : seq.block_keys[i - 1];
+    seq.block_keys.push_back(chain_block_key(parent, tokens));
+  }
+}
+
+PrefixMatch KvCacheManager::get_computed_blocks(Sequence& seq) {
+  PrefixMatch match;
+  if (!config_.enable_prefix_caching || !seq.block_table.empty() || seq.num_computed_tokens != 0)
+    return match;
+  // Never the whole sequence: the last token must run through the model to give logits.
+  const int max_blocks = (seq.num_tokens() - 1) / block_size();
+  if (max_blocks <= 0) return match;
+  ensure_block_keys(seq, max_blocks);
+  std::span<const BlockKey> keys(seq.block_keys.data(), max_blocks);
+  match.blocks = tree_.match(keys);
+  if (hook_ != nullptr && static_cast<int>(match.blocks.size()) < max_blocks) {
+    int n = hook_->lookup_prefix(keys.subspan(match.blocks.size()));
+    match.num_tier_blocks = std::clamp(n, 0, max_blocks - static_cast<int>(match.blocks.size()));
+  }
+  return match;
+}
+
+int32_t KvCacheManager::take_block() {
+  if (auto b = pool_.take_free()) return *b;
+  auto ev = tree_.evict_lru();
+  DI_CHECK(ev.has_value(), "no block to take although the plan said there was one");
+  if (hook_ != nullptr) hook_->on_block_evicted(ev->key, ev->block);
+  DI_CHECK(pool_.ref(ev->block) == 0, "evicted block {} is referenced", ev->block);
+  pool_.incref(ev->block);
+  return ev->block;
+}
+
+void KvCacheManager::acquire(int32_t block) {
+  if (pool_.ref(block) == 0) tree_.set_referenced(block, true);
+  pool_.incref(block);
+}
+
+void KvCacheManager::release(int32_t block) {
+  if (pool_.decref(block) > 0) return;
+  if (tree_.contains(block)) {
+    tree_.set_referenced(block, false);
+  } else {
+    pool_.put_free(block);
+  }
+}
+
+std::optional<int> KvCacheManager::allocate_slots(Sequence& seq, int num_new_tokens,
+                                                  const PrefixMatch* prefix) {
+  DI_CHECK(num_new_tokens >= 0, "seq {}: num_new_tokens {}", seq.id, num_new_tokens);
+  const int bs = block_size();
+  int num_prefix = 0;
+  int num_tier = 0;
+  int reusable_unreferenced = 0;  // matched blocks that currently count as evictable
+  if (prefix != nullptr) {
+    DI_CHECK(seq.block_table.empty() && seq.num_computed_tokens == 0,
+             "seq {}: prefix given to a sequence that already holds blocks", seq.id);
+    num_prefix = static_cast<int>(prefix->blocks.size());
+    num_tier = prefix->num_tier_blocks;
+    for (int32_t b : prefix->blocks) reusable_unreferenced += pool_.ref(b) == 0 ? 1 : 0;
+  }
+  const int computed = seq.num_computed_tokens + (num_prefix + num_tier) * bs;
+  const int total_tokens = computed + num_new_tokens;
+  const int blocks_needed = (total_tokens + bs - 1) / bs;
+  const int held = static_cast<int>(seq.block_table.size()) + num_prefix;
+  const int num_fresh = std::max(0, blocks_needed - held);
+  if (num_fresh > num_available_blocks() - reusable_unreferenced) return std::nullopt;
+
+  // Commit.
+  if (prefix != nullptr) {
+    for (int32_t b : prefix->blocks) {
+      acquire(b);
+      seq.block_table.push_back(b);
+    }
+    seq.num_committed_blocks = num_prefix;
+  }
+  for (int i = 0; i < num_fresh; ++i) seq.block_table.push_back(take_block());
+  if (prefix != nullptr) {
+    int loaded = 0;
+    while (loaded < num_tier &&
+           hook_->load_block(seq.block_keys[num_prefix + loaded], seq.block_table[num_prefix + loaded]))
+      ++loaded;
+    seq.num_computed_tokens = (num_prefix + loaded) * bs;
+    cache_full_blocks(seq);  // the loaded blocks are full and computed
+  }
+  return num_fresh;
+}
+
+void KvCacheManager::cache_full_blocks(Sequence& seq) {
+  if (!config_.enable_prefix_caching) return;
+  const int full = std::min(seq.num_computed_tokens / block_size(),
+                            static_cast<int>(seq.block_table.size()));
+  if (full <= seq.num_committed_blocks) return;
+  ensure_block_keys(seq, full);
+  for (int i = seq.num_committed_blocks; i < full; ++i) {
+    int32_t parent = i == 0 ? RadixTree::kRootParent : seq.block_table[i - 1];
+    int32_t own = seq.block_table[i];
+    int32_t cached = tree_.insert(parent, seq.block_keys[i], own);
+    if (cached != own) {
+      DI_CHECK(pool_.ref(own) == 1, "seq {}: private block {} is shared", seq.id, own);
+      acquire(cached);
+      release(own);
+      seq.block_table[i] = cached;
+    }
+  }
+  seq.num_committed_blocks = full;
+}
+
+void KvCacheManager::free(Sequence& seq) {
+  // Tail first, so that a prefix's deeper blocks look older than its head to the LRU.
+  for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) release(*it);
+  seq.block_table.clear();
+  seq.num_committed_blocks = 0;
+  seq.num_computed_tokens = 0;
+}
+
+void KvCacheManager::check_invariants(std::span<const Sequence* const> live) const {
+  std::vector<int> expected(num_blocks(), 0);
+  for (const Sequence* s : live) {
+    DI_CHECK(s->num_committed_blocks <= static_cast<int>(s->block_table.size()), "seq {}", s->id);
+    DI_CHECK(s->num_computed_tokens <= static_cast<int>(s->block_table.size()) * block_size(),
+             "seq {}: {} computed tokens in {} blocks", s->id, s->num_computed_tokens,
+             s->block_table.size());
+    for (int32_t b : s->block_table) ++expected[b];
+  }
+  for (int b = 0; b < num_blocks(); ++b) {
+    DI_CHECK(pool_.ref(b) == expected[b], "block {}: refcount {} but {} holders", b, pool_.ref(b),
+             expected[b]);
+    const bool cached = tree_.contains(b);
+    if (expected[b] > 0) {
+      DI_CHECK(!pool_.is_free(b), "held block {} is on the free list", b);
+      DI_CHECK(!cached || tree_.is_referenced(b), "held block {} is evictable", b);
+    } else {
+      DI_CHECK(pool_.is_free(b) != cached, "idle block {}: free={} cached={}", b, pool_.is_free(b),
+               cached);
+      DI_CHECK(!cached || !tree_.is_referenced(b), "idle cached block {} marked referenced", b);
+    }
+  }
+}
+
+}  // namespace deepinfer::engine

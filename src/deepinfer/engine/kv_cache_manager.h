@@ -1,0 +1,101 @@
+// Paged KV bookkeeping for sequences: block tables, the prefix cache (radix tree over
+// content-addressed full blocks) and the optional lower tier. Plans, then commits: a failed
+// allocation changes nothing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "deepinfer/base/status.h"
+#include "deepinfer/engine/block_hash.h"
+#include "deepinfer/engine/block_pool.h"
+#include "deepinfer/engine/radix_tree.h"
+#include "deepinfer/engine/sequence.h"
+
+namespace deepinfer::engine {
+
+// A slower tier below the in-memory pool (the KV store). Called on the scheduler thread.
+class KvTierHook {
+ public:
+  virtual ~KvTierHook() = default;
+  // `block` is about to be reused; copy its contents out now if worth keeping.
+  virtual void on_block_evicted(const BlockKey& key, int32_t block) = 0;
+  // How many leading keys of `keys` the tier can supply.
+  virtual int lookup_prefix(std::span<const BlockKey> keys) = 0;
+  // Fill `block` with the KV named by `key`; false when it is gone or unreadable.
+  virtual bool load_block(const BlockKey& key, int32_t block) = 0;
+};
+
+struct KvCacheConfig {
+  int num_blocks = 0;
+  int block_size = 16;
+  bool enable_prefix_caching = true;
+  std::string cache_namespace;  // model id (+ revision, KV dtype): blocks never cross it
+};
+
+Status validate(const KvCacheConfig& config);
+
+// Cached prefix found for a sequence before admission; nothing is held until allocate_slots.
+struct PrefixMatch {
+  std::vector<int32_t> blocks;  // [matched blocks] in-memory cached blocks, in order
+  int num_tier_blocks = 0;      // further blocks the lower tier offers to load
+  int num_tokens(int block_size) const {
+    return (static_cast<int>(blocks.size()) + num_tier_blocks) * block_size;
+  }
+};
+
+class KvCacheManager {
+ public:
+  // `config` must pass validate(); `hook` (may be null) must outlive the manager.
+  explicit KvCacheManager(const KvCacheConfig& config, KvTierHook* hook = nullptr);
+
+  int block_size() const { return pool_.block_size(); }
+  int num_blocks() const { return pool_.num_blocks(); }
+  // Blocks an allocation could get now: never used plus cached-but-unreferenced.
+  int num_available_blocks() const { return pool_.num_free() + tree_.num_evictable(); }
+  int num_cached_blocks() const { return tree_.num_nodes(); }
+
+  // Longest cached prefix of the sequence's tokens, in whole blocks, leaving at least one token
+  // to compute so that the step produces logits. Empty unless the sequence holds no blocks.
+  PrefixMatch get_computed_blocks(Sequence& seq);
+
+  // Makes room for `num_new_tokens` more tokens after the sequence's computed ones (after
+  // `prefix`, when given, which must come from get_computed_blocks on this sequence with no
+  // allocation since). Returns the number of blocks newly taken from the pool, or nullopt,
+  // changing nothing, when the pool cannot supply them. With a prefix, num_computed_tokens
+  // becomes the prefix length (shorter if a tier load fails).
+  [[nodiscard]] std::optional<int> allocate_slots(Sequence& seq, int num_new_tokens,
+                                                  const PrefixMatch* prefix = nullptr);
+
+  // Enters the sequence's full, computed blocks into the prefix cache. When a block with the
+  // same key is already cached (another sequence computed the same prefix), the sequence
+  // switches to the cached block and its own copy goes back to the pool.
+  void cache_full_blocks(Sequence& seq);
+
+  // Releases every block the sequence holds; cached ones stay in the tree until evicted.
+  void free(Sequence& seq);
+
+  // Test/debug check: refcounts equal the number of `live` sequences holding each block and
+  // every block is exactly one of: held, free, cached-unreferenced. Aborts when broken.
+  void check_invariants(std::span<const Sequence* const> live) const;
+
+  const RadixTree& tree() const { return tree_; }
+  const BlockPool& pool() const { return pool_; }
+
+ private:
+  void ensure_block_keys(Sequence& seq, int num_full_blocks) const;
+  int32_t take_block();
+  void acquire(int32_t block);
+  void release(int32_t block);
+
+  KvCacheConfig config_;
+  KvTierHook* hook_;
+  BlockPool pool_;
+  RadixTree tree_;
+  BlockKey root_key_;
+};
+
+}  // namespace deepinfer::engine

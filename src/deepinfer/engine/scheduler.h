@@ -1,0 +1,70 @@
+// Continuous-batching scheduler without prefill/decode modes: every sequence catches up from
+// num_computed_tokens toward all its known tokens under one token budget per step (chunked
+// prefill, prefix hits and decode are the same path). Preemption is by recompute.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "deepinfer/base/status.h"
+#include "deepinfer/engine/kv_cache_manager.h"
+#include "deepinfer/engine/schedule_output.h"
+#include "deepinfer/engine/sequence.h"
+
+namespace deepinfer::engine {
+
+struct SchedulerConfig {
+  int max_num_seqs = 256;               // running sequences at once
+  int max_num_batched_tokens = 8192;    // token budget of one step
+  int long_prefill_token_threshold = 0; // >0: at most this many tokens per sequence per step
+};
+
+Status validate(const SchedulerConfig& config);
+
+class Scheduler {
+ public:
+  // `kv` must outlive the scheduler; the scheduler is its only user.
+  Scheduler(const SchedulerConfig& config, KvCacheManager& kv);
+
+  // Queues a new sequence (its id must be unused). Rejects requests that could never run: an
+  // empty prompt, max_tokens < 1, or more tokens than the whole pool holds.
+  Status add(Sequence seq);
+
+  // Ends a waiting or running sequence now, freeing its blocks. nullopt for unknown ids.
+  std::optional<FinishedSeq> finish(int64_t seq_id, FinishReason reason);
+  std::optional<FinishedSeq> abort(int64_t seq_id) { return finish(seq_id, FinishReason::kAbort); }
+
+  ScheduleOutput schedule();
+
+  // Applies a step: advances computed tokens, caches newly full blocks, appends sampled tokens
+  // and finishes sequences on EOS or max_tokens. Entries for sequences finished since
+  // schedule() (abort, stop string) are skipped.
+  std::vector<FinishedSeq> update(const ScheduleOutput& out, const StepOutput& step);
+
+  const Sequence* get(int64_t seq_id) const;
+  int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  int num_running() const { return static_cast<int>(running_.size()); }
+  bool has_unfinished() const { return !seqs_.empty(); }
+  const std::vector<int64_t>& running() const { return running_; }
+  const std::deque<int64_t>& waiting() const { return waiting_; }
+  // Every live sequence, for KvCacheManager::check_invariants.
+  std::vector<const Sequence*> live_sequences() const;
+
+ private:
+  int chunk_limit(int remaining, int budget) const;
+  void preempt(int64_t seq_id);
+  FinishedSeq retire(Sequence& seq, FinishReason reason);
+
+  SchedulerConfig config_;
+  KvCacheManager& kv_;
+  std::unordered_map<int64_t, std::unique_ptr<Sequence>> seqs_;
+  std::deque<int64_t> waiting_;   // front is admitted next
+  std::vector<int64_t> running_;  // admission order; back is preempted first
+  int64_t next_arrival_ = 0;
+};
+
+}  // namespace deepinfer::engine

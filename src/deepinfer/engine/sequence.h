@@ -1,0 +1,51 @@
+// One request as the scheduler sees it: tokens so far, how many have KV in the cache, its
+// block table and its lifecycle. Sampling settings stay with the engine, found by request_key.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "deepinfer/engine/block_hash.h"
+
+namespace deepinfer::engine {
+
+enum class SeqStatus { kWaiting, kRunning, kPreempted, kFinished };
+enum class FinishReason { kNone, kStop, kLength, kAbort };
+
+std::string_view to_string(SeqStatus s);
+std::string_view to_string(FinishReason r);
+
+struct Sequence {
+  int64_t id = 0;
+  int64_t request_key = 0;  // the engine's handle for sampling params, stop strings, streams
+  std::vector<int32_t> prompt;
+  std::vector<int32_t> output;
+  int max_tokens = 16;                 // limit on output.size()
+  std::vector<int32_t> eos_token_ids;  // any of these ends the sequence with kStop
+  bool ignore_eos = false;
+
+  SeqStatus status = SeqStatus::kWaiting;
+  FinishReason finish_reason = FinishReason::kNone;
+  int64_t arrival = 0;         // order of add(); set by the scheduler
+  int num_preemptions = 0;
+
+  // KV state. num_computed_tokens counts tokens (prompt then output) whose KV is in the
+  // blocks of block_table; it lags num_tokens() by one while decoding.
+  int num_computed_tokens = 0;
+  int num_cached_tokens = -1;          // prompt tokens served by the prefix cache at first
+                                       // admission (-1 until admitted), for usage reporting
+  std::vector<int32_t> block_table;    // [ceil(allocated tokens / block_size)] physical ids
+  int num_committed_blocks = 0;        // leading blocks of block_table that are in the radix tree
+  std::vector<BlockKey> block_keys;    // keys of the leading full blocks of the tokens (a cache;
+                                       // depends only on the tokens, so survives preemption)
+
+  int num_prompt_tokens() const { return static_cast<int>(prompt.size()); }
+  int num_tokens() const { return static_cast<int>(prompt.size() + output.size()); }
+  int32_t token_at(int i) const {
+    return i < num_prompt_tokens() ? prompt[i] : output[i - num_prompt_tokens()];
+  }
+  bool is_finished() const { return status == SeqStatus::kFinished; }
+};
+
+}  // namespace deepinfer::engine
