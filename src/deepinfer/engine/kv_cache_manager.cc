@@ -55,6 +55,7 @@ int32_t KvCacheManager::take_block() {
   if (auto b = pool_.take_free()) return *b;
   auto ev = tree_.evict_lru();
   DI_CHECK(ev.has_value(), "no block to take although the plan said there was one");
+  ++stats_.evictions;
   if (hook_ != nullptr) hook_->on_block_evicted(ev->key, ev->block);
   DI_CHECK(pool_.ref(ev->block) == 0, "evicted block {} is referenced", ev->block);
   pool_.incref(ev->block);
@@ -112,6 +113,10 @@ std::optional<int> KvCacheManager::allocate_slots(Sequence& seq, int num_new_tok
       ++loaded;
     seq.num_computed_tokens = (num_prefix + loaded) * bs;
     cache_full_blocks(seq);  // the loaded blocks are full and computed
+    ++stats_.admissions;
+    stats_.admitted_tokens += seq.num_tokens();
+    stats_.hit_tokens += seq.num_computed_tokens;
+    stats_.tier_loaded_blocks += loaded;
   }
   return num_fresh;
 }

@@ -47,6 +47,15 @@ struct PrefixMatch {
   }
 };
 
+// Counters for metrics (/metrics, bench): prefix-cache effectiveness and pool pressure.
+struct KvCacheStats {
+  int64_t admissions = 0;          // allocate_slots calls that committed a prefix lookup
+  int64_t admitted_tokens = 0;     // tokens of those sequences at admission
+  int64_t hit_tokens = 0;          // of which served from memory or the lower tier
+  int64_t evictions = 0;           // cached blocks reclaimed for new use
+  int64_t tier_loaded_blocks = 0;  // blocks filled by KvTierHook::load_block
+};
+
 class KvCacheManager {
  public:
   // `config` must pass validate(); `hook` (may be null) must outlive the manager.
@@ -82,6 +91,7 @@ class KvCacheManager {
   // every block is exactly one of: held, free, cached-unreferenced. Aborts when broken.
   void check_invariants(std::span<const Sequence* const> live) const;
 
+  const KvCacheStats& stats() const { return stats_; }
   const RadixTree& tree() const { return tree_; }
   const BlockPool& pool() const { return pool_; }
 
@@ -96,6 +106,7 @@ class KvCacheManager {
   BlockPool pool_;
   RadixTree tree_;
   BlockKey root_key_;
+  KvCacheStats stats_;
 };
 
 }  // namespace deepinfer::engine

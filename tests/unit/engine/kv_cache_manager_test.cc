@@ -22,6 +22,21 @@ void compute(KvCacheManager& kv, Sequence& seq, int tokens) {
 
 void check(const KvCacheManager& kv, std::vector<const Sequence*> live) { kv.check_invariants(live); }
 
+TEST(BlockPool, RefcountsAndFreeList) {
+  BlockPool pool(3, 4);
+  EXPECT_EQ(pool.num_free(), 3);
+  auto a = pool.take_free(), b = pool.take_free(), c = pool.take_free();
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(*a, 0);
+  EXPECT_FALSE(pool.take_free().has_value());
+  pool.incref(*b);
+  EXPECT_EQ(pool.decref(*b), 1);
+  EXPECT_EQ(pool.decref(*b), 0);
+  pool.put_free(*b);
+  EXPECT_TRUE(pool.is_free(*b));
+  EXPECT_EQ(*pool.take_free(), *b);
+}
+
 TEST(KvCacheManager, ValidateRejectsBadConfig) {
   EXPECT_FALSE(validate(kv_config(0, 16)).is_ok());
   EXPECT_FALSE(validate(kv_config(8, 0)).is_ok());
@@ -77,6 +92,9 @@ TEST(KvCacheManager, IdenticalPromptReusesFullBlocks) {
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(*got, 1);
   EXPECT_EQ(b.num_computed_tokens, 8);
+  EXPECT_EQ(kv.stats().admissions, 1);
+  EXPECT_EQ(kv.stats().admitted_tokens, 10);
+  EXPECT_EQ(kv.stats().hit_tokens, 8);
   EXPECT_EQ(b.block_table[0], a.block_table[0]);
   EXPECT_EQ(b.block_table[1], a.block_table[1]);
   EXPECT_NE(b.block_table[2], a.block_table[2]);
@@ -213,6 +231,7 @@ TEST(KvCacheManager, EvictsLruCachedBlocksOnlyWhenNeeded) {
   Sequence c = make_seq(3, iota_tokens(20, 500));
   ASSERT_TRUE(kv.allocate_slots(c, 20).has_value());
   ASSERT_EQ(tier.evicted.size(), 3u);
+  EXPECT_EQ(kv.stats().evictions, 3);
   EXPECT_EQ(tier.evicted[0], a_blocks[1]);
   EXPECT_EQ(tier.evicted[1], a_blocks[0]);
   check(kv, {&c});
@@ -238,6 +257,7 @@ TEST(KvCacheManager, LoadsPrefixFromLowerTier) {
   EXPECT_EQ(m.num_tier_blocks, 2);
   ASSERT_TRUE(kv.allocate_slots(b, 1, &m).has_value());
   EXPECT_EQ(tier.loads, 2);
+  EXPECT_EQ(kv.stats().tier_loaded_blocks, 2);
   EXPECT_EQ(b.num_computed_tokens, 8);
   EXPECT_TRUE(kv.tree().contains(b.block_table[0]));
   EXPECT_TRUE(kv.tree().contains(b.block_table[1]));
