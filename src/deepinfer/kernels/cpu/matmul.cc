@@ -44,17 +44,21 @@ AlignedBuffer<uint8_t>& act_scratch(size_t bytes) {
   return buf;
 }
 
-using TileFn = void (*)(const Tile&);
+struct Kernel {
+  void (*fn)(const Tile&);
+  ActSign sign;  // how Q8_32 activations must be stored for fn
+  int tile_rows;  // rows per tile fn handles
+};
 
-TileFn tile_fn(IsaLevel isa) {
+Kernel kernel_for(IsaLevel isa) {
   const IsaLevel best = best_isa();
   if (static_cast<int>(isa) > static_cast<int>(best)) isa = best;
   switch (isa) {
-    case IsaLevel::kAvx512: return matmul_detail::compute_tile_avx512;
-    case IsaLevel::kAvx2: return matmul_detail::compute_tile_avx2;
+    case IsaLevel::kAvx512: return {matmul_detail::compute_tile_avx512, ActSign::kUnsigned, matmul_detail::kMaxTileRows};
+    case IsaLevel::kAvx2: return {matmul_detail::compute_tile_avx2, ActSign::kSigned, matmul_detail::kAvx2TileRows};
     case IsaLevel::kScalar: break;
   }
-  return matmul_detail::compute_tile_scalar;
+  return {matmul_detail::compute_tile_scalar, ActSign::kSigned, matmul_detail::kMaxTileRows};
 }
 
 #ifdef DEEPINFER_HAVE_BLAS
@@ -66,7 +70,7 @@ void matmul_blas(const MatmulParams& p) {
 }
 #endif
 
-void run(const MatmulParams& p, ThreadPool* pool, TileFn fn) {
+void run(const MatmulParams& p, ThreadPool* pool, Kernel k) {
   DI_CHECK(matmul_check(p).is_ok(), "matmul: {}", matmul_check(p).message());
   if (p.n_rows == 0 || p.n_out == 0) return;
   const ActKind kind = matmul_detail::act_kind(p.weight_type);
@@ -78,7 +82,7 @@ void run(const MatmulParams& p, ThreadPool* pool, TileFn fn) {
     for (int64_t r = 0; r < p.n_rows; ++r) {
       const float* x = p.input + r * p.input_stride;
       uint8_t* dst = buf.data() + r * arow;
-      if (kind == ActKind::kQ8_32) quantize_act_q8_32(x, reinterpret_cast<ActBlock32*>(dst), p.n_in);
+      if (kind == ActKind::kQ8_32) quantize_act_q8_32(x, reinterpret_cast<ActBlock32*>(dst), p.n_in, k.sign);
       else quantize_act_q8_k(x, dst, p.n_in);
     }
     act = buf.data();
@@ -88,11 +92,11 @@ void run(const MatmulParams& p, ThreadPool* pool, TileFn fn) {
     for (int64_t cb = c0; cb < c1; cb += col_block) {
       Tile t{p.weight_type, static_cast<const uint8_t*>(p.weight), p.weight_row_bytes, p.n_in,
              cb, std::min(c1, cb + col_block), nullptr, arow, 0, nullptr, p.output_stride};
-      for (int64_t r = 0; r < p.n_rows; r += matmul_detail::kMaxTileRows) {
-        t.rows = static_cast<int>(std::min<int64_t>(matmul_detail::kMaxTileRows, p.n_rows - r));
+      for (int64_t r = 0; r < p.n_rows; r += k.tile_rows) {
+        t.rows = static_cast<int>(std::min<int64_t>(k.tile_rows, p.n_rows - r));
         t.act = act + r * arow;
         t.out = p.output + r * p.output_stride;
-        fn(t);
+        k.fn(t);
       }
     }
   };
@@ -154,9 +158,9 @@ void matmul_with_isa(const MatmulParams& p, ThreadPool& pool, IsaLevel isa) {
     return;
   }
 #endif
-  run(p, &pool, tile_fn(isa));
+  run(p, &pool, kernel_for(isa));
 }
 
-void matmul_reference(const MatmulParams& p) { run(p, nullptr, matmul_detail::compute_tile_scalar); }
+void matmul_reference(const MatmulParams& p) { run(p, nullptr, {matmul_detail::compute_tile_scalar, ActSign::kSigned, matmul_detail::kMaxTileRows}); }
 
 }  // namespace deepinfer::kernels

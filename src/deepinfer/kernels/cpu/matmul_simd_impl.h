@@ -1,7 +1,8 @@
 // The SIMD matmul tile kernels, written once with 256-bit integer/FMA intrinsics and compiled
 // twice: in matmul_avx2.cc (maddubs+madd dot) and matmul_avx512.cc (VNNI vpdpbusd dot). Both
 // give the same integer sums. Include only inside an anonymous namespace after <immintrin.h>,
-// with DI_MATMUL_VNNI defined to 0 or 1.
+// with DI_MATMUL_VNNI defined to 0 or 1. Tiles are up to 8 rows with VNNI (AVX-512 has 32
+// vector registers), up to 4 without.
 //
 // Batch invariance: a kernel instantiated for R rows does, for every row, exactly the
 // operations the R = 1 instance does, in the same order; only the weight decode is shared.
@@ -100,26 +101,54 @@ void tile_q32(const Tile& t) {
   for (int r = 0; r < R; ++r) act[r] = reinterpret_cast<const ActBlock32*>(t.act + r * t.act_row_bytes);
   for (int64_t o = t.col_begin; o < t.col_end; ++o) {
     const B* wb = reinterpret_cast<const B*>(t.weight + o * t.weight_row_bytes);
-    __m256 acc[R];
-    float macc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), macc[r] = 0;
+    __m256 acc[R], macc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), macc[r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const __m256i w = Dec::q(wb + b);
-      const float dw = h2f(wb[b].d);
+      const __m256 dw = _mm256_set1_ps(h2f(wb[b].d));
+#if DI_MATMUL_VNNI
+      // Activations are stored +128 (unsigned), so sum (a+128)*w - 128*sum(w) = sum a*w, with
+      // the correction computed once per weight block for all rows.
+      const __m256i zero = _mm256_setzero_si256();
+      const __m256i corr = _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, _mm256_set1_epi8(static_cast<char>(0x80)), w));
+#else
       const __m256i wabs = _mm256_sign_epi8(w, w);
+#endif
       for (int r = 0; r < R; ++r) {
         const ActBlock32& a = act[r][b];
         const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
+#if DI_MATMUL_VNNI
+        const __m256i p = _mm256_dpbusd_epi32(corr, av, w);
+#else
         const __m256i p = Dec::kSigned ? dot_u8s8(wabs, _mm256_sign_epi8(av, w)) : dot_u8s8(w, av);
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a.d), acc[r]);
-        if constexpr (!Dec::kSigned) macc[r] += (Dec::m(wb + b) * a.d) * static_cast<float>(a.sum);
+#endif
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dw, _mm256_broadcast_ss(&a.d)), acc[r]);
+        if constexpr (!Dec::kSigned)
+          macc[r] = _mm256_fmadd_ps(_mm256_set1_ps(Dec::m(wb + b)), _mm256_broadcast_ss(&a.dsum), macc[r]);
       }
     }
-    for (int r = 0; r < R; ++r) t.out[r * t.out_stride + o] = hsum_ps(acc[r]) + macc[r];
+    for (int r = 0; r < R; ++r) {
+      float m = 0;
+      if constexpr (!Dec::kSigned) m = _mm256_cvtss_f32(macc[r]);
+      t.out[r * t.out_stride + o] = hsum_ps(acc[r]) + m;
+    }
   }
 }
 
-// Q4_K (kHigh = false) and Q5_K (kHigh = true) against Q8_K activations.
+// acc += sum over int16 pairs of p16 * s16 (as int32 lanes).
+inline __m256i madd_acc_epi16(__m256i acc, __m256i p16, __m256i s16) {
+#if DI_MATMUL_VNNI
+  return _mm256_dpwssd_epi32(acc, p16, s16);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, s16));
+#endif
+}
+
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Q4_K (kHigh = false) and Q5_K (kHigh = true) against Q8_K activations. Per super-block and
+// row: exact int32 lanes for sum(sc * q * a) and sum(m * bsum), scaled into fp32 lanes; the
+// lanes are summed once per output. (maddubs cannot saturate: q <= 31.)
 template <bool kHigh, int R>
 void tile_q45k(const Tile& t) {
   using B = std::conditional_t<kHigh, BlockQ5_K, BlockQ4_K>;
@@ -129,39 +158,42 @@ void tile_q45k(const Tile& t) {
   const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
   for (int64_t o = t.col_begin; o < t.col_end; ++o) {
     const B* wb = reinterpret_cast<const B*>(t.weight + o * t.weight_row_bytes);
-    float acc[R] = {};
+    __m256 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const B& w = wb[b];
-      uint8_t sc[8], mn[8];
+      alignas(16) uint8_t sc[8], mn[16];
       for (int j = 0; j < 8; ++j) kquant_scale_min(j, w.scales, &sc[j], &mn[j]);
+      const __m128i mn8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn));
+      const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));  // m0,m0,m1,m1,...
       __m256i isum[R];
       for (int r = 0; r < R; ++r) isum[r] = _mm256_setzero_si256();
       __m256i qh = _mm256_setzero_si256();
-      if constexpr (kHigh) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh));
+      if constexpr (kHigh) qh = load256(w.qh);
       for (int p = 0; p < 4; ++p) {
-        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * p));
+        const __m256i x = load256(w.qs + 32 * p);
         __m256i w0 = _mm256_and_si256(x, m4), w1 = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
         if constexpr (kHigh) {
           w0 = _mm256_or_si256(w0, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * p), one), 4));
           w1 = _mm256_or_si256(w1, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * p + 1), one), 4));
         }
-        const __m256i s0 = _mm256_set1_epi32(sc[2 * p]), s1 = _mm256_set1_epi32(sc[2 * p + 1]);
+        const __m256i s0 = _mm256_set1_epi16(sc[2 * p]), s1 = _mm256_set1_epi16(sc[2 * p + 1]);
         for (int r = 0; r < R; ++r) {
           const int8_t* a = act[r][b].qs + 64 * p;
-          const __m256i d0 = dot_u8s8(w0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
-          const __m256i d1 = dot_u8s8(w1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 32)));
-          isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(_mm256_mullo_epi32(d0, s0), _mm256_mullo_epi32(d1, s1)));
+          isum[r] = madd_acc_epi16(isum[r], _mm256_maddubs_epi16(w0, load256(a)), s0);
+          isum[r] = madd_acc_epi16(isum[r], _mm256_maddubs_epi16(w1, load256(a + 32)), s1);
         }
       }
-      const float d = h2f(w.d), dmin = h2f(w.dmin);
+      const __m256 d = _mm256_set1_ps(h2f(w.d)), dmin = _mm256_set1_ps(h2f(w.dmin));
       for (int r = 0; r < R; ++r) {
         const BlockQ8_K& a = act[r][b];
-        int32_t msum = 0;
-        for (int j = 0; j < 8; ++j) msum += mn[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
-        acc[r] += (a.d * d) * static_cast<float>(hsum_epi32(isum[r])) - (a.d * dmin) * static_cast<float>(msum);
+        const __m256 da = _mm256_broadcast_ss(&a.d);
+        const __m256i msum = _mm256_madd_epi16(load256(a.bsums), mins16);
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(da, d), acc[r]);
+        acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(da, dmin), acc[r]);
       }
     }
-    for (int r = 0; r < R; ++r) t.out[r * t.out_stride + o] = acc[r];
+    for (int r = 0; r < R; ++r) t.out[r * t.out_stride + o] = hsum_ps(acc[r]);
   }
 }
 
@@ -173,39 +205,36 @@ void tile_q6k(const Tile& t) {
   const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3);
   for (int64_t o = t.col_begin; o < t.col_end; ++o) {
     const BlockQ6_K* wb = reinterpret_cast<const BlockQ6_K*>(t.weight + o * t.weight_row_bytes);
-    float acc[R] = {};
+    __m256 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const BlockQ6_K& w = wb[b];
+      const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)));
       __m256i isum[R];
       for (int r = 0; r < R; ++r) isum[r] = _mm256_setzero_si256();
       for (int h = 0; h < 2; ++h) {
-        const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.ql + 64 * h));
-        const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.ql + 64 * h + 32));
-        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh + 32 * h));
+        const __m256i ql0 = load256(w.ql + 64 * h), ql1 = load256(w.ql + 64 * h + 32), qh = load256(w.qh + 32 * h);
         for (int k = 0; k < 4; ++k) {
           const __m256i lo = (k & 1) ? ql1 : ql0;
           const __m256i nib = (k >> 1) ? _mm256_and_si256(_mm256_srli_epi16(lo, 4), m4) : _mm256_and_si256(lo, m4);
           const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), m2), 4);
-          const __m256i wq = _mm256_or_si256(nib, hi);
+          const __m256i wq = _mm256_or_si256(nib, hi);  // 0..63: maddubs cannot saturate
           const int c = 4 * h + k;  // 32-run c uses scales 2c (first 16) and 2c+1 (last 16)
-          const int s0 = w.scales[2 * c], s1 = w.scales[2 * c + 1];
-          const __m256i sv = _mm256_setr_epi32(s0, s0, s0, s0, s1, s1, s1, s1);
-          for (int r = 0; r < R; ++r) {
-            const int8_t* a = act[r][b].qs + 32 * c;
-            const __m256i dp = dot_u8s8(wq, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
-            isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(dp, sv));
-          }
+          const __m256i sv = _mm256_set_m128i(_mm_set1_epi16(w.scales[2 * c + 1]), _mm_set1_epi16(w.scales[2 * c]));
+          for (int r = 0; r < R; ++r)
+            isum[r] = madd_acc_epi16(isum[r], _mm256_maddubs_epi16(wq, load256(act[r][b].qs + 32 * c)), sv);
         }
       }
-      const float d = h2f(w.d);
+      const __m256 d = _mm256_set1_ps(h2f(w.d));
       for (int r = 0; r < R; ++r) {
         const BlockQ8_K& a = act[r][b];
-        int32_t is = hsum_epi32(isum[r]);
-        for (int g = 0; g < 16; ++g) is -= 32 * w.scales[g] * a.bsums[g];
-        acc[r] += (a.d * d) * static_cast<float>(is);
+        // Stored values are offset by 32: subtract 32 * sum(sc * bsum) in integers.
+        const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(load256(a.bsums), sc16), 5);
+        const __m256i is = _mm256_sub_epi32(isum[r], off);
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(_mm256_broadcast_ss(&a.d), d), acc[r]);
       }
     }
-    for (int r = 0; r < R; ++r) t.out[r * t.out_stride + o] = acc[r];
+    for (int r = 0; r < R; ++r) t.out[r * t.out_stride + o] = hsum_ps(acc[r]);
   }
 }
 
@@ -277,12 +306,18 @@ void tile_rows(const Tile& t) {
 }
 
 inline void compute_tile_simd(const Tile& t) {
-  static_assert(matmul_detail::kMaxTileRows == 4);
+  static_assert(matmul_detail::kMaxTileRows == 8 && matmul_detail::kAvx2TileRows == 4);
   switch (t.rows) {
     case 1: return tile_rows<1>(t);
     case 2: return tile_rows<2>(t);
     case 3: return tile_rows<3>(t);
     case 4: return tile_rows<4>(t);
+#if DI_MATMUL_VNNI
+    case 5: return tile_rows<5>(t);
+    case 6: return tile_rows<6>(t);
+    case 7: return tile_rows<7>(t);
+    case 8: return tile_rows<8>(t);
+#endif
     default: DI_CHECK(false, "matmul tile: {} rows", t.rows);
   }
 }

@@ -9,7 +9,8 @@
 
 namespace deepinfer::kernels::matmul_detail {
 
-inline constexpr int kMaxTileRows = 4;
+inline constexpr int kMaxTileRows = 8;   // AVX-512 (32 vector registers)
+inline constexpr int kAvx2TileRows = 4;  // AVX2 has 16 registers
 
 enum class ActKind { kFloat, kQ8_32, kQ8_K };
 ActKind act_kind(DType weight_type);
@@ -29,6 +30,7 @@ struct Tile {
 
 // Each computes out[r][o] for r < rows, o in [col_begin, col_end). The value for a given
 // (row, column) must not depend on `rows` or the column range: that is batch invariance.
+// The AVX-512 variant wants Q8_32 activations stored unsigned (ActSign::kUnsigned).
 void compute_tile_scalar(const Tile& t);
 void compute_tile_avx2(const Tile& t);
 void compute_tile_avx512(const Tile& t);
