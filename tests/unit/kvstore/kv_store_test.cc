@@ -75,18 +75,18 @@ void round_trip(IoMode mode, bool direct) {
   auto c = config(dir, 12);
   c.io_mode = mode;
   c.direct_io = direct;
-  auto ks = keys(20);
+  auto ks = keys(8);
   {
     auto s = KvStore::open(c);
     ASSERT_TRUE(s.is_ok());
     put_all(**s, ks);
-    EXPECT_EQ((*s)->stats().ssd.entries_written, 20u);
+    EXPECT_EQ((*s)->stats().ssd.entries_written, 8u);
   }
   auto s = KvStore::open(c);  // a fresh process view: nothing in RAM
   ASSERT_TRUE(s.is_ok());
-  EXPECT_EQ((*s)->batch_exists(ks), 20u);
-  EXPECT_EQ(get_and_check(**s, ks), 20u);
-  EXPECT_EQ((*s)->stats().ssd_hits, 20u);
+  EXPECT_EQ((*s)->batch_exists(ks), 8u);
+  EXPECT_EQ(get_and_check(**s, ks), 8u);
+  EXPECT_EQ((*s)->stats().ssd_hits, 8u);
   EXPECT_EQ((*s)->stats().ssd.reconstructions, 0u);
 }
 
