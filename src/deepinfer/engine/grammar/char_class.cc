@@ -1,0 +1,175 @@
+// Code-point set algebra and UTF-8 range lowering (see char_class.h).
+#include "deepinfer/engine/grammar/char_class.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace deepinfer::engine::grammar {
+namespace {
+constexpr uint32_t kMaxCp = 0x10FFFF;
+
+// Byte-range sequences for code points [lo, hi] that all encode to n bytes.
+void utf8_ranges(uint32_t lo, uint32_t hi, std::vector<std::vector<std::pair<uint8_t, uint8_t>>>& out) {
+  static const uint32_t kBounds[] = {0x7F, 0x7FF, 0xFFFF, kMaxCp};
+  for (int n = 0; n < 4; ++n) {
+    uint32_t blo = n == 0 ? 0 : kBounds[n - 1] + 1, bhi = kBounds[n];
+    if (hi < blo || lo > bhi) continue;
+    uint32_t a = std::max(lo, blo), z = std::min(hi, bhi);
+    if (n > 0) {
+      // Split until every continuation position spans a full or single-prefix block.
+      for (int i = 1; i <= n; ++i) {
+        uint32_t m = (1u << (6 * i)) - 1;
+        if ((a & ~m) != (z & ~m)) {
+          if ((a & m) != 0) {
+            utf8_ranges(a, a | m, out);
+            utf8_ranges((a | m) + 1, z, out);
+            return;
+          }
+          if ((z & m) != m) {
+            utf8_ranges(a, (z & ~m) - 1, out);
+            utf8_ranges(z & ~m, z, out);
+            return;
+          }
+        }
+      }
+    }
+    std::string ea = utf8_encode(a), ez = utf8_encode(z);
+    std::vector<std::pair<uint8_t, uint8_t>> seq;
+    for (size_t k = 0; k < ea.size(); ++k)
+      seq.emplace_back(static_cast<uint8_t>(ea[k]), static_cast<uint8_t>(ez[k]));
+    out.push_back(std::move(seq));
+  }
+}
+}  // namespace
+
+void CodePointSet::add(uint32_t lo, uint32_t hi) {
+  if (lo > hi) return;
+  ranges_.emplace_back(lo, std::min(hi, kMaxCp));
+  normalize();
+}
+
+void CodePointSet::add(const CodePointSet& o) {
+  ranges_.insert(ranges_.end(), o.ranges_.begin(), o.ranges_.end());
+  normalize();
+}
+
+void CodePointSet::normalize() {
+  std::sort(ranges_.begin(), ranges_.end());
+  std::vector<std::pair<uint32_t, uint32_t>> merged;
+  for (auto r : ranges_) {
+    if (!merged.empty() && r.first <= merged.back().second + 1)
+      merged.back().second = std::max(merged.back().second, r.second);
+    else
+      merged.push_back(r);
+  }
+  ranges_ = std::move(merged);
+}
+
+CodePointSet CodePointSet::complement() const {
+  CodePointSet c;
+  uint32_t next = 0;
+  for (auto [lo, hi] : ranges_) {
+    if (lo > next) c.ranges_.emplace_back(next, lo - 1);
+    next = hi + 1;
+  }
+  if (next <= kMaxCp) c.ranges_.emplace_back(next, kMaxCp);
+  return c;
+}
+
+CodePointSet CodePointSet::ignore_case() const {
+  CodePointSet c = *this;
+  for (uint32_t ch = 'a'; ch <= 'z'; ++ch) {
+    if (contains(ch)) c.add(ch - 32);
+    if (contains(ch - 32)) c.add(ch);
+  }
+  return c;
+}
+
+bool CodePointSet::contains(uint32_t cp) const {
+  for (auto [lo, hi] : ranges_)
+    if (cp >= lo && cp <= hi) return true;
+  return false;
+}
+
+CodePointSet CodePointSet::any() {
+  CodePointSet s;
+  s.add(0, kMaxCp);
+  return s;
+}
+CodePointSet CodePointSet::digit() {
+  CodePointSet s;
+  s.add('0', '9');
+  return s;
+}
+CodePointSet CodePointSet::word() {
+  CodePointSet s;
+  s.add('0', '9');
+  s.add('A', 'Z');
+  s.add('a', 'z');
+  s.add('_');
+  return s;
+}
+CodePointSet CodePointSet::space() {
+  CodePointSet s;
+  s.add('\t', '\r');
+  s.add(' ');
+  s.add(0xA0);
+  s.add(0x1680);
+  s.add(0x2000, 0x200A);
+  s.add(0x2028, 0x2029);
+  s.add(0x202F);
+  s.add(0x205F);
+  s.add(0x3000);
+  s.add(0xFEFF);
+  return s;
+}
+
+Element char_class(GrammarBuilder& b, const CodePointSet& set, bool json_string) {
+  std::vector<Sequence> alts;
+  ByteSet single;
+  std::vector<std::vector<std::pair<uint8_t, uint8_t>>> seqs;
+  for (auto [lo, hi] : set.ranges()) {
+    // Surrogates are not scalar values and never appear in UTF-8 text.
+    uint32_t a = lo, z = hi;
+    if (a <= 0xDFFF && z >= 0xD800) {
+      if (a < 0xD800) utf8_ranges(a, 0xD7FF, seqs);
+      if (z > 0xDFFF) utf8_ranges(0xE000, z, seqs);
+    } else {
+      utf8_ranges(a, z, seqs);
+    }
+  }
+  for (const auto& seq : seqs) {
+    if (seq.size() == 1) {
+      for (int c = seq[0].first; c <= seq[0].second; ++c) {
+        if (json_string && (c < 0x20 || c == '"' || c == '\\')) continue;
+        single.set(static_cast<uint8_t>(c));
+      }
+      continue;
+    }
+    Sequence s;
+    for (auto [x, y] : seq) {
+      ByteSet bs;
+      bs.set_range(x, y);
+      s.push_back(b.bytes(bs));
+    }
+    alts.push_back(std::move(s));
+  }
+  if (!single.empty()) alts.push_back({b.bytes(single)});
+  if (json_string) {
+    // The escapes a standard serializer writes (nlohmann::json, Python json with ensure_ascii off).
+    for (uint32_t c = 0; c < 0x20; ++c) {
+      if (!set.contains(c)) continue;
+      const char* short_form = c == '\b' ? "\\b" : c == '\f' ? "\\f" : c == '\n' ? "\\n"
+                             : c == '\r' ? "\\r" : c == '\t' ? "\\t" : nullptr;
+      alts.push_back(b.literal(short_form ? std::string(short_form) : fmt::format("\\u{:04x}", c)));
+    }
+    if (set.contains('"')) alts.push_back(b.literal("\\\""));
+    if (set.contains('\\')) alts.push_back(b.literal("\\\\"));
+  }
+  return GrammarBuilder::call(b.rule_with_alts("char", std::move(alts)));
+}
+
+Element json_string_char(GrammarBuilder& b) { return char_class(b, CodePointSet::any(), true); }
+
+}  // namespace deepinfer::engine::grammar

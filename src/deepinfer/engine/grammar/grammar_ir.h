@@ -1,0 +1,96 @@
+// Grammar IR shared by every front end (JSON Schema, regex, EBNF): a context-free grammar
+// over bytes, built through GrammarBuilder and frozen into a flat element array for matching.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "deepinfer/base/status.h"
+
+namespace deepinfer::engine::grammar {
+
+// A set of byte values (one 256-bit mask).
+struct ByteSet {
+  std::array<uint64_t, 4> bits{};
+  bool test(uint8_t b) const { return (bits[b >> 6] >> (b & 63)) & 1; }
+  void set(uint8_t b) { bits[b >> 6] |= uint64_t{1} << (b & 63); }
+  void set_range(uint8_t lo, uint8_t hi) {
+    for (int b = lo; b <= hi; ++b) set(static_cast<uint8_t>(b));
+  }
+  bool empty() const { return (bits[0] | bits[1] | bits[2] | bits[3]) == 0; }
+  int count() const;
+  bool operator==(const ByteSet&) const = default;
+};
+
+enum class ElemKind : uint8_t { kBytes, kRule, kEndAlt };
+
+// One grammar symbol: a byte class (arg = index into byte_sets) or a rule call (arg = rule id).
+struct Element {
+  ElemKind kind = ElemKind::kEndAlt;
+  uint32_t arg = 0;
+};
+
+using Sequence = std::vector<Element>;
+
+// Frozen grammar. Each rule's alternatives are laid out as [elements..., kEndAlt]; a parser
+// position is an index into `elements`, and a rule call's return address is its own index.
+struct Grammar {
+  std::vector<Element> elements;
+  std::vector<ByteSet> byte_sets;
+  std::vector<std::vector<uint32_t>> rule_alts;  // [num_rules] start positions
+  std::vector<std::string> rule_names;           // [num_rules]
+  uint32_t root = 0;
+
+  size_t num_rules() const { return rule_alts.size(); }
+  std::string to_string() const;  // GBNF-like dump for debugging and docs
+};
+
+// Limits that keep a hostile schema or pattern from exhausting memory at compile time.
+struct GrammarLimits {
+  size_t max_elements = 4'000'000;
+  double max_compile_seconds = 10.0;
+};
+
+// Builds a Grammar rule by rule; helper methods lower repetition to right-recursive rules.
+class GrammarBuilder {
+ public:
+  explicit GrammarBuilder(GrammarLimits limits = {});
+
+  uint32_t new_rule(std::string name);
+  void add_alt(uint32_t rule, Sequence seq);
+  uint32_t rule_with_alts(std::string name, std::vector<Sequence> alts);
+  size_t num_rules() const { return rules_.size(); }
+  const std::string& rule_name(uint32_t r) const { return names_[r]; }
+
+  Element bytes(const ByteSet& set);
+  Element byte(uint8_t b);
+  Sequence literal(std::string_view text);
+  static Element call(uint32_t rule) { return {ElemKind::kRule, rule}; }
+
+  // seq*, seq+, seq?, seq{min,max} (max < 0 = unbounded). Each returns a rule call.
+  Element star(const Sequence& seq, const std::string& hint = "star");
+  Element plus(const Sequence& seq, const std::string& hint = "plus");
+  Element optional(const Sequence& seq, const std::string& hint = "opt");
+  Element repeat(const Sequence& seq, int64_t min, int64_t max, const std::string& hint = "rep");
+
+  // Fails when the grammar grew past its element cap or its time budget.
+  Status check_budget() const;
+  // Freezes the grammar; refuses left recursion (which a top-down matcher cannot run).
+  Result<Grammar> build(uint32_t root) const;
+
+ private:
+  GrammarLimits limits_;
+  std::vector<std::vector<Sequence>> rules_;
+  std::vector<std::string> names_;
+  std::vector<ByteSet> byte_sets_;
+  size_t num_elements_ = 0;
+  double start_seconds_ = 0;
+};
+
+// Encodes one Unicode scalar value as UTF-8.
+std::string utf8_encode(uint32_t cp);
+
+}  // namespace deepinfer::engine::grammar

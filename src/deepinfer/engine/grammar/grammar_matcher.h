@@ -1,0 +1,48 @@
+// Per-request token-level matcher: allowed-token bitmask for the next step, accept, rollback
+// (for speculative decoding) and jump-forward (bytes the grammar forces next).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "deepinfer/engine/grammar/compiled_grammar.h"
+#include "deepinfer/engine/grammar/stack_pool.h"
+
+namespace deepinfer::engine::grammar {
+
+class GrammarMatcher {
+ public:
+  explicit GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar);
+
+  // mask: vocab().mask_words() words; bit i set = token i allowed. EOS only when complete.
+  void fill_next_token_bitmask(uint32_t* mask);
+  // Advances on a token; false (state unchanged) when the grammar forbids it.
+  bool accept_token(int32_t id);
+  // Advances on raw bytes (tests, jump-forward); false and unchanged when not a valid prefix.
+  bool accept_bytes(const std::string& bytes);
+  // Undoes the last n accepted tokens (n <= num_accepted()).
+  void rollback(int n);
+  int num_accepted() const { return static_cast<int>(history_.size()) - 1; }
+  // The grammar can end here (EOS would be allowed).
+  bool can_terminate() const;
+  // An EOS token has been accepted.
+  bool is_terminated() const { return terminated_.back(); }
+  // Bytes every continuation must start with (empty when there is a choice).
+  std::string find_jump_forward_string();
+  void reset();
+
+  const CompiledGrammar& compiled() const { return *cg_; }
+
+ private:
+  ContextKey key_of(uint32_t stack) const;
+
+  std::shared_ptr<const CompiledGrammar> cg_;
+  StackPool pool_;
+  std::vector<std::vector<uint32_t>> history_;  // [accepted + 1] stack sets
+  std::vector<bool> terminated_;                // [accepted + 1]
+  std::vector<uint32_t> scratch_a_, scratch_b_;
+};
+
+}  // namespace deepinfer::engine::grammar

@@ -1,0 +1,210 @@
+// Internal: the JSON Schema lowering state shared by json_schema_compiler.cc (structure,
+// combinators, $ref) and json_schema_types.cc (per-type rules). Not part of the public API.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "deepinfer/engine/grammar/char_class.h"
+#include "deepinfer/engine/grammar/json_schema_compiler.h"
+#include "deepinfer/engine/grammar/json_schema_merge.h"
+#include "deepinfer/engine/grammar/json_schema_parts.h"
+#include "deepinfer/engine/grammar/regex_compiler.h"
+
+namespace deepinfer::engine::grammar::detail {
+
+using Json = nlohmann::ordered_json;
+
+inline constexpr int64_t kMaxObjectExpand = 1000;
+
+// Validation keywords we do not implement: refused rather than silently dropped.
+inline const std::set<std::string> kRefused = {
+    "not", "if", "then", "else", "contains", "minContains", "maxContains",
+    "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
+    "unevaluatedItems", "propertyNames", "$dynamicRef", "$recursiveRef"};
+
+class SchemaCompiler {
+ public:
+  SchemaCompiler(const Json& root, const JsonSchemaOptions& o, const GrammarLimits& l)
+      : root_(root), o_(o), b_(l) {
+    ByteSet w;
+    for (char c : std::string(" \t\n\r")) w.set(static_cast<uint8_t>(c));
+    if (o_.any_whitespace) ws_ = Sequence{b_.star({b_.bytes(w)}, "ws")};
+  }
+
+  Result<Grammar> run() {
+    DI_ASSIGN_OR_RETURN(Element e, gen(root_, ""));
+    uint32_t top = b_.rule_with_alts("root", {cat({ws_, {e}, ws_})});
+    return b_.build(top);
+  }
+  Result<Grammar> run_any() {
+    uint32_t top = b_.rule_with_alts("root", {cat({ws_, {any_value()}, ws_})});
+    return b_.build(top);
+  }
+
+ private:
+  static Sequence cat(std::initializer_list<Sequence> parts) {
+    Sequence s;
+    for (const auto& p : parts) s.insert(s.end(), p.begin(), p.end());
+    return s;
+  }
+  Sequence lit(const std::string& t) { return b_.literal(t); }
+  Element rule(const std::string& name, std::vector<Sequence> alts) {
+    return GrammarBuilder::call(b_.rule_with_alts(name, std::move(alts)));
+  }
+  Element never() { return rule("never", {}); }
+
+  Element any_string() {
+    if (!any_string_) {
+      any_string_ = rule("string", {cat({lit("\""), {b_.star({json_string_char(b_)}, "chars")}, lit("\"")})});
+    }
+    return *any_string_;
+  }
+
+  Element any_value() {
+    if (any_value_) return *any_value_;
+    uint32_t v = b_.new_rule("value");
+    any_value_ = GrammarBuilder::call(v);
+    Sequence sep = cat({ws_, lit(","), ws_});
+    Element member = rule("member", {cat({{any_string()}, ws_, lit(":"), ws_, {*any_value_}})});
+    Element members = b_.star(cat({sep, {member}}), "members");
+    Element obj = rule("object", {cat({lit("{"), ws_, {member, members}, ws_, lit("}")}),
+                                  cat({lit("{"), ws_, lit("}")})});
+    Element items = b_.star(cat({sep, {*any_value_}}), "items");
+    Element arr = rule("array", {cat({lit("["), ws_, {*any_value_, items}, ws_, lit("]")}),
+                                 cat({lit("["), ws_, lit("]")})});
+    for (Sequence alt : {Sequence{obj}, Sequence{arr}, Sequence{any_string()},
+                         Sequence{any_number(b_)}, lit("true"), lit("false"), lit("null")})
+      b_.add_alt(v, std::move(alt));
+    return *any_value_;
+  }
+
+  // Literal JSON text for a const/enum value (compact, schema key order).
+  Element literal_value(const Json& v) { return rule("const", {lit(v.dump())}); }
+
+  Result<const Json*> resolve(const std::string& ref, const std::string& ptr) {
+    if (ref.empty() || ref[0] != '#')
+      return unsupported("json schema: non-local $ref '{}' at {}", ref, ptr);
+    std::string frag = ref.substr(1);
+    std::string decoded;
+    for (size_t i = 0; i < frag.size(); ++i) {
+      if (frag[i] == '%' && i + 2 < frag.size()) {
+        decoded += static_cast<char>(std::stoi(frag.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else {
+        decoded += frag[i];
+      }
+    }
+    if (!decoded.empty() && decoded[0] != '/')
+      return unsupported("json schema: $ref to anchor '{}' at {}", ref, ptr);
+    try {
+      const Json& t = root_.at(Json::json_pointer(decoded));
+      return &t;
+    } catch (const std::exception&) {
+      return invalid_argument("json schema: $ref '{}' at {} does not resolve", ref, ptr);
+    }
+  }
+
+  Result<Element> gen_ref(const std::string& ref, const std::string& ptr) {
+    auto it = ref_rules_.find(ref);
+    if (it != ref_rules_.end()) return GrammarBuilder::call(it->second);
+    DI_ASSIGN_OR_RETURN(const Json* target, resolve(ref, ptr));
+    uint32_t r = b_.new_rule("ref");
+    ref_rules_[ref] = r;
+    DI_ASSIGN_OR_RETURN(Element e, gen(*target, ref.substr(1)));
+    b_.add_alt(r, {e});
+    return GrammarBuilder::call(r);
+  }
+
+  Result<Element> gen(const Json& s, const std::string& ptr) {
+    DI_RETURN_IF_ERROR(b_.check_budget());
+    if (++depth_ > 200) return resource_exhausted("json schema: nesting too deep at {}", ptr);
+    auto result = gen_inner(s, ptr);
+    --depth_;
+    return result;
+  }
+
+  Result<Element> gen_inner(const Json& s, const std::string& ptr) {
+    if (s.is_boolean()) return s.get<bool>() ? any_value() : never();
+    if (!s.is_object()) return invalid_argument("json schema: schema at '{}' is not an object", ptr);
+    for (const auto& [k, v] : s.items()) {
+      if (kRefused.count(k))
+        return unsupported("json schema: keyword '{}' at '{}/{}' is not supported", k, ptr, k);
+    }
+    if (s.contains("uniqueItems") && s["uniqueItems"] == true)
+      return unsupported("json schema: keyword 'uniqueItems' at '{}/uniqueItems' is not supported", ptr);
+    if (s.contains("$ref") || s.contains("allOf")) {
+      SchemaMerger merger([this](const std::string& r, const std::string& p) { return resolve(r, p); });
+      if (s.contains("$ref") && !has_validation_siblings(s)) {
+        if (!s["$ref"].is_string()) return invalid_argument("json schema: $ref at '{}' is not a string", ptr);
+        return gen_ref(s["$ref"].get<std::string>(), ptr + "/$ref");
+      }
+      DI_ASSIGN_OR_RETURN(Json merged, merger.flatten(s, ptr));
+      return gen(merged, ptr);
+    }
+    if (s.contains("anyOf") || s.contains("oneOf")) return gen_union(s, ptr);
+    return gen_typed(s, ptr);
+  }
+
+  static bool has_validation_siblings(const Json& s) {
+    static const std::set<std::string> kNote = {"$ref", "title", "description", "$comment",
+        "examples", "default", "deprecated", "readOnly", "writeOnly", "$schema", "$id", "$defs",
+        "definitions", "$anchor"};
+    for (const auto& [k, v] : s.items())
+      if (!kNote.count(k)) return true;
+    return false;
+  }
+
+  Result<Element> gen_union(const Json& s, const std::string& ptr) {
+    bool one = s.contains("oneOf");
+    if (one && s.contains("anyOf"))
+      return unsupported("json schema: both anyOf and oneOf at '{}'", ptr);
+    const char* kw = one ? "oneOf" : "anyOf";
+    const Json& branches = s[kw];
+    if (!branches.is_array() || branches.empty())
+      return invalid_argument("json schema: '{}' at '{}' must be a non-empty array", kw, ptr);
+    Json rest = s;
+    rest.erase(kw);
+    SchemaMerger merger([this](const std::string& r, const std::string& p) { return resolve(r, p); });
+    std::vector<Json> merged;
+    for (size_t i = 0; i < branches.size(); ++i) {
+      std::string bp = fmt::format("{}/{}/{}", ptr, kw, i);
+      Json combo = {{"allOf", Json::array({rest, branches[i]})}};
+      DI_ASSIGN_OR_RETURN(Json m, merger.flatten(combo, bp));
+      merged.push_back(std::move(m));
+    }
+    if (one && !merger.pairwise_disjoint(merged))
+      return unsupported("json schema: keyword 'oneOf' at '{}/oneOf' has branches that may overlap", ptr);
+    std::vector<Sequence> alts;
+    for (size_t i = 0; i < merged.size(); ++i) {
+      DI_ASSIGN_OR_RETURN(Element e, gen(merged[i], fmt::format("{}/{}/{}", ptr, kw, i)));
+      alts.push_back({e});
+    }
+    return rule(kw, std::move(alts));
+  }
+
+  Result<Element> gen_typed(const Json& s, const std::string& ptr);
+  Result<Element> gen_string(const Json& s, const std::string& ptr);
+  Result<Element> gen_number(const Json& s, const std::string& ptr, bool integer);
+  Result<Element> gen_array(const Json& s, const std::string& ptr);
+  Result<Element> gen_object(const Json& s, const std::string& ptr);
+
+  const Json& root_;
+  JsonSchemaOptions o_;
+  GrammarBuilder b_;
+  Sequence ws_;
+  std::optional<Element> any_value_, any_string_;
+  std::map<std::string, uint32_t> ref_rules_;
+  int depth_ = 0;
+
+};
+
+}  // namespace deepinfer::engine::grammar::detail

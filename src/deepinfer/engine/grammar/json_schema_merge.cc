@@ -1,0 +1,198 @@
+// Schema flattening and oneOf disjointness (see json_schema_merge.h).
+#include "deepinfer/engine/grammar/json_schema_merge.h"
+
+#include <algorithm>
+#include <set>
+
+namespace deepinfer::engine::grammar {
+namespace {
+using Json = nlohmann::ordered_json;
+
+const std::set<std::string> kAnnotations = {"title", "description", "$comment", "examples",
+    "default", "deprecated", "readOnly", "writeOnly", "$schema", "$id", "$defs", "definitions",
+    "$anchor", "contentMediaType", "contentEncoding"};
+
+// Bit per JSON type; integer folds into number.
+int type_bits(const Json& v) {
+  if (v.is_null()) return 1;
+  if (v.is_boolean()) return 2;
+  if (v.is_object()) return 4;
+  if (v.is_array()) return 8;
+  if (v.is_string()) return 16;
+  return 32;
+}
+int type_name_bits(const std::string& t) {
+  if (t == "null") return 1;
+  if (t == "boolean") return 2;
+  if (t == "object") return 4;
+  if (t == "array") return 8;
+  if (t == "string") return 16;
+  if (t == "number" || t == "integer") return 32;
+  return 63;
+}
+int schema_types(const Json& s) {
+  if (s.is_boolean()) return s.get<bool>() ? 63 : 0;
+  if (!s.is_object()) return 63;
+  int bits = 63;
+  if (s.contains("type")) {
+    const Json& t = s["type"];
+    int tb = 0;
+    if (t.is_string()) tb = type_name_bits(t.get<std::string>());
+    else if (t.is_array())
+      for (const auto& x : t) tb |= x.is_string() ? type_name_bits(x.get<std::string>()) : 63;
+    else tb = 63;
+    bits &= tb;
+  }
+  if (s.contains("const")) bits &= type_bits(s["const"]);
+  if (s.contains("enum") && s["enum"].is_array()) {
+    int eb = 0;
+    for (const auto& x : s["enum"]) eb |= type_bits(x);
+    bits &= eb;
+  }
+  // Union branches widen the set.
+  for (const char* kw : {"anyOf", "oneOf"})
+    if (s.contains(kw) && s[kw].is_array()) {
+      int ub = 0;
+      for (const auto& x : s[kw]) ub |= schema_types(x);
+      bits &= ub;
+    }
+  return bits;
+}
+// The finite value set a schema allows, if it pins one down with const/enum.
+std::optional<std::vector<Json>> values_of(const Json& s) {
+  if (!s.is_object()) return std::nullopt;
+  if (s.contains("const")) return std::vector<Json>{s["const"]};
+  if (s.contains("enum") && s["enum"].is_array())
+    return std::vector<Json>(s["enum"].begin(), s["enum"].end());
+  return std::nullopt;
+}
+bool disjoint_values(const std::vector<Json>& a, const std::vector<Json>& b) {
+  for (const auto& x : a)
+    for (const auto& y : b)
+      if (x == y) return false;
+  return true;
+}
+bool has_required(const Json& s, const std::string& k) {
+  if (!s.contains("required") || !s["required"].is_array()) return false;
+  for (const auto& r : s["required"]) if (r == k) return true;
+  return false;
+}
+bool disjoint_pair(const Json& a, const Json& b) {
+  if ((schema_types(a) & schema_types(b)) == 0) return true;
+  auto va = values_of(a), vb = values_of(b);
+  if (va && vb && disjoint_values(*va, *vb)) return true;
+  // Objects told apart by a required discriminator property with disjoint const/enum values.
+  if (schema_types(a) == 4 && schema_types(b) == 4 && a.contains("properties") &&
+      b.contains("properties")) {
+    for (const auto& [k, pa] : a["properties"].items()) {
+      if (!b["properties"].contains(k) || !has_required(a, k) || !has_required(b, k)) continue;
+      auto x = values_of(pa), y = values_of(b["properties"][k]);
+      if (x && y && disjoint_values(*x, *y)) return true;
+    }
+  }
+  return false;
+}
+bool subset_keys(const Json& props_b, const Json& a) {
+  if (!props_b.is_object()) return true;
+  for (const auto& [k, v] : props_b.items())
+    if (!a.contains("properties") || !a["properties"].contains(k)) return false;
+  return true;
+}
+}  // namespace
+
+bool SchemaMerger::pairwise_disjoint(const std::vector<Json>& schemas) const {
+  for (size_t i = 0; i < schemas.size(); ++i)
+    for (size_t j = i + 1; j < schemas.size(); ++j)
+      if (!disjoint_pair(schemas[i], schemas[j])) return false;
+  return true;
+}
+
+Result<Json> SchemaMerger::flatten(const Json& s, const std::string& ptr) {
+  if (!s.is_object()) return s;
+  if (++depth_ > 32) {
+    --depth_;
+    return unsupported("json schema: allOf/$ref chain at '{}' is too deep or recursive", ptr);
+  }
+  struct Guard { int& d; ~Guard() { --d; } } guard{depth_};
+  Json base = s;
+  Json out = Json::object();
+  if (base.contains("$ref")) {
+    if (!base["$ref"].is_string()) return invalid_argument("json schema: $ref at '{}' is not a string", ptr);
+    DI_ASSIGN_OR_RETURN(const Json* target, resolve_(base["$ref"].get<std::string>(), ptr + "/$ref"));
+    base.erase("$ref");
+    DI_ASSIGN_OR_RETURN(out, flatten(*target, ptr + "/$ref"));
+  }
+  Json subs = Json::array();
+  if (base.contains("allOf")) {
+    subs = base["allOf"];
+    base.erase("allOf");
+    if (!subs.is_array()) return invalid_argument("json schema: allOf at '{}' is not an array", ptr);
+  }
+  DI_ASSIGN_OR_RETURN(out, merge(std::move(out), base, ptr));
+  for (size_t i = 0; i < subs.size(); ++i) {
+    std::string sp = fmt::format("{}/allOf/{}", ptr, i);
+    DI_ASSIGN_OR_RETURN(Json f, flatten(subs[i], sp));
+    DI_ASSIGN_OR_RETURN(out, merge(std::move(out), f, sp));
+  }
+  return out;
+}
+
+Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) {
+  if (b.is_boolean()) return b.get<bool>() ? a : Json(false);
+  if (a.is_boolean()) return a.get<bool>() ? b : a;
+  const Json* sides[2] = {&a, &b};
+  for (int side = 0; side < 2; ++side) {
+    const Json& x = *sides[side];
+    const Json& y = *sides[1 - side];
+    bool closed = x.contains("additionalProperties") || x.contains("patternProperties");
+    if (closed && y.contains("properties") && !subset_keys(y["properties"], x))
+      return unsupported("json schema: allOf at '{}' combines additionalProperties with other "
+                         "properties", ptr);
+  }
+  for (const auto& [k, v] : b.items()) {
+    if (!a.contains(k)) { a[k] = v; continue; }
+    Json& cur = a[k];
+    if (cur == v || kAnnotations.count(k)) continue;
+    if (k == "properties" && cur.is_object() && v.is_object()) {
+      for (const auto& [pk, pv] : v.items())
+        cur[pk] = cur.contains(pk) && cur[pk] != pv ? Json{{"allOf", Json::array({cur[pk], pv})}} : pv;
+    } else if (k == "required" && cur.is_array() && v.is_array()) {
+      for (const auto& r : v) if (std::find(cur.begin(), cur.end(), r) == cur.end()) cur.push_back(r);
+    } else if (k == "type") {
+      auto names = [](const Json& t) {
+        std::set<std::string> out;
+        if (t.is_string()) out.insert(t.get<std::string>());
+        else if (t.is_array()) for (const auto& x : t) if (x.is_string()) out.insert(x.get<std::string>());
+        return out;
+      };
+      auto x = names(cur), y = names(v);
+      Json both = Json::array();
+      for (const auto& t : x) {
+        if (y.count(t)) both.push_back(t);
+        else if (t == "integer" && y.count("number")) both.push_back("integer");
+        else if (t == "number" && y.count("integer")) both.push_back("integer");
+      }
+      if (both.empty()) return Json(false);
+      cur = both;
+    } else if ((k == "minimum" || k == "exclusiveMinimum" || k == "minLength" || k == "minItems" ||
+                k == "minProperties") && cur.is_number() && v.is_number()) {
+      if (v > cur) cur = v;
+    } else if ((k == "maximum" || k == "exclusiveMaximum" || k == "maxLength" || k == "maxItems" ||
+                k == "maxProperties") && cur.is_number() && v.is_number()) {
+      if (v < cur) cur = v;
+    } else if (k == "items" || k == "additionalProperties") {
+      cur = Json{{"allOf", Json::array({cur, v})}};
+    } else if (k == "enum" && cur.is_array() && v.is_array()) {
+      Json both = Json::array();
+      for (const auto& x : cur) if (std::find(v.begin(), v.end(), x) != v.end()) both.push_back(x);
+      cur = both;
+    } else if (k == "const") {
+      return Json(false);
+    } else {
+      return unsupported("json schema: allOf at '{}' has conflicting '{}' values", ptr, k);
+    }
+  }
+  return a;
+}
+
+}  // namespace deepinfer::engine::grammar

@@ -1,0 +1,34 @@
+// allOf / $ref-with-siblings flattening for the JSON Schema compiler, and the disjointness
+// test that lets oneOf be compiled as a plain union without accepting overlaps.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "deepinfer/base/status.h"
+
+namespace deepinfer::engine::grammar {
+
+class SchemaMerger {
+ public:
+  using Json = nlohmann::ordered_json;
+  using Resolver = std::function<Result<const Json*>(const std::string& ref, const std::string& ptr)>;
+
+  explicit SchemaMerger(Resolver resolve) : resolve_(std::move(resolve)) {}
+
+  // Inlines $ref (when it has sibling keywords) and folds allOf into one schema. Refuses
+  // combinations whose merge would accept more than the original.
+  Result<Json> flatten(const Json& s, const std::string& ptr);
+  // True when no instance can match two of the schemas.
+  bool pairwise_disjoint(const std::vector<Json>& schemas) const;
+
+ private:
+  Result<Json> merge(Json a, const Json& b, const std::string& ptr);
+  Resolver resolve_;
+  int depth_ = 0;
+};
+
+}  // namespace deepinfer::engine::grammar

@@ -1,0 +1,235 @@
+// Integer range lowering, string formats and key exclusion (see json_schema_parts.h).
+#include "deepinfer/engine/grammar/json_schema_parts.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+
+namespace deepinfer::engine::grammar {
+namespace {
+
+ByteSet digit_set(char lo, char hi) {
+  ByteSet s;
+  s.set_range(static_cast<uint8_t>(lo), static_cast<uint8_t>(hi));
+  return s;
+}
+
+// Same-length decimal strings a..z (digit-wise), appended to `alts` as sequences.
+void same_length(GrammarBuilder& b, const std::string& a, const std::string& z, Sequence prefix,
+                 std::vector<Sequence>& alts) {
+  if (a.empty()) {
+    alts.push_back(std::move(prefix));
+    return;
+  }
+  if (a.size() == 1) {
+    prefix.push_back(b.bytes(digit_set(a[0], z[0])));
+    alts.push_back(std::move(prefix));
+    return;
+  }
+  // Full blocks: [a0-z0][0-9]{n-1} when the tails span every value.
+  if (a.find_first_not_of('0', 1) == std::string::npos && z.find_first_not_of('9', 1) == std::string::npos) {
+    prefix.push_back(b.bytes(digit_set(a[0], z[0])));
+    for (size_t i = 1; i < a.size(); ++i) prefix.push_back(b.bytes(digit_set('0', '9')));
+    alts.push_back(std::move(prefix));
+    return;
+  }
+  if (a[0] == z[0]) {
+    prefix.push_back(b.byte(static_cast<uint8_t>(a[0])));
+    same_length(b, a.substr(1), z.substr(1), std::move(prefix), alts);
+    return;
+  }
+  std::string nines(a.size() - 1, '9'), zeros(a.size() - 1, '0');
+  Sequence p1 = prefix;
+  p1.push_back(b.byte(static_cast<uint8_t>(a[0])));
+  same_length(b, a.substr(1), nines, std::move(p1), alts);
+  if (z[0] - a[0] >= 2) {
+    Sequence mid = prefix;
+    mid.push_back(b.bytes(digit_set(a[0] + 1, z[0] - 1)));
+    for (size_t i = 1; i < a.size(); ++i) mid.push_back(b.bytes(digit_set('0', '9')));
+    alts.push_back(std::move(mid));
+  }
+  Sequence p3 = prefix;
+  p3.push_back(b.byte(static_cast<uint8_t>(z[0])));
+  same_length(b, zeros, z.substr(1), std::move(p3), alts);
+}
+
+// Non-negative integers in [lo, hi] (hi < 0 = unbounded) as alternatives.
+void uint_range(GrammarBuilder& b, int64_t lo, int64_t hi, std::vector<Sequence>& alts) {
+  if (hi >= 0 && hi < lo) return;
+  std::string slo = std::to_string(lo);
+  size_t max_len = hi < 0 ? 19 : std::to_string(hi).size();
+  for (size_t len = slo.size(); len <= max_len; ++len) {
+    std::string a = len == slo.size() ? slo : "1" + std::string(len - 1, '0');
+    if (len == 1 && lo == 0) a = "0";
+    std::string z(len, '9');
+    if (hi >= 0 && len == max_len) z = std::to_string(hi);
+    same_length(b, a, z, {}, alts);
+  }
+  if (hi < 0) {  // 20+ digits
+    Sequence s{b.bytes(digit_set('1', '9'))};
+    s.push_back(b.repeat({b.bytes(digit_set('0', '9'))}, 19, -1, "digits"));
+    alts.push_back(std::move(s));
+  }
+}
+
+Element signed_range(GrammarBuilder& b, std::optional<int64_t> lo, std::optional<int64_t> hi) {
+  std::vector<Sequence> alts;
+  if (!hi || *hi >= 0) uint_range(b, lo ? std::max<int64_t>(*lo, 0) : 0, hi ? *hi : -1, alts);
+  if (!lo || *lo < 0) {
+    // -x for x in [max(1, -hi), -lo]
+    std::vector<Sequence> neg;
+    int64_t nlo = hi ? std::max<int64_t>(1, -*hi) : 1;
+    uint_range(b, nlo, lo ? -*lo : -1, neg);
+    if (!neg.empty()) {
+      Element r = GrammarBuilder::call(b.rule_with_alts("neg_int", std::move(neg)));
+      alts.push_back({b.byte('-'), r});
+    }
+  }
+  return GrammarBuilder::call(b.rule_with_alts("int_range", std::move(alts)));
+}
+
+Element digits_plus(GrammarBuilder& b) { return b.plus({b.bytes(digit_set('0', '9'))}, "digits"); }
+
+}  // namespace
+
+Element integer_range(GrammarBuilder& b, std::optional<int64_t> lo, std::optional<int64_t> hi) {
+  return signed_range(b, lo, hi);
+}
+
+Element number_range(GrammarBuilder& b, std::optional<int64_t> lo, std::optional<int64_t> hi,
+                     bool lo_exclusive, bool hi_exclusive) {
+  std::vector<Sequence> alts;
+  // Integer values, optionally written with a zero fraction (1.0); exclusive ends drop out.
+  std::optional<int64_t> ilo = lo, ihi = hi;
+  if (ilo && lo_exclusive) *ilo += 1;
+  if (ihi && hi_exclusive) *ihi -= 1;
+  if (!ilo || !ihi || *ilo <= *ihi) {
+    Element zero_frac = b.optional({b.byte('.'), b.plus({b.byte('0')}, "zeros")}, "zero_frac");
+    alts.push_back({signed_range(b, ilo, ihi), zero_frac});
+  }
+  // A non-zero fraction keeps the value strictly inside (ip, ip+1), so these alternatives
+  // hold for inclusive and exclusive bounds alike.
+  Element frac = GrammarBuilder::call(b.rule_with_alts(
+      "nz_frac", {{b.star({b.byte('0')}, "zeros"), b.bytes(digit_set('1', '9')),
+                   b.star({b.bytes(digit_set('0', '9'))}, "digits")}}));
+  // ip.f in (ip, ip+1): needs ip >= lo and ip + 1 <= hi.
+  {
+    std::vector<Sequence> ips;
+    int64_t a = lo ? std::max<int64_t>(*lo, 0) : 0;
+    if (!hi || *hi - 1 >= a) uint_range(b, a, hi ? *hi - 1 : -1, ips);
+    if (!ips.empty())
+      alts.push_back({GrammarBuilder::call(b.rule_with_alts("ip", std::move(ips))), b.byte('.'), frac});
+  }
+  // -ip.f in (-(ip+1), -ip): needs ip >= -hi and ip + 1 <= -lo.
+  if (!lo || *lo <= -1) {
+    std::vector<Sequence> ips;
+    int64_t a = hi ? std::max<int64_t>(-*hi, 0) : 0;
+    int64_t z = lo ? -*lo - 1 : -1;
+    if (z < 0 ? !lo : z >= a) uint_range(b, a, z, ips);
+    if (!ips.empty())
+      alts.push_back({b.byte('-'), GrammarBuilder::call(b.rule_with_alts("ip", std::move(ips))),
+                      b.byte('.'), frac});
+  }
+  return GrammarBuilder::call(b.rule_with_alts("num_range", std::move(alts)));
+}
+
+Element any_integer(GrammarBuilder& b) { return signed_range(b, std::nullopt, std::nullopt); }
+
+Element any_number(GrammarBuilder& b) {
+  Element frac = b.optional({b.byte('.'), digits_plus(b)}, "frac");
+  ByteSet e, sign;
+  e.set('e');
+  e.set('E');
+  sign.set('+');
+  sign.set('-');
+  Element exp = b.optional({b.bytes(e), b.optional({b.bytes(sign)}, "sign"), digits_plus(b)}, "exp");
+  return GrammarBuilder::call(b.rule_with_alts("number", {{any_integer(b), frac, exp}}));
+}
+
+std::optional<std::string> format_regex(std::string_view f) {
+  const std::string d2 = "[0-9]{2}";
+  const std::string date =
+      "[0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|"
+      "02-(0[1-9]|1[0-9]|2[0-8]))";
+  const std::string time =
+      "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
+  const std::string h = "[0-9a-fA-F]{1,4}";
+  if (f == "date") return date;
+  if (f == "time") return time;
+  if (f == "date-time") return date + "[Tt]" + time;
+  if (f == "uuid")
+    return "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
+  if (f == "email")
+    return "[A-Za-z0-9_+-]+(\\.[A-Za-z0-9_+-]+)*@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+           "(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?){1,3}";
+  if (f == "hostname")
+    return "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?){0,2}";
+  if (f == "ipv4") {
+    std::string oct = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+    return oct + "\\." + oct + "\\." + oct + "\\." + oct;
+  }
+  if (f == "ipv6") {
+    std::string re = "(" + h + ":){7}" + h + "|::|(" + h + ":){1,7}:|:(:" + h + "){1,7}";
+    for (int k = 1; k <= 6; ++k)
+      re += "|(" + h + ":){" + std::to_string(k) + "}(:" + h + "){1," + std::to_string(7 - k) + "}";
+    return re;
+  }
+  if (f == "uri")
+    return "[A-Za-z][A-Za-z0-9+.-]*:([A-Za-z0-9._~:/?#@!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*";
+  return std::nullopt;
+}
+
+namespace {
+struct KeyTrie {
+  bool terminal = false;
+  std::map<uint8_t, std::unique_ptr<KeyTrie>> kids;
+};
+}  // namespace
+
+Result<Element> key_excluding(GrammarBuilder& b, const std::vector<std::string>& excluded) {
+  ByteSet plain;
+  plain.set_range(0x20, 0xFF);
+  plain.bits['"' >> 6] &= ~(uint64_t{1} << ('"' & 63));
+  plain.bits['\\' >> 6] &= ~(uint64_t{1} << ('\\' & 63));
+  ByteSet esc_letters;
+  for (char c : std::string("\"\\/bfnrt")) esc_letters.set(static_cast<uint8_t>(c));
+  // rest ::= (plain | '\' letter)* '"'
+  uint32_t rest = b.new_rule("key_rest");
+  b.add_alt(rest, {b.bytes(plain), GrammarBuilder::call(rest)});
+  b.add_alt(rest, {b.byte('\\'), b.bytes(esc_letters), GrammarBuilder::call(rest)});
+  b.add_alt(rest, {b.byte('"')});
+  KeyTrie root;
+  for (const auto& w : excluded) {
+    if (w.find("\\u") != std::string::npos)
+      return unsupported("json schema: property name '{}' needs a \\u escape", w);
+    KeyTrie* n = &root;
+    for (char c : w) {
+      auto& k = n->kids[static_cast<uint8_t>(c)];
+      if (!k) k = std::make_unique<KeyTrie>();
+      n = k.get();
+    }
+    n->terminal = true;
+  }
+  // One rule per trie node; after a backslash only escape letters may follow.
+  std::function<uint32_t(const KeyTrie&, bool)> emit = [&](const KeyTrie& n, bool after_bs) {
+    uint32_t r = b.new_rule("key_ex");
+    ByteSet others = after_bs ? esc_letters : plain;
+    for (const auto& [c, kid] : n.kids) {
+      others.bits[c >> 6] &= ~(uint64_t{1} << (c & 63));
+      bool next_bs = !after_bs && c == '\\';
+      b.add_alt(r, {b.byte(c), GrammarBuilder::call(emit(*kid, next_bs))});
+    }
+    if (after_bs) {
+      if (!others.empty()) b.add_alt(r, {b.bytes(others), GrammarBuilder::call(rest)});
+      return r;
+    }
+    if (!n.terminal) b.add_alt(r, {b.byte('"')});
+    if (!others.empty()) b.add_alt(r, {b.bytes(others), GrammarBuilder::call(rest)});
+    if (!n.kids.count('\\')) b.add_alt(r, {b.byte('\\'), b.bytes(esc_letters), GrammarBuilder::call(rest)});
+    return r;
+  };
+  uint32_t start = emit(root, false);
+  return GrammarBuilder::call(b.rule_with_alts("key", {{b.byte('"'), GrammarBuilder::call(start)}}));
+}
+
+}  // namespace deepinfer::engine::grammar

@@ -1,0 +1,252 @@
+// Per-type lowering for the JSON Schema compiler: enum/const, numbers, strings, arrays and
+// objects (keys in schema order; optional ones may be skipped).
+#include <cmath>
+
+#include "deepinfer/engine/grammar/json_schema_lowering.h"
+
+namespace deepinfer::engine::grammar::detail {
+namespace {
+
+constexpr int64_t kIntClamp = 9'000'000'000'000'000'000LL;
+constexpr int64_t kMaxLengthExpand = 5000;
+
+int64_t clamp_i64(double v) {
+  if (v > static_cast<double>(kIntClamp)) return kIntClamp;
+  if (v < -static_cast<double>(kIntClamp)) return -kIntClamp;
+  return static_cast<int64_t>(v);
+}
+
+std::optional<int64_t> get_count(const Json& s, const char* k) {
+  if (!s.contains(k) || !s[k].is_number()) return std::nullopt;
+  double v = s[k].get<double>();
+  return v < 0 ? 0 : clamp_i64(v);
+}
+
+bool value_has_type(const Json& v, const std::string& t) {
+  if (t == "null") return v.is_null();
+  if (t == "boolean") return v.is_boolean();
+  if (t == "object") return v.is_object();
+  if (t == "array") return v.is_array();
+  if (t == "string") return v.is_string();
+  if (t == "number") return v.is_number();
+  if (t == "integer")
+    return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+  return false;
+}
+
+size_t utf8_length(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+}  // namespace
+
+Result<Element> SchemaCompiler::gen_typed(const Json& s, const std::string& ptr) {
+  static const std::vector<std::string> kAll = {"null", "boolean", "object", "array", "string", "number"};
+  std::vector<std::string> types;
+  if (s.contains("type")) {
+    const Json& t = s["type"];
+    if (t.is_string()) types.push_back(t.get<std::string>());
+    else if (t.is_array()) for (const auto& x : t) if (x.is_string()) types.push_back(x.get<std::string>());
+    for (const auto& x : types)
+      if (x != "integer" && std::find(kAll.begin(), kAll.end(), x) == kAll.end())
+        return invalid_argument("json schema: unknown type '{}' at '{}/type'", x, ptr);
+    if (types.empty()) return invalid_argument("json schema: 'type' at '{}/type' is empty or malformed", ptr);
+  } else {
+    types = kAll;
+  }
+  bool has_number = std::find(types.begin(), types.end(), "number") != types.end();
+
+  if (s.contains("const") || s.contains("enum")) {
+    Json values = s.contains("const") ? Json::array({s["const"]}) : s["enum"];
+    if (!values.is_array()) return invalid_argument("json schema: 'enum' at '{}/enum' is not an array", ptr);
+    if (s.contains("const") && s.contains("enum"))
+      return unsupported("json schema: both const and enum at '{}'", ptr);
+    std::vector<Sequence> alts;
+    for (const auto& v : values) {
+      bool ok = false;
+      for (const auto& t : types) ok = ok || value_has_type(v, t);
+      if (!ok) continue;
+      // Other constraints on the value must hold too; we check the simple ones and refuse the rest.
+      for (const auto& [k, kv] : s.items()) {
+        if (k == "type" || k == "enum" || k == "const" || k == "$defs" || k == "definitions" ||
+            k == "title" || k == "description" || k == "default" || k == "examples" ||
+            k == "$comment" || k == "$schema" || k == "$id" || k == "deprecated" || k == "format")
+          continue;
+        bool string_kw = k == "minLength" || k == "maxLength";
+        bool num_kw = k == "minimum" || k == "maximum";
+        if (string_kw && v.is_string()) {
+          size_t n = utf8_length(v.get<std::string>());
+          if ((k == "minLength" && n < kv.get<double>()) || (k == "maxLength" && n > kv.get<double>())) ok = false;
+        } else if (num_kw && v.is_number()) {
+          if ((k == "minimum" && v.get<double>() < kv.get<double>()) ||
+              (k == "maximum" && v.get<double>() > kv.get<double>())) ok = false;
+        } else if (string_kw || num_kw) {
+        } else {
+          return unsupported("json schema: keyword '{}' at '{}/{}' combined with enum/const", k, ptr, k);
+        }
+      }
+      if (ok) alts.push_back({literal_value(v)});
+    }
+    return rule("enum", std::move(alts));
+  }
+
+  std::vector<Sequence> alts;
+  for (const auto& t : types) {
+    if (t == "null") alts.push_back(lit("null"));
+    else if (t == "boolean") { alts.push_back(lit("true")); alts.push_back(lit("false")); }
+    else if (t == "string") { DI_ASSIGN_OR_RETURN(Element e, gen_string(s, ptr)); alts.push_back({e}); }
+    else if (t == "number") { DI_ASSIGN_OR_RETURN(Element e, gen_number(s, ptr, false)); alts.push_back({e}); }
+    else if (t == "integer" && !has_number) { DI_ASSIGN_OR_RETURN(Element e, gen_number(s, ptr, true)); alts.push_back({e}); }
+    else if (t == "array") { DI_ASSIGN_OR_RETURN(Element e, gen_array(s, ptr)); alts.push_back({e}); }
+    else if (t == "object") { DI_ASSIGN_OR_RETURN(Element e, gen_object(s, ptr)); alts.push_back({e}); }
+  }
+  return rule("typed", std::move(alts));
+}
+
+Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr, bool integer) {
+  if (s.contains("multipleOf")) {
+    const Json& m = s["multipleOf"];
+    if (!m.is_number() || m.get<double>() != 1.0)
+      return unsupported("json schema: keyword 'multipleOf' at '{}/multipleOf' is not supported", ptr);
+    integer = true;
+  }
+  // Bounds are tightened to integers: a sound subset when a bound is fractional or huge.
+  std::optional<int64_t> lo, hi;
+  bool lo_ex = false, hi_ex = false;
+  auto num = [&](const char* k) -> std::optional<double> {
+    if (s.contains(k) && s[k].is_number()) return s[k].get<double>();
+    return std::nullopt;
+  };
+  auto raise_lo = [&](double v, bool ex) {
+    double c = std::ceil(v);
+    bool e = ex && c == v;
+    int64_t iv = clamp_i64(c);
+    if (!lo || iv > *lo || (iv == *lo && e)) { lo = iv; lo_ex = e; }
+  };
+  auto lower_hi = [&](double v, bool ex) {
+    double f = std::floor(v);
+    bool e = ex && f == v;
+    int64_t iv = clamp_i64(f);
+    if (!hi || iv < *hi || (iv == *hi && e)) { hi = iv; hi_ex = e; }
+  };
+  bool draft4_ex_min = s.contains("exclusiveMinimum") && s["exclusiveMinimum"].is_boolean() &&
+                       s["exclusiveMinimum"].get<bool>();
+  bool draft4_ex_max = s.contains("exclusiveMaximum") && s["exclusiveMaximum"].is_boolean() &&
+                       s["exclusiveMaximum"].get<bool>();
+  if (auto v = num("minimum")) raise_lo(*v, draft4_ex_min);
+  if (auto v = num("exclusiveMinimum")) raise_lo(*v, true);
+  if (auto v = num("maximum")) lower_hi(*v, draft4_ex_max);
+  if (auto v = num("exclusiveMaximum")) lower_hi(*v, true);
+  if (!lo && !hi) return integer ? any_integer(b_) : any_number(b_);
+  if (integer) {
+    if (lo && lo_ex) *lo += 1;
+    if (hi && hi_ex) *hi -= 1;
+    if (lo && hi && *lo > *hi) return never();
+    return integer_range(b_, lo, hi);
+  }
+  if (lo && hi && (*lo > *hi || (*lo == *hi && (lo_ex || hi_ex)))) return never();
+  return number_range(b_, lo, hi, lo_ex, hi_ex);
+}
+
+Result<Element> SchemaCompiler::gen_string(const Json& s, const std::string& ptr) {
+  auto min = get_count(s, "minLength");
+  auto max = get_count(s, "maxLength");
+  std::optional<std::string> re;
+  bool search = false;
+  std::string where;
+  if (s.contains("pattern")) {
+    if (!s["pattern"].is_string()) return invalid_argument("json schema: pattern at '{}' is not a string", ptr);
+    re = s["pattern"].get<std::string>();
+    search = true;
+    where = ptr + "/pattern";
+  }
+  if (o_.enforce_formats && s.contains("format") && s["format"].is_string()) {
+    if (auto f = format_regex(s["format"].get<std::string>())) {
+      if (re) return unsupported("json schema: 'format' with 'pattern' at '{}' is not supported", ptr);
+      re = *f;
+      where = ptr + "/format";
+    }
+  }
+  if (re) {
+    if (min || max)
+      return unsupported("json schema: minLength/maxLength with pattern or format at '{}' is not supported", ptr);
+    auto e = compile_regex(b_, *re, RegexOptions{.json_string = true, .search = search});
+    if (!e.is_ok())
+      return Status(e.status().code(), fmt::format("{} (at '{}')", e.status().message(), where));
+    return rule("pattern_string", {cat({lit("\""), {*e}, lit("\"")})});
+  }
+  if (!min && !max) return any_string();
+  int64_t lo = min.value_or(0);
+  int64_t hi = max ? std::min<int64_t>(*max, std::max<int64_t>(lo, kMaxLengthExpand)) : -1;
+  if (lo > kMaxLengthExpand)
+    return unsupported("json schema: minLength {} at '{}' is above {}", lo, ptr, kMaxLengthExpand);
+  if (hi >= 0 && hi < lo) return never();
+  Element body = b_.repeat({json_string_char(b_)}, lo, hi, "str_len");
+  return rule("string_len", {cat({lit("\""), {body}, lit("\"")})});
+}
+
+Result<Element> SchemaCompiler::gen_array(const Json& s, const std::string& ptr) {
+  std::vector<const Json*> prefix;
+  std::vector<std::string> prefix_ptr;
+  const Json* items = nullptr;
+  std::string items_ptr;
+  Json any = true;
+  if (s.contains("prefixItems") && s["prefixItems"].is_array()) {
+    for (size_t i = 0; i < s["prefixItems"].size(); ++i) {
+      prefix.push_back(&s["prefixItems"][i]);
+      prefix_ptr.push_back(fmt::format("{}/prefixItems/{}", ptr, i));
+    }
+    if (s.contains("items")) { items = &s["items"]; items_ptr = ptr + "/items"; }
+  } else if (s.contains("items") && s["items"].is_array()) {  // draft 4-2019 tuple form
+    for (size_t i = 0; i < s["items"].size(); ++i) {
+      prefix.push_back(&s["items"][i]);
+      prefix_ptr.push_back(fmt::format("{}/items/{}", ptr, i));
+    }
+    if (s.contains("additionalItems")) { items = &s["additionalItems"]; items_ptr = ptr + "/additionalItems"; }
+  } else if (s.contains("items")) {
+    items = &s["items"];
+    items_ptr = ptr + "/items";
+  }
+  if (!items) items = &any;
+  int64_t min = get_count(s, "minItems").value_or(0);
+  int64_t max = get_count(s, "maxItems").value_or(-1);
+  int64_t np = static_cast<int64_t>(prefix.size());
+  if (items->is_boolean() && !items->get<bool>()) max = max < 0 ? np : std::min(max, np);
+  if (max >= 0 && min > max) return never();
+  if (min > kMaxLengthExpand) return unsupported("json schema: minItems {} at '{}' is too large", min, ptr);
+  if (max > kMaxLengthExpand) max = std::max(min, kMaxLengthExpand);
+
+  std::vector<Element> elems;
+  for (int64_t i = 0; i < np && (max < 0 || i < max); ++i) {
+    DI_ASSIGN_OR_RETURN(Element e, gen(*prefix[i], prefix_ptr[i]));
+    elems.push_back(e);
+  }
+  std::optional<Element> item;
+  if (max < 0 || max > np) {
+    DI_ASSIGN_OR_RETURN(Element e, gen(*items, items_ptr));
+    item = e;
+  }
+  Sequence sep = cat({ws_, lit(","), ws_});
+  // rest(k): elements k.. each preceded by a comma; optional once k >= minItems.
+  auto element_at = [&](int64_t k) { return k < np ? elems[k] : *item; };
+  std::function<Sequence(int64_t)> rest = [&](int64_t k) -> Sequence {
+    if (max >= 0 && k >= max) return {};
+    if (k >= np) {
+      int64_t lo = std::max<int64_t>(0, min - k);
+      int64_t hi = max < 0 ? -1 : max - k;
+      return {b_.repeat(cat({sep, {*item}}), lo, hi, "items_rep")};
+    }
+    Sequence body = cat({sep, {element_at(k)}, rest(k + 1)});
+    if (k >= min) return {b_.optional(body, "item_opt")};
+    return {rule("item", {body})};
+  };
+  if (max == 0) return rule("array", {cat({lit("["), ws_, lit("]")})});
+  Sequence list = cat({{element_at(0)}, rest(1)});
+  std::vector<Sequence> alts = {cat({lit("["), ws_, list, ws_, lit("]")})};
+  if (min == 0) alts.push_back(cat({lit("["), ws_, lit("]")}));
+  return rule("array", std::move(alts));
+}
+
+}  // namespace deepinfer::engine::grammar::detail

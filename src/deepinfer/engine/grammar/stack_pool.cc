@@ -1,0 +1,100 @@
+// Closure and byte advance over hash-consed stacks (see stack_pool.h).
+#include "deepinfer/engine/grammar/stack_pool.h"
+
+namespace deepinfer::engine::grammar {
+
+StackPool::StackPool(const Grammar* g) : g_(g) {
+  nodes_.push_back({kNoPos, kNoPos});  // kAccept
+  nodes_.push_back({kNoPos, kNoPos});  // kContext
+  mark_.resize(2, 0);
+}
+
+uint32_t StackPool::node(uint32_t parent, uint32_t pos) {
+  uint64_t key = (uint64_t{parent} << 32) | pos;
+  auto [it, inserted] = index_.try_emplace(key, static_cast<uint32_t>(nodes_.size()));
+  if (inserted) {
+    nodes_.push_back({parent, pos});
+    mark_.push_back(0);
+  }
+  return it->second;
+}
+
+void StackPool::begin_step() {
+  if (++epoch_ == 0) {  // wrapped: clear marks so stale epochs cannot collide
+    std::fill(mark_.begin(), mark_.end(), 0);
+    epoch_ = 1;
+  }
+}
+
+void StackPool::closure(uint32_t id, std::vector<uint32_t>& out) {
+  if (mark_[id] == epoch_) return;
+  mark_[id] = epoch_;
+  if (id == kAccept || id == kContext) {
+    out.push_back(id);
+    return;
+  }
+  uint32_t p = nodes_[id].pos;
+  const Element& e = g_->elements[p];
+  switch (e.kind) {
+    case ElemKind::kBytes:
+      out.push_back(id);
+      return;
+    case ElemKind::kEndAlt: {
+      uint32_t parent = nodes_[id].parent;
+      if (parent == kAccept || parent == kContext) {
+        closure(parent, out);
+        return;
+      }
+      closure(node(nodes_[parent].parent, nodes_[parent].pos + 1), out);
+      return;
+    }
+    case ElemKind::kRule: {
+      // A call in tail position returns straight to our caller, so it replaces this frame.
+      bool tail = g_->elements[p + 1].kind == ElemKind::kEndAlt;
+      uint32_t base = tail ? nodes_[id].parent : id;
+      const auto& alts = g_->rule_alts[e.arg];
+      for (uint32_t a : alts) closure(node(base, a), out);
+      return;
+    }
+  }
+}
+
+std::vector<uint32_t> StackPool::initial(uint32_t rule) {
+  begin_step();
+  std::vector<uint32_t> out;
+  for (uint32_t a : g_->rule_alts[rule]) closure(node(kAccept, a), out);
+  return out;
+}
+
+void StackPool::advance(const std::vector<uint32_t>& in, uint8_t b, std::vector<uint32_t>& out) {
+  out.clear();
+  begin_step();
+  for (uint32_t s : in) {
+    if (s == kAccept || s == kContext) continue;
+    const Node n = nodes_[s];
+    if (!g_->byte_sets[g_->elements[n.pos].arg].test(b)) continue;
+    closure(node(n.parent, n.pos + 1), out);
+  }
+}
+
+bool StackPool::accepts(uint32_t s, const std::string& bytes) {
+  tmp_a_.assign(1, s);
+  for (char c : bytes) {
+    advance(tmp_a_, static_cast<uint8_t>(c), tmp_b_);
+    if (tmp_b_.empty()) return false;
+    tmp_a_.swap(tmp_b_);
+  }
+  return true;
+}
+
+ByteSet StackPool::next_bytes(const std::vector<uint32_t>& stacks) const {
+  ByteSet u;
+  for (uint32_t s : stacks) {
+    if (s == kAccept || s == kContext) continue;
+    const ByteSet& b = g_->byte_sets[g_->elements[nodes_[s].pos].arg];
+    for (int i = 0; i < 4; ++i) u.bits[i] |= b.bits[i];
+  }
+  return u;
+}
+
+}  // namespace deepinfer::engine::grammar

@@ -1,0 +1,51 @@
+// Hash-consed parser stacks for the byte-level pushdown matcher: a stack is a node id, equal
+// stacks get equal ids, so stack sets dedupe cheaply and history for rollback is just ids.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "deepinfer/engine/grammar/grammar_ir.h"
+
+namespace deepinfer::engine::grammar {
+
+class StackPool {
+ public:
+  static constexpr uint32_t kAccept = 0;   // empty stack: the root rule has finished
+  static constexpr uint32_t kContext = 1;  // "the unknown rest of the stack" in precomputation
+  static constexpr uint32_t kNoPos = 0xFFFFFFFFu;
+
+  explicit StackPool(const Grammar* g);
+
+  uint32_t node(uint32_t parent, uint32_t pos);
+  uint32_t pos(uint32_t id) const { return nodes_[id].pos; }
+  uint32_t parent(uint32_t id) const { return nodes_[id].parent; }
+  size_t size() const { return nodes_.size(); }
+
+  // Stacks whose top is a byte class (or kAccept) at the start of rule `rule`.
+  std::vector<uint32_t> initial(uint32_t rule);
+  // Consumes byte b from every stack in `in`; `out` gets the deduplicated closed results.
+  void advance(const std::vector<uint32_t>& in, uint8_t b, std::vector<uint32_t>& out);
+  // True when the bytes can be consumed from stack `s`; `scratch` buffers are reused.
+  bool accepts(uint32_t s, const std::string& bytes);
+  // The union of byte classes the stacks can consume next.
+  ByteSet next_bytes(const std::vector<uint32_t>& stacks) const;
+
+ private:
+  struct Node {
+    uint32_t parent;
+    uint32_t pos;
+  };
+  void begin_step();
+  void closure(uint32_t id, std::vector<uint32_t>& out);
+
+  const Grammar* g_;
+  std::vector<Node> nodes_;
+  std::unordered_map<uint64_t, uint32_t> index_;
+  std::vector<uint32_t> mark_;  // [nodes] epoch of the last step that visited the node
+  uint32_t epoch_ = 0;
+  std::vector<uint32_t> tmp_a_, tmp_b_;
+};
+
+}  // namespace deepinfer::engine::grammar

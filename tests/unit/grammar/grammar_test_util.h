@@ -1,0 +1,28 @@
+// Test helpers: the real SmolLM2 vocabulary when its GGUF is present (else a synthetic one),
+// greedy tokenization of text over it, and a token-by-token walk that checks every mask.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "deepinfer/engine/grammar/grammar_matcher.h"
+
+namespace deepinfer::engine::grammar::testing {
+
+// Cached per process. `real` tells whether it came from the model's GGUF.
+std::shared_ptr<const TokenVocabulary> test_vocabulary(bool* real = nullptr);
+// A small synthetic vocabulary: all bytes plus common JSON fragments; EOS is the last id.
+std::shared_ptr<const TokenVocabulary> synthetic_vocabulary();
+
+// Longest-match tokenization (any segmentation is a legal token sequence for the matcher).
+std::vector<int32_t> greedy_tokenize(const TokenVocabulary& v, const std::string& text);
+
+// Feeds the text's tokens one by one. Each token must be allowed by the mask iff the matcher
+// accepts it; `mask_mismatch` reports a disagreement. Returns whether text + EOS was accepted.
+bool walk_text(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text,
+               bool* mask_mismatch = nullptr);
+
+std::string data_dir();  // $DEEPINFER_SOURCE_DIR/../shared/data
+
+}  // namespace deepinfer::engine::grammar::testing
