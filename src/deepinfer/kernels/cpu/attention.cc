@@ -68,6 +68,10 @@ struct Scratch {
   std::vector<RowState> rows;
   std::vector<float> scores;  // [rows, kAttentionKeyChunk]
   std::vector<float> acc;     // [rows, v_head_dim]
+  std::vector<int> sel;       // [rows] rows that see the current key
+  std::vector<const float*> qptr;
+  std::vector<float*> accptr;
+  std::vector<float> weight;
 };
 
 void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const WorkItem& w, Scratch& sc) {
@@ -77,6 +81,10 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
   sc.rows.resize(n_rows);
   sc.scores.resize(static_cast<size_t>(n_rows) * kAttentionKeyChunk);
   sc.acc.assign(static_cast<size_t>(n_rows) * p.v_head_dim, 0.0f);
+  sc.sel.resize(n_rows);
+  sc.qptr.resize(n_rows);
+  sc.accptr.resize(n_rows);
+  sc.weight.resize(n_rows);
   int64_t lo_all = std::numeric_limits<int64_t>::max(), hi_all = -1;
   for (int t = w.tok_begin, r = 0; t < w.tok_end; ++t) {
     const int64_t row = s.token_start + t;
@@ -98,13 +106,20 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
   for (int64_t c = lo_all / kAttentionKeyChunk; c <= hi_all / kAttentionKeyChunk; ++c) {
     const int64_t base = c * kAttentionKeyChunk;
     const int64_t c0 = std::max(base, lo_all), c1 = std::min(base + kAttentionKeyChunk - 1, hi_all);
-    // Scores: each K row is read once for all rows of the item.
+    // Scores: each K row is read once for all rows of the item that see it.
     for (int64_t key = c0; key <= c1; ++key) {
       const void* k = kc + kv_offset(p, s, key, w.kv_head, p.head_dim) * kb;
+      int nsel = 0;
       for (int r = 0; r < n_rows; ++r) {
-        const RowState& st = sc.rows[r];
-        if (key < st.lo || key > st.hi) continue;
-        sc.scores[r * kAttentionKeyChunk + (key - base)] = ops.dot(st.q, k, p.head_dim) * p.scale;
+        if (key < sc.rows[r].lo || key > sc.rows[r].hi) continue;
+        sc.sel[nsel] = r;
+        sc.qptr[nsel++] = sc.rows[r].q;
+      }
+      for (int i = 0; i < nsel; i += detail::kAttentionOpRows) {
+        const int nq = std::min(detail::kAttentionOpRows, nsel - i);
+        float dots[detail::kAttentionOpRows];
+        ops.dot_rows(sc.qptr.data() + i, nq, k, p.head_dim, dots);
+        for (int j = 0; j < nq; ++j) sc.scores[sc.sel[i + j] * kAttentionKeyChunk + (key - base)] = dots[j] * p.scale;
       }
     }
     // Online softmax update per row, over its own part of the chunk in ascending key order.
@@ -122,21 +137,20 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
         st.l *= f;
         st.m = mc;
       }
-      for (int64_t key = a; key <= b; ++key) {
-        const float e = std::exp(sr[key] - st.m);
-        sr[key] = e;
-        st.l += e;
-      }
+      st.l += ops.exp_sum(sr + a, static_cast<int>(b - a + 1), st.m);
     }
-    // Weighted V sum: each V row is read once for all rows of the item.
+    // Weighted V sum: each V row is read once for all rows of the item that see it.
     for (int64_t key = c0; key <= c1; ++key) {
       const void* v = vc + kv_offset(p, s, key, w.kv_head, p.v_head_dim) * kb;
+      int nsel = 0;
       for (int r = 0; r < n_rows; ++r) {
-        const RowState& st = sc.rows[r];
-        if (key < st.lo || key > st.hi) continue;
-        ops.axpy(sc.acc.data() + static_cast<size_t>(r) * p.v_head_dim,
-                 sc.scores[r * kAttentionKeyChunk + (key - base)], v, p.v_head_dim);
+        if (key < sc.rows[r].lo || key > sc.rows[r].hi) continue;
+        sc.accptr[nsel] = sc.acc.data() + static_cast<size_t>(r) * p.v_head_dim;
+        sc.weight[nsel++] = sc.scores[r * kAttentionKeyChunk + (key - base)];
       }
+      for (int i = 0; i < nsel; i += detail::kAttentionOpRows)
+        ops.axpy_rows(sc.accptr.data() + i, sc.weight.data() + i, std::min(detail::kAttentionOpRows, nsel - i), v,
+                      p.v_head_dim);
     }
   }
   for (int r = 0; r < n_rows; ++r) {
@@ -147,9 +161,24 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
   }
 }
 
-float dot_scalar(const float* q, const void* k, int n, DType t) {
+template <DType T>
+void dot_rows_scalar(const float* const* q, int nq, const void* k, int n, float* out) {
+  for (int r = 0; r < nq; ++r) {
+    float sum = 0.0f;
+    for (int d = 0; d < n; ++d) sum += q[r][d] * load_elem(k, d, T);
+    out[r] = sum;
+  }
+}
+
+template <DType T>
+void axpy_rows_scalar(float* const* acc, const float* a, int nr, const void* v, int n) {
+  for (int r = 0; r < nr; ++r)
+    for (int d = 0; d < n; ++d) acc[r][d] += a[r] * load_elem(v, d, T);
+}
+
+float exp_sum_scalar(float* s, int n, float m) {
   float sum = 0.0f;
-  for (int d = 0; d < n; ++d) sum += q[d] * load_elem(k, d, t);
+  for (int i = 0; i < n; ++i) sum += (s[i] = std::exp(s[i] - m));
   return sum;
 }
 
@@ -158,21 +187,9 @@ float dot_scalar(const float* q, const void* k, int n, DType t) {
 namespace detail {
 AttentionOps attention_ops_scalar(DType kv_type) {
   switch (kv_type) {
-    case DType::kF32:
-      return {[](const float* q, const void* k, int n) { return dot_scalar(q, k, n, DType::kF32); },
-              [](float* acc, float a, const void* v, int n) {
-                for (int d = 0; d < n; ++d) acc[d] += a * static_cast<const float*>(v)[d];
-              }};
-    case DType::kF16:
-      return {[](const float* q, const void* k, int n) { return dot_scalar(q, k, n, DType::kF16); },
-              [](float* acc, float a, const void* v, int n) {
-                for (int d = 0; d < n; ++d) acc[d] += a * f16_to_f32(static_cast<const uint16_t*>(v)[d]);
-              }};
-    default:
-      return {[](const float* q, const void* k, int n) { return dot_scalar(q, k, n, DType::kBF16); },
-              [](float* acc, float a, const void* v, int n) {
-                for (int d = 0; d < n; ++d) acc[d] += a * bf16_to_f32(static_cast<const uint16_t*>(v)[d]);
-              }};
+    case DType::kF32: return {dot_rows_scalar<DType::kF32>, axpy_rows_scalar<DType::kF32>, exp_sum_scalar};
+    case DType::kF16: return {dot_rows_scalar<DType::kF16>, axpy_rows_scalar<DType::kF16>, exp_sum_scalar};
+    default: return {dot_rows_scalar<DType::kBF16>, axpy_rows_scalar<DType::kBF16>, exp_sum_scalar};
   }
 }
 }  // namespace detail

@@ -77,10 +77,17 @@ struct KvWriteParams {
 void kv_cache_write(const KvWriteParams& p);
 
 namespace detail {
-// Per-ISA inner loops of attention. dot: sum_d q[d] * k[d]; axpy: acc[d] += a * v[d].
+// Per-ISA inner loops of attention. Each works on up to kAttentionOpRows query rows at once so
+// a K or V row is loaded (and converted from f16/bf16) once for all of them; a row's arithmetic
+// is the same whatever the other rows are, which keeps results batch invariant.
+inline constexpr int kAttentionOpRows = 4;
 struct AttentionOps {
-  float (*dot)(const float* q, const void* k, int n);
-  void (*axpy)(float* acc, float a, const void* v, int n);
+  // out[r] = sum_d q[r][d] * k[d], r < nq <= kAttentionOpRows.
+  void (*dot_rows)(const float* const* q, int nq, const void* k, int n, float* out);
+  // acc[r][d] += a[r] * v[d], r < nr <= kAttentionOpRows.
+  void (*axpy_rows)(float* const* acc, const float* a, int nr, const void* v, int n);
+  // s[i] = exp(s[i] - m) for i < n; returns the sum of the new s.
+  float (*exp_sum)(float* s, int n, float m);
 };
 AttentionOps attention_ops_scalar(DType kv_type);
 AttentionOps attention_ops_avx2(DType kv_type);

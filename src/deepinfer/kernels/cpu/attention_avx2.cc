@@ -1,4 +1,6 @@
-// AVX2 inner loops of paged attention: q.k dot products and acc += a * v, for f32/f16/bf16 K/V.
+// AVX2 inner loops of paged attention for f32/f16/bf16 K/V: multi-row q.k dots, multi-row
+// acc += a * v, and exp-and-sum of a score run. One accumulator chain per row, so a row's
+// result does not depend on how many rows share the call.
 #include <immintrin.h>
 
 #include "deepinfer/base/fp16.h"
@@ -26,38 +28,72 @@ struct BF16 {
   static float load1(const void* p, int i) { return bf16_to_f32(static_cast<const uint16_t*>(p)[i]); }
 };
 
-template <typename L>
-float dot(const float* q, const void* k, int n) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+template <typename L, int NQ>
+void dot_n(const float* const* q, const void* k, int n, float* out) {
+  __m256 acc[NQ];
+  for (int r = 0; r < NQ; ++r) acc[r] = _mm256_setzero_ps();
   int i = 0;
-  for (; i + 16 <= n; i += 16) {
-    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), L::load8(k, i), a0);
-    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), L::load8(k, i + 8), a1);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 kv = L::load8(k, i);
+    for (int r = 0; r < NQ; ++r) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(q[r] + i), kv, acc[r]);
   }
-  if (i + 8 <= n) {
-    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), L::load8(k, i), a0);
-    i += 8;
+  for (int r = 0; r < NQ; ++r) {
+    float sum = simd::hsum256(acc[r]);
+    for (int j = i; j < n; ++j) sum += q[r][j] * L::load1(k, j);
+    out[r] = sum;
   }
-  float sum = simd::hsum256(_mm256_add_ps(a0, a1));
-  for (; i < n; ++i) sum += q[i] * L::load1(k, i);
-  return sum;
 }
 
 template <typename L>
-void axpy(float* acc, float a, const void* v, int n) {
-  const __m256 va = _mm256_set1_ps(a);
+void dot_rows(const float* const* q, int nq, const void* k, int n, float* out) {
+  switch (nq) {
+    case 1: return dot_n<L, 1>(q, k, n, out);
+    case 2: return dot_n<L, 2>(q, k, n, out);
+    case 3: return dot_n<L, 3>(q, k, n, out);
+    default: return dot_n<L, 4>(q, k, n, out);
+  }
+}
+
+template <typename L>
+void axpy_rows(float* const* acc, const float* a, int nr, const void* v, int n) {
   int i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(va, L::load8(v, i), _mm256_loadu_ps(acc + i)));
-  for (; i < n; ++i) acc[i] += a * L::load1(v, i);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 vv = L::load8(v, i);
+    for (int r = 0; r < nr; ++r)
+      _mm256_storeu_ps(acc[r] + i, _mm256_fmadd_ps(_mm256_set1_ps(a[r]), vv, _mm256_loadu_ps(acc[r] + i)));
+  }
+  for (; i < n; ++i) {
+    const float x = L::load1(v, i);
+    for (int r = 0; r < nr; ++r) acc[r][i] += a[r] * x;
+  }
+}
+
+float exp_sum(float* s, int n, float m) {
+  const __m256 vm = _mm256_set1_ps(m);
+  __m256 sum = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = simd::exp256(_mm256_sub_ps(_mm256_loadu_ps(s + i), vm));
+    _mm256_storeu_ps(s + i, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  if (i < n) {
+    const __m256i mask = simd::tail_mask256(n - i);
+    const __m256 e = _mm256_and_ps(simd::exp256(_mm256_sub_ps(_mm256_maskload_ps(s + i, mask), vm)),
+                                   _mm256_castsi256_ps(mask));
+    _mm256_maskstore_ps(s + i, mask, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  return simd::hsum256(sum);
 }
 
 }  // namespace
 
 AttentionOps attention_ops_avx2(DType kv_type) {
   switch (kv_type) {
-    case DType::kF32: return {dot<F32>, axpy<F32>};
-    case DType::kF16: return {dot<F16>, axpy<F16>};
-    default: return {dot<BF16>, axpy<BF16>};
+    case DType::kF32: return {dot_rows<F32>, axpy_rows<F32>, exp_sum};
+    case DType::kF16: return {dot_rows<F16>, axpy_rows<F16>, exp_sum};
+    default: return {dot_rows<BF16>, axpy_rows<BF16>, exp_sum};
   }
 }
 

@@ -1,5 +1,6 @@
-// AVX-512 inner loops of paged attention: q.k dot products and acc += a * v, for f32/f16/bf16
-// K/V, with masked tails.
+// AVX-512 inner loops of paged attention for f32/f16/bf16 K/V (masked tails): multi-row q.k
+// dots, multi-row acc += a * v, and exp-and-sum of a score run. One accumulator chain per row,
+// so a row's result does not depend on how many rows share the call.
 #include <immintrin.h>
 
 #include "deepinfer/kernels/cpu/attention.h"
@@ -25,37 +26,60 @@ struct BF16 {
   }
 };
 
-template <typename L>
-float dot(const float* q, const void* k, int n) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0;
-  int i = 0;
-  for (; i + 32 <= n; i += 32) {
-    a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), L::load(k, i, 0xffff), a0);
-    a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + i + 16), L::load(k, i + 16, 0xffff), a1);
+inline __mmask16 lanes(int left) { return left >= 16 ? __mmask16(0xffff) : simd::tail_mask512(left); }
+
+template <typename L, int NQ>
+void dot_n(const float* const* q, const void* k, int n, float* out) {
+  __m512 acc[NQ];
+  for (int r = 0; r < NQ; ++r) acc[r] = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = lanes(n - i);
+    const __m512 kv = L::load(k, i, m);
+    for (int r = 0; r < NQ; ++r) acc[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q[r] + i), kv, acc[r]);
   }
-  for (; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : simd::tail_mask512(n - i);
-    a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), L::load(k, i, m), a0);
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+  for (int r = 0; r < NQ; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
 template <typename L>
-void axpy(float* acc, float a, const void* v, int n) {
-  const __m512 va = _mm512_set1_ps(a);
-  for (int i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : simd::tail_mask512(n - i);
-    _mm512_mask_storeu_ps(acc + i, m, _mm512_fmadd_ps(va, L::load(v, i, m), _mm512_maskz_loadu_ps(m, acc + i)));
+void dot_rows(const float* const* q, int nq, const void* k, int n, float* out) {
+  switch (nq) {
+    case 1: return dot_n<L, 1>(q, k, n, out);
+    case 2: return dot_n<L, 2>(q, k, n, out);
+    case 3: return dot_n<L, 3>(q, k, n, out);
+    default: return dot_n<L, 4>(q, k, n, out);
   }
+}
+
+template <typename L>
+void axpy_rows(float* const* acc, const float* a, int nr, const void* v, int n) {
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = lanes(n - i);
+    const __m512 vv = L::load(v, i, m);
+    for (int r = 0; r < nr; ++r)
+      _mm512_mask_storeu_ps(acc[r] + i, m,
+                            _mm512_fmadd_ps(_mm512_set1_ps(a[r]), vv, _mm512_maskz_loadu_ps(m, acc[r] + i)));
+  }
+}
+
+float exp_sum(float* s, int n, float m) {
+  const __m512 vm = _mm512_set1_ps(m);
+  __m512 sum = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 k = lanes(n - i);
+    const __m512 e = _mm512_maskz_mov_ps(k, simd::exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + i), vm)));
+    _mm512_mask_storeu_ps(s + i, k, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  return _mm512_reduce_add_ps(sum);
 }
 
 }  // namespace
 
 AttentionOps attention_ops_avx512(DType kv_type) {
   switch (kv_type) {
-    case DType::kF32: return {dot<F32>, axpy<F32>};
-    case DType::kF16: return {dot<F16>, axpy<F16>};
-    default: return {dot<BF16>, axpy<BF16>};
+    case DType::kF32: return {dot_rows<F32>, axpy_rows<F32>, exp_sum};
+    case DType::kF16: return {dot_rows<F16>, axpy_rows<F16>, exp_sum};
+    default: return {dot_rows<BF16>, axpy_rows<BF16>, exp_sum};
   }
 }
 
