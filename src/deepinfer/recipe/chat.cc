@@ -1,0 +1,139 @@
+// Chat encoding (see chat.h): template rendering with a cache of parsed templates, built-in
+// formats, and tokenization that matches control tokens only inside template text.
+#include "deepinfer/recipe/chat.h"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "deepinfer/base/log.h"
+#include "deepinfer/recipe/jinja.h"
+#include "deepinfer/recipe/tokenizer.h"
+
+namespace deepinfer::recipe {
+namespace {
+
+using jinja::TaggedString;
+
+Result<std::shared_ptr<const jinja::Template>> parsed_template(const std::string& source) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const jinja::Template>, std::less<>> cache;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(source);
+    if (it != cache.end()) return it->second;
+  }
+  DI_ASSIGN_OR_RETURN(auto t, jinja::Template::parse(source));
+  auto shared = std::make_shared<const jinja::Template>(std::move(t));
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() > 64) cache.clear();
+  cache.emplace(source, shared);
+  return shared;
+}
+
+Result<TaggedString> render_template(const Tokenizer& tok, const std::vector<ChatMessage>& messages,
+                                     const ChatOptions& options) {
+  DI_ASSIGN_OR_RETURN(auto tmpl, parsed_template(tok.chat_template()));
+  jinja::List msgs;
+  for (const auto& m : messages) {
+    msgs.push_back(jinja::Value::dict({{"role", jinja::Value::data_str(m.role)},
+                                       {"content", jinja::Value::data_str(m.content)}}));
+  }
+  jinja::Dict globals;
+  globals["messages"] = jinja::Value::list(std::move(msgs));
+  globals["add_generation_prompt"] = jinja::Value::boolean(options.add_generation_prompt);
+  // The model's own control-token texts are trusted, like template text.
+  if (tok.bos_id() >= 0) globals["bos_token"] = jinja::Value::str(TaggedString::literal(tok.token_bytes(tok.bos_id())));
+  if (tok.eos_id() >= 0) globals["eos_token"] = jinja::Value::str(TaggedString::literal(tok.token_bytes(tok.eos_id())));
+  return tmpl->render(globals);
+}
+
+TaggedString render_chatml(const std::vector<ChatMessage>& messages, bool gen) {
+  TaggedString t;
+  for (const auto& m : messages) {
+    t.append(TaggedString::literal("<|im_start|>"));
+    t.append(TaggedString::data(m.role));
+    t.append(TaggedString::literal("\n"));
+    t.append(TaggedString::data(m.content));
+    t.append(TaggedString::literal("<|im_end|>\n"));
+  }
+  if (gen) t.append(TaggedString::literal("<|im_start|>assistant\n"));
+  return t;
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\n\r"), e = s.find_last_not_of(" \t\n\r");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+// Meta's reference format: contents are trimmed, every turn ends with <|eot_id|>.
+TaggedString render_llama3(const std::vector<ChatMessage>& messages, bool gen) {
+  TaggedString t = TaggedString::literal("<|begin_of_text|>");
+  for (const auto& m : messages) {
+    t.append(TaggedString::literal("<|start_header_id|>"));
+    t.append(TaggedString::data(m.role));
+    t.append(TaggedString::literal("<|end_header_id|>\n\n"));
+    t.append(TaggedString::data(trim(m.content)));
+    t.append(TaggedString::literal("<|eot_id|>"));
+  }
+  if (gen) t.append(TaggedString::literal("<|start_header_id|>assistant<|end_header_id|>\n\n"));
+  return t;
+}
+
+}  // namespace
+
+ChatFormat builtin_format_for(const Tokenizer& tok) {
+  if (tok.special_token_id("<|start_header_id|>") && tok.special_token_id("<|eot_id|>"))
+    return ChatFormat::kLlama3;
+  if (tok.special_token_id("<|im_start|>") && tok.special_token_id("<|im_end|>"))
+    return ChatFormat::kChatML;
+  return ChatFormat::kAuto;
+}
+
+Result<RenderedChat> render_chat(const Tokenizer& tok, const std::vector<ChatMessage>& messages,
+                                 const ChatOptions& options) {
+  RenderedChat out;
+  ChatFormat format = options.format;
+  if (format == ChatFormat::kAuto || format == ChatFormat::kTemplate) {
+    if (!tok.chat_template().empty()) {
+      auto r = render_template(tok, messages, options);
+      if (r.is_ok()) {
+        out.text = std::move(r).value();
+        out.format_used = ChatFormat::kTemplate;
+        return out;
+      }
+      // raise_exception() and other input errors go back to the caller; only constructs we
+      // cannot interpret (or fail to parse) fall back to a built-in format.
+      bool interpreter_gap = r.status().code() == StatusCode::kUnsupported ||
+                             r.status().message().find("raised an error") == std::string::npos;
+      if (format == ChatFormat::kTemplate || !interpreter_gap) return r.status();
+      out.fallback_reason = r.status().message();
+    } else if (format == ChatFormat::kTemplate) {
+      return not_found("the model declares no chat_template");
+    } else {
+      out.fallback_reason = "the model declares no chat_template";
+    }
+    format = builtin_format_for(tok);
+    if (format == ChatFormat::kAuto)
+      return unsupported("no usable chat template ({}) and no built-in format fits the vocabulary",
+                         out.fallback_reason);
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      log::warn("chat template not used ({}); falling back to {}", out.fallback_reason,
+                format == ChatFormat::kLlama3 ? "Llama 3" : "ChatML");
+  }
+  out.format_used = format;
+  out.text = format == ChatFormat::kLlama3 ? render_llama3(messages, options.add_generation_prompt)
+                                           : render_chatml(messages, options.add_generation_prompt);
+  return out;
+}
+
+Result<std::vector<int32_t>> encode_chat(const Tokenizer& tok,
+                                         const std::vector<ChatMessage>& messages,
+                                         const ChatOptions& options) {
+  DI_ASSIGN_OR_RETURN(RenderedChat r, render_chat(tok, messages, options));
+  return tok.encode_trusted(r.text.text, r.text.trusted);
+}
+
+}  // namespace deepinfer::recipe
