@@ -15,6 +15,12 @@ split_special_tokens=True; our allow_special=false). "ids_special" is the defaul
 where "<|im_start|>" etc. become control tokens (our allow_special=true); it is present only
 when it differs.
 
+It also trains two tiny byte-level BPE tokenizers with the `tokenizers` library (different
+pre-tokenizer pipelines: a Llama 3 Split regex + ignore_merges; Split/Digits/ByteLevel with
+add_prefix_space), saves each as tokenizer_tiny_<name>/{tokenizer.json,tokenizer_config.json}
+and their encodings of the same strings as tokenizer_tiny_<name>.jsonl, to test the
+tokenizer.json loader without any model download.
+
 Usage: python3 tests/reference/make_tokenizer_fixture.py [--gguf PATH]
 """
 import argparse
@@ -155,6 +161,52 @@ CONVERSATIONS = [
 ]
 
 
+LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def make_tiny_hf(name, strings):
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, trainers
+    tok = Tokenizer(models.BPE(ignore_merges=(name == "llama3")))
+    if name == "llama3":
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        specials = ["<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>"]
+    else:
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split("::", behavior="merged_with_previous"),
+            pre_tokenizers.Digits(individual_digits=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True)])
+        specials = ["<s>", "</s>", "<|im_start|>", "<|im_end|>"]
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=700, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(strings[:1500], trainer)
+    tok.add_tokens([AddedToken("<think>", special=False, normalized=False)])
+    d = os.path.join(OUT, f"tokenizer_tiny_{name}")
+    os.makedirs(d, exist_ok=True)
+    tok.save(os.path.join(d, "tokenizer.json"))
+    cfg = {"bos_token": specials[0], "eos_token": specials[1], "add_bos_token": name == "llama3",
+           "chat_template": "{{ bos_token }}{% for m in messages %}{{ m['role'] + ': ' + m['content'] }}{{ eos_token }}{% endfor %}"}
+    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    lines = []
+    for text in strings[::4]:
+        tok.encode_special_tokens = True
+        ids = tok.encode(text, add_special_tokens=False).ids
+        tok.encode_special_tokens = False
+        ids_special = tok.encode(text, add_special_tokens=False).ids
+        rec = {"text": text, "ids": ids}
+        if ids_special != ids:
+            rec["ids_special"] = ids_special
+        lines.append(json.dumps(rec, ensure_ascii=False))
+    path = os.path.join(OUT, f"tokenizer_tiny_{name}.jsonl")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"{path}: {len(lines)} strings")
+
+
 def main():
     ap = argparse.ArgumentParser()
     home = os.environ.get("DEEPINFER_HOME", os.path.expanduser("~/.cache/deepinfer"))
@@ -206,6 +258,10 @@ def main():
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(chat) + "\n")
     print(f"{path}: {len(chat)} conversations")
+
+    extra = ["a <think> b", "<think><think>", "x::y::z", "::", "12345 678", "<s>hi</s>", "<|im_start|>"]
+    for name in ("llama3", "prefix"):
+        make_tiny_hf(name, strings + extra * 4)
 
 
 if __name__ == "__main__":
