@@ -105,11 +105,56 @@ void SsdTier::remove(const BlockKey& key) const {
   }
 }
 
+size_t SsdTier::chunk_entries() const {
+  // Bounds the scratch images a thread keeps (about 32 MiB) while keeping many I/Os in flight.
+  const size_t entry = shard_file_bytes(shard_bytes_) * (code_.data_shards() + code_.parity_shards());
+  return std::clamp<size_t>((size_t{32} << 20) / entry, 1, 16);
+}
+
+std::vector<ShardImages>& SsdTier::scratch(size_t count) const {
+  // Reused per thread: fresh multi-megabyte buffers would be page-faulted in on every call.
+  thread_local std::vector<ShardImages> pool;
+  const int n = code_.data_shards() + code_.parity_shards();
+  if (pool.size() < count) pool.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (pool[i].count() != n || pool[i].shard_bytes() != shard_bytes_) pool[i] = ShardImages(n, shard_bytes_);
+  }
+  return pool;
+}
+
 void SsdTier::put_batch(IoEngine& io, std::span<const PutItem> items, int64_t now,
+                        std::vector<bool>* ok) {
+  ok->assign(items.size(), false);
+  std::vector<bool> part;
+  for (size_t b = 0; b < items.size(); b += chunk_entries()) {
+    auto chunk = items.subspan(b, std::min(chunk_entries(), items.size() - b));
+    put_chunk(io, chunk, now, &part);
+    for (size_t j = 0; j < chunk.size(); ++j) (*ok)[b + j] = part[j];
+  }
+}
+
+void SsdTier::get_batch(IoEngine& io, std::span<const BlockKey> keys, std::span<uint8_t* const> dst,
+                        int64_t now, std::vector<bool>* hit, std::vector<TrafficClass>* classes) {
+  hit->assign(keys.size(), false);
+  if (classes) classes->assign(keys.size(), TrafficClass::kChat);
+  std::vector<bool> part;
+  std::vector<TrafficClass> part_classes;
+  for (size_t b = 0; b < keys.size(); b += chunk_entries()) {
+    size_t len = std::min(chunk_entries(), keys.size() - b);
+    get_chunk(io, keys.subspan(b, len), dst.subspan(b, len), now, &part, &part_classes);
+    for (size_t j = 0; j < len; ++j) {
+      (*hit)[b + j] = part[j];
+      if (classes) (*classes)[b + j] = part_classes[j];
+    }
+  }
+}
+
+void SsdTier::put_chunk(IoEngine& io, std::span<const PutItem> items, int64_t now,
                         std::vector<bool>* ok) {
   const int k = code_.data_shards(), n = k + code_.parity_shards();
   ok->assign(items.size(), false);
-  std::vector<ShardImages> images(items.size());
+  std::vector<ShardImages>& images = scratch(items.size());
+  std::vector<bool> encoded(items.size(), false);
   std::vector<IoRequest> reqs;
   std::vector<std::pair<size_t, int>> owner;  // reqs index -> (item, shard)
   for (size_t j = 0; j < items.size(); ++j) {
@@ -122,7 +167,7 @@ void SsdTier::put_batch(IoEngine& io, std::span<const PutItem> items, int64_t no
       c_->entries_already_present++;
       continue;
     }
-    images[j] = ShardImages(n, shard_bytes_);
+    encoded[j] = true;
     ShardHeader proto;
     proto.key = it.key;
     proto.write_id = random_write_id();
@@ -185,7 +230,7 @@ void SsdTier::put_batch(IoEngine& io, std::span<const PutItem> items, int64_t no
     }
   }
   for (size_t j = 0; j < items.size(); ++j) {
-    if (images[j].count() == 0) continue;
+    if (!encoded[j]) continue;
     if (written[j] >= k) {
       (*ok)[j] = true;
       c_->entries_written++;
@@ -196,13 +241,12 @@ void SsdTier::put_batch(IoEngine& io, std::span<const PutItem> items, int64_t no
   }
 }
 
-void SsdTier::get_batch(IoEngine& io, std::span<const BlockKey> keys, std::span<uint8_t* const> dst,
-                        int64_t now, std::vector<bool>* hit,
-                        std::vector<TrafficClass>* classes) {
+void SsdTier::get_chunk(IoEngine& io, std::span<const BlockKey> keys, std::span<uint8_t* const> dst,
+                        int64_t now, std::vector<bool>* hit, std::vector<TrafficClass>* classes) {
   const int k = code_.data_shards(), n = k + code_.parity_shards();
   hit->assign(keys.size(), false);
-  if (classes) classes->assign(keys.size(), TrafficClass::kChat);
-  std::vector<ShardImages> images(keys.size());
+  classes->assign(keys.size(), TrafficClass::kChat);
+  std::vector<ShardImages>& images = scratch(keys.size());
   std::vector<std::vector<bool>> present(keys.size(), std::vector<bool>(n, false));
   std::vector<std::vector<size_t>> lens(keys.size(), std::vector<size_t>(n, 0));
   std::vector<std::vector<int64_t>> mtimes(keys.size(), std::vector<int64_t>(n, 0));
@@ -235,7 +279,6 @@ void SsdTier::get_batch(IoEngine& io, std::span<const BlockKey> keys, std::span<
   std::vector<size_t> all(keys.size());
   for (size_t j = 0; j < keys.size(); ++j) {
     all[j] = j;
-    images[j] = ShardImages(n, shard_bytes_);
   }
   // Data shards first: the common case needs no parity I/O and no decoding.
   read_shards(all, 0, k);
@@ -272,7 +315,7 @@ void SsdTier::get_batch(IoEngine& io, std::span<const BlockKey> keys, std::span<
       continue;
     }
     (*hit)[j] = true;
-    if (classes) (*classes)[j] = o.header.traffic_class;
+    (*classes)[j] = o.header.traffic_class;
     c_->hits++;
     const int64_t expiry = now + opts_.ttl_seconds[static_cast<int>(o.header.traffic_class)];
     if (expiry - o.max_mtime >= opts_.touch_interval_s) touch(keys[j], expiry);

@@ -17,6 +17,8 @@
 
 namespace deepinfer::kvstore {
 
+class ShardImages;
+
 struct SsdTierOptions {
   std::vector<std::string> targets;
   int data_shards = 10;
@@ -88,6 +90,11 @@ class SsdTier {
 
  private:
   explicit SsdTier(SsdTierOptions options, ErasureCode code);
+  void put_chunk(IoEngine& io, std::span<const PutItem> items, int64_t now, std::vector<bool>* ok);
+  void get_chunk(IoEngine& io, std::span<const BlockKey> keys, std::span<uint8_t* const> dst,
+                 int64_t now, std::vector<bool>* hit, std::vector<TrafficClass>* classes);
+  size_t chunk_entries() const;
+  std::vector<ShardImages>& scratch(size_t count) const;
   void touch(const BlockKey& key, int64_t expiry) const;
   void sweep_target(int t, int64_t now, SweepReport* report);
 

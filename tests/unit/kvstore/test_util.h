@@ -14,13 +14,14 @@
 
 namespace deepinfer::kvstore::testing {
 
-// mkdtemp'd directory, removed recursively on destruction.
+// mkdtemp'd directory under /tmp (or $DEEPINFER_KVSTORE_TEST_DIR, e.g. a tmpfs to exercise
+// the buffered fallback), removed recursively on destruction.
 class TempDir {
  public:
   TempDir() {
-    char tmpl[] = "/tmp/di_kvstore_test_XXXXXX";
-    char* p = ::mkdtemp(tmpl);
-    if (p) path_ = p;
+    const char* base = std::getenv("DEEPINFER_KVSTORE_TEST_DIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/di_kvstore_test_XXXXXX";
+    if (char* p = ::mkdtemp(tmpl.data())) path_ = p;
   }
   ~TempDir() {
     std::error_code ec;
