@@ -1,7 +1,7 @@
 // Micro-benchmark of kernels::matmul (not wired into CMake). Build by hand, e.g.:
 //   g++ -std=c++20 -O3 -Isrc bench/matmul_bench.cc build/libdi_kernels.a build/libdi_tensor.a \
 //       build/libdi_base.a -lfmt -lopenblas -lpthread -o /tmp/matmul_bench
-// Usage: matmul_bench [type n_out n_in n_rows threads [isa]]  (defaults: the report's table)
+// Usage: matmul_bench [type n_out n_in n_rows threads [isa [inv]]]  (inv: batch_invariant)  (defaults: the report's table)
 #include <time.h>
 
 #include <chrono>
@@ -24,7 +24,8 @@ static DType parse_type(const std::string& s) {
   std::exit(2);
 }
 
-static void bench(DType t, int64_t n_out, int64_t n_in, int64_t n_rows, int threads, IsaLevel isa) {
+static void bench(DType t, int64_t n_out, int64_t n_in, int64_t n_rows, int threads, IsaLevel isa,
+                  bool batch_invariant = false) {
   std::mt19937 rng(1);
   std::normal_distribution<float> nd;
   const size_t rb = row_bytes(t, n_in);
@@ -41,6 +42,7 @@ static void bench(DType t, int64_t n_out, int64_t n_in, int64_t n_rows, int thre
   kernels::MatmulParams p;
   p.weight = w.data(); p.weight_type = t; p.n_out = n_out; p.n_in = n_in; p.weight_row_bytes = rb;
   p.input = x.data(); p.n_rows = n_rows; p.input_stride = n_in; p.output = y.data(); p.output_stride = n_out;
+  p.batch_invariant = batch_invariant;
   kernels::matmul_with_isa(p, pool, isa);  // warm-up
   const double flop = 2.0 * n_out * n_in * n_rows;
   int iters = std::max(3, static_cast<int>(2e9 / flop));
@@ -68,7 +70,8 @@ int main(int argc, char** argv) {
     IsaLevel isa = best_isa();
     if (argc >= 7) isa = std::string(argv[6]) == "scalar" ? IsaLevel::kScalar
                          : std::string(argv[6]) == "avx2" ? IsaLevel::kAvx2 : IsaLevel::kAvx512;
-    bench(parse_type(argv[1]), std::atoll(argv[2]), std::atoll(argv[3]), std::atoll(argv[4]), std::atoi(argv[5]), isa);
+    bench(parse_type(argv[1]), std::atoll(argv[2]), std::atoll(argv[3]), std::atoll(argv[4]), std::atoi(argv[5]), isa,
+          argc >= 8 && std::string(argv[7]) == "inv");
     return 0;
   }
   for (int thr : {1, 2})

@@ -1,6 +1,7 @@
 // The avx2 build of the shared SIMD matmul tiles (matmul_simd_impl.h).
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 

@@ -1,6 +1,7 @@
 // The avx512 build of the shared SIMD matmul tiles (matmul_simd_impl.h), with VNNI int8 dots.
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 

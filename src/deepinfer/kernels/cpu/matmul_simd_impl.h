@@ -257,34 +257,48 @@ struct LoadBF16 {
   static float one(const uint8_t* w, int64_t i) { return bf16_to_f32(reinterpret_cast<const uint16_t*>(w)[i]); }
 };
 
-template <typename Load, int R>
-void tile_float(const Tile& t) {
+// R rows x C columns of float weights as an outer-product register tile: per 8-element step,
+// C weight loads and R activation loads feed R*C FMAs. Every (row, column) accumulator sees the
+// same sequence of FMAs whatever R and C are, so results stay batch-invariant.
+template <typename Load, int R, int C>
+void float_block(const Tile& t, const float* const* x, int64_t o) {
   const int64_t n = t.n_in;
-  const float* x[R];
-  for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const float*>(t.act + r * t.act_row_bytes);
-  for (int64_t o = t.col_begin; o < t.col_end; ++o) {
-    const uint8_t* w = t.weight + o * t.weight_row_bytes;
-    __m256 a0[R], a1[R];
-    for (int r = 0; r < R; ++r) a0[r] = _mm256_setzero_ps(), a1[r] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-      const __m256 w0 = Load::at(w, i), w1 = Load::at(w, i + 8);
-      for (int r = 0; r < R; ++r) {
-        a0[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x[r] + i), a0[r]);
-        a1[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x[r] + i + 8), a1[r]);
-      }
-    }
-    if (i + 8 <= n) {
-      const __m256 w0 = Load::at(w, i);
-      for (int r = 0; r < R; ++r) a0[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x[r] + i), a0[r]);
-      i += 8;
-    }
+  const uint8_t* w[C];
+  for (int c = 0; c < C; ++c) w[c] = t.weight + (o + c) * t.weight_row_bytes;
+  __m256 acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 wv[C];
+    for (int c = 0; c < C; ++c) wv[c] = Load::at(w[c], i);
     for (int r = 0; r < R; ++r) {
-      float s = hsum_ps(_mm256_add_ps(a0[r], a1[r]));
-      for (int64_t j = i; j < n; ++j) s += Load::one(w, j) * x[r][j];
-      t.out[r * t.out_stride + o] = s;
+      const __m256 xv = _mm256_loadu_ps(x[r] + i);
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(wv[c], xv, acc[r][c]);
     }
   }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+      float s = hsum_ps(acc[r][c]);
+      // Explicit FMA: left to the compiler, contraction of the tail may differ between the
+      // R x C instances and break batch invariance (the tests caught exactly that).
+      for (int64_t j = i; j < n; ++j) s = std::fma(Load::one(w[c], j), x[r][j], s);
+      t.out[r * t.out_stride + o + c] = s;
+    }
+}
+
+template <typename Load, int R>
+void tile_float(const Tile& t) {
+#if DI_MATMUL_VNNI
+  constexpr int kCols = 3;  // 8 x 3 accumulators fit AVX-512's 32 registers
+#else
+  constexpr int kCols = 2;  // 4 x 2 fit AVX2's 16
+#endif
+  const float* x[R];
+  for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const float*>(t.act + r * t.act_row_bytes);
+  int64_t o = t.col_begin;
+  for (; o + kCols <= t.col_end; o += kCols) float_block<Load, R, kCols>(t, x, o);
+  for (; o < t.col_end; ++o) float_block<Load, R, 1>(t, x, o);
 }
 
 template <int R>
