@@ -93,6 +93,45 @@ struct DecQ8_0 {
   static float m(const B*) { return 0; }
 };
 
+// One weight block decoded once for all rows of a tile.
+struct PreparedBlock {
+  __m256i w;    // the 32 integers
+  __m256i aux;  // VNNI: -128 * sum(w) per lane; AVX2: |w|
+  __m256 dw;    // scale
+  __m256 m;     // min (the _1 formats)
+};
+
+template <typename Dec>
+inline PreparedBlock prepare_block(const typename Dec::B* blk) {
+  PreparedBlock pb;
+  pb.w = Dec::q(blk);
+  pb.dw = _mm256_set1_ps(h2f(blk->d));
+  pb.m = Dec::kSigned ? _mm256_setzero_ps() : _mm256_set1_ps(Dec::m(blk));
+#if DI_MATMUL_VNNI
+  // Activations are stored +128 (unsigned), so sum (a+128)*w - 128*sum(w) = sum a*w, with
+  // the correction computed once per weight block for all rows.
+  const __m256i zero = _mm256_setzero_si256();
+  pb.aux = _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, _mm256_set1_epi8(static_cast<char>(0x80)), pb.w));
+#else
+  pb.aux = _mm256_sign_epi8(pb.w, pb.w);
+#endif
+  return pb;
+}
+
+// fp32 lanes of d_w * d_a * (exact int32 partial dot products) for one row's block.
+template <typename Dec>
+inline __m256 block_dot(const PreparedBlock& pb, const ActBlock32& a) {
+  const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
+#if DI_MATMUL_VNNI
+  const __m256i p = _mm256_dpbusd_epi32(pb.aux, av, pb.w);
+#else
+  const __m256i p = Dec::kSigned ? dot_u8s8(pb.aux, _mm256_sign_epi8(av, pb.w)) : dot_u8s8(pb.w, av);
+#endif
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(pb.dw, _mm256_broadcast_ss(&a.d)));
+}
+
+// Blocks go in pairs so the accumulator chain has one add per two blocks: with one row (decode)
+// the FMA latency chain, not throughput, would otherwise bound the speed.
 template <typename Dec, int R>
 void tile_q32(const Tile& t) {
   using B = typename Dec::B;
@@ -103,28 +142,24 @@ void tile_q32(const Tile& t) {
     const B* wb = reinterpret_cast<const B*>(t.weight + o * t.weight_row_bytes);
     __m256 acc[R], macc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), macc[r] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      const __m256i w = Dec::q(wb + b);
-      const __m256 dw = _mm256_set1_ps(h2f(wb[b].d));
-#if DI_MATMUL_VNNI
-      // Activations are stored +128 (unsigned), so sum (a+128)*w - 128*sum(w) = sum a*w, with
-      // the correction computed once per weight block for all rows.
-      const __m256i zero = _mm256_setzero_si256();
-      const __m256i corr = _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, _mm256_set1_epi8(static_cast<char>(0x80)), w));
-#else
-      const __m256i wabs = _mm256_sign_epi8(w, w);
-#endif
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      const PreparedBlock p0 = prepare_block<Dec>(wb + b), p1 = prepare_block<Dec>(wb + b + 1);
       for (int r = 0; r < R; ++r) {
-        const ActBlock32& a = act[r][b];
-        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
-#if DI_MATMUL_VNNI
-        const __m256i p = _mm256_dpbusd_epi32(corr, av, w);
-#else
-        const __m256i p = Dec::kSigned ? dot_u8s8(wabs, _mm256_sign_epi8(av, w)) : dot_u8s8(w, av);
-#endif
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dw, _mm256_broadcast_ss(&a.d)), acc[r]);
+        const ActBlock32 &a0 = act[r][b], &a1 = act[r][b + 1];
+        acc[r] = _mm256_add_ps(acc[r], _mm256_add_ps(block_dot<Dec>(p0, a0), block_dot<Dec>(p1, a1)));
+        if constexpr (!Dec::kSigned) {
+          const __m256 mt = _mm256_mul_ps(p0.m, _mm256_broadcast_ss(&a0.dsum));
+          macc[r] = _mm256_add_ps(macc[r], _mm256_fmadd_ps(p1.m, _mm256_broadcast_ss(&a1.dsum), mt));
+        }
+      }
+    }
+    if (b < nb) {
+      const PreparedBlock p0 = prepare_block<Dec>(wb + b);
+      for (int r = 0; r < R; ++r) {
+        acc[r] = _mm256_add_ps(acc[r], block_dot<Dec>(p0, act[r][b]));
         if constexpr (!Dec::kSigned)
-          macc[r] = _mm256_fmadd_ps(_mm256_set1_ps(Dec::m(wb + b)), _mm256_broadcast_ss(&a.dsum), macc[r]);
+          macc[r] = _mm256_fmadd_ps(p0.m, _mm256_broadcast_ss(&act[r][b].dsum), macc[r]);
       }
     }
     for (int r = 0; r < R; ++r) {
