@@ -1,4 +1,4 @@
-// Matmul driver: validates nothing on the hot path (see matmul_check), quantizes each activation
+// Matmul driver: checks the params (bad ones are bugs here; callers use matmul_check), quantizes each activation
 // row once, then splits output columns across threads and walks register tiles of rows.
 #include "deepinfer/kernels/cpu/matmul.h"
 
