@@ -176,7 +176,9 @@ TEST(Attention, RowResultsAreBatchInvariant) {
   const std::vector<SeqSpec> alone = {{90, 5}};
   const std::vector<SeqSpec> mixed = {{0, 40}, {90, 5}, {300, 1}, {17, 2}};
   ThreadPool one(1), two(2);
-  for (IsaLevel isa : {IsaLevel::kScalar, best_isa()}) {
+  std::vector<IsaLevel> isas = testing::simd_levels();
+  isas.push_back(IsaLevel::kScalar);
+  for (IsaLevel isa : isas) {
     for (DType kv : {DType::kF32, DType::kF16}) {
       Shape sk = s;
       sk.kv = kv;

@@ -68,10 +68,8 @@ struct Scratch {
   std::vector<RowState> rows;
   std::vector<float> scores;  // [rows, kAttentionKeyChunk]
   std::vector<float> acc;     // [rows, v_head_dim]
-  std::vector<int> sel;       // [rows] rows that see the current key
-  std::vector<const float*> qptr;
-  std::vector<float*> accptr;
-  std::vector<float> weight;
+  std::vector<const void*> kptr;  // [kAttentionKeyChunk] K rows of the current chunk
+  std::vector<const void*> vptr;  // [kAttentionKeyChunk] V rows of the current chunk
 };
 
 void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const WorkItem& w, Scratch& sc) {
@@ -81,10 +79,8 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
   sc.rows.resize(n_rows);
   sc.scores.resize(static_cast<size_t>(n_rows) * kAttentionKeyChunk);
   sc.acc.assign(static_cast<size_t>(n_rows) * p.v_head_dim, 0.0f);
-  sc.sel.resize(n_rows);
-  sc.qptr.resize(n_rows);
-  sc.accptr.resize(n_rows);
-  sc.weight.resize(n_rows);
+  sc.kptr.resize(kAttentionKeyChunk);
+  sc.vptr.resize(kAttentionKeyChunk);
   int64_t lo_all = std::numeric_limits<int64_t>::max(), hi_all = -1;
   for (int t = w.tok_begin, r = 0; t < w.tok_end; ++t) {
     const int64_t row = s.token_start + t;
@@ -106,28 +102,31 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
   for (int64_t c = lo_all / kAttentionKeyChunk; c <= hi_all / kAttentionKeyChunk; ++c) {
     const int64_t base = c * kAttentionKeyChunk;
     const int64_t c0 = std::max(base, lo_all), c1 = std::min(base + kAttentionKeyChunk - 1, hi_all);
-    // Scores: each K row is read once for all rows of the item that see it.
-    for (int64_t key = c0; key <= c1; ++key) {
-      const void* k = kc + kv_offset(p, s, key, w.kv_head, p.head_dim) * kb;
-      int nsel = 0;
-      for (int r = 0; r < n_rows; ++r) {
-        if (key < sc.rows[r].lo || key > sc.rows[r].hi) continue;
-        sc.sel[nsel] = r;
-        sc.qptr[nsel++] = sc.rows[r].q;
+    // Scores for every row of the item against every key of the chunk (keys outside a row's
+    // range are valid cache entries; their scores are simply not used).
+    const int nk = static_cast<int>(c1 - c0 + 1);
+    for (int64_t key = c0; key <= c1; ++key)
+      sc.kptr[key - c0] = kc + kv_offset(p, s, key, w.kv_head, p.head_dim) * kb;
+    for (int r = 0; r < n_rows; r += detail::kAttentionOpRows) {
+      const int nq = std::min(detail::kAttentionOpRows, n_rows - r);
+      const float* qs[detail::kAttentionOpRows];
+      float* outs[detail::kAttentionOpRows];
+      for (int j = 0; j < nq; ++j) {
+        qs[j] = sc.rows[r + j].q;
+        outs[j] = sc.scores.data() + (r + j) * kAttentionKeyChunk + (c0 - base);
       }
-      for (int i = 0; i < nsel; i += detail::kAttentionOpRows) {
-        const int nq = std::min(detail::kAttentionOpRows, nsel - i);
-        float dots[detail::kAttentionOpRows];
-        ops.dot_rows(sc.qptr.data() + i, nq, k, p.head_dim, dots);
-        for (int j = 0; j < nq; ++j) sc.scores[sc.sel[i + j] * kAttentionKeyChunk + (key - base)] = dots[j] * p.scale;
-      }
+      ops.qk_rows(qs, nq, sc.kptr.data(), nk, p.head_dim, p.scale, outs);
     }
     // Online softmax update per row, over its own part of the chunk in ascending key order.
+    // Keys of the chunk outside the row's range get weight 0 (adding 0 * v leaves acc as is).
     for (int r = 0; r < n_rows; ++r) {
       RowState& st = sc.rows[r];
       const int64_t a = std::max(c0, st.lo), b = std::min(c1, st.hi);
-      if (a > b) continue;
       float* sr = sc.scores.data() + r * kAttentionKeyChunk - base;
+      if (a > b) {
+        std::fill(sr + c0, sr + c1 + 1, 0.0f);
+        continue;
+      }
       float mc = st.m;
       for (int64_t key = a; key <= b; ++key) mc = std::max(mc, sr[key]);
       if (mc > st.m) {
@@ -138,19 +137,21 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
         st.m = mc;
       }
       st.l += ops.exp_sum(sr + a, static_cast<int>(b - a + 1), st.m);
+      std::fill(sr + c0, sr + a, 0.0f);
+      std::fill(sr + b + 1, sr + c1 + 1, 0.0f);
     }
-    // Weighted V sum: each V row is read once for all rows of the item that see it.
-    for (int64_t key = c0; key <= c1; ++key) {
-      const void* v = vc + kv_offset(p, s, key, w.kv_head, p.v_head_dim) * kb;
-      int nsel = 0;
-      for (int r = 0; r < n_rows; ++r) {
-        if (key < sc.rows[r].lo || key > sc.rows[r].hi) continue;
-        sc.accptr[nsel] = sc.acc.data() + static_cast<size_t>(r) * p.v_head_dim;
-        sc.weight[nsel++] = sc.scores[r * kAttentionKeyChunk + (key - base)];
+    // Weighted V sum: each V row of the chunk is read once per group of rows.
+    for (int64_t key = c0; key <= c1; ++key)
+      sc.vptr[key - c0] = vc + kv_offset(p, s, key, w.kv_head, p.v_head_dim) * kb;
+    for (int r = 0; r < n_rows; r += detail::kAttentionOpRows) {
+      const int nr = std::min(detail::kAttentionOpRows, n_rows - r);
+      float* accs[detail::kAttentionOpRows];
+      const float* ws[detail::kAttentionOpRows];
+      for (int j = 0; j < nr; ++j) {
+        accs[j] = sc.acc.data() + static_cast<size_t>(r + j) * p.v_head_dim;
+        ws[j] = sc.scores.data() + (r + j) * kAttentionKeyChunk + (c0 - base);
       }
-      for (int i = 0; i < nsel; i += detail::kAttentionOpRows)
-        ops.axpy_rows(sc.accptr.data() + i, sc.weight.data() + i, std::min(detail::kAttentionOpRows, nsel - i), v,
-                      p.v_head_dim);
+      ops.pv_rows(accs, ws, nr, sc.vptr.data(), nk, p.v_head_dim);
     }
   }
   for (int r = 0; r < n_rows; ++r) {
@@ -162,18 +163,21 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
 }
 
 template <DType T>
-void dot_rows_scalar(const float* const* q, int nq, const void* k, int n, float* out) {
-  for (int r = 0; r < nq; ++r) {
-    float sum = 0.0f;
-    for (int d = 0; d < n; ++d) sum += q[r][d] * load_elem(k, d, T);
-    out[r] = sum;
-  }
+void qk_rows_scalar(const float* const* q, int nq, const void* const* k, int nk, int n, float scale,
+                    float* const* out) {
+  for (int r = 0; r < nq; ++r)
+    for (int j = 0; j < nk; ++j) {
+      float sum = 0.0f;
+      for (int d = 0; d < n; ++d) sum += q[r][d] * load_elem(k[j], d, T);
+      out[r][j] = sum * scale;
+    }
 }
 
 template <DType T>
-void axpy_rows_scalar(float* const* acc, const float* a, int nr, const void* v, int n) {
+void pv_rows_scalar(float* const* acc, const float* const* w, int nr, const void* const* v, int nk, int n) {
   for (int r = 0; r < nr; ++r)
-    for (int d = 0; d < n; ++d) acc[r][d] += a[r] * load_elem(v, d, T);
+    for (int j = 0; j < nk; ++j)
+      for (int d = 0; d < n; ++d) acc[r][d] += w[r][j] * load_elem(v[j], d, T);
 }
 
 float exp_sum_scalar(float* s, int n, float m) {
@@ -187,9 +191,9 @@ float exp_sum_scalar(float* s, int n, float m) {
 namespace detail {
 AttentionOps attention_ops_scalar(DType kv_type) {
   switch (kv_type) {
-    case DType::kF32: return {dot_rows_scalar<DType::kF32>, axpy_rows_scalar<DType::kF32>, exp_sum_scalar};
-    case DType::kF16: return {dot_rows_scalar<DType::kF16>, axpy_rows_scalar<DType::kF16>, exp_sum_scalar};
-    default: return {dot_rows_scalar<DType::kBF16>, axpy_rows_scalar<DType::kBF16>, exp_sum_scalar};
+    case DType::kF32: return {qk_rows_scalar<DType::kF32>, pv_rows_scalar<DType::kF32>, exp_sum_scalar};
+    case DType::kF16: return {qk_rows_scalar<DType::kF16>, pv_rows_scalar<DType::kF16>, exp_sum_scalar};
+    default: return {qk_rows_scalar<DType::kBF16>, pv_rows_scalar<DType::kBF16>, exp_sum_scalar};
   }
 }
 }  // namespace detail

@@ -82,10 +82,12 @@ namespace detail {
 // is the same whatever the other rows are, which keeps results batch invariant.
 inline constexpr int kAttentionOpRows = 4;
 struct AttentionOps {
-  // out[r] = sum_d q[r][d] * k[d], r < nq <= kAttentionOpRows.
-  void (*dot_rows)(const float* const* q, int nq, const void* k, int n, float* out);
-  // acc[r][d] += a[r] * v[d], r < nr <= kAttentionOpRows.
-  void (*axpy_rows)(float* const* acc, const float* a, int nr, const void* v, int n);
+  // out[r][j] = scale * sum_d q[r][d] * k[j][d] for j < nk, r < nq <= kAttentionOpRows.
+  void (*qk_rows)(const float* const* q, int nq, const void* const* k, int nk, int n, float scale,
+                  float* const* out);
+  // acc[r][d] += w[r][j] * v[j][d] for j = 0..nk-1 in that order, r < nr <= kAttentionOpRows
+  // (accumulators stay in registers across the keys).
+  void (*pv_rows)(float* const* acc, const float* const* w, int nr, const void* const* v, int nk, int n);
   // s[i] = exp(s[i] - m) for i < n; returns the sum of the new s.
   float (*exp_sum)(float* s, int n, float m);
 };

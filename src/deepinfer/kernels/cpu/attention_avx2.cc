@@ -3,6 +3,8 @@
 // result does not depend on how many rows share the call.
 #include <immintrin.h>
 
+#include <cmath>
+
 #include "deepinfer/base/fp16.h"
 #include "deepinfer/kernels/cpu/attention.h"
 #include "deepinfer/kernels/cpu/elementwise_simd.h"
@@ -28,43 +30,104 @@ struct BF16 {
   static float load1(const void* p, int i) { return bf16_to_f32(static_cast<const uint16_t*>(p)[i]); }
 };
 
+// Sums each of four vectors to one float with the same add tree for every slot, so a row's
+// score does not depend on which slot it sits in or what the other slots hold.
+inline __m128 reduce4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  const __m256 t01 = _mm256_add_ps(_mm256_unpacklo_ps(a0, a1), _mm256_unpackhi_ps(a0, a1));
+  const __m256 t23 = _mm256_add_ps(_mm256_unpacklo_ps(a2, a3), _mm256_unpackhi_ps(a2, a3));
+  const __m256 u = _mm256_add_ps(_mm256_shuffle_ps(t01, t23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm256_shuffle_ps(t01, t23, _MM_SHUFFLE(3, 2, 3, 2)));
+  return _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
+}
+
+// NQ rows x KB keys of independent accumulator chains (NQ, KB template arguments so they live
+// in registers); every (row, key) pair is computed the same way whatever NQ and KB are.
+template <typename L, int NQ, int KB>
+inline void qk_block(const float* const* q, const void* const* k, int j, int n, float scale, float* const* out) {
+  __m256 acc[KB][4];
+  for (int b = 0; b < KB; ++b)
+    for (int r = 0; r < 4; ++r) acc[b][r] = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int b = 0; b < KB; ++b) {
+      const __m256 kv = L::load8(k[j + b], i);
+      for (int r = 0; r < NQ; ++r) acc[b][r] = _mm256_fmadd_ps(_mm256_loadu_ps(q[r] + i), kv, acc[b][r]);
+    }
+  }
+  for (int b = 0; b < KB; ++b) {
+    alignas(16) float s[4];
+    _mm_store_ps(s, reduce4(acc[b][0], acc[b][1], acc[b][2], acc[b][3]));
+    for (int r = 0; r < NQ; ++r) {
+      float sum = s[r];
+      for (int d = i; d < n; ++d) sum += q[r][d] * L::load1(k[j + b], d);
+      out[r][j + b] = sum * scale;
+    }
+  }
+}
+
 template <typename L, int NQ>
-void dot_n(const float* const* q, const void* k, int n, float* out) {
-  __m256 acc[NQ];
-  for (int r = 0; r < NQ; ++r) acc[r] = _mm256_setzero_ps();
-  int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 kv = L::load8(k, i);
-    for (int r = 0; r < NQ; ++r) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(q[r] + i), kv, acc[r]);
-  }
-  for (int r = 0; r < NQ; ++r) {
-    float sum = simd::hsum256(acc[r]);
-    for (int j = i; j < n; ++j) sum += q[r][j] * L::load1(k, j);
-    out[r] = sum;
-  }
+void qk_n(const float* const* q, const void* const* k, int nk, int n, float scale, float* const* out) {
+  constexpr int kKeys = NQ >= 3 ? 2 : 3;  // 16 ymm registers: keep the chains within them
+  int j = 0;
+  for (; j + kKeys <= nk; j += kKeys) qk_block<L, NQ, kKeys>(q, k, j, n, scale, out);
+  for (; j < nk; ++j) qk_block<L, NQ, 1>(q, k, j, n, scale, out);
 }
 
 template <typename L>
-void dot_rows(const float* const* q, int nq, const void* k, int n, float* out) {
+void qk_rows(const float* const* q, int nq, const void* const* k, int nk, int n, float scale, float* const* out) {
   switch (nq) {
-    case 1: return dot_n<L, 1>(q, k, n, out);
-    case 2: return dot_n<L, 2>(q, k, n, out);
-    case 3: return dot_n<L, 3>(q, k, n, out);
-    default: return dot_n<L, 4>(q, k, n, out);
+    case 1: return qk_n<L, 1>(q, k, nk, n, scale, out);
+    case 2: return qk_n<L, 2>(q, k, nk, n, scale, out);
+    case 3: return qk_n<L, 3>(q, k, nk, n, scale, out);
+    default: return qk_n<L, 4>(q, k, nk, n, scale, out);
   }
 }
 
-template <typename L>
-void axpy_rows(float* const* acc, const float* a, int nr, const void* v, int n) {
-  int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 vv = L::load8(v, i);
-    for (int r = 0; r < nr; ++r)
-      _mm256_storeu_ps(acc[r] + i, _mm256_fmadd_ps(_mm256_set1_ps(a[r]), vv, _mm256_loadu_ps(acc[r] + i)));
+// 16 output dims at a time: NR rows x 2 vectors of accumulators stay in registers while the
+// chunk's keys stream by; each lane still accumulates in key order.
+template <typename L, int NR>
+void pv_n(float* const* acc, const float* const* w, const void* const* v, int nk, int n) {
+  int d = 0;
+  for (; d + 16 <= n; d += 16) {
+    __m256 a[NR][2];
+    for (int r = 0; r < NR; ++r) {
+      a[r][0] = _mm256_loadu_ps(acc[r] + d);
+      a[r][1] = _mm256_loadu_ps(acc[r] + d + 8);
+    }
+    for (int j = 0; j < nk; ++j) {
+      const __m256 v0 = L::load8(v[j], d), v1 = L::load8(v[j], d + 8);
+      for (int r = 0; r < NR; ++r) {
+        const __m256 bw = _mm256_set1_ps(w[r][j]);
+        a[r][0] = _mm256_fmadd_ps(bw, v0, a[r][0]);
+        a[r][1] = _mm256_fmadd_ps(bw, v1, a[r][1]);
+      }
+    }
+    for (int r = 0; r < NR; ++r) {
+      _mm256_storeu_ps(acc[r] + d, a[r][0]);
+      _mm256_storeu_ps(acc[r] + d + 8, a[r][1]);
+    }
   }
-  for (; i < n; ++i) {
-    const float x = L::load1(v, i);
-    for (int r = 0; r < nr; ++r) acc[r][i] += a[r] * x;
+  for (; d + 8 <= n; d += 8) {
+    __m256 a[NR];
+    for (int r = 0; r < NR; ++r) a[r] = _mm256_loadu_ps(acc[r] + d);
+    for (int j = 0; j < nk; ++j) {
+      const __m256 v0 = L::load8(v[j], d);
+      for (int r = 0; r < NR; ++r) a[r] = _mm256_fmadd_ps(_mm256_set1_ps(w[r][j]), v0, a[r]);
+    }
+    for (int r = 0; r < NR; ++r) _mm256_storeu_ps(acc[r] + d, a[r]);
+  }
+  for (; d < n; ++d)
+    for (int r = 0; r < NR; ++r)
+      for (int j = 0; j < nk; ++j) acc[r][d] = std::fma(w[r][j], L::load1(v[j], d), acc[r][d]);
+}
+
+template <typename L>
+void pv_rows(float* const* acc, const float* const* w, int nr, const void* const* v, int nk, int n) {
+  switch (nr) {
+    case 1: return pv_n<L, 1>(acc, w, v, nk, n);
+    case 2: return pv_n<L, 2>(acc, w, v, nk, n);
+    case 3: return pv_n<L, 3>(acc, w, v, nk, n);
+    default: return pv_n<L, 4>(acc, w, v, nk, n);
   }
 }
 
@@ -91,9 +154,9 @@ float exp_sum(float* s, int n, float m) {
 
 AttentionOps attention_ops_avx2(DType kv_type) {
   switch (kv_type) {
-    case DType::kF32: return {dot_rows<F32>, axpy_rows<F32>, exp_sum};
-    case DType::kF16: return {dot_rows<F16>, axpy_rows<F16>, exp_sum};
-    default: return {dot_rows<BF16>, axpy_rows<BF16>, exp_sum};
+    case DType::kF32: return {qk_rows<F32>, pv_rows<F32>, exp_sum};
+    case DType::kF16: return {qk_rows<F16>, pv_rows<F16>, exp_sum};
+    default: return {qk_rows<BF16>, pv_rows<BF16>, exp_sum};
   }
 }
 

@@ -1,6 +1,9 @@
 // AVX-512 inner loops of paged attention for f32/f16/bf16 K/V (masked tails): multi-row q.k
 // dots, multi-row acc += a * v, and exp-and-sum of a score run. One accumulator chain per row,
 // so a row's result does not depend on how many rows share the call.
+// GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on _mm512_undefined_*(); harmless.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include "deepinfer/kernels/cpu/attention.h"
@@ -28,36 +31,90 @@ struct BF16 {
 
 inline __mmask16 lanes(int left) { return left >= 16 ? __mmask16(0xffff) : simd::tail_mask512(left); }
 
+// Sums each of four vectors to one float with the same add tree for every slot, so a row's
+// score does not depend on which slot it sits in or what the other slots hold.
+inline __m128 reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+  const __m512 t01 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
+  const __m512 t23 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
+  const __m512 u = _mm512_add_ps(_mm512_shuffle_ps(t01, t23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_ps(t01, t23, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(u), _mm512_extractf32x8_ps(u, 1));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// NQ rows x KB keys of independent accumulator chains (NQ, KB template arguments so they live
+// in registers); every (row, key) pair is computed the same way whatever NQ and KB are.
+template <typename L, int NQ, int KB>
+inline void qk_block(const float* const* q, const void* const* k, int j, int n, float scale, float* const* out) {
+  __m512 acc[KB][4];
+  for (int b = 0; b < KB; ++b)
+    for (int r = 0; r < 4; ++r) acc[b][r] = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += 16) {
+    const __mmask16 m = lanes(n - i);
+    __m512 qv[NQ];
+    for (int r = 0; r < NQ; ++r) qv[r] = _mm512_maskz_loadu_ps(m, q[r] + i);
+    for (int b = 0; b < KB; ++b) {
+      const __m512 kv = L::load(k[j + b], i, m);
+      for (int r = 0; r < NQ; ++r) acc[b][r] = _mm512_fmadd_ps(qv[r], kv, acc[b][r]);
+    }
+  }
+  for (int b = 0; b < KB; ++b) {
+    alignas(16) float s[4];
+    _mm_store_ps(s, _mm_mul_ps(reduce4(acc[b][0], acc[b][1], acc[b][2], acc[b][3]), _mm_set1_ps(scale)));
+    for (int r = 0; r < NQ; ++r) out[r][j + b] = s[r];
+  }
+}
+
 template <typename L, int NQ>
-void dot_n(const float* const* q, const void* k, int n, float* out) {
-  __m512 acc[NQ];
-  for (int r = 0; r < NQ; ++r) acc[r] = _mm512_setzero_ps();
-  for (int i = 0; i < n; i += 16) {
-    const __mmask16 m = lanes(n - i);
-    const __m512 kv = L::load(k, i, m);
-    for (int r = 0; r < NQ; ++r) acc[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q[r] + i), kv, acc[r]);
-  }
-  for (int r = 0; r < NQ; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
+void qk_n(const float* const* q, const void* const* k, int nk, int n, float scale, float* const* out) {
+  constexpr int kKeys = NQ >= 3 ? 2 : 4;
+  int j = 0;
+  for (; j + kKeys <= nk; j += kKeys) qk_block<L, NQ, kKeys>(q, k, j, n, scale, out);
+  for (; j < nk; ++j) qk_block<L, NQ, 1>(q, k, j, n, scale, out);
 }
 
 template <typename L>
-void dot_rows(const float* const* q, int nq, const void* k, int n, float* out) {
+void qk_rows(const float* const* q, int nq, const void* const* k, int nk, int n, float scale, float* const* out) {
   switch (nq) {
-    case 1: return dot_n<L, 1>(q, k, n, out);
-    case 2: return dot_n<L, 2>(q, k, n, out);
-    case 3: return dot_n<L, 3>(q, k, n, out);
-    default: return dot_n<L, 4>(q, k, n, out);
+    case 1: return qk_n<L, 1>(q, k, nk, n, scale, out);
+    case 2: return qk_n<L, 2>(q, k, nk, n, scale, out);
+    case 3: return qk_n<L, 3>(q, k, nk, n, scale, out);
+    default: return qk_n<L, 4>(q, k, nk, n, scale, out);
+  }
+}
+
+inline __mmask16 lanes_or_none(int left) { return left <= 0 ? __mmask16(0) : lanes(left); }
+
+// 64 output dims at a time: NR rows x 4 vectors of accumulators stay in registers while the
+// chunk's keys stream by; each lane still accumulates in key order.
+template <typename L, int NR>
+void pv_n(float* const* acc, const float* const* w, const void* const* v, int nk, int n) {
+  for (int d = 0; d < n; d += 64) {
+    __mmask16 m[4];
+    for (int b = 0; b < 4; ++b) m[b] = lanes_or_none(n - d - 16 * b);
+    __m512 a[NR][4];
+    for (int r = 0; r < NR; ++r)
+      for (int b = 0; b < 4; ++b) a[r][b] = _mm512_maskz_loadu_ps(m[b], acc[r] + d + 16 * b);
+    for (int j = 0; j < nk; ++j) {
+      __m512 vv[4];
+      for (int b = 0; b < 4; ++b) vv[b] = L::load(v[j], d + 16 * b, m[b]);
+      for (int r = 0; r < NR; ++r) {
+        const __m512 bw = _mm512_set1_ps(w[r][j]);
+        for (int b = 0; b < 4; ++b) a[r][b] = _mm512_fmadd_ps(bw, vv[b], a[r][b]);
+      }
+    }
+    for (int r = 0; r < NR; ++r)
+      for (int b = 0; b < 4; ++b) _mm512_mask_storeu_ps(acc[r] + d + 16 * b, m[b], a[r][b]);
   }
 }
 
 template <typename L>
-void axpy_rows(float* const* acc, const float* a, int nr, const void* v, int n) {
-  for (int i = 0; i < n; i += 16) {
-    const __mmask16 m = lanes(n - i);
-    const __m512 vv = L::load(v, i, m);
-    for (int r = 0; r < nr; ++r)
-      _mm512_mask_storeu_ps(acc[r] + i, m,
-                            _mm512_fmadd_ps(_mm512_set1_ps(a[r]), vv, _mm512_maskz_loadu_ps(m, acc[r] + i)));
+void pv_rows(float* const* acc, const float* const* w, int nr, const void* const* v, int nk, int n) {
+  switch (nr) {
+    case 1: return pv_n<L, 1>(acc, w, v, nk, n);
+    case 2: return pv_n<L, 2>(acc, w, v, nk, n);
+    case 3: return pv_n<L, 3>(acc, w, v, nk, n);
+    default: return pv_n<L, 4>(acc, w, v, nk, n);
   }
 }
 
@@ -77,9 +134,9 @@ float exp_sum(float* s, int n, float m) {
 
 AttentionOps attention_ops_avx512(DType kv_type) {
   switch (kv_type) {
-    case DType::kF32: return {dot_rows<F32>, axpy_rows<F32>, exp_sum};
-    case DType::kF16: return {dot_rows<F16>, axpy_rows<F16>, exp_sum};
-    default: return {dot_rows<BF16>, axpy_rows<BF16>, exp_sum};
+    case DType::kF32: return {qk_rows<F32>, pv_rows<F32>, exp_sum};
+    case DType::kF16: return {qk_rows<F16>, pv_rows<F16>, exp_sum};
+    default: return {qk_rows<BF16>, pv_rows<BF16>, exp_sum};
   }
 }
 

@@ -1,4 +1,7 @@
 // AVX-512 element-wise kernels (16 lanes; masked tail).
+// GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on _mm512_undefined_*(); harmless.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include "deepinfer/kernels/cpu/elementwise.h"

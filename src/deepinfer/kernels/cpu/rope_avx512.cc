@@ -1,4 +1,7 @@
 // AVX-512 RoPE rotations from per-token cos/sin tables (masked tails).
+// GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on _mm512_undefined_*(); harmless.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include "deepinfer/kernels/cpu/rope.h"
