@@ -1,5 +1,5 @@
 // Paged attention: work split, online softmax over fixed key chunks, the scalar reference and
-// the K/V cache writer. The per-ISA dot/axpy loops live in attention_avx2/avx512.cc.
+// the K/V cache writer. The per-ISA QK / PV / exp loops live in attention_avx2/avx512.cc.
 #include "deepinfer/kernels/cpu/attention.h"
 
 #include <algorithm>

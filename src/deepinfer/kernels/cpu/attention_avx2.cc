@@ -1,6 +1,6 @@
-// AVX2 inner loops of paged attention for f32/f16/bf16 K/V: multi-row q.k dots, multi-row
-// acc += a * v, and exp-and-sum of a score run. One accumulator chain per row, so a row's
-// result does not depend on how many rows share the call.
+// AVX2 inner loops of paged attention for f32/f16/bf16 K/V: scores of up to 4 query rows
+// against a chunk of keys, the probability-weighted V sum over a chunk, and exp-and-sum. One
+// accumulator chain per (row, key) or (row, lane), so a row never depends on its neighbours.
 #include <immintrin.h>
 
 #include <cmath>

@@ -1,6 +1,6 @@
-// AVX-512 inner loops of paged attention for f32/f16/bf16 K/V (masked tails): multi-row q.k
-// dots, multi-row acc += a * v, and exp-and-sum of a score run. One accumulator chain per row,
-// so a row's result does not depend on how many rows share the call.
+// AVX-512 inner loops of paged attention for f32/f16/bf16 K/V: scores of up to 4 query rows
+// against a chunk of keys, the probability-weighted V sum over a chunk, and exp-and-sum. One
+// accumulator chain per (row, key) or (row, lane), so a row never depends on its neighbours.
 // GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on _mm512_undefined_*(); harmless.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
