@@ -106,9 +106,9 @@ void SsdTier::remove(const BlockKey& key) const {
 }
 
 size_t SsdTier::chunk_entries() const {
-  // Bounds the scratch images a thread keeps (about 32 MiB) while keeping many I/Os in flight.
+  // Bounds the scratch images a thread keeps (about 64 MiB) while keeping many I/Os in flight.
   const size_t entry = shard_file_bytes(shard_bytes_) * (code_.data_shards() + code_.parity_shards());
-  return std::clamp<size_t>((size_t{32} << 20) / entry, 1, 16);
+  return std::clamp<size_t>((size_t{64} << 20) / entry, 1, 32);
 }
 
 std::vector<ShardImages>& SsdTier::scratch(size_t count) const {
