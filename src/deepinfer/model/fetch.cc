@@ -66,11 +66,12 @@ class Progress {
  public:
   Progress(bool enabled, std::string label, uint64_t total)
       : enabled_(enabled), tty_(enabled && ::isatty(STDERR_FILENO)), label_(std::move(label)),
-        total_(total), start_(std::chrono::steady_clock::now()) {}
+        total_(total) {}
 
   void update(uint64_t done, bool force = false) {
     if (!tty_) return;
     auto now = std::chrono::steady_clock::now();
+    if (last_ == std::chrono::steady_clock::time_point{}) start_ = now;  // rate from the first byte
     if (!force && now - last_ < std::chrono::milliseconds(100)) return;
     last_ = now;
     double secs = std::chrono::duration<double>(now - start_).count();
