@@ -1,10 +1,7 @@
-// SSD tier: batched erasure-coded puts and gets, expiry in mtime, flock-guarded sweeps.
+// SSD tier: batched erasure-coded puts and gets, expiry in mtime (sweeping: ssd_sweep.cc).
 #include "deepinfer/kvstore/ssd_tier.h"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,8 +34,6 @@ uint64_t random_write_id() {
   do v = rng(); while (v == 0);
   return v;
 }
-
-constexpr int64_t kStaleTempSeconds = 3600;  // temps of writers on other hosts
 
 }  // namespace
 
@@ -320,82 +315,6 @@ void SsdTier::get_chunk(IoEngine& io, std::span<const BlockKey> keys, std::span<
     const int64_t expiry = now + opts_.ttl_seconds[static_cast<int>(o.header.traffic_class)];
     if (expiry - o.max_mtime >= opts_.touch_interval_s) touch(keys[j], expiry);
   }
-}
-
-SweepReport SsdTier::sweep(int64_t now) {
-  SweepReport report;
-  for (int t = 0; t < num_targets(); ++t) sweep_target(t, now, &report);
-  return report;
-}
-
-void SsdTier::sweep_target(int t, int64_t now, SweepReport* report) {
-  const std::string root = opts_.targets[t] + "/" + kLayoutDir;
-  const std::string lock_path = root + "/.sweep.lock";
-  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd < 0) return;  // target gone: nothing to sweep
-  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    report->targets_busy++;
-    ::close(lock_fd);
-    return;
-  }
-  struct Live {
-    int64_t expiry;
-    uint64_t bytes;
-    BlockKey key;
-  };
-  std::vector<Live> live;
-  std::vector<BlockKey> expired;
-  uint64_t usage = 0;
-  const int64_t real_now = static_cast<int64_t>(::time(nullptr));
-  for (int b = 0; b < 256; ++b) {
-    std::string sub = fmt::format("{}/{:02x}", root, b);
-    DIR* d = ::opendir(sub.c_str());
-    if (!d) continue;
-    while (dirent* e = ::readdir(d)) {
-      std::string_view name = e->d_name;
-      if (name == "." || name == "..") continue;
-      struct stat st;
-      if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-      std::string host;
-      long pid = 0;
-      BlockKey key;
-      int shard = 0;
-      if (parse_temp_name(name, &host, &pid)) {
-        bool dead = host == host_tag() && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
-        if (dead || st.st_ctim.tv_sec + kStaleTempSeconds < real_now) {
-          if (::unlinkat(::dirfd(d), e->d_name, 0) == 0) report->stale_temps++;
-        }
-      } else if (parse_shard_name(name, &key, &shard)) {
-        if (st.st_mtim.tv_sec <= now) {
-          expired.push_back(key);
-        } else {
-          live.push_back({st.st_mtim.tv_sec, static_cast<uint64_t>(st.st_size), key});
-          usage += static_cast<uint64_t>(st.st_size);
-        }
-      }
-    }
-    ::closedir(d);
-  }
-  std::sort(expired.begin(), expired.end());
-  expired.erase(std::unique(expired.begin(), expired.end()), expired.end());
-  for (const BlockKey& key : expired) {
-    remove(key);
-    report->expired_entries++;
-  }
-  if (opts_.target_capacity_bytes > 0 && usage > opts_.target_capacity_bytes) {
-    // Soonest expiry first: within a class that is least recently used; across classes the
-    // entry with the least lifetime left goes first.
-    std::sort(live.begin(), live.end(), [](const Live& a, const Live& b) {
-      return a.expiry != b.expiry ? a.expiry < b.expiry : a.key < b.key;
-    });
-    for (const Live& l : live) {
-      if (usage <= opts_.target_capacity_bytes) break;
-      remove(l.key);
-      usage -= l.bytes;
-      report->evicted_entries++;
-    }
-  }
-  ::close(lock_fd);
 }
 
 SsdStats SsdTier::stats() const {
