@@ -165,6 +165,10 @@ TEST(Attention, MatchesDenseReferenceAcrossShapes) {
   for (int window : {1, 7, 64}) {
     check_batch({4, 2, 32, 32, 16, window, DType::kF32}, {{0, 30}, {150, 1}, {90, 12}}, pool, seed++);
   }
+  // Long contexts: few work items, so rows are split by key segment and merged.
+  check_batch({4, 2, 32, 32, 16, 0, DType::kF32}, {{2100, 2}}, pool, seed++);
+  check_batch({8, 1, 64, 64, 64, 0, DType::kF16}, {{3000, 1}}, pool, seed++);
+  check_batch({4, 4, 32, 32, 16, 1500, DType::kF32}, {{2500, 3}}, pool, seed++);
   for (DType kv : {DType::kF16, DType::kBF16}) {
     check_batch({8, 2, 40, 40, 16, 0, kv}, {{0, 19}, {77, 1}, {200, 3}}, pool, seed++);
     check_batch({3, 3, 128, 128, 64, 0, kv}, {{130, 2}}, pool, seed++);
@@ -203,6 +207,36 @@ TEST(Attention, RowResultsAreBatchInvariant) {
           << isa_name(isa) << " " << dtype_name(kv);
       EXPECT_EQ(0, std::memcmp(out_m1.data(), out_m2.data(), out_m1.size() * 4)) << "thread count changed results";
     }
+  }
+}
+
+// A long decode row alone is split across threads by key segment; among many sequences it is
+// not. Both must give the same bits.
+TEST(Attention, SplittingLongRowsKeepsBits) {
+  const Shape s{4, 2, 64, 64, 16, 0, DType::kF16};
+  const int64_t pos = 2600;
+  Batch a(s, {{pos, 1}}, 21);
+  std::vector<SeqSpec> many = {{pos, 1}};
+  for (int i = 0; i < 7; ++i) many.push_back({10 + i, 1});
+  Batch m(s, many, 22);
+  const int64_t kw = int64_t{s.n_kv_heads} * s.head_dim;
+  std::vector<int32_t> slots(pos + 1);
+  for (int64_t t = 0; t <= pos; ++t) slots[t] = m.tables[0][t / s.block_size] * s.block_size + t % s.block_size;
+  KvWriteParams w{a.k[0].data(), kw, a.v[0].data(), kw, pos + 1, slots.data(), m.k_cache.data(), m.v_cache.data(),
+                  s.kv, s.block_size, m.block_stride, m.token_stride, kw, kw};
+  kv_cache_write(w);
+  std::copy(a.q.begin(), a.q.end(), m.q.begin());
+  ThreadPool one(1), two(2);
+  for (IsaLevel isa : {IsaLevel::kScalar, best_isa()}) {
+    std::vector<float> alone1(a.out_size()), alone2(a.out_size()), mixed(m.out_size());
+    attention_with_isa(a.params(alone1.data()), one, isa);  // 2 items < 2 threads? no: unsplit
+    attention_with_isa(a.params(alone2.data()), two, isa);  // 2 items < 4: split by segment
+    attention_with_isa(m.params(mixed.data()), two, isa);   // 16 items: unsplit
+    EXPECT_EQ(0, std::memcmp(alone1.data(), alone2.data(), alone1.size() * 4)) << isa_name(isa);
+    EXPECT_EQ(0, std::memcmp(alone2.data(), mixed.data(), alone2.size() * 4)) << isa_name(isa);
+    std::vector<float> ref(a.out_size());
+    attention_reference(a.params(ref.data()));
+    EXPECT_LT(testing::max_norm_err(alone2.data(), ref.data(), ref.size()), 2e-5);
   }
 }
 

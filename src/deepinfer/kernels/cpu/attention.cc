@@ -55,52 +55,96 @@ inline int64_t kv_offset(const AttentionParams& p, const AttentionSeq& s, int64_
 struct WorkItem {
   int32_t seq, kv_head, tok_begin, tok_end;
   int64_t cost;
+  int64_t key_lo = 0, key_hi = std::numeric_limits<int64_t>::max();  // keys this piece covers
+  int64_t partial = -1;  // -1: write the output; else offset of this piece's partial states
 };
 
 struct RowState {
   const float* q;
   float* out;
-  int64_t lo, hi;
-  float m, l;
+  int64_t lo, hi;  // keys of this row within the piece
+  float m, l;      // current segment's max and sum
+  float tm, tl;    // merged total over finished segments
 };
+
+// Folds a segment state (m, l, acc) into a total (tm, tl, total). Merging into an empty total
+// copies exactly (factor 0 for the old part, exp(0) = 1 for the new), which is what makes a
+// split computation bit-identical to an unsplit one.
+inline void merge_state(float m, float l, const float* acc, float& tm, float& tl, float* total, int n) {
+  if (m == kNegInf) return;  // the segment had no keys for this row
+  const float nm = std::max(tm, m);
+  const float fo = tm == kNegInf ? 0.0f : std::exp(tm - nm);
+  const float fs = std::exp(m - nm);
+  for (int d = 0; d < n; ++d) total[d] = total[d] * fo + acc[d] * fs;
+  tl = tl * fo + l * fs;
+  tm = nm;
+}
+
+inline void write_output(float tl, const float* total, float* out, int n) {
+  const float inv = tl > 0.0f ? 1.0f / tl : 0.0f;
+  for (int d = 0; d < n; ++d) out[d] = total[d] * inv;
+}
+
+// Query and output pointers of row r of an item (rows are token-major, heads of the group minor).
+inline void row_ptrs(const AttentionParams& p, const WorkItem& w, int r, const float** q, float** out) {
+  const int group = p.n_heads / p.n_kv_heads;
+  const int64_t row = p.seqs[w.seq].token_start + w.tok_begin + r / group;
+  const int h = w.kv_head * group + r % group;
+  *q = p.q + row * p.q_stride + static_cast<int64_t>(h) * p.head_dim;
+  *out = p.out + row * p.out_stride + static_cast<int64_t>(h) * p.v_head_dim;
+}
 
 struct Scratch {
   std::vector<RowState> rows;
   std::vector<float> scores;  // [rows, kAttentionKeyChunk]
-  std::vector<float> acc;     // [rows, v_head_dim]
+  std::vector<float> acc;     // [rows, v_head_dim] current segment
+  std::vector<float> total;   // [rows, v_head_dim] merged finished segments
   std::vector<const void*> kptr;  // [kAttentionKeyChunk] K rows of the current chunk
   std::vector<const void*> vptr;  // [kAttentionKeyChunk] V rows of the current chunk
 };
 
-void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const WorkItem& w, Scratch& sc) {
+void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const WorkItem& w, Scratch& sc,
+              float* partials) {
   const AttentionSeq& s = p.seqs[w.seq];
   const int group = p.n_heads / p.n_kv_heads;
   const int n_rows = (w.tok_end - w.tok_begin) * group;
+  const int vd = p.v_head_dim;
   sc.rows.resize(n_rows);
   sc.scores.resize(static_cast<size_t>(n_rows) * kAttentionKeyChunk);
-  sc.acc.assign(static_cast<size_t>(n_rows) * p.v_head_dim, 0.0f);
+  sc.acc.assign(static_cast<size_t>(n_rows) * vd, 0.0f);
+  sc.total.assign(static_cast<size_t>(n_rows) * vd, 0.0f);
   sc.kptr.resize(kAttentionKeyChunk);
   sc.vptr.resize(kAttentionKeyChunk);
   int64_t lo_all = std::numeric_limits<int64_t>::max(), hi_all = -1;
-  for (int t = w.tok_begin, r = 0; t < w.tok_end; ++t) {
-    const int64_t row = s.token_start + t;
-    for (int j = 0; j < group; ++j, ++r) {
-      const int h = w.kv_head * group + j;
+  for (int r = 0; r < n_rows; ++r) {
+    RowState& st = sc.rows[r];
+    row_ptrs(p, w, r, &st.q, &st.out);
+    key_range(p, s.first_pos + w.tok_begin + r / group, &st.lo, &st.hi);
+    st.lo = std::max(st.lo, w.key_lo);
+    st.hi = std::min(st.hi, w.key_hi);
+    st.m = st.tm = kNegInf;
+    st.l = st.tl = 0.0f;
+    if (st.lo > st.hi) continue;
+    lo_all = std::min(lo_all, st.lo);
+    hi_all = std::max(hi_all, st.hi);
+  }
+  auto finish_segment = [&] {
+    for (int r = 0; r < n_rows; ++r) {
       RowState& st = sc.rows[r];
-      st.q = p.q + row * p.q_stride + static_cast<int64_t>(h) * p.head_dim;
-      st.out = p.out + row * p.out_stride + static_cast<int64_t>(h) * p.v_head_dim;
-      key_range(p, s.first_pos + t, &st.lo, &st.hi);
+      float* acc = sc.acc.data() + static_cast<size_t>(r) * vd;
+      merge_state(st.m, st.l, acc, st.tm, st.tl, sc.total.data() + static_cast<size_t>(r) * vd, vd);
       st.m = kNegInf;
       st.l = 0.0f;
-      lo_all = std::min(lo_all, st.lo);
-      hi_all = std::max(hi_all, st.hi);
+      std::fill(acc, acc + vd, 0.0f);
     }
-  }
+  };
   const size_t kb = elem_bytes(p.kv_type);
   const char* kc = static_cast<const char*>(p.k_cache);
   const char* vc = static_cast<const char*>(p.v_cache);
-  for (int64_t c = lo_all / kAttentionKeyChunk; c <= hi_all / kAttentionKeyChunk; ++c) {
+  const int64_t first_chunk = hi_all >= 0 ? lo_all / kAttentionKeyChunk : 0;
+  for (int64_t c = first_chunk; hi_all >= 0 && c <= hi_all / kAttentionKeyChunk; ++c) {
     const int64_t base = c * kAttentionKeyChunk;
+    if (c > first_chunk && base % kAttentionKeySegment == 0) finish_segment();
     const int64_t c0 = std::max(base, lo_all), c1 = std::min(base + kAttentionKeyChunk - 1, hi_all);
     // Scores for every row of the item against every key of the chunk (keys outside a row's
     // range are valid cache entries; their scores are simply not used).
@@ -154,11 +198,18 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
       ops.pv_rows(accs, ws, nr, sc.vptr.data(), nk, p.v_head_dim);
     }
   }
+  finish_segment();
   for (int r = 0; r < n_rows; ++r) {
     const RowState& st = sc.rows[r];
-    const float inv = st.l > 0.0f ? 1.0f / st.l : 0.0f;
-    const float* acc = sc.acc.data() + static_cast<size_t>(r) * p.v_head_dim;
-    for (int d = 0; d < p.v_head_dim; ++d) st.out[d] = acc[d] * inv;
+    const float* total = sc.total.data() + static_cast<size_t>(r) * vd;
+    if (w.partial < 0) {
+      write_output(st.tl, total, st.out, vd);
+    } else {
+      float* dst = partials + w.partial + static_cast<int64_t>(r) * (vd + 2);
+      dst[0] = st.tm;
+      dst[1] = st.tl;
+      std::copy(total, total + vd, dst + 2);
+    }
   }
 }
 
@@ -219,14 +270,68 @@ void attention_with_isa(const AttentionParams& p, ThreadPool& pool, IsaLevel isa
       for (int g = 0; g < p.n_kv_heads; ++g) items.push_back({s, g, t0, t1, keys});
     }
   }
+  // Too few items to keep every thread busy: split items that span several key segments into
+  // one piece per segment; a serial pass merges the pieces in segment order afterwards.
+  struct Split {
+    WorkItem item;
+    std::vector<int64_t> pieces;  // partial offsets in segment order
+  };
+  std::vector<Split> splits;
+  std::vector<float> partials;
+  if (items.size() < static_cast<size_t>(2 * pool.num_threads())) {
+    std::vector<WorkItem> pieces;
+    int64_t offset = 0;
+    for (const WorkItem& w : items) {
+      const AttentionSeq& sq = p.seqs[w.seq];
+      int64_t lo, hi, lo_last, hi_last;
+      key_range(p, sq.first_pos + w.tok_begin, &lo, &hi);
+      key_range(p, sq.first_pos + w.tok_end - 1, &lo_last, &hi_last);
+      const int64_t s0 = lo / kAttentionKeySegment, s1 = hi_last / kAttentionKeySegment;
+      if (s1 == s0) {
+        pieces.push_back(w);
+        continue;
+      }
+      Split sp{w, {}};
+      const int n_rows = (w.tok_end - w.tok_begin) * group;
+      for (int64_t sg = s0; sg <= s1; ++sg) {
+        WorkItem piece = w;
+        piece.key_lo = sg * kAttentionKeySegment;
+        piece.key_hi = piece.key_lo + kAttentionKeySegment - 1;
+        piece.cost = w.cost / (s1 - s0 + 1);
+        piece.partial = offset;
+        sp.pieces.push_back(offset);
+        offset += static_cast<int64_t>(n_rows) * (p.v_head_dim + 2);
+        pieces.push_back(piece);
+      }
+      splits.push_back(std::move(sp));
+    }
+    items = std::move(pieces);
+    partials.resize(offset);
+  }
   // Heaviest first so the dynamic hand-out ends balanced; order never affects results.
   std::stable_sort(items.begin(), items.end(), [](const WorkItem& a, const WorkItem& b) { return a.cost > b.cost; });
   std::atomic<size_t> next{0};
   pool.run([&](int, int) {
     thread_local Scratch scratch;
     for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < items.size();)
-      run_item(p, ops, items[i], scratch);
+      run_item(p, ops, items[i], scratch, partials.data());
   });
+  std::vector<float> total(p.v_head_dim);
+  for (const Split& sp : splits) {
+    const int n_rows = (sp.item.tok_end - sp.item.tok_begin) * group;
+    for (int r = 0; r < n_rows; ++r) {
+      float tm = kNegInf, tl = 0.0f;
+      std::fill(total.begin(), total.end(), 0.0f);
+      for (int64_t off : sp.pieces) {
+        const float* src = partials.data() + off + static_cast<int64_t>(r) * (p.v_head_dim + 2);
+        merge_state(src[0], src[1], src + 2, tm, tl, total.data(), p.v_head_dim);
+      }
+      const float* q;
+      float* out;
+      row_ptrs(p, sp.item, r, &q, &out);
+      write_output(tl, total.data(), out, p.v_head_dim);
+    }
+  }
 }
 
 void attention(const AttentionParams& p, ThreadPool& pool) { attention_with_isa(p, pool, best_isa()); }

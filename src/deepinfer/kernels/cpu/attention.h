@@ -19,6 +19,11 @@ class ThreadPool;
 namespace deepinfer::kernels {
 
 inline constexpr int kAttentionKeyChunk = 64;
+// Keys are also grouped in fixed segments of absolute positions. Each segment gets its own
+// online-softmax state, merged into the row's total in segment order. That lets a long row be
+// split across threads (one piece per segment, merged afterwards) with bitwise the same result
+// as computing it in one piece, so splitting can follow the load without breaking invariance.
+inline constexpr int64_t kAttentionKeySegment = 1024;
 
 struct AttentionSeq {             // one sequence's slice of the batch
   int32_t token_start;            // first row of its new tokens in q / out
