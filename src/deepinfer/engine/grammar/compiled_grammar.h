@@ -44,9 +44,9 @@ class CompiledGrammar {
 
   Grammar grammar_;
   std::shared_ptr<const TokenVocabulary> vocab_;
-  std::vector<int32_t> sorted_;  // non-special, non-empty token ids in byte order
-  std::vector<uint16_t> lcp_;    // [sorted] common prefix with the previous sorted token
-  std::vector<bool> eos_;        // [vocab]
+  struct VocabIndex;  // sorted token order, shared by every grammar over one vocabulary
+  static std::shared_ptr<const VocabIndex> index_for(const std::shared_ptr<const TokenVocabulary>& v);
+  std::shared_ptr<const VocabIndex> index_;
   mutable std::mutex mu_;
   mutable std::map<ContextKey, std::unique_ptr<TokenClasses>> cache_;
 };

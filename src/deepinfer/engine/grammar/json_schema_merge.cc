@@ -149,6 +149,11 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
       return unsupported("json schema: allOf at '{}' combines additionalProperties with other "
                          "properties", ptr);
   }
+  // `items` means "after prefixItems" only next to its own prefixItems.
+  if ((a.contains("prefixItems") && b.contains("items")) || (b.contains("prefixItems") && a.contains("items")) ||
+      (a.contains("items") && a["items"].is_array() && b.contains("additionalItems")) ||
+      (b.contains("items") && b["items"].is_array() && a.contains("additionalItems")))
+    return unsupported("json schema: allOf at '{}' splits prefixItems and items across branches", ptr);
   for (const auto& [k, v] : b.items()) {
     if (!a.contains(k)) { a[k] = v; continue; }
     Json& cur = a[k];

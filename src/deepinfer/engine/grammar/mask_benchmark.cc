@@ -1,0 +1,151 @@
+// See mask_benchmark.h.
+#include "deepinfer/engine/grammar/mask_benchmark.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "deepinfer/engine/grammar/grammar_compiler.h"
+#include "deepinfer/engine/grammar/grammar_matcher.h"
+#include "deepinfer/engine/grammar/instance_text.h"
+
+namespace deepinfer::engine::grammar {
+namespace {
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+std::string subset_of(const std::string& file) {
+  size_t p = file.find("---");
+  if (p != std::string::npos) return file.substr(0, p);
+  std::string s = file.substr(0, file.rfind('.'));
+  size_t u = s.rfind('_');
+  return u == std::string::npos ? s : s.substr(0, u);
+}
+}  // namespace
+
+void MaskBenchCounts::add(const MaskBenchCounts& o) {
+  schemas += o.schemas; compiled += o.compiled; refused += o.refused;
+  valid_tests += o.valid_tests; invalid_tests += o.invalid_tests;
+  wrongly_rejected += o.wrongly_rejected; wrongly_accepted += o.wrongly_accepted;
+  mask_mismatches += o.mask_mismatches;
+}
+
+Percentiles percentiles(std::vector<double> v) {
+  Percentiles p;
+  p.n = v.size();
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  p.p50 = v[v.size() / 2];
+  p.p99 = v[std::min(v.size() - 1, v.size() * 99 / 100)];
+  double sum = 0;
+  for (double x : v) sum += x;
+  p.mean = sum / v.size();
+  return p;
+}
+
+Result<MaskBenchResult> run_mask_benchmark(std::shared_ptr<const TokenVocabulary> vocab,
+                                           const MaskBenchOptions& opts) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(opts.dir, ec))
+    if (e.is_regular_file()) files.push_back(e.path().filename().string());
+  if (ec) return io_error("mask bench: cannot list '{}': {}", opts.dir, ec.message());
+  if (files.empty()) return not_found("mask bench: no schema files in '{}'", opts.dir);
+  std::sort(files.begin(), files.end());
+  GreedyTokenizer greedy(*vocab);
+  auto encode = opts.encode ? opts.encode : [&](const std::string& t) { return greedy.encode(t); };
+
+  MaskBenchResult res;
+  std::vector<double> compile_ms, mask_us;
+  std::vector<uint32_t> mask(vocab->mask_words());
+  int taken = 0;
+  for (size_t fi = 0; fi < files.size(); fi += std::max(1, opts.stride)) {
+    if (opts.limit > 0 && taken >= opts.limit) break;
+    ++taken;
+    const std::string& name = files[fi];
+    MaskBenchCounts c;
+    c.schemas = 1;
+    Json doc;
+    {
+      std::ifstream in(opts.dir + "/" + name);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      try {
+        doc = Json::parse(ss.str());
+      } catch (const std::exception& e) {
+        return corrupt("mask bench: '{}' is not valid JSON: {}", name, e.what());
+      }
+    }
+    const Json& schema = doc["schema"];
+    GrammarSpec spec{GrammarSpec::kJsonSchema, schema.dump(), opts.schema_opts};
+    auto t0 = Clock::now();
+    auto compiled = compile_grammar(spec, vocab);
+    compile_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    if (!compiled.is_ok()) {
+      c.refused = 1;
+      std::string msg = compiled.status().message();
+      size_t q = msg.find('\'');
+      size_t q2 = q == std::string::npos ? q : msg.find('\'', q + 1);
+      std::string key = q2 == std::string::npos ? msg.substr(0, 40) : msg.substr(0, q2 + 1);
+      res.refusal_reasons[key]++;
+    } else {
+      c.compiled = 1;
+      GrammarMatcher m(*compiled);
+      const Json& tests = doc["tests"];
+      for (size_t ti = 0; ti < tests.size(); ++ti) {
+        bool valid = tests[ti].value("valid", false);
+        if (!valid && !opts.walk_invalid) continue;
+        (valid ? c.valid_tests : c.invalid_tests)++;
+        std::vector<int32_t> ids = encode(instance_text(schema, tests[ti]["data"]));
+        ids.push_back(vocab->eos_ids.at(0));
+        m.reset();
+        bool ok = true;
+        for (int32_t id : ids) {
+          auto m0 = Clock::now();
+          m.fill_next_token_bitmask(mask.data());
+          if (valid) mask_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - m0).count());
+          bool allowed = (mask[id >> 5] >> (id & 31)) & 1;
+          ok = m.accept_token(id);
+          if (ok != allowed) c.mask_mismatches++;
+          if (!ok) break;
+        }
+        ok = ok && m.is_terminated();
+        if (valid && !ok) c.wrongly_rejected++;
+        if (!valid && ok) {
+          c.wrongly_accepted++;
+          res.wrongly_accepted.push_back(fmt::format("{}#{}", name, ti));
+        }
+      }
+    }
+    res.subsets[subset_of(name)].add(c);
+    res.total.add(c);
+  }
+  res.compile_ms = percentiles(std::move(compile_ms));
+  res.mask_us = percentiles(std::move(mask_us));
+  return res;
+}
+
+std::string MaskBenchResult::report() const {
+  std::string out = fmt::format("{:<28} {:>7} {:>8} {:>7} {:>6} {:>7} {:>9} {:>9} {:>6}\n", "subset",
+                                "schemas", "compiled", "refused", "valid", "invalid", "wrong-rej",
+                                "wrong-acc", "mask!");
+  auto row = [&](const std::string& n, const MaskBenchCounts& c) {
+    out += fmt::format("{:<28} {:>7} {:>8} {:>7} {:>6} {:>7} {:>9} {:>9} {:>6}\n", n.substr(0, 28),
+                       c.schemas, c.compiled, c.refused, c.valid_tests, c.invalid_tests,
+                       c.wrongly_rejected, c.wrongly_accepted, c.mask_mismatches);
+  };
+  for (const auto& [n, c] : subsets) row(n, c);
+  row("TOTAL", total);
+  out += fmt::format("compile ms: p50 {:.2f} p99 {:.2f} mean {:.2f} (n={})\n", compile_ms.p50,
+                     compile_ms.p99, compile_ms.mean, compile_ms.n);
+  out += fmt::format("mask us/token: p50 {:.1f} p99 {:.1f} mean {:.1f} (n={})\n", mask_us.p50,
+                     mask_us.p99, mask_us.mean, mask_us.n);
+  for (const auto& w : wrongly_accepted) out += "WRONGLY ACCEPTED: " + w + "\n";
+  return out;
+}
+
+}  // namespace deepinfer::engine::grammar

@@ -1,0 +1,55 @@
+// JSONSchemaBench runner behind `deepinfer bench --mode mask`: compiles each schema, walks
+// each test instance token by token (computing the mask before every token), and reports
+// soundness counts per subset plus compile-time and per-token mask-time percentiles.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "deepinfer/base/status.h"
+#include "deepinfer/engine/grammar/json_schema_compiler.h"
+#include "deepinfer/engine/grammar/token_vocabulary.h"
+
+namespace deepinfer::engine::grammar {
+
+struct MaskBenchOptions {
+  std::string dir;         // JSONSchemaBench directory (one JSON file per schema)
+  int limit = 0;           // schemas to run after sampling; 0 = all
+  int stride = 1;          // take every stride-th file in name order (deterministic sample)
+  bool walk_invalid = true;
+  JsonSchemaOptions schema_opts;
+  // Tokenizer for instance text; default: greedy longest match over the vocabulary.
+  std::function<std::vector<int32_t>(const std::string&)> encode;
+};
+
+struct MaskBenchCounts {
+  int schemas = 0, compiled = 0, refused = 0;
+  int valid_tests = 0, invalid_tests = 0;
+  int wrongly_rejected = 0, wrongly_accepted = 0;
+  int mask_mismatches = 0;  // a token the mask disallowed but the matcher accepted, or vice versa
+  void add(const MaskBenchCounts& o);
+};
+
+struct Percentiles {
+  double p50 = 0, p99 = 0, mean = 0;
+  size_t n = 0;
+};
+
+struct MaskBenchResult {
+  std::map<std::string, MaskBenchCounts> subsets;
+  MaskBenchCounts total;
+  Percentiles compile_ms, mask_us;
+  std::vector<std::string> wrongly_accepted;  // "file#test" for each unsound result
+  std::map<std::string, int> refusal_reasons;  // first words of refusal messages -> count
+  std::string report() const;                  // human-readable table
+};
+
+Percentiles percentiles(std::vector<double> v);
+
+Result<MaskBenchResult> run_mask_benchmark(std::shared_ptr<const TokenVocabulary> vocab,
+                                           const MaskBenchOptions& opts);
+
+}  // namespace deepinfer::engine::grammar

@@ -1,0 +1,132 @@
+// Soundness on the official JSON-Schema-Test-Suite (draft 2020-12): each schema is compiled;
+// each test instance is fed token by token. A valid instance must be accepted, an invalid one
+// rejected. Results are compared with tests/grammar/json_schema_suite_baseline.txt: the test
+// fails when any result gets worse or any invalid instance is accepted.
+// DEEPINFER_UPDATE_BASELINE=1 rewrites the baseline.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "deepinfer/engine/grammar/grammar_compiler.h"
+#include "deepinfer/engine/grammar/instance_text.h"
+#include "deepinfer/engine/grammar/mask_benchmark.h"
+#include "grammar_test_util.h"
+
+namespace deepinfer::engine::grammar {
+namespace {
+
+using Json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+bool data_required() {
+  const char* ci = std::getenv("CI");
+  return ci && std::string(ci) == "true";
+}
+
+std::string read_file(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(JsonSchemaTestSuite, NoRegressionsAndNothingWronglyAccepted) {
+  std::string dir = testing::data_dir() + "/json-schema-test-suite/tests/draft2020-12";
+  if (!fs::exists(dir)) {
+    if (data_required()) FAIL() << "missing " << dir;
+    GTEST_SKIP() << "JSON-Schema-Test-Suite not found at " << dir;
+  }
+  auto vocab = testing::test_vocabulary();
+  GreedyTokenizer tok(*vocab);
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".json") files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+
+  std::map<std::string, std::string> results;  // "file|group|test" -> result
+  std::map<std::string, int> counts;
+  for (const auto& f : files) {
+    Json groups = Json::parse(read_file(dir + "/" + f));
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      const Json& group = groups[gi];
+      GrammarSpec spec{GrammarSpec::kJsonSchema, group["schema"].dump(), {}};
+      auto compiled = compile_grammar(spec, vocab);
+      for (size_t ti = 0; ti < group["tests"].size(); ++ti) {
+        const Json& t = group["tests"][ti];
+        bool valid = t["valid"].get<bool>();
+        std::string result;
+        if (!compiled.is_ok()) {
+          result = "refused";
+        } else {
+          GrammarMatcher m(*compiled);
+          std::vector<int32_t> ids = tok.encode(instance_text(group["schema"], t["data"]));
+          ids.push_back(vocab->eos_ids.at(0));
+          bool ok = true;
+          for (int32_t id : ids)
+            if (!(ok = m.accept_token(id))) break;
+          ok = ok && m.is_terminated();
+          result = ok == valid ? "ok" : (valid ? "wrongly_rejected" : "WRONGLY_ACCEPTED");
+        }
+        results[fmt::format("{}|{}|{}", f, gi, ti)] = result;
+        counts[result]++;
+        EXPECT_NE(result, "WRONGLY_ACCEPTED")
+            << f << " / " << group["description"] << " / " << t["description"] << ": "
+            << t["data"].dump();
+      }
+    }
+  }
+  std::string summary;
+  for (const auto& [r, n] : counts) summary += fmt::format("{}={} ", r, n);
+  std::printf("JSON-Schema-Test-Suite: %s\n", summary.c_str());
+
+  std::string baseline_path = std::string(DEEPINFER_SOURCE_DIR) + "/tests/grammar/json_schema_suite_baseline.txt";
+  const char* update = std::getenv("DEEPINFER_UPDATE_BASELINE");
+  if (update && std::string(update) == "1") {
+    std::ofstream out(baseline_path);
+    out << "# file|group|test result  (ok, refused, wrongly_rejected); regenerate with "
+           "DEEPINFER_UPDATE_BASELINE=1\n";
+    for (const auto& [k, r] : results) out << k << " " << r << "\n";
+    return;
+  }
+  std::ifstream in(baseline_path);
+  ASSERT_TRUE(in.good()) << "missing baseline " << baseline_path;
+  std::string line;
+  int regressions = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t sp = line.rfind(' ');
+    std::string key = line.substr(0, sp), was = line.substr(sp + 1);
+    auto it = results.find(key);
+    if (it == results.end()) continue;  // the suite changed; new tests are not regressions
+    if (was == "ok" && it->second != "ok") {
+      ++regressions;
+      ADD_FAILURE() << "regression: " << key << " was ok, now " << it->second;
+    }
+  }
+  EXPECT_EQ(regressions, 0);
+}
+
+TEST(JsonSchemaBench, DeterministicSampleIsSound) {
+  std::string dir = testing::data_dir() + "/jsonschemabench";
+  if (!fs::exists(dir)) {
+    if (data_required()) FAIL() << "missing " << dir;
+    GTEST_SKIP() << "JSONSchemaBench not found at " << dir;
+  }
+  MaskBenchOptions opts;
+  opts.dir = dir;
+  opts.stride = 20;  // ~240 schemas across all subsets, fixed by file-name order
+  auto r = run_mask_benchmark(testing::test_vocabulary(), opts);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  std::printf("%s", r->report().c_str());
+  EXPECT_EQ(r->total.wrongly_accepted, 0);
+  EXPECT_EQ(r->total.mask_mismatches, 0);
+  EXPECT_GT(r->total.compiled, r->total.schemas / 2);
+}
+
+}  // namespace
+}  // namespace deepinfer::engine::grammar
