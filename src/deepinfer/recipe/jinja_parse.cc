@@ -1,136 +1,12 @@
-// Chat-template parser: splits the source into text and tags (applying HF's trim_blocks /
-// lstrip_blocks and the "-" markers), then builds the syntax tree by recursive descent.
+// Chat-template parser: builds the syntax tree from the lexed segments by recursive descent.
 #include <cctype>
 
 #include "deepinfer/recipe/jinja.h"
 #include "deepinfer/recipe/jinja_ast.h"
+#include "deepinfer/recipe/jinja_lex.h"
 
 namespace deepinfer::recipe::jinja {
 namespace {
-
-struct Segment {
-  enum class Kind { kText, kExpr, kStmt, kComment } kind;
-  std::string content;
-  bool strip_before = false, strip_after = false, keep_before = false;
-};
-
-Result<std::vector<Segment>> split_segments(std::string_view src) {
-  std::vector<Segment> segs;
-  size_t pos = 0;
-  while (pos < src.size()) {
-    size_t open = src.find('{', pos);
-    while (open != std::string_view::npos && open + 1 < src.size() &&
-           src[open + 1] != '{' && src[open + 1] != '%' && src[open + 1] != '#')
-      open = src.find('{', open + 1);
-    if (open == std::string_view::npos || open + 1 >= src.size()) {
-      segs.push_back({Segment::Kind::kText, std::string(src.substr(pos))});
-      break;
-    }
-    if (open > pos) segs.push_back({Segment::Kind::kText, std::string(src.substr(pos, open - pos))});
-    char c = src[open + 1];
-    const char* close = c == '{' ? "}}" : c == '%' ? "%}" : "#}";
-    size_t end = src.find(close, open + 2);
-    if (end == std::string_view::npos)
-      return invalid_argument("chat template: unclosed '{{{}' at offset {}", c, open);
-    Segment s{c == '{' ? Segment::Kind::kExpr : c == '%' ? Segment::Kind::kStmt : Segment::Kind::kComment, {}};
-    std::string_view inner = src.substr(open + 2, end - open - 2);
-    if (!inner.empty() && inner.front() == '-') { s.strip_before = true; inner.remove_prefix(1); }
-    else if (!inner.empty() && inner.front() == '+') { s.keep_before = true; inner.remove_prefix(1); }
-    if (!inner.empty() && inner.back() == '-') { s.strip_after = true; inner.remove_suffix(1); }
-    else if (!inner.empty() && inner.back() == '+') { inner.remove_suffix(1); }
-    s.content = std::string(inner);
-    segs.push_back(std::move(s));
-    pos = end + 2;
-  }
-  // Whitespace control, as jinja2.Environment(trim_blocks=True, lstrip_blocks=True).
-  auto is_ws = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; };
-  for (size_t i = 0; i < segs.size(); ++i) {
-    Segment& s = segs[i];
-    if (s.kind == Segment::Kind::kText) continue;
-    bool block = s.kind != Segment::Kind::kExpr;
-    if (i > 0 && segs[i - 1].kind == Segment::Kind::kText) {
-      std::string& t = segs[i - 1].content;
-      if (s.strip_before) {
-        while (!t.empty() && is_ws(t.back())) t.pop_back();
-      } else if (block && !s.keep_before) {
-        size_t k = t.size();
-        while (k > 0 && (t[k - 1] == ' ' || t[k - 1] == '\t')) --k;
-        if ((k == 0 && i == 1) || (k > 0 && t[k - 1] == '\n')) t.resize(k);
-      }
-    }
-    if (i + 1 < segs.size() && segs[i + 1].kind == Segment::Kind::kText) {
-      std::string& t = segs[i + 1].content;
-      if (s.strip_after) {
-        size_t k = 0;
-        while (k < t.size() && is_ws(t[k])) ++k;
-        t.erase(0, k);
-      } else if (block && !t.empty() && t[0] == '\n') {
-        t.erase(0, 1);
-      }
-    }
-  }
-  return segs;
-}
-
-// ---- expression tokens ----
-struct Tok {
-  enum class Kind { kName, kString, kInt, kOp, kEnd } kind;
-  std::string text;
-  int64_t num = 0;
-};
-
-Result<std::vector<Tok>> lex(std::string_view s) {
-  std::vector<Tok> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    char c = s[i];
-    if (std::isspace(static_cast<unsigned char>(c))) { ++i; continue; }
-    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      size_t j = i;
-      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
-      out.push_back({Tok::Kind::kName, std::string(s.substr(i, j - i))});
-      i = j;
-    } else if (std::isdigit(static_cast<unsigned char>(c))) {
-      size_t j = i;
-      while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
-      if (j < s.size() && s[j] == '.' && j + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[j + 1])))
-        return unsupported("chat template: floating-point literals are not supported");
-      if (j - i > 18) return invalid_argument("chat template: integer literal too long");
-      out.push_back({Tok::Kind::kInt, std::string(s.substr(i, j - i)), std::stoll(std::string(s.substr(i, j - i)))});
-      i = j;
-    } else if (c == '\'' || c == '"') {
-      std::string v;
-      size_t j = i + 1;
-      for (; j < s.size() && s[j] != c; ++j) {
-        if (s[j] == '\\' && j + 1 < s.size()) {
-          char e = s[++j];
-          v.push_back(e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e);
-        } else {
-          v.push_back(s[j]);
-        }
-      }
-      if (j >= s.size()) return invalid_argument("chat template: unterminated string literal");
-      out.push_back({Tok::Kind::kString, std::move(v)});
-      i = j + 1;
-    } else {
-      static const char* kOps[] = {"==", "!=", "<=", ">=", "//", "**", "(", ")", "[", "]", "{", "}",
-                                   ",", ".", ":", "|", "~", "+", "-", "*", "/", "%", "<", ">", "="};
-      bool found = false;
-      for (const char* op : kOps) {
-        std::string_view o(op);
-        if (s.substr(i, o.size()) == o) {
-          out.push_back({Tok::Kind::kOp, std::string(o)});
-          i += o.size();
-          found = true;
-          break;
-        }
-      }
-      if (!found) return invalid_argument("chat template: unexpected character '{}'", c);
-    }
-  }
-  out.push_back({Tok::Kind::kEnd, ""});
-  return out;
-}
 
 // ---- expressions ----
 class ExprParser {
@@ -138,6 +14,9 @@ class ExprParser {
   explicit ExprParser(std::vector<Tok> toks) : t_(std::move(toks)) {}
 
   Result<std::unique_ptr<Expr>> parse_expr() {  // ternary: a if cond else b
+    // Nesting is bounded so that a hostile template cannot exhaust the stack.
+    if (++depth_ > kMaxDepth) return invalid_argument("chat template: expression nested too deeply");
+    struct Leave { int* d; ~Leave() { --*d; } } leave{&depth_};
     DI_ASSIGN_OR_RETURN(auto e, parse_or());
     if (is_name("if")) {
       ++p_;
@@ -184,16 +63,17 @@ class ExprParser {
   // Levels: 0 or, 1 and, 2 not, 3 comparisons/in, 4 + -, 5 ~, 6 * / // %, 7 unary.
   Result<std::unique_ptr<Expr>> parse_binary(int level) {
     if (level == 2) {
-      if (is_name("not")) {
-        ++p_;
-        DI_ASSIGN_OR_RETURN(auto e, parse_binary(2));
-        return node(Expr::Kind::kNot, std::move(e));
-      }
-      return parse_binary(3);
+      int nots = 0;  // counted, not recursed, so "not not ..." cannot exhaust the stack
+      while (is_name("not")) { ++p_; ++nots; }
+      DI_ASSIGN_OR_RETURN(auto e, parse_binary(3));
+      if (nots > kMaxDepth) return invalid_argument("chat template: too many 'not's");
+      for (int k = 0; k < nots; ++k) e = node(Expr::Kind::kNot, std::move(e));
+      return e;
     }
     if (level == 7) return parse_unary();
     DI_ASSIGN_OR_RETURN(auto lhs, parse_binary(level + 1));
-    while (true) {
+    for (int chain = 0;; ++chain) {
+      if (chain > kMaxChain) return invalid_argument("chat template: operator chain too long");
       std::string op;
       if (level == 0 && is_name("or")) op = "or";
       else if (level == 1 && is_name("and")) op = "and";
@@ -217,13 +97,13 @@ class ExprParser {
   }
 
   Result<std::unique_ptr<Expr>> parse_unary() {
-    if (is_op("-")) {
-      ++p_;
-      DI_ASSIGN_OR_RETURN(auto e, parse_unary());
-      return node(Expr::Kind::kNeg, std::move(e));
-    }
+    int negs = 0;
+    while (is_op("-")) { ++p_; ++negs; }
     DI_ASSIGN_OR_RETURN(auto e, parse_postfix());
-    while (is_op("|") || is_name("is")) {
+    if (negs > kMaxDepth) return invalid_argument("chat template: too many unary minus signs");
+    for (int k = 0; k < negs; ++k) e = node(Expr::Kind::kNeg, std::move(e));
+    for (int chain = 0; is_op("|") || is_name("is"); ++chain) {
+      if (chain > kMaxChain) return invalid_argument("chat template: filter chain too long");
       bool filter = is_op("|");
       ++p_;
       auto f = node(filter ? Expr::Kind::kFilter : Expr::Kind::kTest, std::move(e));
@@ -254,7 +134,8 @@ class ExprParser {
 
   Result<std::unique_ptr<Expr>> parse_postfix() {
     DI_ASSIGN_OR_RETURN(auto e, parse_primary());
-    while (true) {
+    for (int chain = 0;; ++chain) {
+      if (chain > kMaxChain) return invalid_argument("chat template: attribute/call chain too long");
       if (is_op(".")) {
         ++p_;
         auto a = node(Expr::Kind::kAttr, std::move(e), lit(Value()));
@@ -334,8 +215,11 @@ class ExprParser {
     return invalid_argument("chat template: unexpected '{}' in an expression", t.text);
   }
 
+  static constexpr int kMaxDepth = 100;
+  static constexpr int kMaxChain = 256;  // left-deep trees recurse when evaluated
   std::vector<Tok> t_;
   size_t p_ = 0;
+  int depth_ = 0;
 };
 
 Result<std::unique_ptr<Expr>> parse_full_expr(const std::string& src) {
@@ -354,6 +238,8 @@ class StmtParser {
   // Parses until one of `stops` (a statement keyword) or the end; *stop gets which.
   Result<std::unique_ptr<Node>> parse_body(std::initializer_list<std::string_view> stops,
                                            std::string* stop) {
+    if (++depth_ > kMaxDepth) return invalid_argument("chat template: blocks nested too deeply");
+    struct Leave { int* d; ~Leave() { --*d; } } leave{&depth_};
     auto body = std::make_unique<Node>();
     while (i_ < s_.size()) {
       Segment& seg = s_[i_];
@@ -466,8 +352,10 @@ class StmtParser {
     return n;
   }
 
+  static constexpr int kMaxDepth = 100;
   std::vector<Segment> s_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -76,8 +76,7 @@ Result<PreTokenizer> PreTokenizer::from_gguf_pre(std::string_view pre) {
   auto add = [&](const char* re) {
     return p.add_regex_step(re, SplitBehavior::kIsolated, false, false);
   };
-  if (pre.empty() || pre == "default" || pre == "gpt2" || pre == "gpt-2" || pre == "olmo" ||
-      pre == "jais") {
+  if (pre.empty() || pre == "default" || pre == "gpt2" || pre == "olmo") {
     DI_RETURN_IF_ERROR(add(kGpt2SplitRegex));
   } else if (pre == "smollm" || pre == "starcoder" || pre == "refact" || pre == "codeshell" ||
              pre == "exaone" || pre == "command-r") {
@@ -85,10 +84,9 @@ Result<PreTokenizer> PreTokenizer::from_gguf_pre(std::string_view pre) {
     DI_RETURN_IF_ERROR(add(R"(\p{N})"));
     DI_RETURN_IF_ERROR(add(kGpt2SplitRegex));
   } else if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3" || pre == "falcon3" ||
-             pre == "pixtral" || pre == "dbrx" || pre == "smaug-bpe") {
+             pre == "dbrx" || pre == "smaug-bpe") {
     DI_RETURN_IF_ERROR(add(kLlama3Regex));
-  } else if (pre == "qwen2" || pre == "qwen35" || pre == "deepseek-r1-qwen" || pre == "stablelm2" ||
-             pre == "megrez" || pre == "hunyuan") {
+  } else if (pre == "qwen2" || pre == "deepseek-r1-qwen") {
     DI_RETURN_IF_ERROR(add(kQwen2Regex));
   } else if (pre == "deepseek-v3") {
     for (const char* re : kDeepseekV3Regexes) DI_RETURN_IF_ERROR(add(re));

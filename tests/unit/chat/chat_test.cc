@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "deepinfer/recipe/chat.h"
-#include "test_model.h"
+#include "../tokenizer/test_model.h"
 
 namespace deepinfer::recipe {
 namespace {

@@ -97,6 +97,20 @@ TEST(Jinja, ErrorsAreClear) {
   EXPECT_FALSE(Template::parse("{{ 'unterminated }}").is_ok());
   EXPECT_FALSE(Template::parse("{{ 1.5 }}").is_ok());
   EXPECT_FALSE(Template::parse("{% endfor %}").is_ok());
+  // Deep nesting is refused rather than overflowing the stack.
+  EXPECT_FALSE(Template::parse("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}").is_ok());
+  EXPECT_FALSE(Template::parse("{{ " + std::string(100000, '-') + "1 }}").is_ok());
+  EXPECT_EQ(render("{{ not not true }} {{ --3 }}"), "True 3");
+  std::string sum = "1";
+  for (int i = 0; i < 100000; ++i) sum += "+1";
+  EXPECT_FALSE(Template::parse("{{ " + sum + " }}").is_ok());
+  std::string deep;
+  for (int i = 0; i < 5000; ++i) deep += "{% if true %}";
+  EXPECT_FALSE(Template::parse(deep).is_ok());
+  // Garbage never crashes.
+  for (std::string junk : {"{{", "{%", "{{ }}", "{% %}", "{{ a[ }}", "{{ a. }}", "{{ f( }}", "{% for %}",
+                           "{% for x %}", "{% set %}", "{% if %}{% endif %}", "{{ 'a' 'b' }}", "{% elif x %}"})
+    (void)Template::parse(junk);
 }
 
 }  // namespace
