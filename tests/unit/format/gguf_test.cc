@@ -3,8 +3,8 @@
 // with a message naming the file, never crash.
 #include "deepinfer/model/format/gguf.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -21,9 +21,9 @@ using testing::pattern_bytes;
 using testing::TempDir;
 using Kind = GgufValue::Kind;
 
-#define EXPECT_CONTAINS(text, needle)                                             \
-  do {                                                                            \
-    std::string di_text_ = (text);                                                \
+#define EXPECT_CONTAINS(text, needle)                                               \
+  do {                                                                              \
+    std::string di_text_ = (text);                                                  \
     EXPECT_NE(di_text_.find(needle), std::string::npos) << "message: " << di_text_; \
   } while (0)
 
@@ -131,8 +131,9 @@ TEST(Gguf, RoundTripsEveryMetadataTypeAndTensor) {
   const GgufTensorInfo* first = &f.tensors()[0];
   for (const auto& info : f.tensors()) {
     EXPECT_EQ(info.offset % 64, 0u) << info.name;
-    EXPECT_EQ((static_cast<const uint8_t*>(info.data) - static_cast<const uint8_t*>(first->data)) % 64,
-              0) << info.name;
+    EXPECT_EQ(
+        (static_cast<const uint8_t*>(info.data) - static_cast<const uint8_t*>(first->data)) % 64, 0)
+        << info.name;
     EXPECT_EQ(f.tensor(info).nbytes(), info.nbytes) << info.name;
   }
 }
@@ -199,8 +200,10 @@ TEST(Gguf, RandomByteCorruptionNeverCrashes) {
       ASSERT_EQ(::pwrite(fd, &v, 1, static_cast<off_t>(p)), 1);
     }
     auto r = GgufFile::open(path);
-    if (!r) ++failures;
-    else for (const auto& t : (*r)->tensors()) EXPECT_EQ((*r)->tensor(t).data, t.data);
+    if (!r)
+      ++failures;
+    else
+      for (const auto& t : (*r)->tensors()) EXPECT_EQ((*r)->tensor(t).data, t.data);
     for (size_t p : at) ASSERT_EQ(::pwrite(fd, &full[p], 1, static_cast<off_t>(p)), 1);
   }
   ::close(fd);
@@ -230,7 +233,8 @@ TEST(Gguf, RejectsAbsurdCountsWithoutAllocating) {
   EXPECT_CONTAINS(open_error(w.build()), "metadata count");
 
   GgufWriter s;
-  s.add_kv("k", testing::kGString, [](testing::ByteSink& b) { b.put<uint64_t>(uint64_t{1} << 62); });
+  s.add_kv("k", testing::kGString,
+           [](testing::ByteSink& b) { b.put<uint64_t>(uint64_t{1} << 62); });
   EXPECT_CONTAINS(open_error(s.build()), "metadata 'k' has a string of length 4611686018427387904");
   GgufWriter a;
   a.add_kv("arr", testing::kGArray, [](testing::ByteSink& b) {
@@ -255,15 +259,18 @@ TEST(Gguf, RejectsBadTensorInfos) {
     w.add_tensor(std::move(t));
     return open_error(w.build());
   };
-  EXPECT_CONTAINS(one({"w", 4, {32}, pattern_bytes(32), {}}), "unsupported tensor type 4 for tensor 'w'");
-  EXPECT_CONTAINS(one({"w", 8, {33}, pattern_bytes(34), {}}), "not a multiple of the q8_0 block size 32");
+  EXPECT_CONTAINS(one({"w", 4, {32}, pattern_bytes(32), {}}),
+                  "unsupported tensor type 4 for tensor 'w'");
+  EXPECT_CONTAINS(one({"w", 8, {33}, pattern_bytes(34), {}}),
+                  "not a multiple of the q8_0 block size 32");
   EXPECT_CONTAINS(one({"w", 0, {1, 1, 1, 1, 1}, pattern_bytes(4), {}}), "5 dimensions");
   EXPECT_CONTAINS(one({"w", 0, {4, -1}, pattern_bytes(16), {}}), "negative dimension");
-  EXPECT_CONTAINS(one({"w", 0, {int64_t{1} << 40, int64_t{1} << 40}, pattern_bytes(4), {}})
-                , "dimensions overflow");
-  EXPECT_CONTAINS(one({"w", 0, {int64_t{1} << 62, 1}, pattern_bytes(4), {}}), "byte size overflows");
-  EXPECT_CONTAINS(one({"w", 0, {1 << 20}, pattern_bytes(16), {}})
-                , "truncated: tensor 'w' data ends at byte");
+  EXPECT_CONTAINS(one({"w", 0, {int64_t{1} << 40, int64_t{1} << 40}, pattern_bytes(4), {}}),
+                  "dimensions overflow");
+  EXPECT_CONTAINS(one({"w", 0, {int64_t{1} << 62, 1}, pattern_bytes(4), {}}),
+                  "byte size overflows");
+  EXPECT_CONTAINS(one({"w", 0, {1 << 20}, pattern_bytes(16), {}}),
+                  "truncated: tensor 'w' data ends at byte");
   EXPECT_CONTAINS(one({"w", 0, {4}, pattern_bytes(16), uint64_t{8}}), "offset 8 is not a multiple");
   EXPECT_CONTAINS(one({"w", 0, {4}, pattern_bytes(16), ~uint64_t{31}}), "beyond 2^64");
 }

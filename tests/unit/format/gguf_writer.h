@@ -34,7 +34,19 @@ class ByteSink {
 
 // GGUF value type ids.
 enum GgufType : uint32_t {
-  kGU8 = 0, kGI8, kGU16, kGI16, kGU32, kGI32, kGF32, kGBool, kGString, kGArray, kGU64, kGI64, kGF64,
+  kGU8 = 0,
+  kGI8,
+  kGU16,
+  kGI16,
+  kGU32,
+  kGI32,
+  kGF32,
+  kGBool,
+  kGString,
+  kGArray,
+  kGU64,
+  kGI64,
+  kGF64,
 };
 
 class GgufWriter {
@@ -42,7 +54,7 @@ class GgufWriter {
   struct TensorSpec {
     std::string name;
     uint32_t type_id = 0;
-    std::vector<int64_t> ne;        // ggml order
+    std::vector<int64_t> ne;  // ggml order
     std::vector<uint8_t> data;
     std::optional<uint64_t> offset;  // override the computed (aligned) offset
   };

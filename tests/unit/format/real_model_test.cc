@@ -13,8 +13,9 @@ namespace {
 
 std::string real_model_path() {
   const char* home = std::getenv("DEEPINFER_HOME");
-  std::string base = home && *home ? home : std::string(std::getenv("HOME") ? std::getenv("HOME") : "") +
-                                                "/.cache/deepinfer";
+  std::string base = home && *home ? home
+                                   : std::string(std::getenv("HOME") ? std::getenv("HOME") : "") +
+                                         "/.cache/deepinfer";
   return base + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
@@ -23,7 +24,8 @@ TEST(GgufRealModel, SmolLM2Q4_1) {
   if (!std::filesystem::exists(path)) {
     const char* ci = std::getenv("CI");
     if (ci && std::string(ci) == "true") FAIL() << "real model missing under CI: " << path;
-    GTEST_SKIP() << "real model not downloaded (" << path << "); run: deepinfer pull smollm2-135m-instruct";
+    GTEST_SKIP() << "real model not downloaded (" << path
+                 << "); run: deepinfer pull smollm2-135m-instruct";
   }
   auto r = GgufFile::open(path);
   ASSERT_TRUE(r) << r.status().message();

@@ -41,7 +41,8 @@ std::vector<uint8_t> build(const std::vector<Entry>& entries,
   uint64_t at = 0;
   for (const auto& e : entries) {
     auto off = e.offsets.value_or(std::make_pair(at, at + e.nbytes));
-    header[e.name] = {{"dtype", e.dtype}, {"shape", e.shape}, {"data_offsets", {off.first, off.second}}};
+    header[e.name] = {
+        {"dtype", e.dtype}, {"shape", e.shape}, {"data_offsets", {off.first, off.second}}};
     at += e.nbytes;
   }
   if (mutate) mutate(header);
@@ -145,8 +146,9 @@ TEST(Safetensors, RejectsBrokenIndexes) {
   write_sharded(dir, missing);
   auto r = SafetensorsModel::open(dir.path());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
-  EXPECT_CONTAINS(r.status().message(),
-                  index + ": shard 'model-00003-of-00002.safetensors' (holding tensor 'c') is missing");
+  EXPECT_CONTAINS(
+      r.status().message(),
+      index + ": shard 'model-00003-of-00002.safetensors' (holding tensor 'c') is missing");
 
   json wrong = kGoodMap;
   wrong["a"] = "model-00002-of-00002.safetensors";
@@ -157,17 +159,21 @@ TEST(Safetensors, RejectsBrokenIndexes) {
   json escape = kGoodMap;
   escape["a"] = "../model.safetensors";
   write_sharded(dir, escape);
-  EXPECT_CONTAINS(SafetensorsModel::open(dir.path()).status().message(), "outside the model directory");
+  EXPECT_CONTAINS(SafetensorsModel::open(dir.path()).status().message(),
+                  "outside the model directory");
 
   testing::write_file(index, std::string("{\"weight_map\": "));
-  EXPECT_CONTAINS(SafetensorsModel::open(dir.path()).status().message(), index + ": not valid JSON");
+  EXPECT_CONTAINS(SafetensorsModel::open(dir.path()).status().message(),
+                  index + ": not valid JSON");
 
   // The same tensor in two shards.
-  testing::write_file(dir.file("model-00002-of-00002.safetensors"), build({{"a", "F16", {4}, 8, {}}}));
+  testing::write_file(dir.file("model-00002-of-00002.safetensors"),
+                      build({{"a", "F16", {4}, 8, {}}}));
   write_sharded(dir, kGoodMap);
   testing::write_file(dir.file("model-00002-of-00002.safetensors"),
                       build({{"a", "F16", {4}, 8, {}}, {"c", "I32", {3}, 12, {}}}));
-  EXPECT_CONTAINS(SafetensorsModel::open(dir.path()).status().message(), "tensor 'a' also appears in");
+  EXPECT_CONTAINS(SafetensorsModel::open(dir.path()).status().message(),
+                  "tensor 'a' also appears in");
 
   TempDir empty;
   auto none = SafetensorsModel::open(empty.path());
@@ -189,13 +195,18 @@ TEST(Safetensors, RejectsBadHeaders) {
   EXPECT_CONTAINS(open_error(b), "header is not valid JSON");
   EXPECT_CONTAINS(open_error(build({}, [](json& h) { h = json::array({1}); })),
                   "header is not a JSON object");
-  EXPECT_CONTAINS(open_error(build({}, [](json& h) { h["x"] = {{"dtype", "F32"}}; })),
+  EXPECT_CONTAINS(open_error(build({},
+                                   [](json& h) {
+                                     h["x"] = {{"dtype", "F32"}};
+                                   })),
                   "tensor 'x' needs a string dtype");
-  EXPECT_CONTAINS(open_error(build({{"u", "U8", {4}, 4, {}}})), "unsupported dtype 'U8' for tensor 'u'");
+  EXPECT_CONTAINS(open_error(build({{"u", "U8", {4}, 4, {}}})),
+                  "unsupported dtype 'U8' for tensor 'u'");
   EXPECT_CONTAINS(open_error(build({{"u", "Q9", {4}, 4, {}}})), "unsupported dtype 'Q9'");
   EXPECT_CONTAINS(open_error(build({{"r", "I8", {1, 1, 1, 1, 1}, 1, {}}})), "5 dimensions");
   EXPECT_CONTAINS(open_error(build({{"n", "I8", {-1}, 0, {}}})), "not a non-negative integer");
-  EXPECT_CONTAINS(open_error(build({{"o", "I64", {int64_t{1} << 62}, 8, {}}})), "byte size overflows");
+  EXPECT_CONTAINS(open_error(build({{"o", "I64", {int64_t{1} << 62}, 8, {}}})),
+                  "byte size overflows");
   EXPECT_CONTAINS(open_error(build({}, [](json& h) { h["__metadata__"] = 3; })),
                   "__metadata__ is not an object");
 }
@@ -207,13 +218,15 @@ TEST(Safetensors, RejectsBadOffsets) {
                   "fall outside the data section");
   EXPECT_CONTAINS(open_error(build({{"w", "F32", {3}, 16, {}}})),
                   "tensor 'w' has 16 data bytes but shape [3] of F32 needs 12");
-  EXPECT_CONTAINS(open_error(build({{"a", "F32", {4}, 16, {}},
-                                    {"b", "F32", {2}, 8, std::make_pair(8, 16)}})),
-                  "tensors 'a' and 'b' overlap");
-  EXPECT_CONTAINS(open_error(build({}, [](json& h) {
-                    h["w"] = {{"dtype", "F32"}, {"shape", {1}}, {"data_offsets", {0}}};
-                  })),
-                  "data_offsets must be two non-negative integers");
+  EXPECT_CONTAINS(
+      open_error(build({{"a", "F32", {4}, 16, {}}, {"b", "F32", {2}, 8, std::make_pair(8, 16)}})),
+      "tensors 'a' and 'b' overlap");
+  EXPECT_CONTAINS(
+      open_error(build({},
+                       [](json& h) {
+                         h["w"] = {{"dtype", "F32"}, {"shape", {1}}, {"data_offsets", {0}}};
+                       })),
+      "data_offsets must be two non-negative integers");
 }
 
 TEST(Safetensors, EveryTruncationFails) {

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 
 #include "deepinfer/base/check.h"
 #include "deepinfer/model/format/mapped_file.h"
@@ -17,27 +16,32 @@ namespace {
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 constexpr size_t kDefaultAlignment = 32;
 // Smallest encodings, used to reject counts that cannot fit in the bytes left.
-constexpr uint64_t kMinKvBytes = 8 + 4 + 1;           // key length, value type, a 1-byte value
+constexpr uint64_t kMinKvBytes = 8 + 4 + 1;              // key length, value type, a 1-byte value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // name length, ndim, type, offset
 
 using Kind = GgufValue::Kind;
 
-bool is_integer(Kind k) {
-  switch (k) {
-    case Kind::kU8: case Kind::kI8: case Kind::kU16: case Kind::kI16: case Kind::kU32:
-    case Kind::kI32: case Kind::kU64: case Kind::kI64: return true;
-    default: return false;
-  }
-}
-
 // Encoded size of one scalar of this kind; 8 (the length prefix) for strings, 0 if unknown.
 uint64_t scalar_bytes(Kind k) {
   switch (k) {
-    case Kind::kU8: case Kind::kI8: case Kind::kBool: return 1;
-    case Kind::kU16: case Kind::kI16: return 2;
-    case Kind::kU32: case Kind::kI32: case Kind::kF32: return 4;
-    case Kind::kU64: case Kind::kI64: case Kind::kF64: case Kind::kString: return 8;
-    default: return 0;
+    case Kind::kU8:
+    case Kind::kI8:
+    case Kind::kBool:
+      return 1;
+    case Kind::kU16:
+    case Kind::kI16:
+      return 2;
+    case Kind::kU32:
+    case Kind::kI32:
+    case Kind::kF32:
+      return 4;
+    case Kind::kU64:
+    case Kind::kI64:
+    case Kind::kF64:
+    case Kind::kString:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -52,8 +56,9 @@ class GgufParser {
     uint32_t magic = 0;
     DI_RETURN_IF_ERROR(read(&magic));
     if (magic != kMagic) {
-      return corrupt("{}: not a GGUF file (magic bytes {:02x} {:02x} {:02x} {:02x}, expected 'GGUF')",
-                     f_.path_, data_[0], data_[1], data_[2], data_[3]);
+      return corrupt(
+          "{}: not a GGUF file (magic bytes {:02x} {:02x} {:02x} {:02x}, expected 'GGUF')",
+          f_.path_, data_[0], data_[1], data_[2], data_[3]);
     }
     uint32_t version = 0;
     DI_RETURN_IF_ERROR(read(&version));
@@ -69,7 +74,8 @@ class GgufParser {
     DI_RETURN_IF_ERROR(read(&n_tensors));
     DI_RETURN_IF_ERROR(read(&n_kv));
     if (n_kv > remaining() / kMinKvBytes) {
-      return corrupt("{}: metadata count {} cannot fit in a file of {} bytes", f_.path_, n_kv, size_);
+      return corrupt("{}: metadata count {} cannot fit in a file of {} bytes", f_.path_, n_kv,
+                     size_);
     }
     if (n_tensors > remaining() / kMinTensorInfoBytes) {
       return corrupt("{}: tensor count {} cannot fit in a file of {} bytes", f_.path_, n_tensors,
@@ -105,8 +111,9 @@ class GgufParser {
     uint64_t len = 0;
     DI_RETURN_IF_ERROR(read(&len));
     if (len > remaining()) {
-      return corrupt("{}: truncated: {} has a string of length {} at byte {} but only {} bytes follow",
-                     f_.path_, context_, len, pos_ - 8, remaining());
+      return corrupt(
+          "{}: truncated: {} has a string of length {} at byte {} but only {} bytes follow",
+          f_.path_, context_, len, pos_ - 8, remaining());
     }
     out->assign(reinterpret_cast<const char*>(data_ + pos_), len);
     pos_ += len;
@@ -137,24 +144,59 @@ class GgufParser {
     int64_t i = 0;
     double d = 0;
     switch (k) {
-      case Kind::kU8: DI_RETURN_IF_ERROR((read_as<uint8_t>(&u))); v->value = u; break;
-      case Kind::kU16: DI_RETURN_IF_ERROR((read_as<uint16_t>(&u))); v->value = u; break;
-      case Kind::kU32: DI_RETURN_IF_ERROR((read_as<uint32_t>(&u))); v->value = u; break;
-      case Kind::kU64: DI_RETURN_IF_ERROR((read_as<uint64_t>(&u))); v->value = u; break;
-      case Kind::kI8: DI_RETURN_IF_ERROR((read_as<int8_t>(&i))); v->value = i; break;
-      case Kind::kI16: DI_RETURN_IF_ERROR((read_as<int16_t>(&i))); v->value = i; break;
-      case Kind::kI32: DI_RETURN_IF_ERROR((read_as<int32_t>(&i))); v->value = i; break;
-      case Kind::kI64: DI_RETURN_IF_ERROR((read_as<int64_t>(&i))); v->value = i; break;
-      case Kind::kF32: DI_RETURN_IF_ERROR((read_as<float>(&d))); v->value = d; break;
-      case Kind::kF64: DI_RETURN_IF_ERROR((read_as<double>(&d))); v->value = d; break;
-      case Kind::kBool: DI_RETURN_IF_ERROR((read_as<uint8_t>(&u))); v->value = u != 0; break;
+      case Kind::kU8:
+        DI_RETURN_IF_ERROR((read_as<uint8_t>(&u)));
+        v->value = u;
+        break;
+      case Kind::kU16:
+        DI_RETURN_IF_ERROR((read_as<uint16_t>(&u)));
+        v->value = u;
+        break;
+      case Kind::kU32:
+        DI_RETURN_IF_ERROR((read_as<uint32_t>(&u)));
+        v->value = u;
+        break;
+      case Kind::kU64:
+        DI_RETURN_IF_ERROR((read_as<uint64_t>(&u)));
+        v->value = u;
+        break;
+      case Kind::kI8:
+        DI_RETURN_IF_ERROR((read_as<int8_t>(&i)));
+        v->value = i;
+        break;
+      case Kind::kI16:
+        DI_RETURN_IF_ERROR((read_as<int16_t>(&i)));
+        v->value = i;
+        break;
+      case Kind::kI32:
+        DI_RETURN_IF_ERROR((read_as<int32_t>(&i)));
+        v->value = i;
+        break;
+      case Kind::kI64:
+        DI_RETURN_IF_ERROR((read_as<int64_t>(&i)));
+        v->value = i;
+        break;
+      case Kind::kF32:
+        DI_RETURN_IF_ERROR((read_as<float>(&d)));
+        v->value = d;
+        break;
+      case Kind::kF64:
+        DI_RETURN_IF_ERROR((read_as<double>(&d)));
+        v->value = d;
+        break;
+      case Kind::kBool:
+        DI_RETURN_IF_ERROR((read_as<uint8_t>(&u)));
+        v->value = u != 0;
+        break;
       case Kind::kString: {
         std::string s;
         DI_RETURN_IF_ERROR(read_string(&s));
         v->value = std::move(s);
         break;
       }
-      case Kind::kArray: DI_CHECK(false, "arrays are read by read_array"); break;
+      case Kind::kArray:
+        DI_CHECK(false, "arrays are read by read_array");
+        break;
     }
     return Status::ok();
   }
@@ -175,7 +217,8 @@ class GgufParser {
     Kind ek;
     DI_RETURN_IF_ERROR(read_kind(&ek));
     if (ek == Kind::kArray) {
-      return unsupported("{}: {} is an array of arrays, which is not supported", f_.path_, context_);
+      return unsupported("{}: {} is an array of arrays, which is not supported", f_.path_,
+                         context_);
     }
     uint64_t n = 0;
     DI_RETURN_IF_ERROR(read(&n));
@@ -202,14 +245,31 @@ class GgufParser {
       std::vector<int64_t> out;
       out.reserve(n);
       switch (ek) {
-        case Kind::kU8: case Kind::kBool: DI_RETURN_IF_ERROR(read_int_elems<uint8_t>(n, &out)); break;
-        case Kind::kI8: DI_RETURN_IF_ERROR(read_int_elems<int8_t>(n, &out)); break;
-        case Kind::kU16: DI_RETURN_IF_ERROR(read_int_elems<uint16_t>(n, &out)); break;
-        case Kind::kI16: DI_RETURN_IF_ERROR(read_int_elems<int16_t>(n, &out)); break;
-        case Kind::kU32: DI_RETURN_IF_ERROR(read_int_elems<uint32_t>(n, &out)); break;
-        case Kind::kI32: DI_RETURN_IF_ERROR(read_int_elems<int32_t>(n, &out)); break;
-        case Kind::kU64: DI_RETURN_IF_ERROR(read_int_elems<uint64_t>(n, &out)); break;
-        default: DI_RETURN_IF_ERROR(read_int_elems<int64_t>(n, &out)); break;
+        case Kind::kU8:
+        case Kind::kBool:
+          DI_RETURN_IF_ERROR(read_int_elems<uint8_t>(n, &out));
+          break;
+        case Kind::kI8:
+          DI_RETURN_IF_ERROR(read_int_elems<int8_t>(n, &out));
+          break;
+        case Kind::kU16:
+          DI_RETURN_IF_ERROR(read_int_elems<uint16_t>(n, &out));
+          break;
+        case Kind::kI16:
+          DI_RETURN_IF_ERROR(read_int_elems<int16_t>(n, &out));
+          break;
+        case Kind::kU32:
+          DI_RETURN_IF_ERROR(read_int_elems<uint32_t>(n, &out));
+          break;
+        case Kind::kI32:
+          DI_RETURN_IF_ERROR(read_int_elems<int32_t>(n, &out));
+          break;
+        case Kind::kU64:
+          DI_RETURN_IF_ERROR(read_int_elems<uint64_t>(n, &out));
+          break;
+        default:
+          DI_RETURN_IF_ERROR(read_int_elems<int64_t>(n, &out));
+          break;
       }
       if (ek == Kind::kBool) {
         for (auto& b : out) b = b != 0;
@@ -277,7 +337,8 @@ class GgufParser {
     DI_RETURN_IF_ERROR(read(&t.offset));
     auto dtype = dtype_from_ggml_id(type_id);
     if (!dtype) {
-      return unsupported("{}: unsupported tensor type {} for tensor '{}'", f_.path_, type_id, t.name);
+      return unsupported("{}: unsupported tensor type {} for tensor '{}'", f_.path_, type_id,
+                         t.name);
     }
     t.dtype = *dtype;
     DTypeInfo info = *dtype_info(t.dtype);
@@ -306,8 +367,8 @@ class GgufParser {
 
   // The data section starts at the next alignment boundary after the tensor infos.
   Status place_tensor_data() {
-    uint64_t data_offset = (static_cast<uint64_t>(pos_) + f_.alignment_ - 1) / f_.alignment_ *
-                           f_.alignment_;
+    uint64_t data_offset =
+        (static_cast<uint64_t>(pos_) + f_.alignment_ - 1) / f_.alignment_ * f_.alignment_;
     std::vector<const GgufTensorInfo*> by_offset;
     by_offset.reserve(f_.tensors_.size());
     for (auto& t : f_.tensors_) {
@@ -315,8 +376,8 @@ class GgufParser {
       if (__builtin_add_overflow(data_offset, t.offset, &begin) ||
           __builtin_add_overflow(begin, t.nbytes, &end) || end > size_) {
         return corrupt("{}: truncated: tensor '{}' data ends at byte {} but the file has {}",
-                       f_.path_, t.name, end < begin ? std::string("beyond 2^64") : std::to_string(end),
-                       size_);
+                       f_.path_, t.name,
+                       end < begin ? std::string("beyond 2^64") : std::to_string(end), size_);
       }
       t.data = data_ + std::min<uint64_t>(begin, size_);
       if (t.nbytes > 0) by_offset.push_back(&t);
@@ -348,73 +409,6 @@ Result<std::shared_ptr<GgufFile>> GgufFile::open(const std::string& path) {
   GgufParser parser(*f, mapped->data(), mapped->size());
   DI_RETURN_IF_ERROR(parser.parse());
   return f;
-}
-
-GgufFile::~GgufFile() = default;
-
-const GgufValue* GgufFile::find(std::string_view key) const {
-  auto it = metadata_.find(std::string(key));
-  return it == metadata_.end() ? nullptr : &it->second;
-}
-
-std::optional<int64_t> GgufFile::get_int(std::string_view key) const {
-  const GgufValue* v = find(key);
-  if (!v || !is_integer(v->kind)) return std::nullopt;
-  if (auto* i = std::get_if<int64_t>(&v->value)) return *i;
-  uint64_t u = std::get<uint64_t>(v->value);
-  if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
-  return static_cast<int64_t>(u);
-}
-
-std::optional<double> GgufFile::get_float(std::string_view key) const {
-  const GgufValue* v = find(key);
-  if (!v) return std::nullopt;
-  if (auto* d = std::get_if<double>(&v->value)) return *d;
-  if (!is_integer(v->kind)) return std::nullopt;
-  if (auto* i = std::get_if<int64_t>(&v->value)) return static_cast<double>(*i);
-  return static_cast<double>(std::get<uint64_t>(v->value));
-}
-
-std::optional<bool> GgufFile::get_bool(std::string_view key) const {
-  const GgufValue* v = find(key);
-  if (!v || v->kind != Kind::kBool) return std::nullopt;
-  return std::get<bool>(v->value);
-}
-
-std::optional<std::string> GgufFile::get_string(std::string_view key) const {
-  const GgufValue* v = find(key);
-  if (!v || v->kind != Kind::kString) return std::nullopt;
-  return std::get<std::string>(v->value);
-}
-
-const std::vector<std::string>* GgufFile::get_string_array(std::string_view key) const {
-  const GgufValue* v = find(key);
-  return v && v->kind == Kind::kArray ? std::get_if<std::vector<std::string>>(&v->value) : nullptr;
-}
-
-const std::vector<int64_t>* GgufFile::get_int_array(std::string_view key) const {
-  const GgufValue* v = find(key);
-  return v && v->kind == Kind::kArray ? std::get_if<std::vector<int64_t>>(&v->value) : nullptr;
-}
-
-const std::vector<double>* GgufFile::get_float_array(std::string_view key) const {
-  const GgufValue* v = find(key);
-  return v && v->kind == Kind::kArray ? std::get_if<std::vector<double>>(&v->value) : nullptr;
-}
-
-const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
-  auto it = tensor_index_.find(name);
-  return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
-}
-
-Tensor GgufFile::tensor(const GgufTensorInfo& info) const {
-  Tensor t;
-  t.dtype = info.dtype;
-  t.ndim = info.ndim;
-  for (int i = 0; i < info.ndim; ++i) t.shape[i] = info.ne[info.ndim - 1 - i];
-  t.data = info.data;
-  t.owner = file_;
-  return t;
 }
 
 }  // namespace deepinfer::format

@@ -14,11 +14,15 @@ namespace {
 
 Status open_error(const std::string& path, int err) {
   switch (err) {
-    case ENOENT: return not_found("{}: no such file", path);
-    case ENOTDIR: return not_found("{}: no such file (a parent is not a directory)", path);
+    case ENOENT:
+      return not_found("{}: no such file", path);
+    case ENOTDIR:
+      return not_found("{}: no such file (a parent is not a directory)", path);
     case EACCES:
-    case EPERM: return io_error("{}: permission denied", path);
-    default: return io_error("{}: cannot open: {}", path, std::strerror(err));
+    case EPERM:
+      return io_error("{}: permission denied", path);
+    default:
+      return io_error("{}: cannot open: {}", path, std::strerror(err));
   }
 }
 
@@ -49,7 +53,8 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path, bo
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   int map_err = errno;
   ::close(fd);  // the mapping holds its own reference to the file
-  if (p == MAP_FAILED) return io_error("{}: cannot mmap {} bytes: {}", path, size, std::strerror(map_err));
+  if (p == MAP_FAILED)
+    return io_error("{}: cannot mmap {} bytes: {}", path, size, std::strerror(map_err));
   if (prefetch) ::madvise(p, size, MADV_WILLNEED);  // advisory only; failure is harmless
 
   std::shared_ptr<MappedFile> file(new MappedFile());

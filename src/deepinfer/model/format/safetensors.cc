@@ -7,10 +7,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-
-#include <nlohmann/json.hpp>
 
 #include "deepinfer/model/format/mapped_file.h"
 
@@ -24,9 +23,9 @@ constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 
 std::optional<DType> dtype_from_name(std::string_view s) {
   static const std::pair<std::string_view, DType> kTable[] = {
-      {"F64", DType::kF64}, {"F32", DType::kF32}, {"F16", DType::kF16},
-      {"BF16", DType::kBF16}, {"I64", DType::kI64}, {"I32", DType::kI32},
-      {"I16", DType::kI16}, {"I8", DType::kI8}, {"F8_E4M3", DType::kF8_E4M3},
+      {"F64", DType::kF64},         {"F32", DType::kF32}, {"F16", DType::kF16},
+      {"BF16", DType::kBF16},       {"I64", DType::kI64}, {"I32", DType::kI32},
+      {"I16", DType::kI16},         {"I8", DType::kI8},   {"F8_E4M3", DType::kF8_E4M3},
       {"F8_E5M2", DType::kF8_E5M2},
   };
   for (const auto& [name, t] : kTable) {
@@ -92,8 +91,9 @@ Status parse_entry(const std::string& path, const std::string& name, const json&
   }
   uint64_t begin = (*off)[0].get<uint64_t>(), end = (*off)[1].get<uint64_t>();
   if (begin > end || end > data_size) {
-    return corrupt("{}: tensor '{}' data_offsets [{}, {}) fall outside the data section of {} bytes",
-                   path, name, begin, end, data_size);
+    return corrupt(
+        "{}: tensor '{}' data_offsets [{}, {}) fall outside the data section of {} bytes", path,
+        name, begin, end, data_size);
   }
   if (end - begin != nbytes) {
     Tensor shown = *out;
@@ -182,9 +182,8 @@ Status SafetensorsModel::add_file(const std::string& file) {
   }
   // Names are filled in once `parsed` stops growing, so the pointers stay valid.
   for (size_t i = 0; i < ranges.size(); ++i) ranges[i].name = &parsed[range_owner[i]].first;
-  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
-    return a.begin < b.begin;
-  });
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.begin < b.begin; });
   for (size_t i = 1; i < ranges.size(); ++i) {
     if (ranges[i - 1].end > ranges[i].begin) {
       return corrupt("{}: tensors '{}' and '{}' overlap in the data section", file,
