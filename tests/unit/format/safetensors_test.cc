@@ -47,13 +47,14 @@ std::vector<uint8_t> build(const std::vector<Entry>& entries,
   }
   if (mutate) mutate(header);
   std::string h = header.dump();
-  std::vector<uint8_t> out(8);
+  // Assembled in a string: GCC 12 misreports vector inserts after a fixed-size prefix.
+  std::string bytes(8, '\0');
   uint64_t n = h.size();
-  std::memcpy(out.data(), &n, 8);
-  out.insert(out.end(), h.begin(), h.end());
+  std::memcpy(bytes.data(), &n, 8);
+  bytes += h;
   std::vector<uint8_t> data = pattern_bytes(at, 7);
-  out.insert(out.end(), data.begin(), data.end());
-  return out;
+  bytes.append(data.begin(), data.end());
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
 
 const std::vector<Entry> kEntries = {
