@@ -130,3 +130,24 @@ TEST(JsonSchemaBench, DeterministicSampleIsSound) {
 
 }  // namespace
 }  // namespace deepinfer::engine::grammar
+
+namespace deepinfer::engine::grammar {
+namespace {
+
+// The full 4,770-schema run (minutes): DEEPINFER_GRAMMAR_FULL_BENCH=1 test_grammar
+// --gtest_filter=JsonSchemaBench.Full. The CLI's `bench --mode mask` calls the same function.
+TEST(JsonSchemaBench, Full) {
+  const char* full = std::getenv("DEEPINFER_GRAMMAR_FULL_BENCH");
+  if (!full || std::string(full) != "1") GTEST_SKIP() << "set DEEPINFER_GRAMMAR_FULL_BENCH=1";
+  MaskBenchOptions opts;
+  opts.dir = testing::data_dir() + "/jsonschemabench";
+  auto r = run_mask_benchmark(testing::test_vocabulary(), opts);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  std::printf("%s", r->report().c_str());
+  for (const auto& [reason, n] : r->refusal_reasons)
+    if (n >= 5) std::printf("refused %4d  %s\n", n, reason.c_str());
+  EXPECT_EQ(r->total.wrongly_accepted, 0);
+}
+
+}  // namespace
+}  // namespace deepinfer::engine::grammar
