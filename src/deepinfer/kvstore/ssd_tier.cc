@@ -76,15 +76,21 @@ std::string SsdTier::path_of(const BlockKey& key, int shard) const {
   return shard_path(opts_.targets[placement(key, shard, num_targets())], key, shard);
 }
 
-bool SsdTier::exists(const BlockKey& key, int64_t now) const {
+bool SsdTier::exists(const BlockKey& key, int64_t now) const { return expiry_of(key, now) > 0; }
+
+int64_t SsdTier::expiry_of(const BlockKey& key, int64_t now) const {
   const int k = code_.data_shards(), n = k + code_.parity_shards();
   int found = 0;
+  int64_t expiry = 0;
   for (int i = 0; i < n && found < k; ++i) {
-    if (n - i < k - found) return false;
+    if (n - i < k - found) return 0;
     struct stat st;
-    if (::stat(path_of(key, i).c_str(), &st) == 0 && st.st_mtim.tv_sec > now) ++found;
+    if (::stat(path_of(key, i).c_str(), &st) == 0 && st.st_mtim.tv_sec > now) {
+      ++found;
+      expiry = std::max<int64_t>(expiry, st.st_mtim.tv_sec);
+    }
   }
-  return found >= k;
+  return found >= k ? expiry : 0;
 }
 
 void SsdTier::touch(const BlockKey& key, int64_t expiry) const {
@@ -155,9 +161,10 @@ void SsdTier::put_chunk(IoEngine& io, std::span<const PutItem> items, int64_t no
   for (size_t j = 0; j < items.size(); ++j) {
     const PutItem& it = items[j];
     const int64_t expiry = now + opts_.ttl_seconds[static_cast<int>(it.traffic_class)];
-    if (exists(it.key, now)) {
-      // Same key = same prefix = same bytes: refresh instead of racing a second copy in.
-      touch(it.key, expiry);
+    if (int64_t until = expiry_of(it.key, now); until > 0) {
+      // Same key = same prefix = same bytes: refresh instead of racing a second copy in (and
+      // never shorten a longer-lived class's expiry).
+      if (expiry > until) touch(it.key, expiry);
       (*ok)[j] = true;
       c_->entries_already_present++;
       continue;

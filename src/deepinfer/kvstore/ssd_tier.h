@@ -81,6 +81,8 @@ class SsdTier {
                  std::vector<TrafficClass>* classes = nullptr);
   // At least k unexpired shard files exist (contents are checked by get).
   bool exists(const BlockKey& key, int64_t now) const;
+  // Latest expiry among the shards when the entry exists, else 0.
+  int64_t expiry_of(const BlockKey& key, int64_t now) const;
   void remove(const BlockKey& key) const;
   // Deletes expired entries and dead writers' temps, then evicts soonest-to-expire entries of
   // targets over capacity. Targets another process is sweeping are skipped.

@@ -95,6 +95,25 @@ TEST(KvLifetime, TtlByClassRefreshedOnHit) {
   EXPECT_EQ(empty->bytes, 0u);
 }
 
+TEST(KvLifetime, PutOfExistingKeyRefreshesButNeverShortens) {
+  Fixture f;
+  auto s = KvStore::open(f.config());
+  ASSERT_TRUE(s.is_ok());
+  BlockKey k = test_key(0, 9), j = test_key(1, 9);
+  put(**s, k, TrafficClass::kChat);
+  put(**s, j, TrafficClass::kAgent);
+  f.now = kStart + kDay;
+  put(**s, k, TrafficClass::kAgent);  // chat expiry (day 7) beats agent (day 4): kept
+  put(**s, j, TrafficClass::kChat);   // agent (day 3) extended to day 8
+  EXPECT_EQ((*s)->stats().ssd.entries_already_present, 2u);
+  f.now = kStart + 6 * kDay;
+  EXPECT_TRUE(has(**s, k));
+  EXPECT_TRUE(has(**s, j));
+  f.now = kStart + 7 * kDay + 1;
+  EXPECT_FALSE(has(**s, k));
+  EXPECT_TRUE(has(**s, j));
+}
+
 TEST(KvLifetime, CapacityEvictsLeastRecentlyUsed) {
   Fixture f;
   auto c = f.config();
