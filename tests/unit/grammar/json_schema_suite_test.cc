@@ -135,12 +135,13 @@ namespace deepinfer::engine::grammar {
 namespace {
 
 // The full 4,770-schema run (minutes): DEEPINFER_GRAMMAR_FULL_BENCH=1 test_grammar
-// --gtest_filter=JsonSchemaBench.Full. The CLI's `bench --mode mask` calls the same function.
+// --gtest_filter=JsonSchemaBench.Full (DEEPINFER_GRAMMAR_BENCH_STRIDE=k samples every k-th). The CLI's `bench --mode mask` calls the same function.
 TEST(JsonSchemaBench, Full) {
   const char* full = std::getenv("DEEPINFER_GRAMMAR_FULL_BENCH");
   if (!full || std::string(full) != "1") GTEST_SKIP() << "set DEEPINFER_GRAMMAR_FULL_BENCH=1";
   MaskBenchOptions opts;
   opts.dir = testing::data_dir() + "/jsonschemabench";
+  if (const char* stride = std::getenv("DEEPINFER_GRAMMAR_BENCH_STRIDE")) opts.stride = std::atoi(stride);
   auto r = run_mask_benchmark(testing::test_vocabulary(), opts);
   ASSERT_TRUE(r.is_ok()) << r.status().message();
   std::printf("%s", r->report().c_str());

@@ -12,7 +12,8 @@ namespace deepinfer::engine::grammar {
 struct JsonSchemaOptions {
   bool any_whitespace = true;       // allow JSON whitespace between tokens; false = compact
   bool strict_properties = false;   // absent additionalProperties means false (not true)
-  bool enforce_formats = true;      // constrain known `format`s (date, uuid, ...)
+  bool enforce_formats = true;      // constrain known `format`s; refuse unknown ones (false:
+                                    // every format is an ignored annotation)
 };
 
 Result<Grammar> compile_json_schema(std::string_view schema, const JsonSchemaOptions& opts,

@@ -34,6 +34,12 @@ bool value_has_type(const Json& v, const std::string& t) {
   return false;
 }
 
+// Validation keywords whose effect on an enum/const value we do not check (so we refuse).
+const std::set<std::string> kEnumUnchecked = {
+    "pattern", "multipleOf", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems",
+    "items", "prefixItems", "additionalItems", "properties", "required", "additionalProperties",
+    "patternProperties", "minProperties", "maxProperties", "uniqueItems"};
+
 size_t utf8_length(const std::string& s) {
   size_t n = 0;
   for (unsigned char c : s) n += (c & 0xC0) != 0x80;
@@ -70,20 +76,15 @@ Result<Element> SchemaCompiler::gen_typed(const Json& s, const std::string& ptr)
       if (!ok) continue;
       // Other constraints on the value must hold too; we check the simple ones and refuse the rest.
       for (const auto& [k, kv] : s.items()) {
-        if (k == "type" || k == "enum" || k == "const" || k == "$defs" || k == "definitions" ||
-            k == "title" || k == "description" || k == "default" || k == "examples" ||
-            k == "$comment" || k == "$schema" || k == "$id" || k == "deprecated" || k == "format")
-          continue;
         bool string_kw = k == "minLength" || k == "maxLength";
         bool num_kw = k == "minimum" || k == "maximum";
-        if (string_kw && v.is_string()) {
+        if (string_kw && v.is_string() && kv.is_number()) {
           size_t n = utf8_length(v.get<std::string>());
           if ((k == "minLength" && n < kv.get<double>()) || (k == "maxLength" && n > kv.get<double>())) ok = false;
-        } else if (num_kw && v.is_number()) {
+        } else if (num_kw && v.is_number() && kv.is_number()) {
           if ((k == "minimum" && v.get<double>() < kv.get<double>()) ||
               (k == "maximum" && v.get<double>() > kv.get<double>())) ok = false;
-        } else if (string_kw || num_kw) {
-        } else {
+        } else if (kEnumUnchecked.count(k)) {
           return unsupported("json schema: keyword '{}' at '{}/{}' combined with enum/const", k, ptr, k);
         }
       }
@@ -163,6 +164,10 @@ Result<Element> SchemaCompiler::gen_string(const Json& s, const std::string& ptr
     where = ptr + "/pattern";
   }
   if (o_.enforce_formats && s.contains("format") && s["format"].is_string()) {
+    // Unknown formats are annotations in 2020-12, but users asking for one expect it to hold.
+    if (!format_regex(s["format"].get<std::string>()))
+      return unsupported("json schema: format '{}' at '{}/format' is not supported",
+                         s["format"].get<std::string>(), ptr);
     if (auto f = format_regex(s["format"].get<std::string>())) {
       if (re) return unsupported("json schema: 'format' with 'pattern' at '{}' is not supported", ptr);
       re = *f;
