@@ -59,6 +59,12 @@ def main():
             logits = model(torch.tensor([ids])).logits[0].float().numpy()
             gen = model.generate(torch.tensor([ids]), max_new_tokens=GEN_TOKENS, do_sample=False,
                                  eos_token_id=None, pad_token_id=2)[0][len(ids):].tolist()
+            # Top-1 minus top-2 logit at each generated step: where this margin is tiny, a
+            # different but correct arithmetic may legitimately pick the other token.
+            full = model(torch.tensor([ids + gen])).logits[0].float().numpy()
+            gen_rows = full[len(ids) - 1:len(ids) - 1 + len(gen)]
+            top2 = np.sort(gen_rows, axis=1)[:, -2:]
+            margins = (top2[:, 1] - top2[:, 0]).tolist()
         positions = []
         for row in logits:
             top = np.argsort(-row, kind="stable")[:TOP_K]
@@ -67,7 +73,8 @@ def main():
                 "top_logits": [float(row[i]) for i in top],
                 "probe_logits": [float(row[i]) for i in probe],
             })
-        case = {"prompt": prompt, "ids": ids, "positions": positions, "greedy_hf": gen}
+        case = {"prompt": prompt, "ids": ids, "positions": positions, "greedy_hf": gen,
+                "greedy_hf_margins": margins}
         if llm is not None:
             llm.reset()
             out = []

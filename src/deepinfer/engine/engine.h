@@ -62,7 +62,6 @@ class Engine {
  private:
   struct RequestState;
   Engine() = default;
-  void emit_text(RequestState& r, RequestOutput& out, bool final);
 
   EngineConfig config_;
   std::unique_ptr<model::Model> model_;
@@ -73,6 +72,7 @@ class Engine {
   std::unique_ptr<Scheduler> scheduler_;
   std::map<int64_t, std::unique_ptr<RequestState>> requests_;
   std::vector<float> logits_;
+  std::vector<int64_t> pending_empty_;  // max_tokens == 0 requests, answered on the next step
   int64_t next_id_ = 1;
   EngineStats stats_;
 };

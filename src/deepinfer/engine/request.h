@@ -21,7 +21,7 @@ struct GenerationRequest {
   bool ignore_eos = false;
 };
 
-struct TokenLogprob {
+struct LogprobEntry {
   int32_t token_id = 0;
   float logprob = 0;
   std::vector<std::pair<int32_t, float>> top;  // the N most likely tokens at this step
@@ -32,7 +32,7 @@ struct RequestOutput {
   int64_t request_id = 0;
   std::vector<int32_t> new_token_ids;
   std::string new_text;
-  std::vector<TokenLogprob> new_logprobs;  // one per new token when logprobs were asked for
+  std::vector<LogprobEntry> new_logprobs;  // one per new token when logprobs were asked for
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
   std::string error;  // set when the request failed (finish_reason is then kAbort)

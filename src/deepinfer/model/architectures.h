@@ -9,6 +9,6 @@
 
 namespace deepinfer::model {
 
-Result<std::unique_ptr<Model>> load_llama(const ModelConfig& config, const ModelSource& source);
+Result<std::unique_ptr<Model>> load_llama(const ModelConfig& config, const WeightSource& source);
 
 }  // namespace deepinfer::model

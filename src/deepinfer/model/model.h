@@ -61,16 +61,16 @@ class Model {
 };
 
 // Where a model's weights come from: exactly one of the two is set.
-struct ModelSource {
+struct WeightSource {
   std::shared_ptr<const format::GgufFile> gguf;
   std::shared_ptr<const format::SafetensorsModel> safetensors;
   std::string description;  // file or directory, for error messages
 };
 
-using ModelLoader = std::function<Result<std::unique_ptr<Model>>(const ModelConfig&, const ModelSource&)>;
+using ModelLoader = std::function<Result<std::unique_ptr<Model>>(const ModelConfig&, const WeightSource&)>;
 
 // Reads the config, finds the architecture in the registry and loads it. Unknown
 // architectures get an error naming the file and the architecture.
-Result<std::unique_ptr<Model>> load_model(const ModelSource& source);
+Result<std::unique_ptr<Model>> load_model(const WeightSource& source);
 
 }  // namespace deepinfer::model

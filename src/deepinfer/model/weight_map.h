@@ -23,7 +23,7 @@ struct WeightName {
 
 class WeightMap {
  public:
-  WeightMap(const ModelSource& source, std::vector<WeightName> names)
+  WeightMap(const WeightSource& source, std::vector<WeightName> names)
       : source_(source), names_(std::move(names)) {}
 
   // The tensor `gguf_pattern` (layer `layer` substituted), whose shape must equal `shape`
@@ -37,7 +37,7 @@ class WeightMap {
 
  private:
   const Tensor* lookup(std::string_view gguf_pattern, int layer, std::string* shown_name) const;
-  const ModelSource& source_;
+  const WeightSource& source_;
   std::vector<WeightName> names_;
   mutable std::deque<Tensor> scratch_;  // GGUF views returned by lookup (a deque never moves them)
 };

@@ -18,7 +18,7 @@ Result<LoadedModel> load_model_for_cli(const std::string& model_arg) {
   DI_ASSIGN_OR_RETURN(model::ResolvedModel resolved, model::resolve_model(model_arg));
   LoadedModel out;
   out.name = resolved.name;
-  model::ModelSource source;
+  model::WeightSource source;
   source.description = resolved.path;
   if (resolved.kind == model::ResolvedModel::Kind::kGguf) {
     DI_ASSIGN_OR_RETURN(auto gguf, format::GgufFile::open(resolved.path));
@@ -88,6 +88,7 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
   config.num_threads = f.threads;
   config.max_num_seqs = f.max_num_seqs;
   config.batch_invariant = f.batch_invariant;
+  config.enable_prefix_caching = f.prefix_caching;
   return engine::Engine::create(std::move(loaded.model), loaded.tokenizer, config);
 }
 

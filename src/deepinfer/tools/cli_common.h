@@ -55,6 +55,7 @@ struct EngineFlags {
   int threads = 0;
   int max_num_seqs = 64;
   bool batch_invariant = false;
+  bool prefix_caching = true;
 };
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
 Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const EngineFlags& flags);

@@ -23,7 +23,8 @@ struct GenerateFlags {
   SamplingFlags sampling;
   std::vector<std::string> prompts;
   std::string input, output;
-  std::optional<bool> chat;
+  bool chat = false;
+  bool no_chat = false;
   bool json = false;
   bool stats = false;
   std::string json_schema, regex, grammar;
@@ -33,7 +34,7 @@ struct GenerateFlags {
 struct Result1 {
   std::vector<int32_t> token_ids;
   std::string text;
-  std::vector<engine::TokenLogprob> logprobs;
+  std::vector<engine::LogprobEntry> logprobs;
   engine::FinishReason finish = engine::FinishReason::kNone;
   std::string error;
   int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
@@ -74,7 +75,8 @@ int run_generate(GenerateFlags& f) {
 
   auto loaded = load_model_for_cli(f.engine.model);
   if (!loaded.is_ok()) return report_error(loaded.status());
-  const bool chat = f.chat.value_or(!loaded->tokenizer->chat_template().empty());
+  if (f.chat && f.no_chat) return report_error(invalid_argument("give --chat or --no-chat, not both"));
+  const bool chat = f.chat || (!f.no_chat && !loaded->tokenizer->chat_template().empty());
   const engine::GenerationRequest defaults = make_request(f.sampling);
 
   std::vector<engine::GenerationRequest> requests;
@@ -180,8 +182,9 @@ Subcommand make_generate_command() {
                     "JSONL file: one {\"prompt\"|\"messages\"|\"prompt_token_ids\": ...} per line, "
                     "optionally with its own sampling fields");
     cmd->add_option("--output", flags->output, "Write one JSON result per line to this file");
-    cmd->add_flag("--chat,!--no-chat", flags->chat,
+    cmd->add_flag("--chat", flags->chat,
                   "Apply the chat template to --prompt (default: on when the model has one)");
+    cmd->add_flag("--no-chat", flags->no_chat, "Use --prompt as raw text");
     cmd->add_flag("--json", flags->json, "Print one JSON object per result");
     cmd->add_flag("--stats", flags->stats, "Print token counts and tokens/s to stderr");
     cmd->add_option("--json-schema", flags->json_schema, "Constrain output to a JSON Schema file");

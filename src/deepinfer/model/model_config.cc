@@ -1,0 +1,121 @@
+#include "deepinfer/model/model_config.h"
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "deepinfer/model/format/gguf.h"
+
+namespace deepinfer::model {
+namespace {
+
+// Positive integer metadata key, or a Status naming the file and the key.
+Result<int64_t> required_int(const format::GgufFile& g, const std::string& key, int64_t max) {
+  auto v = g.get_int(key);
+  if (!v) return corrupt("{}: missing metadata key '{}'", g.path(), key);
+  if (*v <= 0 || *v > max) return corrupt("{}: metadata '{}' = {} is out of range", g.path(), key, *v);
+  return *v;
+}
+
+}  // namespace
+
+Result<ModelConfig> config_from_gguf(const format::GgufFile& g) {
+  ModelConfig c;
+  auto arch = g.get_string("general.architecture");
+  if (!arch) return corrupt("{}: missing metadata key 'general.architecture'", g.path());
+  c.architecture = *arch;
+  c.name = g.get_string("general.name").value_or(*arch);
+  const std::string a = *arch + ".";
+  DI_ASSIGN_OR_RETURN(c.hidden_size, required_int(g, a + "embedding_length", 1 << 20));
+  DI_ASSIGN_OR_RETURN(int64_t layers, required_int(g, a + "block_count", 4096));
+  DI_ASSIGN_OR_RETURN(int64_t heads, required_int(g, a + "attention.head_count", 4096));
+  DI_ASSIGN_OR_RETURN(c.intermediate_size, required_int(g, a + "feed_forward_length", 1 << 22));
+  c.num_layers = static_cast<int>(layers);
+  c.num_heads = static_cast<int>(heads);
+  c.num_kv_heads = static_cast<int>(g.get_int(a + "attention.head_count_kv").value_or(heads));
+  if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0)
+    return corrupt("{}: attention.head_count_kv = {} does not divide head_count = {}", g.path(),
+                   c.num_kv_heads, c.num_heads);
+  if (c.hidden_size % c.num_heads != 0)
+    return corrupt("{}: embedding_length {} is not a multiple of head_count {}", g.path(),
+                   c.hidden_size, c.num_heads);
+  c.head_dim = static_cast<int>(g.get_int(a + "attention.key_length").value_or(c.hidden_size / c.num_heads));
+  c.rope_dim = static_cast<int>(g.get_int(a + "rope.dimension_count").value_or(c.head_dim));
+  if (c.rope_dim <= 0 || c.rope_dim > c.head_dim || c.rope_dim % 2)
+    return corrupt("{}: rope.dimension_count {} is invalid for head size {}", g.path(), c.rope_dim, c.head_dim);
+  c.max_position = g.get_int(a + "context_length").value_or(4096);
+  c.rms_norm_eps = static_cast<float>(g.get_float(a + "attention.layer_norm_rms_epsilon").value_or(1e-5));
+  c.rope_theta = static_cast<float>(g.get_float(a + "rope.freq_base").value_or(10000.0));
+  c.rope_pairing = RopePairing::kInterleaved;
+  if (auto type = g.get_string(a + "rope.scaling.type"); type && *type != "none") {
+    c.rope_scaling.type = *type;
+    c.rope_scaling.factor = static_cast<float>(g.get_float(a + "rope.scaling.factor").value_or(1.0));
+    c.rope_scaling.original_max_position =
+        g.get_int(a + "rope.scaling.original_context_length").value_or(c.max_position);
+  }
+  if (auto* toks = g.get_string_array("tokenizer.ggml.tokens")) c.vocab_size = static_cast<int64_t>(toks->size());
+  c.vocab_size = g.get_int(a + "vocab_size").value_or(c.vocab_size);
+  if (c.vocab_size <= 0) return corrupt("{}: vocabulary size unknown (no {}vocab_size, no tokens)", g.path(), a);
+  c.tie_word_embeddings = g.find_tensor("output.weight") == nullptr;
+  return c;
+}
+
+Result<ModelConfig> config_from_hf_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return not_found("{}: cannot open", path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    return corrupt("{}: invalid JSON: {}", path, e.what());
+  }
+  auto get_int = [&](const char* key, int64_t dflt) -> int64_t {
+    auto it = j.find(key);
+    return (it != j.end() && it->is_number_integer()) ? it->get<int64_t>() : dflt;
+  };
+  ModelConfig c;
+  std::string model_type = j.value("model_type", std::string());
+  if (model_type.empty()) return corrupt("{}: missing 'model_type'", path);
+  // Llama-family checkpoints share one architecture implementation.
+  if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2") {
+    c.architecture = "llama";
+    c.attention_bias = model_type == "qwen2" || j.value("attention_bias", false);
+  } else {
+    c.architecture = model_type;
+  }
+  c.name = model_type;
+  c.vocab_size = get_int("vocab_size", 0);
+  c.hidden_size = get_int("hidden_size", 0);
+  c.intermediate_size = get_int("intermediate_size", 0);
+  c.num_layers = static_cast<int>(get_int("num_hidden_layers", 0));
+  c.num_heads = static_cast<int>(get_int("num_attention_heads", 0));
+  c.num_kv_heads = static_cast<int>(get_int("num_key_value_heads", c.num_heads));
+  if (c.vocab_size <= 0 || c.hidden_size <= 0 || c.num_layers <= 0 || c.num_heads <= 0 ||
+      c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0 || c.hidden_size % c.num_heads != 0)
+    return corrupt("{}: inconsistent sizes (vocab_size, hidden_size, num_hidden_layers, "
+                   "num_attention_heads, num_key_value_heads)", path);
+  c.head_dim = static_cast<int>(get_int("head_dim", c.hidden_size / c.num_heads));
+  c.rope_dim = c.head_dim;
+  c.max_position = get_int("max_position_embeddings", 4096);
+  c.rms_norm_eps = j.value("rms_norm_eps", 1e-5f);
+  c.rope_theta = j.value("rope_theta", 10000.0f);
+  c.rope_pairing = RopePairing::kHalf;
+  c.tie_word_embeddings = j.value("tie_word_embeddings", false);
+  if (auto it = j.find("rope_scaling"); it != j.end() && it->is_object()) {
+    auto& rs = *it;
+    std::string type = rs.value("rope_type", rs.value("type", std::string("none")));
+    if (type == "default") type = "none";
+    c.rope_scaling.type = type;
+    c.rope_scaling.factor = rs.value("factor", 1.0f);
+    c.rope_scaling.low_freq_factor = rs.value("low_freq_factor", 1.0f);
+    c.rope_scaling.high_freq_factor = rs.value("high_freq_factor", 4.0f);
+    c.rope_scaling.original_max_position = rs.value("original_max_position_embeddings", int64_t{0});
+    c.rope_scaling.beta_fast = rs.value("beta_fast", 32.0f);
+    c.rope_scaling.beta_slow = rs.value("beta_slow", 1.0f);
+    c.rope_scaling.mscale = rs.value("mscale", 1.0f);
+    c.rope_scaling.mscale_all_dim = rs.value("mscale_all_dim", 0.0f);
+  }
+  return c;
+}
+
+}  // namespace deepinfer::model

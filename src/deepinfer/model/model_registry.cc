@@ -1,0 +1,57 @@
+// Architecture name -> loader. A new architecture is one file plus one line here.
+#include <string_view>
+
+#include "deepinfer/model/architectures.h"
+#include "deepinfer/model/format/gguf.h"
+#include "deepinfer/model/format/safetensors.h"
+#include "deepinfer/model/model.h"
+
+namespace deepinfer::model {
+namespace {
+
+struct Architecture {
+  std::string_view name;
+  Result<std::unique_ptr<Model>> (*load)(const ModelConfig&, const WeightSource&);
+};
+
+constexpr Architecture kArchitectures[] = {
+    {"llama", load_llama},
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> load_model(const WeightSource& source) {
+  Result<ModelConfig> config = source.gguf ? config_from_gguf(*source.gguf)
+                                           : config_from_hf_json(source.description + "/config.json");
+  if (!config.is_ok()) return config.status();
+  for (const Architecture& arch : kArchitectures) {
+    if (arch.name == config->architecture) return arch.load(*config, source);
+  }
+  std::string known;
+  for (const Architecture& arch : kArchitectures) known += (known.empty() ? "" : ", ") + std::string(arch.name);
+  return unsupported("{}: unknown architecture '{}' (supported: {})", source.description,
+                     config->architecture, known);
+}
+
+KvCache KvCache::allocate(const KvCacheSpec& spec, int num_blocks, int block_size) {
+  KvCache c;
+  c.spec = spec;
+  c.num_blocks = num_blocks;
+  c.block_size = block_size;
+  const size_t per_layer_k = size_t(num_blocks) * block_size * spec.num_kv_heads * spec.head_dim;
+  const size_t per_layer_v = size_t(num_blocks) * block_size * spec.num_kv_heads * spec.v_head_dim;
+  c.k.resize(spec.num_layers);
+  c.v.resize(spec.num_layers);
+  for (int l = 0; l < spec.num_layers; ++l) {
+    c.k[l].resize(per_layer_k);
+    c.v[l].resize(per_layer_v);
+  }
+  return c;
+}
+
+size_t KvCache::bytes_per_block() const {
+  return size_t(block_size) * spec.num_layers * spec.num_kv_heads * (spec.head_dim + spec.v_head_dim) *
+         sizeof(float);
+}
+
+}  // namespace deepinfer::model
