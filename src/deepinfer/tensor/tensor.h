@@ -26,7 +26,12 @@ struct Tensor {
     for (int i = 0; i < ndim; ++i) n *= shape[i];
     return n;
   }
-  int64_t rows() const { return ndim <= 1 ? 1 : numel() / shape[ndim - 1]; }
+  int64_t rows() const {
+    if (ndim <= 1) return 1;
+    int64_t n = 1;
+    for (int i = 0; i + 1 < ndim; ++i) n *= shape[i];
+    return n;
+  }
   int64_t cols() const { return ndim == 0 ? 1 : shape[ndim - 1]; }
   size_t nbytes() const { return row_bytes(dtype, cols()) * static_cast<size_t>(rows()); }
   size_t row_stride_bytes() const { return row_bytes(dtype, cols()); }
