@@ -183,9 +183,13 @@ class SchemaCompiler {
     }
     if (one && !merger.pairwise_disjoint(merged))
       return unsupported("json schema: keyword 'oneOf' at '{}/oneOf' has branches that may overlap", ptr);
+    // With nothing to merge in, branches go through gen() so a $ref branch stays a shared
+    // (possibly recursive) rule instead of being inlined again and again.
+    bool rest_trivial = !has_validation_siblings(rest);
     std::vector<Sequence> alts;
     for (size_t i = 0; i < merged.size(); ++i) {
-      DI_ASSIGN_OR_RETURN(Element e, gen(merged[i], fmt::format("{}/{}/{}", ptr, kw, i)));
+      const Json& branch = rest_trivial ? branches[i] : merged[i];
+      DI_ASSIGN_OR_RETURN(Element e, gen(branch, fmt::format("{}/{}/{}", ptr, kw, i)));
       alts.push_back({e});
     }
     return rule(kw, std::move(alts));
