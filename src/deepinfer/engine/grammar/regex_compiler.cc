@@ -236,9 +236,7 @@ class RegexParser {
     bool negate = peek('^');
     if (negate) ++i_;
     CodePointSet s;
-    bool first = true;
-    while (i_ < p_.size() && (p_[i_] != ']' || (first && false))) {
-      first = false;
+    while (i_ < p_.size() && p_[i_] != ']') {  // ECMAScript: "[]" is the empty class
       CodePointSet item;
       uint32_t lo = 0;
       bool single = false;
