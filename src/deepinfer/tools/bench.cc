@@ -14,6 +14,7 @@
 #include "deepinfer/base/timer.h"
 #include "deepinfer/tools/bench_plot.h"
 #include "deepinfer/tools/cli_common.h"
+#include "deepinfer/tools/membw.h"
 #include "deepinfer/tools/subcommands.h"
 
 namespace deepinfer::tools {
@@ -108,10 +109,20 @@ nlohmann::json measure(engine::Engine& engine, const std::string& mode, int batc
 }
 
 int run_bench(BenchFlags& f) {
+  if (f.mode == "membw") {
+    for (int t : {1, 2}) {
+      nlohmann::json j;
+      j["mode"] = "membw";
+      j["threads"] = t;
+      j["read_gb_per_s"] = measure_read_bandwidth_gbs(t);
+      std::printf("%s\n", j.dump().c_str());
+    }
+    return kExitOk;
+  }
   if (f.mode != "prefill" && f.mode != "decode")
     return report_error(f.mode == "serve" || f.mode == "mask" || f.mode == "tokenize"
                             ? unsupported("bench: --mode {} is not available in this build yet", f.mode)
-                            : invalid_argument("bench: unknown --mode '{}' (prefill|decode)", f.mode));
+                            : invalid_argument("bench: unknown --mode '{}' (prefill|decode|membw)", f.mode));
   auto batches = parse_batches(f.batches);
   if (!batches.is_ok()) return report_error(batches.status());
   if (!f.plot.empty() && !plot_format_supported(f.plot))
@@ -154,7 +165,7 @@ Subcommand make_bench_command() {
   s.add = [f](CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("bench", "Measure prefill / decode throughput (JSON lines on stdout)");
     add_engine_flags(*cmd, f->engine);
-    cmd->add_option("--mode", f->mode, "prefill | decode");
+    cmd->add_option("--mode", f->mode, "prefill | decode | membw (memory read bandwidth, the decode roofline)");
     cmd->add_option("--batch", f->batches, "Batch sizes, comma-separated (e.g. 1,2,4,8)");
     cmd->add_option("--prompt-len", f->prompt_len, "Prompt tokens per sequence")->check(CLI::Range(1, 1 << 20));
     cmd->add_option("--gen-len", f->gen_len, "Generated tokens per sequence (decode)")->check(CLI::Range(2, 1 << 20));
