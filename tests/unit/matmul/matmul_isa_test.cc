@@ -13,6 +13,10 @@ namespace {
 
 using testing::kAllWeightTypes;
 
+constexpr MatmulPrecision kPrecisions[] = {MatmulPrecision::kHigh, MatmulPrecision::kInt8};
+
+const char* prec_name(MatmulPrecision p) { return p == MatmulPrecision::kHigh ? "high" : "int8"; }
+
 std::vector<IsaLevel> available_isas() {
   std::vector<IsaLevel> v = {IsaLevel::kScalar};
   if (cpu_features().has_avx2()) v.push_back(IsaLevel::kAvx2);
@@ -22,7 +26,7 @@ std::vector<IsaLevel> available_isas() {
 
 MatmulParams params(DType t, const testing::Weights& w, int64_t n_out, int64_t n_in,
                     const std::vector<float>& x, int64_t n_rows, int64_t in_stride, std::vector<float>& out,
-                    int64_t out_stride) {
+                    int64_t out_stride, MatmulPrecision prec = MatmulPrecision::kHigh) {
   MatmulParams p;
   p.weight = w.bytes.data();
   p.weight_type = t;
@@ -35,6 +39,7 @@ MatmulParams params(DType t, const testing::Weights& w, int64_t n_out, int64_t n
   p.output = out.data();
   p.output_stride = out_stride;
   p.batch_invariant = true;
+  p.precision = prec;
   return p;
 }
 
@@ -44,7 +49,7 @@ int64_t test_n_in(DType t) {
   return 96;
 }
 
-TEST(MatmulIsa, AllVariantsMatchReference) {
+void all_variants_match_reference(MatmulPrecision prec) {
   ThreadPool pool(2);
   const int64_t outs[] = {1, 3, 17, 1000};
   const int64_t rows[] = {1, 2, 3, 5, 16, 33, 70};
@@ -57,13 +62,18 @@ TEST(MatmulIsa, AllVariantsMatchReference) {
         const int64_t in_stride = n_in + 3, out_stride = n_out + 5;
         auto x = testing::random_input(n_rows, in_stride, 5 + n_rows);
         std::vector<float> ref(n_rows * out_stride, -7.f);
-        matmul_reference(params(t, w, n_out, n_in, x, n_rows, in_stride, ref, out_stride));
+        matmul_reference(params(t, w, n_out, n_in, x, n_rows, in_stride, ref, out_stride, prec));
         for (IsaLevel isa : available_isas()) {
           std::vector<float> got(n_rows * out_stride, -7.f);
-          matmul_with_isa(params(t, w, n_out, n_in, x, n_rows, in_stride, got, out_stride), pool, isa);
+          matmul_with_isa(params(t, w, n_out, n_in, x, n_rows, in_stride, got, out_stride, prec), pool, isa);
           const double err = testing::nmse(got, ref, n_rows, n_out, out_stride);
-          EXPECT_LT(err, 1e-10) << fmt::format("type={} isa={} n_out={} n_in={} n_rows={}", dtype_name(t),
-                                               isa_name(isa), n_out, n_in, n_rows);
+          EXPECT_LT(err, 1e-10) << fmt::format("prec={} type={} isa={} n_out={} n_in={} n_rows={}", prec_name(prec),
+                                               dtype_name(t), isa_name(isa), n_out, n_in, n_rows);
+          // kHigh fixes its fp32 operation order (matmul_high_tile.h): every ISA gives the same bits.
+          if (prec == MatmulPrecision::kHigh && !testing::is_float(t)) {
+            EXPECT_EQ(got, ref) << fmt::format("kHigh type={} isa={} n_out={} n_rows={} differs from the reference",
+                                               dtype_name(t), isa_name(isa), n_out, n_rows);
+          }
           // Padding between rows must be left alone.
           EXPECT_EQ(got[n_out], -7.f) << dtype_name(t) << " wrote into the output stride padding";
         }
@@ -72,25 +82,33 @@ TEST(MatmulIsa, AllVariantsMatchReference) {
   }
 }
 
-TEST(MatmulIsa, LargerRowsMatchReference) {
+TEST(MatmulIsa, AllVariantsMatchReference) {
+  for (MatmulPrecision prec : kPrecisions) all_variants_match_reference(prec);
+}
+
+void larger_rows_match_reference(MatmulPrecision prec) {
   ThreadPool pool(2);
   for (DType t : kAllWeightTypes) {
     const int64_t n_in = testing::is_k(t) ? 1536 : 576, n_out = 37, n_rows = 6;
     auto w = testing::random_weights(t, n_out, n_in, 0, 99);
     auto x = testing::random_input(n_rows, n_in, 3);
     std::vector<float> ref(n_rows * n_out);
-    matmul_reference(params(t, w, n_out, n_in, x, n_rows, n_in, ref, n_out));
+    matmul_reference(params(t, w, n_out, n_in, x, n_rows, n_in, ref, n_out, prec));
     for (IsaLevel isa : available_isas()) {
       std::vector<float> got(n_rows * n_out);
-      matmul_with_isa(params(t, w, n_out, n_in, x, n_rows, n_in, got, n_out), pool, isa);
+      matmul_with_isa(params(t, w, n_out, n_in, x, n_rows, n_in, got, n_out, prec), pool, isa);
       EXPECT_LT(testing::nmse(got, ref, n_rows, n_out, n_out), 1e-10)
-          << fmt::format("type={} isa={} n_in={}", dtype_name(t), isa_name(isa), n_in);
+          << fmt::format("prec={} type={} isa={} n_in={}", prec_name(prec), dtype_name(t), isa_name(isa), n_in);
     }
   }
 }
 
+TEST(MatmulIsa, LargerRowsMatchReference) {
+  for (MatmulPrecision prec : kPrecisions) larger_rows_match_reference(prec);
+}
+
 // A row's result must be bitwise the same alone, inside a batch of 37, on 1 or 2 threads.
-TEST(MatmulIsa, BatchInvariant) {
+void batch_invariant(MatmulPrecision prec) {
   ThreadPool one(1), two(2);
   const int64_t n_out = 50, batch = 37;
   for (DType t : kAllWeightTypes) {
@@ -99,16 +117,20 @@ TEST(MatmulIsa, BatchInvariant) {
     auto x = testing::random_input(batch, n_in, 8);
     for (IsaLevel isa : available_isas()) {
       std::vector<float> all(batch * n_out);
-      matmul_with_isa(params(t, w, n_out, n_in, x, batch, n_in, all, n_out), two, isa);
+      matmul_with_isa(params(t, w, n_out, n_in, x, batch, n_in, all, n_out, prec), two, isa);
       for (int64_t r : {0, 5, 33, 36}) {
         std::vector<float> xr(x.begin() + r * n_in, x.begin() + (r + 1) * n_in), single(n_out);
-        matmul_with_isa(params(t, w, n_out, n_in, xr, 1, n_in, single, n_out), one, isa);
+        matmul_with_isa(params(t, w, n_out, n_in, xr, 1, n_in, single, n_out, prec), one, isa);
         EXPECT_EQ(0, std::memcmp(single.data(), all.data() + r * n_out, n_out * sizeof(float)))
-            << fmt::format("type={} isa={} row={} differs between n_rows=1 (1 thread) and n_rows={} (2 threads)",
-                           dtype_name(t), isa_name(isa), r, batch);
+            << fmt::format("prec={} type={} isa={} row={} differs between n_rows=1 (1 thread) and n_rows={} (2 threads)",
+                           prec_name(prec), dtype_name(t), isa_name(isa), r, batch);
       }
     }
   }
+}
+
+TEST(MatmulIsa, BatchInvariant) {
+  for (MatmulPrecision prec : kPrecisions) batch_invariant(prec);
 }
 
 TEST(MatmulIsa, BlasPathForManyF32Rows) {

@@ -15,6 +15,8 @@ inline const DType kAllWeightTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16
                                         DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0,
                                         DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
 
+inline bool is_float(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
 inline bool is_k(DType t) { return t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K; }
 
 // Offsets of the fp16 scales inside a K block (random bytes elsewhere are all valid).

@@ -73,7 +73,8 @@ void matmul_blas(const MatmulParams& p) {
 void run(const MatmulParams& p, ThreadPool* pool, Kernel k) {
   DI_CHECK(matmul_check(p).is_ok(), "matmul: {}", matmul_check(p).message());
   if (p.n_rows == 0 || p.n_out == 0) return;
-  const ActKind kind = matmul_detail::act_kind(p.weight_type);
+  const bool high = p.precision == MatmulPrecision::kHigh;
+  const ActKind kind = high ? ActKind::kFloat : matmul_detail::act_kind(p.weight_type);
   const uint8_t* act = reinterpret_cast<const uint8_t*>(p.input);
   size_t arow = static_cast<size_t>(p.input_stride) * sizeof(float);
   if (kind != ActKind::kFloat) {
@@ -91,7 +92,7 @@ void run(const MatmulParams& p, ThreadPool* pool, Kernel k) {
   auto work = [&](int64_t c0, int64_t c1) {
     for (int64_t cb = c0; cb < c1; cb += col_block) {
       Tile t{p.weight_type, static_cast<const uint8_t*>(p.weight), p.weight_row_bytes, p.n_in,
-             cb, std::min(c1, cb + col_block), nullptr, arow, 0, nullptr, p.output_stride};
+             cb, std::min(c1, cb + col_block), nullptr, arow, 0, nullptr, p.output_stride, high};
       for (int64_t r = 0; r < p.n_rows; r += k.tile_rows) {
         t.rows = static_cast<int>(std::min<int64_t>(k.tile_rows, p.n_rows - r));
         t.act = act + r * arow;
@@ -129,6 +130,8 @@ bool matmul_supports(DType t) {
 Status matmul_check(const MatmulParams& p) {
   if (!matmul_supports(p.weight_type))
     return unsupported("matmul: weight type {} is not supported", dtype_name(p.weight_type));
+  if (p.precision != MatmulPrecision::kHigh && p.precision != MatmulPrecision::kInt8)
+    return invalid_argument("matmul: unknown precision {}", static_cast<int>(p.precision));
   if (p.n_out < 0 || p.n_in <= 0 || p.n_rows < 0)
     return invalid_argument("matmul: bad shape n_out={} n_in={} n_rows={}", p.n_out, p.n_in, p.n_rows);
   const int64_t block = dtype_info(p.weight_type)->block_elems;

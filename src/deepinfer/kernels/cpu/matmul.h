@@ -1,6 +1,8 @@
 // Matrix multiplication against a weight matrix stored row-major in any supported GGUF type:
 // output[r][o] = sum_i input[r][i] * W[o][i]. Quantized weights use 8-bit quantized activations
-// and integer dot products (ggml's CPU design); float weights use FMA (or BLAS, see below).
+// and integer dot products (ggml's CPU design) in kInt8 mode; the default kHigh mode keeps
+// activations in fp32 and dequantizes weight blocks in registers (error comparable to fp32).
+// Float weights use FMA (or BLAS, see below) in both modes.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +14,10 @@
 #include "deepinfer/tensor/dtype.h"
 
 namespace deepinfer::kernels {
+
+// kInt8 rounds activations to 8 bits (fast but up to ~2 logits off on real models, enough to
+// flip near-ties); kHigh dequantizes weights to fp32 and FMAs against fp32 activations.
+enum class MatmulPrecision { kHigh, kInt8 };
 
 struct MatmulParams {
   const void* weight = nullptr;    // [n_out] rows of weight_row_bytes
@@ -28,6 +34,7 @@ struct MatmulParams {
   // The only exception is F32 weights with many rows, which may go to BLAS sgemm (faster,
   // blocking depends on the shape); set this to force the fixed-order kernels there too.
   bool batch_invariant = false;
+  MatmulPrecision precision = MatmulPrecision::kHigh;  // quantized weights only
 };
 
 // Validates types, sizes, strides and pointers; matmul() itself treats violations as bugs.
@@ -36,7 +43,8 @@ Status matmul_check(const MatmulParams& p);
 // Uses the best ISA available (best_isa()). Shapes must be valid (see matmul_check).
 void matmul(const MatmulParams& p, ThreadPool& pool);
 void matmul_with_isa(const MatmulParams& p, ThreadPool& pool, IsaLevel isa);
-// Single-threaded scalar reference: same activation quantization, plain C++ accumulation.
+// Single-threaded scalar reference: same activation handling as `precision` asks, plain C++
+// accumulation (for kHigh the exact order the SIMD kernels use, see matmul_high_tile.h).
 void matmul_reference(const MatmulParams& p);
 bool matmul_supports(DType weight_type);
 

@@ -5,7 +5,7 @@
 
 #include "deepinfer/base/check.h"
 #include "deepinfer/base/fp16.h"
-#include "deepinfer/kernels/cpu/matmul_tile.h"
+#include "deepinfer/kernels/cpu/matmul_high_tile.h"
 #include "deepinfer/kernels/cpu/quantize_activation.h"
 #include "deepinfer/tensor/quant_blocks.h"
 
@@ -142,6 +142,7 @@ ActKind act_kind(DType t) {
 
 void compute_tile_scalar(const Tile& t) {
   const ActKind kind = act_kind(t.type);
+  if (t.high && kind != ActKind::kFloat) return compute_high_tile_scalar(t);
   for (int r = 0; r < t.rows; ++r) {
     const uint8_t* act = t.act + r * t.act_row_bytes;
     for (int64_t o = t.col_begin; o < t.col_end; ++o) {

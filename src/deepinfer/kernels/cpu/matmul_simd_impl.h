@@ -336,8 +336,11 @@ void tile_float(const Tile& t) {
   for (; o < t.col_end; ++o) float_block<Load, R, 1>(t, x, o);
 }
 
+#include "deepinfer/kernels/cpu/matmul_high_simd_impl.h"
+
 template <int R>
 void tile_rows(const Tile& t) {
+  if (t.high && act_kind(t.type) != ActKind::kFloat) return tile_rows_high<R>(t);
   switch (t.type) {
     case DType::kF32: return tile_float<LoadF32, R>(t);
     case DType::kF16: return tile_float<LoadF16, R>(t);

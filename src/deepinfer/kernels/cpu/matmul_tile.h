@@ -26,6 +26,7 @@ struct Tile {
   int rows;                // 1..kMaxTileRows
   float* out;              // output of this tile's first row, column 0
   int64_t out_stride;
+  bool high = false;       // kHigh precision: act holds fp32 rows even for quantized weights
 };
 
 // Each computes out[r][o] for r < rows, o in [col_begin, col_end). The value for a given

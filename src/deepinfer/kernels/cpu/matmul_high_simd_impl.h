@@ -1,0 +1,104 @@
+// kHigh SIMD tiles (see matmul_high_tile.h for the order they must follow), included by
+// matmul_simd_impl.h so both ISA builds get them: each 32-element weight chunk is decoded to
+// 4 fp32 vectors once per tile and FMA'd into every row's two accumulators.
+
+// Chunk c of a weight row: 32 signed byte integers and the scales/min of matmul_high_tile.h.
+template <DType T>
+inline __m256i high_chunk(const uint8_t* row, int64_t c, float* d0, float* d1, float* m) {
+  *m = 0;
+  __m256i q;
+  if constexpr (T == DType::kQ4_0) {
+    const auto& b = reinterpret_cast<const BlockQ4_0*>(row)[c];
+    *d0 = h2f(b.d);
+    q = DecQ4_0::q(&b);
+  } else if constexpr (T == DType::kQ4_1) {
+    const auto& b = reinterpret_cast<const BlockQ4_1*>(row)[c];
+    *d0 = h2f(b.d), *m = h2f(b.m);
+    q = DecQ4_1::q(&b);
+  } else if constexpr (T == DType::kQ5_0) {
+    const auto& b = reinterpret_cast<const BlockQ5_0*>(row)[c];
+    *d0 = h2f(b.d);
+    q = DecQ5_0::q(&b);
+  } else if constexpr (T == DType::kQ5_1) {
+    const auto& b = reinterpret_cast<const BlockQ5_1*>(row)[c];
+    *d0 = h2f(b.d), *m = h2f(b.m);
+    q = DecQ5_1::q(&b);
+  } else if constexpr (T == DType::kQ8_0) {
+    const auto& b = reinterpret_cast<const BlockQ8_0*>(row)[c];
+    *d0 = h2f(b.d);
+    q = DecQ8_0::q(&b);
+  } else if constexpr (T == DType::kQ4_K || T == DType::kQ5_K) {
+    using B = std::conditional_t<T == DType::kQ5_K, BlockQ5_K, BlockQ4_K>;
+    const B& k = reinterpret_cast<const B*>(row)[c / 8];
+    const int j = static_cast<int>(c % 8);
+    uint8_t sc, mn;
+    kquant_scale_min(j, k.scales, &sc, &mn);
+    *d0 = h2f(k.d) * static_cast<float>(sc), *m = -(h2f(k.dmin) * static_cast<float>(mn));
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k.qs + 32 * (j / 2)));
+    q = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(x, 4) : x, _mm256_set1_epi8(0xF));
+    if constexpr (T == DType::kQ5_K) {
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k.qh));
+      const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(qh, j), _mm256_set1_epi8(1));
+      q = _mm256_or_si256(q, _mm256_slli_epi16(bit, 4));
+    }
+  } else {
+    static_assert(T == DType::kQ6_K);
+    const BlockQ6_K& k = reinterpret_cast<const BlockQ6_K*>(row)[c / 8];
+    const int ci = static_cast<int>(c % 8), half = ci / 4, t = ci % 4;
+    const float d = h2f(k.d);
+    *d0 = d * static_cast<float>(k.scales[2 * ci]);
+    *d1 = d * static_cast<float>(k.scales[2 * ci + 1]);
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k.ql + 64 * half + 32 * (t & 1)));
+    const __m256i nib = _mm256_and_si256(t >> 1 ? _mm256_srli_epi16(lo, 4) : lo, _mm256_set1_epi8(0xF));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k.qh + 32 * half));
+    const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * t), _mm256_set1_epi8(3)), 4);
+    return _mm256_sub_epi8(_mm256_or_si256(nib, hi), _mm256_set1_epi8(32));
+  }
+  *d1 = *d0;
+  return q;
+}
+
+template <DType T, int R>
+void tile_high(const Tile& t) {
+  const int64_t nc = t.n_in / 32;
+  const float* x[R];
+  for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const float*>(t.act + r * t.act_row_bytes);
+  for (int64_t o = t.col_begin; o < t.col_end; ++o) {
+    const uint8_t* row = t.weight + o * t.weight_row_bytes;
+    __m256 acc0[R], acc1[R];
+    for (int r = 0; r < R; ++r) acc0[r] = _mm256_setzero_ps(), acc1[r] = _mm256_setzero_ps();
+    for (int64_t c = 0; c < nc; ++c) {
+      float d0, d1, mn;
+      const __m256i q = high_chunk<T>(row, c, &d0, &d1, &mn);
+      const __m128i qlo = _mm256_castsi256_si128(q), qhi = _mm256_extracti128_si256(q, 1);
+      const __m256 vd0 = _mm256_set1_ps(d0), vd1 = _mm256_set1_ps(d1), vm = _mm256_set1_ps(mn);
+      const __m256 w0 = _mm256_fmadd_ps(vd0, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(qlo)), vm);
+      const __m256 w1 = _mm256_fmadd_ps(vd0, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(qlo, 8))), vm);
+      const __m256 w2 = _mm256_fmadd_ps(vd1, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(qhi)), vm);
+      const __m256 w3 = _mm256_fmadd_ps(vd1, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(qhi, 8))), vm);
+      for (int r = 0; r < R; ++r) {
+        const float* xc = x[r] + 32 * c;
+        acc0[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xc), acc0[r]);
+        acc1[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xc + 8), acc1[r]);
+        acc0[r] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xc + 16), acc0[r]);
+        acc1[r] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xc + 24), acc1[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) t.out[r * t.out_stride + o] = hsum_ps(_mm256_add_ps(acc0[r], acc1[r]));
+  }
+}
+
+template <int R>
+void tile_rows_high(const Tile& t) {
+  switch (t.type) {
+    case DType::kQ4_0: return tile_high<DType::kQ4_0, R>(t);
+    case DType::kQ4_1: return tile_high<DType::kQ4_1, R>(t);
+    case DType::kQ5_0: return tile_high<DType::kQ5_0, R>(t);
+    case DType::kQ5_1: return tile_high<DType::kQ5_1, R>(t);
+    case DType::kQ8_0: return tile_high<DType::kQ8_0, R>(t);
+    case DType::kQ4_K: return tile_high<DType::kQ4_K, R>(t);
+    case DType::kQ5_K: return tile_high<DType::kQ5_K, R>(t);
+    case DType::kQ6_K: return tile_high<DType::kQ6_K, R>(t);
+    default: DI_CHECK(false, "matmul kHigh tile: unsupported weight type {}", dtype_name(t.type));
+  }
+}
