@@ -131,3 +131,33 @@ def test_bench_prints_json(model):
         for k in ("mode", "batch", "prompt_tokens", "tokens_per_s", "per_seq_tokens_per_s", "ttft_ms"):
             assert k in x
         assert x["tokens_per_s"] > 0
+
+
+def test_structured_output_json_schema_validates(model, tmp_path):
+    import jsonschema
+    schema = {"type": "object",
+              "properties": {"city": {"type": "string", "maxLength": 20},
+                             "population": {"type": "integer", "minimum": 0}},
+              "required": ["city", "population"], "additionalProperties": False}
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps(schema))
+    for seed in range(3):
+        r = run("generate", "--model", model, "--prompt", "Describe the biggest city of France as JSON.",
+                "--json-schema", path, "--max-tokens", "64", "--temperature", "0.7", "--seed", seed,
+                "--json")
+        assert r.returncode == 0, r.stderr
+        rec = json.loads(r.stdout)
+        assert rec["finish_reason"] == "stop", rec
+        jsonschema.validate(json.loads(rec["text"]), schema)
+
+
+def test_structured_output_regex_and_bad_schema(model, tmp_path):
+    r = run("generate", "--model", model, "--no-chat", "--prompt", "Today's date is",
+            "--regex", "[0-9]{4}-[0-9]{2}-[0-9]{2}", "--max-tokens", "20", "--json")
+    rec = json.loads(r.stdout)
+    import re
+    assert re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", rec["text"]), rec
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"type": "object", "not": {"type": "null"}}')
+    r = run("generate", "--model", model, "--prompt", "x", "--json-schema", bad)
+    assert r.returncode == 1 and "not" in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -6,6 +6,8 @@
 #include "deepinfer/base/check.h"
 #include "deepinfer/base/timer.h"
 #include "deepinfer/engine/batch_builder.h"
+#include "deepinfer/engine/grammar/grammar_matcher.h"
+#include "deepinfer/engine/grammar/vocabulary_from_tokenizer.h"
 #include "deepinfer/engine/sampler.h"
 #include "deepinfer/engine/stop_checker.h"
 
@@ -17,6 +19,8 @@ struct Engine::RequestState {
   recipe::StreamingDetokenizer detok;
   StopChecker stops;
   std::vector<int32_t> history;  // prompt + generated, for penalties
+  std::shared_future<grammar::CompileResult> grammar_future;
+  std::unique_ptr<grammar::GrammarMatcher> matcher;
   explicit RequestState(const recipe::Tokenizer& tok, std::vector<std::string> stop_strings)
       : detok(tok), stops(std::move(stop_strings)) {}
 };
@@ -99,14 +103,58 @@ Result<int64_t> Engine::add_request(const GenerationRequest& request) {
     pending_empty_.push_back(id);
     return id;
   }
+  if (request.grammar) {
+    if (!grammar_compiler_) {
+      auto vocab = std::make_shared<const grammar::TokenVocabulary>(
+          grammar::vocabulary_from_tokenizer(*tokenizer_));
+      grammar_compiler_ = std::make_unique<grammar::GrammarCompiler>(std::move(vocab), 1);
+    }
+    state->grammar_future = grammar_compiler_->compile_async(*request.grammar);
+    requests_[id] = std::move(state);
+    pending_grammar_.emplace_back(id, std::move(seq));
+    return id;
+  }
   DI_RETURN_IF_ERROR(scheduler_->add(std::move(seq)));
   requests_[id] = std::move(state);
   return id;
 }
 
 void Engine::abort(int64_t request_id) {
-  scheduler_->abort(request_id);
+  (void)scheduler_->abort(request_id);
+  std::erase_if(pending_grammar_, [&](const auto& p) { return p.first == request_id; });
   requests_.erase(request_id);
+}
+
+bool Engine::has_unfinished() const {
+  return scheduler_->has_unfinished() || !pending_grammar_.empty() || !pending_empty_.empty();
+}
+
+void Engine::admit_compiled_grammars(std::vector<RequestOutput>& outputs) {
+  // Wait only when nothing else can run, so compiles overlap with other requests' steps.
+  const bool idle = !scheduler_->has_unfinished();
+  for (size_t i = 0; i < pending_grammar_.size();) {
+    auto& [id, seq] = pending_grammar_[i];
+    RequestState& r = *requests_.at(id);
+    if (!idle && r.grammar_future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      ++i;
+      continue;
+    }
+    const grammar::CompileResult& compiled = r.grammar_future.get();
+    Status st = compiled.is_ok() ? scheduler_->add(std::move(seq)) : compiled.status();
+    if (st.is_ok()) {
+      r.matcher = std::make_unique<grammar::GrammarMatcher>(*compiled);
+    } else {
+      RequestOutput out;
+      out.request_id = id;
+      out.finished = true;
+      out.finish_reason = FinishReason::kAbort;
+      out.error = st.message();
+      out.prompt_tokens = static_cast<int>(r.request.prompt_ids.size());
+      outputs.push_back(std::move(out));
+      requests_.erase(id);
+    }
+    pending_grammar_.erase(pending_grammar_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
 }
 
 std::vector<RequestOutput> Engine::step() {
@@ -123,6 +171,7 @@ std::vector<RequestOutput> Engine::step() {
     requests_.erase(it);
   }
   pending_empty_.clear();
+  if (!pending_grammar_.empty()) admit_compiled_grammars(outputs);
 
   ScheduleOutput sched = scheduler_->schedule();
   if (sched.empty()) return outputs;
@@ -159,11 +208,23 @@ std::vector<RequestOutput> Engine::step() {
     RequestState& r = *requests_.at(s.seq_id);
     const Sequence* seq = scheduler_->get(s.seq_id);
     const uint64_t step_index = seq ? seq->output.size() : 0;
+    const uint32_t* mask = nullptr;
+    if (r.matcher) {
+      // The model's vocabulary may be padded beyond the tokenizer's: those ids stay masked.
+      mask_.assign(static_cast<size_t>((vocab + 31) / 32), 0u);
+      r.matcher->fill_next_token_bitmask(mask_.data());
+      mask = mask_.data();
+    }
     SampleResult res = sample(logits_.data() + size_t(row) * vocab, static_cast<int32_t>(vocab),
                               r.request.sampling, SamplerState{r.history, r.request.prompt_ids.size()},
-                              static_cast<uint64_t>(s.seq_id), step_index, nullptr);
+                              static_cast<uint64_t>(s.seq_id), step_index, mask);
     ++row;
-    DI_CHECK(res.token >= 0, "sampler found no finite logit for request {}", s.seq_id);
+    if (res.token < 0) {
+      // Nothing allowed (a grammar dead end, or every logit masked by bias): end with EOS.
+      res.token = tokenizer_->eos_id();
+      res.logprob = 0;
+    }
+    if (r.matcher && !r.matcher->accept_token(res.token)) res.token = tokenizer_->eos_id();
     step_out.sampled.push_back(res.token);
     r.history.push_back(res.token);
     RequestOutput& out = by_id[s.seq_id];

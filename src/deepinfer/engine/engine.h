@@ -10,6 +10,7 @@
 
 #include "deepinfer/base/status.h"
 #include "deepinfer/base/thread_pool.h"
+#include "deepinfer/engine/grammar/grammar_compiler.h"
 #include "deepinfer/engine/kv_cache_manager.h"
 #include "deepinfer/engine/request.h"
 #include "deepinfer/engine/scheduler.h"
@@ -50,7 +51,7 @@ class Engine {
   void abort(int64_t request_id);
   // Runs one step and returns the outputs it produced (new tokens, finished requests).
   std::vector<RequestOutput> step();
-  bool has_unfinished() const { return scheduler_->has_unfinished(); }
+  bool has_unfinished() const;
 
   const recipe::Tokenizer& tokenizer() const { return *tokenizer_; }
   const model::ModelConfig& model_config() const { return model_->config(); }
@@ -73,6 +74,12 @@ class Engine {
   std::map<int64_t, std::unique_ptr<RequestState>> requests_;
   std::vector<float> logits_;
   std::vector<int64_t> pending_empty_;  // max_tokens == 0 requests, answered on the next step
+  // Requests whose grammar is still compiling: they join the scheduler when it is ready, so a
+  // slow compile never holds up the batch.
+  std::vector<std::pair<int64_t, Sequence>> pending_grammar_;
+  std::unique_ptr<grammar::GrammarCompiler> grammar_compiler_;  // created on first use
+  std::vector<uint32_t> mask_;
+  void admit_compiled_grammars(std::vector<RequestOutput>& outputs);
   int64_t next_id_ = 1;
   EngineStats stats_;
 };

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "deepinfer/engine/grammar/grammar_compiler.h"
 #include "deepinfer/engine/sampling_params.h"
 #include "deepinfer/engine/sequence.h"
 
@@ -19,6 +20,8 @@ struct GenerationRequest {
   int max_tokens = 256;
   std::vector<std::string> stop;  // stop strings (not included in the output text)
   bool ignore_eos = false;
+  // Structured output: the text must match this grammar (JSON Schema, any JSON, regex, EBNF).
+  std::optional<grammar::GrammarSpec> grammar;
 };
 
 struct LogprobEntry {

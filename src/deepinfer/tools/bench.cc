@@ -12,6 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "deepinfer/base/timer.h"
+#include "deepinfer/engine/grammar/mask_benchmark.h"
+#include "deepinfer/engine/grammar/vocabulary_from_tokenizer.h"
+#include "deepinfer/model/format/gguf.h"
+#include "deepinfer/model/model_path.h"
 #include "deepinfer/tools/bench_plot.h"
 #include "deepinfer/tools/cli_common.h"
 #include "deepinfer/tools/membw.h"
@@ -28,7 +32,46 @@ struct BenchFlags {
   int gen_len = 128;
   int repeat = 1;
   std::string plot;
+  std::string data = "../shared/data/jsonschemabench";
+  int limit = 0;
+  int stride = 1;
 };
+
+// Structured outputs: compile time and per-token mask time over JSONSchemaBench.
+int run_mask_bench(const BenchFlags& f) {
+  auto resolved = model::resolve_model(f.engine.model);
+  if (!resolved.is_ok()) return report_error(resolved.status());
+  if (resolved->kind != model::ResolvedModel::Kind::kGguf)
+    return report_error(unsupported("bench --mode mask: only GGUF models for now"));
+  auto gguf = format::GgufFile::open(resolved->path);
+  if (!gguf.is_ok()) return report_error(gguf.status());
+  auto tok = recipe::Tokenizer::from_gguf(**gguf);
+  if (!tok.is_ok()) return report_error(tok.status());
+  auto vocab = std::make_shared<const engine::grammar::TokenVocabulary>(
+      engine::grammar::vocabulary_from_tokenizer(**tok));
+  engine::grammar::MaskBenchOptions opts;
+  opts.dir = f.data;
+  opts.limit = f.limit;
+  opts.stride = f.stride;
+  auto res = engine::grammar::run_mask_benchmark(vocab, opts);
+  if (!res.is_ok()) return report_error(res.status());
+  std::fprintf(stderr, "%s\n", res->report().c_str());
+  const auto& t = res->total;
+  nlohmann::json j = {{"mode", "mask"},
+                      {"schemas", t.schemas},
+                      {"compiled", t.compiled},
+                      {"refused", t.refused},
+                      {"wrongly_accepted", t.wrongly_accepted},
+                      {"wrongly_rejected", t.wrongly_rejected},
+                      {"compile_ms_p50", res->compile_ms.p50},
+                      {"compile_ms_p99", res->compile_ms.p99},
+                      {"mask_us_p50", res->mask_us.p50},
+                      {"mask_us_p99", res->mask_us.p99},
+                      {"mask_us_mean", res->mask_us.mean},
+                      {"masks", res->mask_us.n}};
+  std::printf("%s\n", j.dump().c_str());
+  return kExitOk;
+}
 
 Result<std::vector<int>> parse_batches(const std::string& s) {
   std::vector<int> out;
@@ -119,10 +162,11 @@ int run_bench(BenchFlags& f) {
     }
     return kExitOk;
   }
+  if (f.mode == "mask") return run_mask_bench(f);
   if (f.mode != "prefill" && f.mode != "decode")
-    return report_error(f.mode == "serve" || f.mode == "mask" || f.mode == "tokenize"
+    return report_error(f.mode == "serve" || f.mode == "tokenize"
                             ? unsupported("bench: --mode {} is not available in this build yet", f.mode)
-                            : invalid_argument("bench: unknown --mode '{}' (prefill|decode|membw)", f.mode));
+                            : invalid_argument("bench: unknown --mode '{}' (prefill|decode|membw|mask)", f.mode));
   auto batches = parse_batches(f.batches);
   if (!batches.is_ok()) return report_error(batches.status());
   if (!f.plot.empty() && !plot_format_supported(f.plot))
@@ -165,7 +209,12 @@ Subcommand make_bench_command() {
   s.add = [f](CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("bench", "Measure prefill / decode throughput (JSON lines on stdout)");
     add_engine_flags(*cmd, f->engine);
-    cmd->add_option("--mode", f->mode, "prefill | decode | membw (memory read bandwidth, the decode roofline)");
+    cmd->add_option("--mode", f->mode,
+                    "prefill | decode | membw (memory read bandwidth, the decode roofline) | "
+                    "mask (structured-output compile and mask time over JSONSchemaBench)");
+    cmd->add_option("--data", f->data, "mask: JSONSchemaBench directory");
+    cmd->add_option("--limit", f->limit, "mask: at most this many schemas (0 = all)")->check(CLI::Range(0, 1000000));
+    cmd->add_option("--stride", f->stride, "mask: every N-th schema file")->check(CLI::Range(1, 1000000));
     cmd->add_option("--batch", f->batches, "Batch sizes, comma-separated (e.g. 1,2,4,8)");
     cmd->add_option("--prompt-len", f->prompt_len, "Prompt tokens per sequence")->check(CLI::Range(1, 1 << 20));
     cmd->add_option("--gen-len", f->gen_len, "Generated tokens per sequence (decode)")->check(CLI::Range(2, 1 << 20));

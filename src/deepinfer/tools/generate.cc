@@ -63,11 +63,36 @@ nlohmann::json to_json(size_t index, const Result1& r) {
   return j;
 }
 
+Result<std::string> read_text_file(const std::string& path, const char* flag) {
+  std::ifstream in(path);
+  if (!in) return invalid_argument("{} {}: cannot open", flag, path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// At most one of --json-schema / --regex / --grammar; compact JSON (no free whitespace), so a
+// small model cannot wander into endless spaces.
+Result<std::optional<engine::grammar::GrammarSpec>> grammar_from_flags(const GenerateFlags& f) {
+  const int given = !f.json_schema.empty() + !f.regex.empty() + !f.grammar.empty();
+  if (given > 1) return invalid_argument("give only one of --json-schema, --regex, --grammar");
+  if (given == 0) return std::optional<engine::grammar::GrammarSpec>();
+  engine::grammar::GrammarSpec spec;
+  spec.opts.any_whitespace = false;
+  if (!f.json_schema.empty()) {
+    spec.kind = engine::grammar::GrammarSpec::kJsonSchema;
+    DI_ASSIGN_OR_RETURN(spec.source, read_text_file(f.json_schema, "--json-schema"));
+  } else if (!f.regex.empty()) {
+    spec.kind = engine::grammar::GrammarSpec::kRegex;
+    spec.source = f.regex;
+  } else {
+    spec.kind = engine::grammar::GrammarSpec::kEbnf;
+    DI_ASSIGN_OR_RETURN(spec.source, read_text_file(f.grammar, "--grammar"));
+  }
+  return std::optional<engine::grammar::GrammarSpec>(std::move(spec));
+}
+
 int run_generate(GenerateFlags& f) {
-  if (!f.json_schema.empty() || !f.regex.empty() || !f.grammar.empty())
-    return report_error(unsupported(
-        "--json-schema, --regex and --grammar are not available in this build yet "
-        "(structured outputs are being integrated)"));
+  auto grammar = grammar_from_flags(f);
+  if (!grammar.is_ok()) return report_error(grammar.status());
   if (!f.kv_store.empty())
     return report_error(unsupported("--kv-store is not available in this build yet"));
   if (f.prompts.empty() && f.input.empty())
@@ -77,7 +102,8 @@ int run_generate(GenerateFlags& f) {
   if (!loaded.is_ok()) return report_error(loaded.status());
   if (f.chat && f.no_chat) return report_error(invalid_argument("give --chat or --no-chat, not both"));
   const bool chat = f.chat || (!f.no_chat && !loaded->tokenizer->chat_template().empty());
-  const engine::GenerationRequest defaults = make_request(f.sampling);
+  engine::GenerationRequest defaults = make_request(f.sampling);
+  defaults.grammar = *grammar;
 
   std::vector<engine::GenerationRequest> requests;
   for (const auto& p : f.prompts) {
@@ -103,7 +129,6 @@ int run_generate(GenerateFlags& f) {
     results[i].want_logprobs = requests[i].sampling.logprobs >= 0;
     auto id = engine.add_request(requests[i]);
     if (!id.is_ok()) {
-      std::fprintf(stderr, "deepinfer: request %zu: %s\n", i, id.status().message().c_str());
       results[i].finish = engine::FinishReason::kAbort;
       results[i].error = id.status().message();
       continue;
@@ -141,9 +166,10 @@ int run_generate(GenerateFlags& f) {
     if (!out_file) return report_error(io_error("{}: cannot open for writing", f.output));
   }
   int failures = 0;
+  std::string first_error;
   for (size_t i = 0; i < results.size(); ++i) {
     const Result1& r = results[i];
-    failures += !r.error.empty();
+    if (!r.error.empty() && failures++ == 0) first_error = r.error;
     if (out_file.is_open()) out_file << to_json(i, r).dump() << "\n";
     if (f.json) {
       std::printf("%s\n", to_json(i, r).dump().c_str());
@@ -165,7 +191,12 @@ int run_generate(GenerateFlags& f) {
                  results.size(), prompt, cached, gen, elapsed, gen / std::max(elapsed, 1e-9),
                  first_token_time > 0 ? (first_token_time - t0) * 1e3 : 0.0);
   }
-  return failures ? kExitRuntimeError : kExitOk;
+  if (failures) {
+    std::fprintf(stderr, "deepinfer: %d of %zu requests failed: %s\n", failures, results.size(),
+                 first_error.c_str());
+    return kExitRuntimeError;
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -189,7 +220,7 @@ Subcommand make_generate_command() {
     cmd->add_flag("--stats", flags->stats, "Print token counts and tokens/s to stderr");
     cmd->add_option("--json-schema", flags->json_schema, "Constrain output to a JSON Schema file");
     cmd->add_option("--regex", flags->regex, "Constrain output to a regular expression");
-    cmd->add_option("--grammar", flags->grammar, "Constrain output to an EBNF grammar file");
+    cmd->add_option("--grammar", flags->grammar, "Constrain output to an EBNF (GBNF-style) grammar file");
     cmd->add_option("--kv-store", flags->kv_store, "KV store directory (repeatable)");
     return cmd;
   };
