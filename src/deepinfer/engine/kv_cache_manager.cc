@@ -45,7 +45,8 @@ PrefixMatch KvCacheManager::get_computed_blocks(Sequence& seq) {
   std::span<const BlockKey> keys(seq.block_keys.data(), max_blocks);
   match.blocks = tree_.match(keys);
   if (hook_ != nullptr && static_cast<int>(match.blocks.size()) < max_blocks) {
-    int n = hook_->lookup_prefix(keys.subspan(match.blocks.size()));
+    const int first = static_cast<int>(match.blocks.size());
+    int n = hook_->lookup_prefix(seq, first, max_blocks - first);
     match.num_tier_blocks = std::clamp(n, 0, max_blocks - static_cast<int>(match.blocks.size()));
   }
   return match;
@@ -108,25 +109,32 @@ std::optional<int> KvCacheManager::allocate_slots(Sequence& seq, int num_new_tok
   for (int i = 0; i < num_fresh; ++i) seq.block_table.push_back(take_block());
   if (prefix != nullptr) {
     int loaded = 0;
-    while (loaded < num_tier &&
-           hook_->load_block(seq.block_keys[num_prefix + loaded], seq.block_table[num_prefix + loaded]))
-      ++loaded;
+    if (num_tier > 0) {
+      std::span<const int32_t> dst(seq.block_table.data() + num_prefix, num_tier);
+      loaded = std::clamp(hook_->load_blocks(seq, num_prefix, dst), 0, num_tier);
+    }
     seq.num_computed_tokens = (num_prefix + loaded) * bs;
-    cache_full_blocks(seq);  // the loaded blocks are full and computed
+    commit_full_blocks(seq, num_prefix + loaded);  // loaded blocks are full and computed
     ++stats_.admissions;
     stats_.admitted_tokens += seq.num_tokens();
     stats_.hit_tokens += seq.num_computed_tokens;
+    stats_.memory_hit_tokens += int64_t{num_prefix} * bs;
+    stats_.tier_hit_tokens += int64_t{loaded} * bs;
     stats_.tier_loaded_blocks += loaded;
   }
   return num_fresh;
 }
 
-void KvCacheManager::cache_full_blocks(Sequence& seq) {
+void KvCacheManager::cache_full_blocks(Sequence& seq) { commit_full_blocks(seq, 0); }
+
+void KvCacheManager::commit_full_blocks(Sequence& seq, int write_from) {
   if (!config_.enable_prefix_caching) return;
   const int full = std::min(seq.num_computed_tokens / block_size(),
                             static_cast<int>(seq.block_table.size()));
   if (full <= seq.num_committed_blocks) return;
   ensure_block_keys(seq, full);
+  std::vector<int> new_indices;      // blocks this sequence computed first: the tier's to write
+  std::vector<int32_t> new_blocks;
   for (int i = seq.num_committed_blocks; i < full; ++i) {
     int32_t parent = i == 0 ? RadixTree::kRootParent : seq.block_table[i - 1];
     int32_t own = seq.block_table[i];
@@ -136,9 +144,16 @@ void KvCacheManager::cache_full_blocks(Sequence& seq) {
       acquire(cached);
       release(own);
       seq.block_table[i] = cached;
+    } else if (i >= write_from) {
+      new_indices.push_back(i);
+      new_blocks.push_back(own);
     }
   }
   seq.num_committed_blocks = full;
+  if (hook_ != nullptr && !new_indices.empty()) {
+    hook_->on_blocks_cached(seq, new_indices, new_blocks);
+    stats_.tier_written_blocks += static_cast<int64_t>(new_indices.size());
+  }
 }
 
 void KvCacheManager::free(Sequence& seq) {

@@ -17,16 +17,25 @@
 
 namespace deepinfer::engine {
 
-// A slower tier below the in-memory pool (the KV store). Called on the scheduler thread.
+// A slower tier below the in-memory pool (the KV store). Called on the scheduler thread. The
+// tier names blocks its own way (the store wants cryptographic, namespaced keys; the radix tree
+// uses cheap XXH3 chains), so calls carry the sequence and block indices, not radix keys; the
+// tier may cache its keys in Sequence::tier_keys.
 class KvTierHook {
  public:
   virtual ~KvTierHook() = default;
-  // `block` is about to be reused; copy its contents out now if worth keeping.
-  virtual void on_block_evicted(const BlockKey& key, int32_t block) = 0;
-  // How many leading keys of `keys` the tier can supply.
-  virtual int lookup_prefix(std::span<const BlockKey> keys) = 0;
-  // Fill `block` with the KV named by `key`; false when it is gone or unreadable.
-  virtual bool load_block(const BlockKey& key, int32_t block) = 0;
+  // Full blocks `indices` of `seq`, held in `blocks`, were just computed and entered into the
+  // prefix cache: write them down now (write-through, so other processes see them early).
+  virtual void on_blocks_cached(Sequence& seq, std::span<const int> indices,
+                                std::span<const int32_t> blocks) {}
+  // `block` (radix key `key`) is about to be reused.
+  virtual void on_block_evicted(const BlockKey& key, int32_t block) {}
+  // How many of the sequence's full blocks first, first+1, ... (at most `count`) the tier can
+  // supply, in order.
+  virtual int lookup_prefix(Sequence& seq, int first, int count) = 0;
+  // Fills blocks[i] with full block first+i of `seq`, in order, stopping at the first block that
+  // is gone or unreadable; returns how many were filled.
+  virtual int load_blocks(Sequence& seq, int first, std::span<const int32_t> blocks) = 0;
 };
 
 struct KvCacheConfig {
@@ -52,8 +61,11 @@ struct KvCacheStats {
   int64_t admissions = 0;          // allocate_slots calls that committed a prefix lookup
   int64_t admitted_tokens = 0;     // tokens of those sequences at admission
   int64_t hit_tokens = 0;          // of which served from memory or the lower tier
+  int64_t memory_hit_tokens = 0;   // of hit_tokens: from the in-memory prefix cache
+  int64_t tier_hit_tokens = 0;     // of hit_tokens: loaded from the lower tier
   int64_t evictions = 0;           // cached blocks reclaimed for new use
-  int64_t tier_loaded_blocks = 0;  // blocks filled by KvTierHook::load_block
+  int64_t tier_loaded_blocks = 0;  // blocks filled by KvTierHook::load_blocks
+  int64_t tier_written_blocks = 0; // blocks handed to KvTierHook::on_blocks_cached
 };
 
 class KvCacheManager {
@@ -97,6 +109,8 @@ class KvCacheManager {
 
  private:
   void ensure_block_keys(Sequence& seq, int num_full_blocks) const;
+  // cache_full_blocks; blocks before `write_from` came from the tier and are not written back.
+  void commit_full_blocks(Sequence& seq, int write_from);
   int32_t take_block();
   void acquire(int32_t block);
   void release(int32_t block);

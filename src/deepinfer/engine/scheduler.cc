@@ -45,6 +45,7 @@ Status Scheduler::add(Sequence seq) {
   seq.block_table.clear();
   seq.num_committed_blocks = 0;
   seq.block_keys.clear();
+  seq.tier_keys.clear();
   const int64_t id = seq.id;
   seqs_.emplace(id, std::make_unique<Sequence>(std::move(seq)));
   waiting_.push_back(id);

@@ -2,6 +2,7 @@
 // block table and its lifecycle. Sampling settings stay with the engine, found by request_key.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,8 @@ struct Sequence {
   int num_committed_blocks = 0;        // leading blocks of block_table that are in the radix tree
   std::vector<BlockKey> block_keys;    // keys of the leading full blocks of the tokens (a cache;
                                        // depends only on the tokens, so survives preemption)
+  std::vector<std::array<uint8_t, 32>> tier_keys;  // the lower tier's keys of the same blocks
+                                                   // (its cache, same lifetime as block_keys)
 
   int num_prompt_tokens() const { return static_cast<int>(prompt.size()); }
   int num_tokens() const { return static_cast<int>(prompt.size() + output.size()); }

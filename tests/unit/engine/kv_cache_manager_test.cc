@@ -196,17 +196,20 @@ class FakeTier : public KvTierHook {
     evicted.push_back(block);
     stored.push_back(key);
   }
-  int lookup_prefix(std::span<const BlockKey> keys) override {
+  int lookup_prefix(Sequence& seq, int first, int count) override {
     int n = 0;
-    while (n < static_cast<int>(keys.size()) &&
-           std::find(stored.begin(), stored.end(), keys[n]) != stored.end())
+    while (n < count && std::find(stored.begin(), stored.end(), seq.block_keys[first + n]) !=
+                            stored.end())
       ++n;
     return n;
   }
-  bool load_block(const BlockKey& key, int32_t block) override {
-    if (fail_after >= 0 && loads >= fail_after) return false;
-    ++loads;
-    return true;
+  int load_blocks(Sequence& seq, int first, std::span<const int32_t> blocks) override {
+    int n = 0;
+    for (; n < static_cast<int>(blocks.size()); ++n) {
+      if (fail_after >= 0 && loads >= fail_after) break;
+      ++loads;
+    }
+    return n;
   }
   std::vector<int32_t> evicted;
   std::vector<BlockKey> stored;

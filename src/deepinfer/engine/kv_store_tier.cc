@@ -1,0 +1,148 @@
+// KvStoreTier: gathers a block's K/V from every layer into one contiguous value (layer-major:
+// L0 K, L0 V, L1 K, ...) for the store, and scatters it back. Staging goes in bounded chunks so a
+// long prefix never needs a prefix-sized buffer.
+#include "deepinfer/engine/kv_store_tier.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "deepinfer/base/check.h"
+
+namespace deepinfer::engine {
+namespace {
+
+constexpr size_t kStagingBytes = size_t{64} << 20;
+
+}  // namespace
+
+KvStoreTier::KvStoreTier(std::unique_ptr<kvstore::KvStore> store, const kvstore::Namespace& ns,
+                         kvstore::TrafficClass traffic_class, model::KvCache& storage)
+    : store_(std::move(store)),
+      ns_(ns),
+      root_(kvstore::root_key(ns)),
+      traffic_class_(traffic_class),
+      storage_(storage),
+      block_bytes_(storage.bytes_per_block()) {
+  DI_CHECK(store_->config().block_bytes == block_bytes_, "store block_bytes {} != KV block {}",
+           store_->config().block_bytes, block_bytes_);
+}
+
+void KvStoreTier::gather(int32_t block, uint8_t* dst) const {
+  DI_CHECK(block >= 0 && block < storage_.num_blocks, "block {} of {}", block, storage_.num_blocks);
+  const size_t k_floats = size_t(storage_.block_size) * storage_.k_token_stride();
+  const size_t v_floats = size_t(storage_.block_size) * storage_.v_token_stride();
+  for (int l = 0; l < storage_.spec.num_layers; ++l) {
+    std::memcpy(dst, storage_.k[l].data() + block * k_floats, k_floats * sizeof(float));
+    dst += k_floats * sizeof(float);
+    std::memcpy(dst, storage_.v[l].data() + block * v_floats, v_floats * sizeof(float));
+    dst += v_floats * sizeof(float);
+  }
+}
+
+void KvStoreTier::scatter(const uint8_t* src, int32_t block) {
+  DI_CHECK(block >= 0 && block < storage_.num_blocks, "block {} of {}", block, storage_.num_blocks);
+  const size_t k_floats = size_t(storage_.block_size) * storage_.k_token_stride();
+  const size_t v_floats = size_t(storage_.block_size) * storage_.v_token_stride();
+  for (int l = 0; l < storage_.spec.num_layers; ++l) {
+    std::memcpy(storage_.k[l].data() + block * k_floats, src, k_floats * sizeof(float));
+    src += k_floats * sizeof(float);
+    std::memcpy(storage_.v[l].data() + block * v_floats, src, v_floats * sizeof(float));
+    src += v_floats * sizeof(float);
+  }
+}
+
+void KvStoreTier::ensure_keys(Sequence& seq, int n) const {
+  const int bs = storage_.block_size;
+  DI_CHECK(n * bs <= seq.num_tokens(), "seq {}: {} full blocks of {} tokens", seq.id, n,
+           seq.num_tokens());
+  std::vector<int32_t> tokens(bs);
+  for (int i = static_cast<int>(seq.tier_keys.size()); i < n; ++i) {
+    for (int t = 0; t < bs; ++t) tokens[t] = seq.token_at(i * bs + t);
+    seq.tier_keys.push_back(kvstore::chain_key(i == 0 ? root_ : seq.tier_keys[i - 1], tokens));
+  }
+}
+
+int KvStoreTier::lookup_prefix(Sequence& seq, int first, int count) {
+  ++stats_.lookups;
+  if (count <= 0) return 0;
+  ensure_keys(seq, first + count);
+  const size_t n = store_->batch_exists(
+      std::span<const kvstore::BlockKey>(seq.tier_keys.data() + first, count));
+  stats_.offered_blocks += static_cast<int64_t>(n);
+  return static_cast<int>(n);
+}
+
+int KvStoreTier::load_blocks(Sequence& seq, int first, std::span<const int32_t> blocks) {
+  const int total = static_cast<int>(blocks.size());
+  if (total == 0) return 0;
+  ensure_keys(seq, first + total);
+  const int chunk = static_cast<int>(std::max<size_t>(1, kStagingBytes / block_bytes_));
+  int loaded = 0;
+  while (loaded < total) {
+    const int n = std::min(chunk, total - loaded);
+    staging_.resize(size_t(n) * block_bytes_);
+    std::vector<uint8_t*> dst(n);
+    for (int i = 0; i < n; ++i) dst[i] = staging_.data() + size_t(i) * block_bytes_;
+    const size_t got = store_->batch_get(
+        std::span<const kvstore::BlockKey>(seq.tier_keys.data() + first + loaded, n), dst);
+    for (size_t i = 0; i < got; ++i) scatter(dst[i], blocks[loaded + i]);
+    loaded += static_cast<int>(got);
+    if (static_cast<int>(got) < n) break;
+  }
+  stats_.loaded_blocks += loaded;
+  stats_.load_misses += total - loaded;
+  return loaded;
+}
+
+void KvStoreTier::on_blocks_cached(Sequence& seq, std::span<const int> indices,
+                                   std::span<const int32_t> blocks) {
+  DI_CHECK(indices.size() == blocks.size(), "{} indices for {} blocks", indices.size(),
+           blocks.size());
+  if (indices.empty()) return;
+  ensure_keys(seq, *std::max_element(indices.begin(), indices.end()) + 1);
+  const size_t chunk = std::max<size_t>(1, kStagingBytes / block_bytes_);
+  for (size_t done = 0; done < indices.size();) {
+    const size_t n = std::min(chunk, indices.size() - done);
+    staging_.resize(n * block_bytes_);
+    std::vector<kvstore::BlockKey> keys(n);
+    std::vector<const uint8_t*> src(n);
+    for (size_t i = 0; i < n; ++i) {
+      keys[i] = seq.tier_keys[indices[done + i]];
+      gather(blocks[done + i], staging_.data() + i * block_bytes_);
+      src[i] = staging_.data() + i * block_bytes_;
+    }
+    const size_t accepted = store_->batch_put(keys, src, traffic_class_);  // copies; never blocks
+    stats_.written_blocks += static_cast<int64_t>(accepted);
+    stats_.write_rejects += static_cast<int64_t>(n - accepted);
+    done += n;
+  }
+}
+
+Result<std::unique_ptr<KvStoreTier>> make_kv_store_tier(const KvStoreTierOptions& opts,
+                                                        model::KvCache& storage) {
+  if (opts.model_namespace.empty())
+    return invalid_argument("kv store tier: model_namespace is empty (blocks need an owner)");
+  if (storage.num_blocks <= 0 || storage.block_size <= 0 || storage.bytes_per_block() == 0)
+    return invalid_argument("kv store tier: KV storage has no blocks ({} blocks of {} tokens)",
+                            storage.num_blocks, storage.block_size);
+  kvstore::Namespace ns;
+  ns.model_id = opts.model_namespace;
+  // Shapes go into the revision so that a differently built cache can never read these bytes.
+  const model::KvCacheSpec& s = storage.spec;
+  ns.revision = fmt::format("layers={},kv_heads={},k_dim={},v_dim={}", s.num_layers,
+                            s.num_kv_heads, s.head_dim, s.v_head_dim);
+  ns.kv_layout_version = kKvStoreLayoutVersion;
+  ns.dtype = "f32";
+  ns.block_tokens = static_cast<uint32_t>(storage.block_size);
+
+  kvstore::KvStoreConfig cfg = opts.store_overrides;
+  cfg.targets = opts.dirs;
+  cfg.block_bytes = storage.bytes_per_block();
+  cfg.host_tier_bytes = opts.host_tier_bytes;
+  DI_ASSIGN_OR_RETURN(std::unique_ptr<kvstore::KvStore> store, kvstore::KvStore::open(cfg));
+  return std::make_unique<KvStoreTier>(std::move(store), ns, opts.traffic_class, storage);
+}
+
+}  // namespace deepinfer::engine

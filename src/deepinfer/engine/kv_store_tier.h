@@ -1,0 +1,81 @@
+// The KV store (kvstore::KvStore, host RAM over SSD targets) as the engine's lower KV tier: a
+// block's value is every layer's K and V for that block, keyed by a namespaced SHA-256 chain.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "deepinfer/base/status.h"
+#include "deepinfer/engine/kv_cache_manager.h"
+#include "deepinfer/kvstore/key.h"
+#include "deepinfer/kvstore/kv_store.h"
+#include "deepinfer/model/model.h"
+
+namespace deepinfer::engine {
+
+// Bumped whenever the byte layout of a stored block (gather order below) changes.
+inline constexpr uint32_t kKvStoreLayoutVersion = 1;
+
+struct KvStoreTierOptions {
+  std::vector<std::string> dirs;  // SSD target directories (same order in every process)
+  kvstore::TrafficClass traffic_class = kvstore::TrafficClass::kChat;
+  size_t host_tier_bytes = size_t{256} << 20;
+  std::string model_namespace;  // model id (+ revision): blocks never cross it
+  // Advanced: passed through to the store (tests shorten the sweeper, inject clocks...).
+  kvstore::KvStoreConfig store_overrides;
+};
+
+struct KvStoreTierStats {
+  int64_t lookups = 0;         // lookup_prefix calls
+  int64_t offered_blocks = 0;  // blocks the store said it holds
+  int64_t loaded_blocks = 0;
+  int64_t load_misses = 0;     // offered but then gone/unreadable when loading
+  int64_t written_blocks = 0;  // accepted by batch_put
+  int64_t write_rejects = 0;   // handed to batch_put but not accepted (queue full)
+};
+
+class KvStoreTier : public KvTierHook {
+ public:
+  KvStoreTier(std::unique_ptr<kvstore::KvStore> store, const kvstore::Namespace& ns,
+              kvstore::TrafficClass traffic_class, model::KvCache& storage);
+
+  void on_blocks_cached(Sequence& seq, std::span<const int> indices,
+                        std::span<const int32_t> blocks) override;
+  int lookup_prefix(Sequence& seq, int first, int count) override;
+  int load_blocks(Sequence& seq, int first, std::span<const int32_t> blocks) override;
+
+  // Copies block `block` of the storage into `dst` (block_bytes()) and back.
+  void gather(int32_t block, uint8_t* dst) const;
+  void scatter(const uint8_t* src, int32_t block);
+  size_t block_bytes() const { return block_bytes_; }
+
+  // Waits for queued SSD writes (tests; shutdown does it too).
+  void flush() { store_->flush(); }
+  const KvStoreTierStats& stats() const { return stats_; }
+  kvstore::KvStoreStats store_stats() const { return store_->stats(); }
+  const kvstore::Namespace& key_namespace() const { return ns_; }
+
+ private:
+  // Extends seq.tier_keys to cover its first `n` full blocks.
+  void ensure_keys(Sequence& seq, int n) const;
+
+  std::unique_ptr<kvstore::KvStore> store_;
+  kvstore::Namespace ns_;
+  kvstore::BlockKey root_;
+  kvstore::TrafficClass traffic_class_;
+  model::KvCache& storage_;
+  size_t block_bytes_;
+  std::vector<uint8_t> staging_;
+  KvStoreTierStats stats_;
+};
+
+// Opens (creating if needed) the store over opts.dirs for blocks of `storage`. The namespace is
+// opts.model_namespace plus everything that changes a block's bytes (layout version, f32, block
+// size, layer/head shapes).
+Result<std::unique_ptr<KvStoreTier>> make_kv_store_tier(const KvStoreTierOptions& opts,
+                                                        model::KvCache& storage);
+
+}  // namespace deepinfer::engine
