@@ -211,8 +211,13 @@ class FakeTier : public KvTierHook {
     }
     return n;
   }
+  void on_blocks_cached(Sequence& seq, std::span<const int> indices,
+                        std::span<const int32_t> blocks) override {
+    for (int i : indices) written.push_back(seq.block_keys[i]);
+  }
   std::vector<int32_t> evicted;
   std::vector<BlockKey> stored;
+  std::vector<BlockKey> written;  // keys handed over for write-through
   int loads = 0;
   int fail_after = -1;
 };
@@ -282,6 +287,44 @@ TEST(KvCacheManager, LoadsPrefixFromLowerTier) {
   check(kv, {&c});
   kv.free(c);
   check(kv, {});
+}
+
+TEST(KvCacheManager, WritesThroughOnlyBlocksItComputed) {
+  FakeTier tier;
+  KvCacheManager kv(kv_config(8, 4), &tier);
+  Sequence a = make_seq(1, iota_tokens(9));
+  ASSERT_TRUE(kv.allocate_slots(a, 9).has_value());
+  compute(kv, a, 9);
+  ASSERT_EQ(tier.written.size(), 2u);  // at caching time, long before any eviction
+  EXPECT_EQ(tier.written[0], a.block_keys[0]);
+  EXPECT_EQ(tier.written[1], a.block_keys[1]);
+  EXPECT_EQ(kv.stats().tier_written_blocks, 2);
+  // Same prompt computed privately by a concurrent sequence: deduplicated, not written again.
+  Sequence b = make_seq(2, iota_tokens(9));
+  ASSERT_TRUE(kv.allocate_slots(b, 9).has_value());
+  compute(kv, b, 9);
+  EXPECT_EQ(tier.written.size(), 2u);
+  kv.free(a);
+  kv.free(b);
+  // Blocks loaded from the tier are not written back; memory and tier hits are counted apart.
+  tier.stored = tier.written;
+  KvCacheManager fresh(kv_config(8, 4), &tier);
+  tier.written.clear();
+  Sequence c = make_seq(3, iota_tokens(9));
+  PrefixMatch m = fresh.get_computed_blocks(c);
+  ASSERT_EQ(m.num_tier_blocks, 2);
+  ASSERT_TRUE(fresh.allocate_slots(c, 1, &m).has_value());
+  EXPECT_TRUE(tier.written.empty());
+  EXPECT_EQ(fresh.stats().tier_hit_tokens, 8);
+  EXPECT_EQ(fresh.stats().memory_hit_tokens, 0);
+  Sequence d = make_seq(4, iota_tokens(9));
+  PrefixMatch md = fresh.get_computed_blocks(d);
+  EXPECT_EQ(md.blocks.size(), 2u);
+  ASSERT_TRUE(fresh.allocate_slots(d, 1, &md).has_value());
+  EXPECT_EQ(fresh.stats().memory_hit_tokens, 8);
+  fresh.free(c);
+  fresh.free(d);
+  check(fresh, {});
 }
 
 }  // namespace
