@@ -9,7 +9,7 @@ APT_PACKAGES=(
   g++ cmake ninja-build make pkg-config python3 python3-pip
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev libpcre2-dev
-  libopenblas-dev libssl-dev libxxhash-dev libisal-dev liburing-dev libcpp-httplib-dev
+  libopenblas-dev libssl-dev libxxhash-dev libisal-dev liburing-dev libcpp-httplib-dev python3-dev pybind11-dev
 )
 PIP_PACKAGES=(pytest numpy jsonschema)
 
