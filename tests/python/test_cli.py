@@ -161,3 +161,22 @@ def test_structured_output_regex_and_bad_schema(model, tmp_path):
     bad.write_text('{"type": "object", "not": {"type": "null"}}')
     r = run("generate", "--model", model, "--prompt", "x", "--json-schema", bad)
     assert r.returncode == 1 and "not" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_kv_store_survives_restart(model, tmp_path):
+    dirs = []
+    for name in "abc":
+        dirs += ["--kv-store", tmp_path / name]
+    prompt = "Background: " + "The river flows past the old mill and the stone bridge. " * 12 + "Question: what flows?"
+    args = ["generate", "--model", model, "--prompt", prompt, "--max-tokens", "8", "--json", *dirs]
+    first = json.loads(run(*args).stdout)
+    second = json.loads(run(*args).stdout)  # a new process: only the store can supply the prefix
+    assert first["usage"]["cached_tokens"] == 0
+    assert second["usage"]["cached_tokens"] >= first["usage"]["prompt_tokens"] - 16
+    assert second["token_ids"] == first["token_ids"]
+    r = run("kvstore", "verify", *[tmp_path / n for n in "abc"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    shutil.rmtree(tmp_path / "b")  # one target lost: entries still read back through parity
+    third = json.loads(run(*args).stdout)
+    assert third["usage"]["cached_tokens"] == second["usage"]["cached_tokens"]
+    assert third["token_ids"] == first["token_ids"]

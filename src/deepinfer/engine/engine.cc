@@ -46,9 +46,19 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
   kv.num_blocks = num_blocks;
   kv.block_size = config.block_size;
   kv.enable_prefix_caching = config.enable_prefix_caching;
-  kv.cache_namespace = e->model_->config().name + "/" + e->model_->config().architecture;
+  kv.cache_namespace = config.kv_store_namespace.empty()
+                           ? e->model_->config().name + "/" + e->model_->config().architecture
+                           : config.kv_store_namespace;
   DI_RETURN_IF_ERROR(validate(kv));
-  e->kv_manager_ = std::make_unique<KvCacheManager>(kv);
+  KvTierHook* hook = nullptr;
+  if (!config.kv_store_dirs.empty()) {
+    KvStoreTierOptions to;
+    to.dirs = config.kv_store_dirs;
+    to.model_namespace = kv.cache_namespace;
+    DI_ASSIGN_OR_RETURN(e->kv_tier_, make_kv_store_tier(to, e->kv_storage_));
+    hook = e->kv_tier_.get();
+  }
+  e->kv_manager_ = std::make_unique<KvCacheManager>(kv, hook);
   SchedulerConfig sc;
   sc.max_num_seqs = config.max_num_seqs;
   sc.max_num_batched_tokens = config.max_num_batched_tokens;
@@ -123,6 +133,10 @@ void Engine::abort(int64_t request_id) {
   (void)scheduler_->abort(request_id);
   std::erase_if(pending_grammar_, [&](const auto& p) { return p.first == request_id; });
   requests_.erase(request_id);
+}
+
+void Engine::flush_kv_store() {
+  if (kv_tier_) kv_tier_->flush();
 }
 
 bool Engine::has_unfinished() const {

@@ -12,6 +12,7 @@
 #include "deepinfer/base/thread_pool.h"
 #include "deepinfer/engine/grammar/grammar_compiler.h"
 #include "deepinfer/engine/kv_cache_manager.h"
+#include "deepinfer/engine/kv_store_tier.h"
 #include "deepinfer/engine/request.h"
 #include "deepinfer/engine/scheduler.h"
 #include "deepinfer/model/model.h"
@@ -27,6 +28,11 @@ struct EngineConfig {
   size_t kv_cache_bytes = size_t{1} << 30;
   bool enable_prefix_caching = true;
   bool batch_invariant = false;
+  // KV store targets (directories, same order in every process); empty = no store tier.
+  std::vector<std::string> kv_store_dirs;
+  // Names the weights the KV was computed with (file identity, quantization); blocks never
+  // cross namespaces. Empty = model name and architecture.
+  std::string kv_store_namespace;
 };
 
 struct EngineStats {
@@ -56,6 +62,9 @@ class Engine {
   const recipe::Tokenizer& tokenizer() const { return *tokenizer_; }
   const model::ModelConfig& model_config() const { return model_->config(); }
   const EngineStats& stats() const { return stats_; }
+  const KvCacheStats& kv_stats() const { return kv_manager_->stats(); }
+  // Flushes queued KV store writes (no-op without a store).
+  void flush_kv_store();
   int num_running() const { return scheduler_->num_running(); }
   int num_waiting() const { return scheduler_->num_waiting(); }
   int num_threads() const { return pool_->num_threads(); }
@@ -69,6 +78,7 @@ class Engine {
   std::shared_ptr<const recipe::Tokenizer> tokenizer_;
   std::unique_ptr<ThreadPool> pool_;
   model::KvCache kv_storage_;
+  std::unique_ptr<KvStoreTier> kv_tier_;  // declared before kv_manager_, so it outlives it
   std::unique_ptr<KvCacheManager> kv_manager_;
   std::unique_ptr<Scheduler> scheduler_;
   std::map<int64_t, std::unique_ptr<RequestState>> requests_;

@@ -1,6 +1,9 @@
 #include "deepinfer/tools/cli_common.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
+#include <filesystem>
 
 #include "deepinfer/model/format/gguf.h"
 #include "deepinfer/model/format/safetensors.h"
@@ -18,6 +21,10 @@ Result<LoadedModel> load_model_for_cli(const std::string& model_arg) {
   DI_ASSIGN_OR_RETURN(model::ResolvedModel resolved, model::resolve_model(model_arg));
   LoadedModel out;
   out.name = resolved.name;
+  struct stat st{};
+  if (::stat(resolved.path.c_str(), &st) == 0)
+    out.identity = fmt::format("{}|{}|{}", std::filesystem::absolute(resolved.path).string(),
+                               static_cast<long long>(st.st_size), static_cast<long long>(st.st_mtime));
   model::WeightSource source;
   source.description = resolved.path;
   if (resolved.kind == model::ResolvedModel::Kind::kGguf) {
@@ -80,7 +87,9 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
   app.add_option("--threads,-t", f.threads, "Compute threads (default: one per core)")->check(CLI::Range(0, 1024));
   app.add_option("--max-num-seqs", f.max_num_seqs, "Most sequences decoded together")->check(CLI::Range(1, 4096));
   app.add_flag("--batch-invariant", f.batch_invariant,
-               "Bitwise-identical results whatever else is in the batch (slower)");
+               "Bitwise-identical results whatever else is in the batch");
+  app.add_option("--kv-store", f.kv_store,
+                 "KV store directory (repeatable; one storage target each, same order in every process)");
 }
 
 Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const EngineFlags& f) {
@@ -89,6 +98,14 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
   config.max_num_seqs = f.max_num_seqs;
   config.batch_invariant = f.batch_invariant;
   config.enable_prefix_caching = f.prefix_caching;
+  for (const auto& dir : f.kv_store) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return io_error("--kv-store {}: cannot create: {}", dir, ec.message());
+    config.kv_store_dirs.push_back(dir);
+  }
+  if (!config.kv_store_dirs.empty())
+    config.kv_store_namespace = loaded.model->config().name + "|" + loaded.identity;
   return engine::Engine::create(std::move(loaded.model), loaded.tokenizer, config);
 }
 

@@ -25,6 +25,7 @@ int report_error(const Status& status);
 
 struct LoadedModel {
   std::string name;  // short name or file name, for output records
+  std::string identity;  // path, size and mtime of the weights: the KV store namespace
   std::shared_ptr<const recipe::Tokenizer> tokenizer;
   std::unique_ptr<model::Model> model;
 };
@@ -56,6 +57,7 @@ struct EngineFlags {
   int max_num_seqs = 64;
   bool batch_invariant = false;
   bool prefix_caching = true;
+  std::vector<std::string> kv_store;
 };
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
 Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const EngineFlags& flags);

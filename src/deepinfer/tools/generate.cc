@@ -28,7 +28,6 @@ struct GenerateFlags {
   bool json = false;
   bool stats = false;
   std::string json_schema, regex, grammar;
-  std::vector<std::string> kv_store;
 };
 
 struct Result1 {
@@ -93,8 +92,6 @@ Result<std::optional<engine::grammar::GrammarSpec>> grammar_from_flags(const Gen
 int run_generate(GenerateFlags& f) {
   auto grammar = grammar_from_flags(f);
   if (!grammar.is_ok()) return report_error(grammar.status());
-  if (!f.kv_store.empty())
-    return report_error(unsupported("--kv-store is not available in this build yet"));
   if (f.prompts.empty() && f.input.empty())
     return report_error(invalid_argument("give --prompt TEXT or --input FILE.jsonl"));
 
@@ -159,6 +156,7 @@ int run_generate(GenerateFlags& f) {
     }
   }
   const double elapsed = now_seconds() - t0;
+  engine.flush_kv_store();
 
   std::ofstream out_file;
   if (!f.output.empty()) {
@@ -190,6 +188,9 @@ int run_generate(GenerateFlags& f) {
                  "%.1f generated tok/s, time to first token %.1f ms\n",
                  results.size(), prompt, cached, gen, elapsed, gen / std::max(elapsed, 1e-9),
                  first_token_time > 0 ? (first_token_time - t0) * 1e3 : 0.0);
+    const auto& kv = engine.kv_stats();
+    std::fprintf(stderr, "stats: prefix cache hits: %lld tokens from RAM, %lld from the KV store\n",
+                 static_cast<long long>(kv.memory_hit_tokens), static_cast<long long>(kv.tier_hit_tokens));
   }
   if (failures) {
     std::fprintf(stderr, "deepinfer: %d of %zu requests failed: %s\n", failures, results.size(),
@@ -221,7 +222,6 @@ Subcommand make_generate_command() {
     cmd->add_option("--json-schema", flags->json_schema, "Constrain output to a JSON Schema file");
     cmd->add_option("--regex", flags->regex, "Constrain output to a regular expression");
     cmd->add_option("--grammar", flags->grammar, "Constrain output to an EBNF (GBNF-style) grammar file");
-    cmd->add_option("--kv-store", flags->kv_store, "KV store directory (repeatable)");
     return cmd;
   };
   s.run = [flags] { return run_generate(*flags); };
