@@ -137,7 +137,7 @@ def test_structured_output_json_schema_validates(model, tmp_path):
     import jsonschema
     schema = {"type": "object",
               "properties": {"city": {"type": "string", "maxLength": 20},
-                             "population": {"type": "integer", "minimum": 0}},
+                             "population": {"type": "integer", "minimum": 0, "maximum": 99999999}},
               "required": ["city", "population"], "additionalProperties": False}
     path = tmp_path / "schema.json"
     path.write_text(json.dumps(schema))

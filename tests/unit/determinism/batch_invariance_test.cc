@@ -114,7 +114,7 @@ TEST_F(Determinism, NeedleIsBitwiseIdenticalAloneAndInRandomBatches) {
   auto e = make_engine(64, /*batch_invariant=*/true);
   const Output alone = run(*e, needle(), {}, rng);
   ASSERT_EQ(alone.tokens.size(), 24u);
-  for (int batch : {2, 7, 23, 64}) {
+  for (int batch : {2, 17, 64}) {
     const Output mixed = run(*e, needle(), random_batch(batch, rng), rng);
     EXPECT_TRUE(mixed == alone) << "needle differs inside a batch of " << batch + 1;
   }
