@@ -57,14 +57,15 @@ def main():
         ids = tok(prompt, add_special_tokens=False)["input_ids"]
         with torch.no_grad():
             logits = model(torch.tensor([ids])).logits[0].float().numpy()
-            gen = model.generate(torch.tensor([ids]), max_new_tokens=GEN_TOKENS, do_sample=False,
-                                 eos_token_id=None, pad_token_id=2)[0][len(ids):].tolist()
-            # Top-1 minus top-2 logit at each generated step: where this margin is tiny, a
-            # different but correct arithmetic may legitimately pick the other token.
-            full = model(torch.tensor([ids + gen])).logits[0].float().numpy()
-            gen_rows = full[len(ids) - 1:len(ids) - 1 + len(gen)]
-            top2 = np.sort(gen_rows, axis=1)[:, -2:]
-            margins = (top2[:, 1] - top2[:, 0]).tolist()
+            # Plain argmax decoding (model.generate would apply the generation config's
+            # processors, e.g. EOS handling); margins are top-1 minus top-2 at each step: where
+            # tiny, a different but correct arithmetic may legitimately pick the other token.
+            gen, margins = [], []
+            for _ in range(GEN_TOKENS):
+                row = model(torch.tensor([ids + gen])).logits[0, -1].float().numpy()
+                top2 = np.sort(row)[-2:]
+                margins.append(float(top2[1] - top2[0]))
+                gen.append(int(np.argmax(row)))
         positions = []
         for row in logits:
             top = np.argsort(-row, kind="stable")[:TOP_K]

@@ -195,7 +195,7 @@ std::vector<RequestOutput> Engine::step() {
   inputs.batch.slot_mapping = std::move(inputs.slot_mapping);
   const int64_t vocab = model_->config().vocab_size;
   logits_.resize(inputs.batch.logits_rows.size() * static_cast<size_t>(vocab));
-  model::ForwardContext ctx{pool_.get(), config_.batch_invariant};
+  model::ForwardContext ctx{pool_.get(), config_.batch_invariant, config_.int8_activations};
   const double t0 = now_seconds();
   Status st = model_->forward(inputs.batch, kv_storage_, ctx, logits_.data());
   const double t1 = now_seconds();

@@ -28,6 +28,7 @@ struct EngineConfig {
   size_t kv_cache_bytes = size_t{1} << 30;
   bool enable_prefix_caching = true;
   bool batch_invariant = false;
+  bool int8_activations = false;  // see model::ForwardContext
   // KV store targets (directories, same order in every process); empty = no store tier.
   std::vector<std::string> kv_store_dirs;
   // Names the weights the KV was computed with (file identity, quantization); blocks never

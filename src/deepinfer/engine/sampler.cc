@@ -105,6 +105,12 @@ SampleResult sample(const float* logits, int32_t vocab, const SamplingParams& pa
     if (argmax >= 0) res.token = argmax;  // +inf bias: that token is forced
     return res;
   }
+  const bool greedy = params.temperature < kGreedyEps || params.top_k == 1;
+  if (greedy && params.logprobs < 0) {
+    // Nobody asked for a logprob: skip the vocabulary-wide exp (about 1 ms at 49k tokens).
+    res.token = argmax;
+    return res;
+  }
   double sum = 0;
   for (int32_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(work[i] - mx));
   const double lse = mx + std::log(sum);
@@ -120,7 +126,7 @@ SampleResult sample(const float* logits, int32_t vocab, const SamplingParams& pa
     for (size_t i = 0; i < n; ++i) res.top_logprobs.push_back({all[i].id, logprob_of(all[i].id)});
   }
 
-  if (params.temperature < kGreedyEps || params.top_k == 1) {
+  if (greedy) {
     res.token = argmax;  // strict '>' above keeps the lowest id among ties
     res.logprob = logprob_of(argmax);
     return res;

@@ -35,7 +35,7 @@ struct TokenLogprob {
 
 struct SampleResult {
   int32_t token = -1;             // -1: the mask (with bias/penalties) left no finite logit
-  float logprob = 0.0f;
+  float logprob = 0.0f;           // filled when params.logprobs >= 0 (or when sampling)
   std::vector<TokenLogprob> top_logprobs;  // [min(logprobs, allowed)] best first; empty if off
 };
 

@@ -94,6 +94,7 @@ void linear(const Tensor& w, const Tensor& bias, const float* in, int64_t rows, 
   p.output = out;
   p.output_stride = p.n_out;
   p.batch_invariant = ctx.batch_invariant;
+  p.precision = ctx.int8_activations ? kernels::MatmulPrecision::kInt8 : kernels::MatmulPrecision::kHigh;
   kernels::matmul(p, *ctx.pool);
   if (!bias.empty()) {
     const float* b = static_cast<const float*>(bias.data);

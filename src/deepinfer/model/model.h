@@ -47,6 +47,9 @@ struct KvCache {
 struct ForwardContext {
   ThreadPool* pool = nullptr;
   bool batch_invariant = false;
+  // Quantized weights: float32 activations (matches the float reference to ~1e-4), or 8-bit
+  // activations with integer dot products (llama.cpp's arithmetic: faster, logits move ~1).
+  bool int8_activations = false;
 };
 
 class Model {

@@ -88,6 +88,10 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
   app.add_option("--max-num-seqs", f.max_num_seqs, "Most sequences decoded together")->check(CLI::Range(1, 4096));
   app.add_flag("--batch-invariant", f.batch_invariant,
                "Bitwise-identical results whatever else is in the batch");
+  app.add_option("--matmul-precision", f.matmul_precision,
+                 "high: float32 activations, matches the float reference (default); int8: 8-bit "
+                 "activations like llama.cpp, faster decode, logits differ by up to ~1")
+      ->check(CLI::IsMember({"high", "int8"}));
   app.add_option("--kv-store", f.kv_store,
                  "KV store directory (repeatable; one storage target each, same order in every process)");
 }
@@ -98,6 +102,7 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
   config.max_num_seqs = f.max_num_seqs;
   config.batch_invariant = f.batch_invariant;
   config.enable_prefix_caching = f.prefix_caching;
+  config.int8_activations = f.matmul_precision == "int8";
   for (const auto& dir : f.kv_store) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);

@@ -57,6 +57,7 @@ struct EngineFlags {
   int max_num_seqs = 64;
   bool batch_invariant = false;
   bool prefix_caching = true;
+  std::string matmul_precision = "high";
   std::vector<std::string> kv_store;
 };
 void add_engine_flags(CLI::App& app, EngineFlags& flags);

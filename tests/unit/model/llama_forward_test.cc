@@ -2,12 +2,12 @@
 // Face reference in tests/reference/fixtures/forward_smollm2.json (made by
 // tests/reference/make_forward_fixture.py from the same GGUF, dequantized, in float32).
 //
-// Tolerance: we multiply 8-bit-quantized activations with the 4-bit weights (like llama.cpp),
-// while the reference multiplies float32 activations with dequantized weights. Q8_0 rounding
-// of each activation element is at most 1/254 of its block's max, so every dot product moves
-// by well under 1% and logits (|logit| <= ~40 here) drift by a few tenths at most after 30
-// layers. We bound the max abs difference over the probed logits by kMaxAbsDiff and require
-// the same top-1 token wherever the reference's top-1/top-2 margin exceeds twice that bound.
+// Tolerance: by default matmul keeps activations in float32 and dequantizes weight blocks in
+// registers (MatmulPrecision::kHigh), the same math as the reference's dequantize-then-matmul;
+// only the order of float32 additions differs (dot products of length 576..1536, relative
+// rounding ~1e-6 per layer), so logits agree to ~1e-4. We allow kMaxAbsDiff = 0.01, and require
+// the reference's top-1 token wherever its top-1/top-2 margin exceeds twice that. (The int8
+// activation path, like llama.cpp's, moves logits by up to ~2 and is not what this test checks.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,7 +24,7 @@
 namespace deepinfer {
 namespace {
 
-constexpr float kMaxAbsDiff = 0.75f;
+constexpr float kMaxAbsDiff = 0.01f;
 
 nlohmann::json load_fixture() {
   std::ifstream in(testing::source_dir() + "/tests/reference/fixtures/forward_smollm2.json");
@@ -109,7 +109,7 @@ TEST(LlamaForward, LogitsMatchHuggingFace) {
   std::printf("max |logit - reference| = %.4f over probed logits; top-1 checked at %d positions, "
               "%d near-ties skipped\n", worst, checked, near_ties);
   EXPECT_LT(worst, kMaxAbsDiff);
-  EXPECT_GT(checked, 100);
+  EXPECT_GT(checked, 130);
 }
 
 TEST(LlamaForward, GreedyContinuationsMatchHuggingFace) {
@@ -154,7 +154,7 @@ TEST(LlamaForward, GreedyContinuationsMatchHuggingFace) {
   }
   std::printf("%d of %zu greedy continuations identical to the reference for all 64 tokens\n",
               full_matches, fx["cases"].size());
-  EXPECT_GE(full_matches, static_cast<int>(fx["cases"].size()) / 2);
+  EXPECT_GE(full_matches, static_cast<int>(fx["cases"].size()) - 1);
 }
 
 }  // namespace

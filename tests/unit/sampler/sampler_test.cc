@@ -30,8 +30,10 @@ TEST(Sampler, GreedyPicksArgmaxLowestIdOnTies) {
   p.temperature = 0.0f;
   EXPECT_EQ(draw({0.1f, 2.0f, -1.0f, 1.9f}, p).token, 1);
   EXPECT_EQ(draw({0.1f, 3.0f, 3.0f, 3.0f}, p).token, 1);
+  p.logprobs = 0;  // the chosen token's logprob is computed only when asked for
   auto r = draw({0.0f, 0.0f}, p);
   EXPECT_NEAR(r.logprob, std::log(0.5f), 1e-6);
+  p.logprobs = -1;
   p.temperature = 1.0f;
   p.top_k = 1;  // top_k 1 is greedy too
   EXPECT_EQ(draw({5.0f, 7.0f, 7.0f}, p).token, 1);
