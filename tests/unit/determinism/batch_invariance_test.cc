@@ -76,7 +76,9 @@ class Determinism : public ::testing::Test {
     int64_t needle_id = -1;
     for (size_t i = 0; i <= others.size(); ++i) {
       if (i == at) needle_id = *e.add_request(n);
-      if (i < others.size()) EXPECT_TRUE(e.add_request(others[i]).is_ok());
+      if (i < others.size()) {
+        EXPECT_TRUE(e.add_request(others[i]).is_ok());
+      }
     }
     Output out;
     while (e.has_unfinished()) {

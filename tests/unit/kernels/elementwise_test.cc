@@ -119,7 +119,9 @@ TEST(Softmax, MatchesReferenceWithScaleAndMasks) {
         double sum = 0;
         for (float v : got) sum += v;
         EXPECT_NEAR(sum, 1.0, 1e-5);
-        if (n > 2) EXPECT_EQ(got[n / 2], 0.0f);
+        if (n > 2) {
+          EXPECT_EQ(got[n / 2], 0.0f);
+        }
       }
     }
     std::vector<float> all(13, ninf), out(13, 5.0f);

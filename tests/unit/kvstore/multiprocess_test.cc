@@ -99,7 +99,9 @@ TEST(KvMultiProcess, KillNineWritersFiftyTimes) {
     uint8_t* dst = out.data();
     bool exists = (*s)->batch_exists(std::span(&k, 1)) == 1;
     bool got = (*s)->batch_get(std::span(&k, 1), std::span(&dst, 1)) == 1;
-    if (got) EXPECT_EQ(out, make_block(k, kBlock));
+    if (got) {
+      EXPECT_EQ(out, make_block(k, kBlock));
+    }
     EXPECT_EQ(exists, got) << to_hex(k);
     visible += got;
   }

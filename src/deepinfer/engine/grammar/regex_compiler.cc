@@ -252,7 +252,7 @@ class RegexParser {
       }
       if (single && peek('-') && i_ + 1 < p_.size() && p_[i_ + 1] != ']') {
         ++i_;
-        uint32_t hi;
+        uint32_t hi = 0;
         if (p_[i_] == '\\') {
           DI_ASSIGN_OR_RETURN(CodePointSet h, parse_escape(true));
           if (h.ranges().size() != 1 || h.ranges()[0].first != h.ranges()[0].second)
