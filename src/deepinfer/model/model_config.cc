@@ -101,8 +101,13 @@ Result<ModelConfig> config_from_hf_json(const std::string& path) {
   c.rope_theta = j.value("rope_theta", 10000.0f);
   c.rope_pairing = RopePairing::kHalf;
   c.tie_word_embeddings = j.value("tie_word_embeddings", false);
-  if (auto it = j.find("rope_scaling"); it != j.end() && it->is_object()) {
+  // Newer transformers (5.x) write "rope_parameters" holding rope_theta and the scaling fields;
+  // older ones write top-level "rope_theta" and "rope_scaling". Accept both.
+  auto rope_it = j.find("rope_parameters");
+  if (rope_it == j.end() || !rope_it->is_object()) rope_it = j.find("rope_scaling");
+  if (auto it = rope_it; it != j.end() && it->is_object()) {
     auto& rs = *it;
+    if (auto t = rs.find("rope_theta"); t != rs.end() && t->is_number()) c.rope_theta = t->get<float>();
     std::string type = rs.value("rope_type", rs.value("type", std::string("none")));
     if (type == "default") type = "none";
     c.rope_scaling.type = type;
