@@ -60,26 +60,39 @@ Result<ModelConfig> config_from_gguf(const format::GgufFile& g) {
   return c;
 }
 
-Result<ModelConfig> config_from_hf_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return not_found("{}: cannot open", path);
-  nlohmann::json j;
+namespace {
+
+// A config.json key present with the wrong type (e.g. "rms_norm_eps": null).
+struct BadField {
+  std::string key;
+};
+
+// obj.value(key, dflt), except that a present key of the wrong type throws BadField naming it.
+template <typename T>
+T field(const nlohmann::json& obj, const char* key, T dflt) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return dflt;
   try {
-    j = nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    return corrupt("{}: invalid JSON: {}", path, e.what());
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw BadField{key};
   }
+}
+
+// Fields of an already parsed config.json; throws BadField, which the caller turns into a Status.
+Result<ModelConfig> parse_hf_config(const nlohmann::json& j, const std::string& path) {
+  if (!j.is_object()) return corrupt("{}: expected a JSON object", path);
   auto get_int = [&](const char* key, int64_t dflt) -> int64_t {
     auto it = j.find(key);
     return (it != j.end() && it->is_number_integer()) ? it->get<int64_t>() : dflt;
   };
   ModelConfig c;
-  std::string model_type = j.value("model_type", std::string());
+  std::string model_type = field(j, "model_type", std::string());
   if (model_type.empty()) return corrupt("{}: missing 'model_type'", path);
   // Llama-family checkpoints share one architecture implementation.
   if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2") {
     c.architecture = "llama";
-    c.attention_bias = model_type == "qwen2" || j.value("attention_bias", false);
+    c.attention_bias = model_type == "qwen2" || field(j, "attention_bias", false);
   } else {
     c.architecture = model_type;
   }
@@ -97,10 +110,10 @@ Result<ModelConfig> config_from_hf_json(const std::string& path) {
   c.head_dim = static_cast<int>(get_int("head_dim", c.hidden_size / c.num_heads));
   c.rope_dim = c.head_dim;
   c.max_position = get_int("max_position_embeddings", 4096);
-  c.rms_norm_eps = j.value("rms_norm_eps", 1e-5f);
-  c.rope_theta = j.value("rope_theta", 10000.0f);
+  c.rms_norm_eps = field(j, "rms_norm_eps", 1e-5f);
+  c.rope_theta = field(j, "rope_theta", 10000.0f);
   c.rope_pairing = RopePairing::kHalf;
-  c.tie_word_embeddings = j.value("tie_word_embeddings", false);
+  c.tie_word_embeddings = field(j, "tie_word_embeddings", false);
   // Newer transformers (5.x) write "rope_parameters" holding rope_theta and the scaling fields;
   // older ones write top-level "rope_theta" and "rope_scaling". Accept both.
   auto rope_it = j.find("rope_parameters");
@@ -108,19 +121,39 @@ Result<ModelConfig> config_from_hf_json(const std::string& path) {
   if (auto it = rope_it; it != j.end() && it->is_object()) {
     auto& rs = *it;
     if (auto t = rs.find("rope_theta"); t != rs.end() && t->is_number()) c.rope_theta = t->get<float>();
-    std::string type = rs.value("rope_type", rs.value("type", std::string("none")));
+    std::string type = field(rs, "rope_type", field(rs, "type", std::string("none")));
     if (type == "default") type = "none";
     c.rope_scaling.type = type;
-    c.rope_scaling.factor = rs.value("factor", 1.0f);
-    c.rope_scaling.low_freq_factor = rs.value("low_freq_factor", 1.0f);
-    c.rope_scaling.high_freq_factor = rs.value("high_freq_factor", 4.0f);
-    c.rope_scaling.original_max_position = rs.value("original_max_position_embeddings", int64_t{0});
-    c.rope_scaling.beta_fast = rs.value("beta_fast", 32.0f);
-    c.rope_scaling.beta_slow = rs.value("beta_slow", 1.0f);
-    c.rope_scaling.mscale = rs.value("mscale", 1.0f);
-    c.rope_scaling.mscale_all_dim = rs.value("mscale_all_dim", 0.0f);
+    c.rope_scaling.factor = field(rs, "factor", 1.0f);
+    c.rope_scaling.low_freq_factor = field(rs, "low_freq_factor", 1.0f);
+    c.rope_scaling.high_freq_factor = field(rs, "high_freq_factor", 4.0f);
+    c.rope_scaling.original_max_position = field(rs, "original_max_position_embeddings", int64_t{0});
+    c.rope_scaling.beta_fast = field(rs, "beta_fast", 32.0f);
+    c.rope_scaling.beta_slow = field(rs, "beta_slow", 1.0f);
+    c.rope_scaling.mscale = field(rs, "mscale", 1.0f);
+    c.rope_scaling.mscale_all_dim = field(rs, "mscale_all_dim", 0.0f);
   }
   return c;
+}
+
+}  // namespace
+
+Result<ModelConfig> config_from_hf_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return not_found("{}: cannot open", path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    return corrupt("{}: invalid JSON: {}", path, e.what());
+  }
+  try {
+    return parse_hf_config(j, path);
+  } catch (const BadField& e) {
+    return corrupt("{}: '{}' has the wrong type", path, e.key);
+  } catch (const nlohmann::json::exception& e) {
+    return corrupt("{}: a field has the wrong type: {}", path, e.what());
+  }
 }
 
 }  // namespace deepinfer::model

@@ -95,7 +95,7 @@ TEST(HfSafetensors, TinyLlamaBf16Llama3RopeMatchesTransformers) { check_against_
 TEST(HfSafetensors, TinyQwen2BiasTiedMatchesTransformers) { check_against_hf("tiny_qwen2"); }
 
 // Copies a fixture into a fresh temp dir and rewrites one config.json key.
-std::string broken_copy(const std::string& name, const std::string& key, int value) {
+std::string broken_copy(const std::string& name, const std::string& key, const nlohmann::json& value) {
   const fs::path dir = fs::temp_directory_path() /
                        ("deepinfer_hf_broken_" + name + "_" + key + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -137,6 +137,15 @@ TEST(HfSafetensors, HiddenSizeMismatchNamesEmbedding) {
   ASSERT_FALSE(m.is_ok());
   EXPECT_NE(m.status().message().find("'model.embed_tokens.weight'"), std::string::npos)
       << m.status().message();
+  fs::remove_all(dir);
+}
+
+TEST(HfSafetensors, WrongTypeConfigFieldIsAnErrorNotACrash) {
+  const std::string dir = broken_copy("tiny_qwen2", "rms_norm_eps", nullptr);
+  auto m = open_model(dir);
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_NE(m.status().message().find("config.json"), std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find("'rms_norm_eps' has the wrong type"), std::string::npos) << m.status().message();
   fs::remove_all(dir);
 }
 
