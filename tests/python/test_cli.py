@@ -180,3 +180,11 @@ def test_kv_store_survives_restart(model, tmp_path):
     third = json.loads(run(*args).stdout)
     assert third["usage"]["cached_tokens"] == second["usage"]["cached_tokens"]
     assert third["token_ids"] == first["token_ids"]
+
+
+def test_out_of_range_sampling_field_in_input_is_a_usage_error(model, tmp_path):
+    inp = tmp_path / "bad.jsonl"
+    inp.write_text('{"prompt": "ok"}\n{"prompt": "x", "top_p": 5}\n')
+    r = run("generate", "--model", model, "--input", inp)
+    assert r.returncode == 2 and "request 1" in r.stderr and "top_p" in r.stderr
+    assert r.stdout == ""

@@ -78,15 +78,7 @@ Result<int64_t> Engine::add_request(const GenerationRequest& request) {
   if (prompt_len >= mc.max_position)
     return invalid_argument("the prompt has {} tokens but the model's context is {}", prompt_len,
                             mc.max_position);
-  const SamplingParams& sp = request.sampling;
-  if (!(sp.temperature >= 0)) return invalid_argument("temperature must be >= 0");
-  if (!(sp.top_p > 0 && sp.top_p <= 1)) return invalid_argument("top_p must be in (0, 1]");
-  if (sp.top_k < 0) return invalid_argument("top_k must be >= 0");
-  if (!(sp.min_p >= 0 && sp.min_p <= 1)) return invalid_argument("min_p must be in [0, 1]");
-  if (!(sp.repetition_penalty > 0)) return invalid_argument("repetition_penalty must be > 0");
-  if (sp.logprobs > 20) return invalid_argument("logprobs must be at most 20");
-  for (const auto& [id, bias] : sp.logit_bias)
-    if (id < 0 || id >= mc.vocab_size) return invalid_argument("logit_bias names token {} outside the vocabulary", id);
+  DI_RETURN_IF_ERROR(validate_sampling_params(request.sampling, static_cast<int32_t>(mc.vocab_size)));
   for (const auto& s : request.stop)
     if (s.empty()) return invalid_argument("stop strings must not be empty");
 

@@ -126,9 +126,9 @@ int run_generate(GenerateFlags& f) {
     results[i].want_logprobs = requests[i].sampling.logprobs >= 0;
     auto id = engine.add_request(requests[i]);
     if (!id.is_ok()) {
-      results[i].finish = engine::FinishReason::kAbort;
-      results[i].error = id.status().message();
-      continue;
+      // A request the engine refuses is bad input: say which one, before generating anything.
+      const Status& st = id.status();
+      return report_error(requests.size() == 1 ? st : Status(st.code(), fmt::format("request {}: {}", i, st.message())));
     }
     index_of[*id] = i;
   }

@@ -7,6 +7,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "deepinfer/base/thread_pool.h"
+#include "deepinfer/model/model.h"
 
 namespace deepinfer::testing {
 
@@ -28,6 +32,33 @@ inline std::string source_dir() {
 inline bool in_ci() {
   const char* ci = std::getenv("CI");
   return ci && std::string(ci) == "true";
+}
+
+
+// Logits at every position of one sequence, computed in one forward batch (one sequence,
+// blocks 0..n-1 in order).
+inline std::vector<float> all_position_logits(model::Model& m, const std::vector<int32_t>& ids,
+                                              ThreadPool& pool) {
+  const int block_size = 16;
+  const int n = static_cast<int>(ids.size());
+  const int blocks = (n + block_size - 1) / block_size;
+  model::KvCache cache = model::KvCache::allocate(m.kv_cache_spec(), blocks, block_size);
+  ForwardBatch b;
+  b.token_ids = ids;
+  for (int i = 0; i < n; ++i) {
+    b.positions.push_back(i);
+    b.slot_mapping.push_back(i);
+    b.logits_rows.push_back(i);
+  }
+  b.seq_token_start = {0, n};
+  b.seq_context_len = {n};
+  b.block_table_indptr = {0, blocks};
+  for (int i = 0; i < blocks; ++i) b.block_table.push_back(i);
+  std::vector<float> logits(size_t(n) * m.config().vocab_size);
+  model::ForwardContext ctx{&pool, false};
+  Status st = m.forward(b, cache, ctx, logits.data());
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  return logits;
 }
 
 }  // namespace deepinfer::testing

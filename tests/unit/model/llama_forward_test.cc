@@ -51,29 +51,6 @@ Loaded load() {
   return l;
 }
 
-// Logits at every position of one prompt, computed in one batch.
-std::vector<float> all_logits(model::Model& m, const std::vector<int32_t>& ids, ThreadPool& pool) {
-  const int block_size = 16;
-  const int n = static_cast<int>(ids.size());
-  const int blocks = (n + block_size - 1) / block_size;
-  model::KvCache cache = model::KvCache::allocate(m.kv_cache_spec(), blocks, block_size);
-  ForwardBatch b;
-  b.token_ids = ids;
-  for (int i = 0; i < n; ++i) {
-    b.positions.push_back(i);
-    b.slot_mapping.push_back(i);
-    b.logits_rows.push_back(i);
-  }
-  b.seq_token_start = {0, n};
-  b.seq_context_len = {n};
-  b.block_table_indptr = {0, blocks};
-  for (int i = 0; i < blocks; ++i) b.block_table.push_back(i);
-  std::vector<float> logits(size_t(n) * m.config().vocab_size);
-  model::ForwardContext ctx{&pool, false};
-  Status st = m.forward(b, cache, ctx, logits.data());
-  EXPECT_TRUE(st.is_ok()) << st.message();
-  return logits;
-}
 
 TEST(LlamaForward, LogitsMatchHuggingFace) {
   DI_REQUIRE_DEFAULT_MODEL();
@@ -87,7 +64,7 @@ TEST(LlamaForward, LogitsMatchHuggingFace) {
   int checked = 0, near_ties = 0;
   for (const auto& c : fx["cases"]) {
     auto ids = c["ids"].get<std::vector<int32_t>>();
-    std::vector<float> logits = all_logits(*l.model, ids, pool);
+    std::vector<float> logits = testing::all_position_logits(*l.model, ids, pool);
     for (size_t pos = 0; pos < ids.size(); ++pos) {
       const float* row = logits.data() + pos * V;
       const auto& ref = c["positions"][pos];
