@@ -14,6 +14,11 @@ constexpr std::string_view kEndOfTurnTokens[] = {
     "<end_of_turn>", "<|end|>", "<|return|>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
 };
 
+// DeepSeek's vocabularies mark their chat and tool markers (<｜User｜>, <think>,
+// <｜tool▁calls▁begin｜>, ...) as non-special added tokens so that decoding keeps them; HF
+// would then match them inside user text. Every added token of such a vocabulary is control.
+constexpr std::string_view kDeepseekBos = "<\xef\xbd\x9c" "begin\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>";
+
 bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 }  // namespace
@@ -24,6 +29,9 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::build(TokenizerSpec spec) {
   std::unique_ptr<Tokenizer> t(new Tokenizer());
   t->special_.assign(n, 0);
   std::vector<bool> mergeable(n, true);
+  bool deepseek = false;
+  for (const auto& a : spec.added)
+    if (a.id >= 0 && a.id < n && spec.token_bytes[a.id] == kDeepseekBos) deepseek = true;
   for (const auto& a : spec.added) {
     if (a.id < 0 || a.id >= n)
       return corrupt("tokenizer: added token id {} outside the vocabulary of {}", a.id, n);
@@ -31,7 +39,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::build(TokenizerSpec spec) {
       return corrupt("tokenizer: added token id {} has empty text", a.id);
     mergeable[a.id] = false;
     t->special_[a.id] = a.special ? 1 : 0;
-    t->added_.push_back({spec.token_bytes[a.id], a.id, a.special, a.lstrip, a.rstrip});
+    t->added_.push_back({spec.token_bytes[a.id], a.id, a.special, a.lstrip, a.rstrip,
+                         a.special || a.control || deepseek});
     t->added_first_byte_[static_cast<uint8_t>(spec.token_bytes[a.id][0])] = true;
   }
   // Longest first, so the matcher's first hit at a position is the longest one.
@@ -80,7 +89,7 @@ bool Tokenizer::is_special(int32_t id) const {
 
 std::optional<int32_t> Tokenizer::special_token_id(std::string_view text) const {
   for (const auto& a : added_)
-    if (a.special && a.text == text) return a.id;
+    if (a.control && a.text == text) return a.id;
   return std::nullopt;
 }
 
@@ -92,7 +101,7 @@ std::optional<Tokenizer::Match> Tokenizer::find_added(std::string_view text, siz
     if (!added_first_byte_[static_cast<uint8_t>(text[p])]) continue;
     for (const auto& a : added_) {
       if (text.compare(p, a.text.size(), a.text) != 0) continue;
-      if (!allowed(p, p + a.text.size(), a.special)) continue;
+      if (!allowed(p, p + a.text.size(), a.control)) continue;
       Match m{p, p + a.text.size(), a.id};
       if (a.lstrip)
         while (m.begin > from && is_ascii_space(text[m.begin - 1])) --m.begin;
@@ -131,15 +140,15 @@ std::vector<int32_t> Tokenizer::encode_impl(std::string_view text, const Allowed
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool allow_special) const {
-  return encode_impl(text, [allow_special](size_t, size_t, bool special) {
-    return allow_special || !special;
+  return encode_impl(text, [allow_special](size_t, size_t, bool control) {
+    return allow_special || !control;
   });
 }
 
 std::vector<int32_t> Tokenizer::encode_trusted(
     std::string_view text, const std::vector<std::pair<size_t, size_t>>& trusted) const {
-  return encode_impl(text, [&trusted](size_t b, size_t e, bool special) {
-    if (!special) return true;
+  return encode_impl(text, [&trusted](size_t b, size_t e, bool control) {
+    if (!control) return true;
     for (const auto& [tb, te] : trusted)
       if (b >= tb && e <= te) return true;
     return false;

@@ -29,6 +29,9 @@ struct TokenizerSpec {
     bool special = true;  // control token: matched only when allow_special
     bool lstrip = false;  // swallow whitespace on the left / right when matched
     bool rstrip = false;
+    // Matched only when allow_special (like `special`) but kept by decode(skip_special): the
+    // markers an output parser must still see (DeepSeek's <think>, tool-call markers).
+    bool control = false;
   };
   std::vector<std::string> token_bytes;  // [vocab_size]
   std::vector<std::pair<std::string, std::string>> merges;  // rank order
@@ -48,7 +51,8 @@ class Tokenizer {
   static Result<std::unique_ptr<Tokenizer>> build(TokenizerSpec spec);
 
   // allow_special=false: text that looks like a control token (e.g. "<|im_start|>") is encoded
-  // as plain text (HF's split_special_tokens=True). Non-special added tokens always match.
+  // as plain text (HF's split_special_tokens=True). Non-special added tokens always match,
+  // except control ones (see TokenizerSpec::Added::control).
   std::vector<int32_t> encode(std::string_view text, bool allow_special = false) const;
   // Special tokens are matched only when they lie entirely inside one of `trusted` byte ranges
   // [begin, end) of `text` (template literals); everything else is plain text. Text between
@@ -67,6 +71,7 @@ class Tokenizer {
   int32_t pad_id() const { return pad_id_; }
   bool add_bos() const { return add_bos_; }
   bool is_special(int32_t id) const;
+  // Id of a special or control added token with exactly this text.
   std::optional<int32_t> special_token_id(std::string_view text) const;
   const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
   const std::string& chat_template() const { return chat_template_; }
@@ -91,6 +96,7 @@ class Tokenizer {
     std::string text;
     int32_t id;
     bool special, lstrip, rstrip;
+    bool control;  // special || Added::control: never matched in untrusted text
   };
   std::vector<AddedEntry> added_;       // sorted by text
   bool added_first_byte_[256] = {};     // quick reject for the matcher
