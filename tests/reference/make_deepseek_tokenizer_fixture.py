@@ -14,8 +14,16 @@ Reference: the Hugging Face `tokenizers` library over the package's tokenizer.js
 - "ids_special": the stock HF encoding, where every added token matches (our
   allow_special=true); present only when it differs from "ids".
 
-Usage: python3 tests/reference/make_deepseek_tokenizer_fixture.py
+With --template-v3 FILE and/or --template-v31 FILE (DeepSeek's own chat templates, the
+`chat_template` of DeepSeek-V3-0324's and DeepSeek-V3.1's tokenizer_config.json, saved as text;
+not committed), it also renders CONVERSATIONS with them through jinja2 the way transformers'
+apply_chat_template does, tokenizes the text with the stock tokenizer and writes
+deepseek_tokenizer_chat.jsonl ({"style", "thinking", "add_generation_prompt", "messages",
+"text", "ids"}), which the C++ test compares with our native DeepSeek chat encoder.
+
+Usage: python3 tests/reference/make_deepseek_tokenizer_fixture.py [--template-v3 F] [--template-v31 F]
 """
+import argparse
 import json
 import os
 import random
@@ -80,7 +88,63 @@ def find_tokenizer_json():
     return os.path.join(os.path.dirname(deepseek_tokenizer.__file__), "tokenizer.json")
 
 
+def tool_call(name, args):
+    return {"id": "call_" + name, "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}
+
+
+CONVERSATIONS = [
+    [{"role": "user", "content": "Hello!"}],
+    [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "What is 2+2?"}],
+    [{"role": "system", "content": "A"}, {"role": "system", "content": "B"},
+     {"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello! How can I help?"},
+     {"role": "user", "content": "Tell me a joke.\n\nMake it short."}],
+    [{"role": "user", "content": "1+1?"}, {"role": "assistant", "content": "<think>\nadd\n</think>\n\n2"},
+     {"role": "user", "content": "and 2+2? 你好"}],
+    [{"role": "user", "content": "  spaces  and\n\nnewlines\n"}],
+    [{"role": "user", "content": "Weather in Paris and the time?"},
+     {"role": "assistant", "content": None,
+      "tool_calls": [tool_call("get_weather", {"city": "Paris"}), tool_call("get_time", {"tz": "CET"})]},
+     {"role": "tool", "content": "{\"temp\": 18}"}, {"role": "tool", "content": "14:00"}],
+    [{"role": "user", "content": "Weather?"},
+     {"role": "assistant", "content": None, "tool_calls": [tool_call("get_weather", {"city": "東京"})]},
+     {"role": "tool", "content": "rain"}, {"role": "assistant", "content": "It rains in Tokyo."},
+     {"role": "user", "content": "thanks"}],
+    [{"role": "user", "content": "code:\n```python\nprint('hi')\n```"},
+     {"role": "assistant", "content": "ok"}],
+]
+
+
+def render_chats(templates, stock):
+    import jinja2.sandbox
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    lines = []
+    for style, path in templates:
+        tmpl = env.from_string(open(path, encoding="utf-8").read())
+        for messages in CONVERSATIONS:
+            if style == "v3" and any("<think>" in (m["content"] or "") for m in messages):
+                # V3 keeps earlier reasoning verbatim and HF would make its <think> a control
+                # token; we encode message text as plain text, always (deliberate difference).
+                continue
+            for thinking in (False, True):
+                for gen in (True, False):
+                    text = tmpl.render(messages=messages, add_generation_prompt=gen,
+                                       thinking=thinking, bos_token="<｜begin▁of▁sentence｜>")
+                    ids = stock.encode(text, add_special_tokens=False).ids
+                    lines.append(json.dumps({"style": style, "thinking": thinking,
+                                             "add_generation_prompt": gen, "messages": messages,
+                                             "text": text, "ids": ids}, ensure_ascii=False))
+    out = os.path.join(OUT, "deepseek_tokenizer_chat.jsonl")
+    with open(out, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"{out}: {len(lines)} renderings")
+
+
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--template-v3")
+    ap.add_argument("--template-v31")
+    args = ap.parse_args()
     path = find_tokenizer_json()
     with open(path, encoding="utf-8") as f:
         spec = json.load(f)
@@ -110,6 +174,9 @@ def main():
         f.write("\n".join(lines) + "\n")
     print(f"{out}: {len(lines)} strings ({n_special} with control-token text), "
           f"{os.path.getsize(out)} bytes")
+    templates = [(s, p) for s, p in (("v3", args.template_v3), ("v31", args.template_v31)) if p]
+    if templates:
+        render_chats(templates, stock)
 
 
 if __name__ == "__main__":
