@@ -79,6 +79,57 @@ T field(const nlohmann::json& obj, const char* key, T dflt) {
   }
 }
 
+// Integer field that may be null (DeepSeek's "q_lora_rank": null means no LoRA): null -> 0.
+int nullable_int(const nlohmann::json& obj, const char* key, int dflt) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return dflt;
+  if (it->is_null()) return 0;
+  if (!it->is_number_integer()) throw BadField{key};
+  return it->get<int>();
+}
+
+// MLA, DeepSeekMoE and MTP fields of a deepseek_v3 config.json.
+Status parse_deepseek_fields(const nlohmann::json& j, ModelConfig& c, const std::string& path) {
+  c.q_lora_rank = nullable_int(j, "q_lora_rank", 0);
+  c.kv_lora_rank = field(j, "kv_lora_rank", 0);
+  c.qk_nope_head_dim = field(j, "qk_nope_head_dim", 0);
+  c.qk_rope_head_dim = field(j, "qk_rope_head_dim", 0);
+  c.v_head_dim = field(j, "v_head_dim", 0);
+  c.n_routed_experts = nullable_int(j, "n_routed_experts", 0);
+  c.n_shared_experts = nullable_int(j, "n_shared_experts", 0);
+  c.num_experts_per_tok = nullable_int(j, "num_experts_per_tok", 0);
+  c.moe_intermediate_size = field(j, "moe_intermediate_size", int64_t{0});
+  c.first_k_dense_replace = nullable_int(j, "first_k_dense_replace", 0);
+  c.moe_layer_freq = field(j, "moe_layer_freq", 1);
+  c.n_group = nullable_int(j, "n_group", 1);
+  c.topk_group = nullable_int(j, "topk_group", 1);
+  c.norm_topk_prob = field(j, "norm_topk_prob", true);
+  c.routed_scaling_factor = field(j, "routed_scaling_factor", 1.0f);
+  c.scoring_func = field(j, "scoring_func", std::string("sigmoid"));
+  c.topk_method = field(j, "topk_method", std::string("noaux_tc"));
+  c.num_nextn_predict_layers = field(j, "num_nextn_predict_layers", 0);
+  c.rope_pairing = field(j, "rope_interleave", true) ? RopePairing::kInterleaved : RopePairing::kHalf;
+  if (c.q_lora_rank < 0 || c.kv_lora_rank <= 0 || c.qk_nope_head_dim <= 0 || c.qk_rope_head_dim <= 0 ||
+      c.qk_rope_head_dim % 2 != 0 || c.v_head_dim <= 0)
+    return corrupt("{}: invalid MLA sizes (q_lora_rank {}, kv_lora_rank {}, qk_nope_head_dim {}, "
+                   "qk_rope_head_dim {} (must be even), v_head_dim {})", path, c.q_lora_rank,
+                   c.kv_lora_rank, c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim);
+  if (c.n_routed_experts < 0 || c.n_shared_experts < 0 || c.first_k_dense_replace < 0 ||
+      c.moe_layer_freq <= 0 || c.num_nextn_predict_layers < 0)
+    return corrupt("{}: negative MoE sizes", path);
+  if (c.n_routed_experts > 0) {
+    if (c.moe_intermediate_size <= 0 || c.num_experts_per_tok <= 0 || c.n_group <= 0 ||
+        c.n_routed_experts % c.n_group != 0 || c.topk_group <= 0 || c.topk_group > c.n_group ||
+        c.num_experts_per_tok > c.topk_group * (c.n_routed_experts / c.n_group))
+      return corrupt("{}: inconsistent MoE routing (n_routed_experts {}, n_group {}, topk_group {}, "
+                     "num_experts_per_tok {}, moe_intermediate_size {})", path, c.n_routed_experts,
+                     c.n_group, c.topk_group, c.num_experts_per_tok, c.moe_intermediate_size);
+  }
+  c.head_dim = c.qk_nope_head_dim + c.qk_rope_head_dim;
+  c.rope_dim = c.qk_rope_head_dim;
+  return Status::ok();
+}
+
 // Fields of an already parsed config.json; throws BadField, which the caller turns into a Status.
 Result<ModelConfig> parse_hf_config(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object()) return corrupt("{}: expected a JSON object", path);
@@ -133,6 +184,7 @@ Result<ModelConfig> parse_hf_config(const nlohmann::json& j, const std::string& 
     c.rope_scaling.mscale = field(rs, "mscale", 1.0f);
     c.rope_scaling.mscale_all_dim = field(rs, "mscale_all_dim", 0.0f);
   }
+  if (c.architecture == "deepseek_v3") DI_RETURN_IF_ERROR(parse_deepseek_fields(j, c, path));
   return c;
 }
 

@@ -47,6 +47,26 @@ struct ModelConfig {
   RopeScalingConfig rope_scaling;
   bool tie_word_embeddings = false;
   bool attention_bias = false;
+
+  // DeepSeek-V3 family (MLA + DeepSeekMoE + MTP); zero/defaults for other architectures.
+  int q_lora_rank = 0;  // 0: q_proj, no LoRA (config.json null)
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+  int n_routed_experts = 0;
+  int n_shared_experts = 0;
+  int num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  int first_k_dense_replace = 0;  // layers [0, k) use the dense MLP
+  int moe_layer_freq = 1;
+  int n_group = 1;
+  int topk_group = 1;
+  bool norm_topk_prob = true;
+  float routed_scaling_factor = 1.0f;
+  std::string scoring_func = "sigmoid";
+  std::string topk_method = "noaux_tc";
+  int num_nextn_predict_layers = 0;
 };
 
 // GGUF: keys "<arch>.block_count", "<arch>.embedding_length", ... (llama.cpp's names).

@@ -16,6 +16,7 @@ struct Architecture {
 
 constexpr Architecture kArchitectures[] = {
     {"llama", load_llama},
+    {"deepseek_v3", load_deepseek_v3},
 };
 
 }  // namespace

@@ -1,0 +1,82 @@
+// The DeepSeek-V3 architecture (V3, R1, V3.1, Kimi K2, Moonlight) from Hugging Face safetensors:
+// MLA attention with a latent-only paged KV cache, dense MLP for the first layers and
+// DeepSeekMoE after, final norm and head, and the MTP module as a next-next-token draft head.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "deepinfer/model/mla_attention.h"
+#include "deepinfer/model/model.h"
+#include "deepinfer/model/moe.h"
+
+namespace deepinfer::model {
+
+struct DeepseekLayer {
+  Tensor attn_norm, ffn_norm;  // f32 [hidden]
+  MlaWeights attn;
+  bool is_moe = false;
+  MlpWeights mlp;              // dense layers
+  MoeWeights moe;              // MoE layers
+};
+
+class DeepseekV3 final : public Model {
+ public:
+  static Result<std::unique_ptr<DeepseekV3>> load(const ModelConfig& config, const WeightSource& source);
+
+  const ModelConfig& config() const override { return config_; }
+  // One "KV head" per layer holding [latent (kv_lora_rank) | k_pe (qk_rope_head_dim)]; no V pool.
+  KvCacheSpec kv_cache_spec() const override;
+  Status forward(const ForwardBatch& batch, KvCache& cache, ForwardContext& ctx, float* logits) override;
+
+  // Attention form (tests compare the absorbed and the expanded forms).
+  void set_mla_mode(MlaMode mode) { mla_mode_ = mode; }
+  // Tokens routed to each expert, per layer (rows of dense layers stay zero; the MTP layer, if
+  // any, is row num_layers).
+  const ExpertStats& expert_stats() const { return expert_stats_; }
+  void reset_expert_stats() { expert_stats_.reset(); }
+  // When on, forward() also keeps every token's final hidden state (after the final norm), the
+  // input the MTP head takes: final_hidden() is [batch tokens, hidden] of the last forward().
+  void set_keep_final_hidden(bool on) { keep_hidden_ = on; }
+  const std::vector<float>& final_hidden() const { return final_hidden_; }
+
+  // MTP (num_nextn_predict_layers = 1): logits for token t+2 from the main model's final hidden
+  // state at t and the embedding of token t+1. `batch` holds tokens t+1 at positions t (with
+  // slots in `mtp_cache`, a cache of mtp_kv_cache_spec()); prev_hidden is [tokens, hidden].
+  bool has_mtp() const { return has_mtp_; }
+  KvCacheSpec mtp_kv_cache_spec() const;
+  Status mtp_forward(const ForwardBatch& batch, const float* prev_hidden, KvCache& mtp_cache, ForwardContext& ctx,
+                     float* logits);
+
+ private:
+  explicit DeepseekV3(ModelConfig config);
+  Status load_weights(const WeightSource& source);
+  Result<DeepseekLayer> load_layer(const DeepseekWeights& w, int index) const;
+  Status check_batch(const ForwardBatch& batch, const KvCache& cache, int layers) const;
+  void layer_forward(const DeepseekLayer& layer, int stats_row, const ForwardBatch& batch, float* kv_cache,
+                     int block_size, ForwardContext& ctx);
+  void head(const ForwardBatch& batch, const Tensor& norm, const LinearWeight& out, ForwardContext& ctx,
+            float* logits);
+
+  ModelConfig config_;
+  MlaDims mla_;
+  MoeRouting routing_;
+  MlaMode mla_mode_ = MlaMode::kAuto;
+  Tensor embedding_, output_norm_;
+  LinearWeight output_;
+  std::vector<DeepseekLayer> layers_;
+  ExpertStats expert_stats_;
+  bool keep_hidden_ = false;
+  std::vector<float> final_hidden_;
+  // MTP module.
+  bool has_mtp_ = false;
+  Tensor mtp_embedding_, mtp_enorm_, mtp_hnorm_, mtp_head_norm_;
+  LinearWeight mtp_eh_proj_, mtp_head_;
+  DeepseekLayer mtp_layer_;
+  // Activations, grown and reused.
+  std::vector<float> x_, h_, tmp_, rows_;
+  MlaScratch mla_scratch_;
+  MoeScratch moe_scratch_;
+};
+
+}  // namespace deepinfer::model
