@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "deepinfer/kernels/cpu/fp8_matmul.h"
 #include "deepinfer/kernels/cpu/matmul.h"
 #include "deepinfer/kernels/cpu/rms_norm.h"
 #include "deepinfer/model/format/safetensors.h"
@@ -15,16 +16,6 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
-}
-
-// e4m3 (fn variant: no infinities, 0x7f/0xff are NaN) to float.
-float fp8_e4m3_to_float(uint8_t v) {
-  const int sign = v >> 7, exp = (v >> 3) & 0xf, man = v & 7;
-  float x;
-  if (exp == 0) x = std::ldexp(static_cast<float>(man), -9);  // subnormal: man/8 * 2^-6
-  else if (exp == 15 && man == 7) x = std::numeric_limits<float>::quiet_NaN();
-  else x = std::ldexp(1.0f + man / 8.0f, exp - 7);
-  return sign ? -x : x;
 }
 
 }  // namespace
@@ -56,8 +47,7 @@ Result<LinearWeight> DeepseekWeights::linear(const std::string& prefix, int64_t 
   if (w.weight.dtype == DType::kF8_E4M3) {
     const int64_t bo = (n_out + kFp8Block - 1) / kFp8Block, bi = (n_in + kFp8Block - 1) / kFp8Block;
     DI_ASSIGN_OR_RETURN(w.scale_inv, get_f32(prefix + ".weight_scale_inv", {bo, bi}));
-    return unsupported("{}: '{}.weight' is FP8 e4m3; FP8 matmul is not implemented yet",
-                       source_.description, prefix);
+    return w;
   }
   if (!kernels::matmul_supports(w.weight.dtype))
     return unsupported("{}: tensor '{}.weight' has unsupported type {}", source_.description, prefix,
@@ -74,7 +64,7 @@ Result<std::vector<float>> linear_to_f32(const LinearWeight& w, const std::strin
     const int64_t bi = w.scale_inv.shape[1];
     for (int64_t o = 0; o < n_out; ++o)
       for (int64_t i = 0; i < n_in; ++i)
-        out[o * n_in + i] = fp8_e4m3_to_float(q[o * n_in + i]) * s[(o / kFp8Block) * bi + i / kFp8Block];
+        out[o * n_in + i] = kernels::fp8_e4m3_to_float(q[o * n_in + i]) * s[(o / kFp8Block) * bi + i / kFp8Block];
     return out;
   }
   DI_ASSIGN_OR_RETURN(Tensor f, to_f32(w.weight, name));
@@ -86,6 +76,23 @@ Result<std::vector<float>> linear_to_f32(const LinearWeight& w, const std::strin
 void linear_forward(const LinearWeight& w, const float* in, int64_t rows, int64_t in_stride, float* out,
                     int64_t out_stride, ForwardContext& ctx) {
   if (rows == 0) return;
+  if (w.weight.dtype == DType::kF8_E4M3) {
+    kernels::Fp8MatmulParams f;
+    f.weight = static_cast<const uint8_t*>(w.weight.data);
+    f.weight_row_bytes = w.weight.row_stride_bytes();
+    f.scale_inv = static_cast<const float*>(w.scale_inv.data);
+    f.scale_stride = w.scale_inv.shape[1];
+    f.block = static_cast<int>(kFp8Block);
+    f.n_out = w.n_out();
+    f.n_in = w.n_in();
+    f.input = in;
+    f.n_rows = rows;
+    f.input_stride = in_stride;
+    f.output = out;
+    f.output_stride = out_stride;
+    kernels::fp8_matmul(f, *ctx.pool);
+    return;
+  }
   kernels::MatmulParams p;
   p.weight = w.weight.data;
   p.weight_type = w.weight.dtype;
