@@ -7,6 +7,12 @@
 #                 norm_topk_prob false, rotate-half RoPE (rope_interleave false).
 #   dense_heavy:  2 dense + 1 MoE layers, 16 experts top-4, n_group 2 / topk_group 1, 2 shared
 #                 experts, YaRN with mscale == mscale_all_dim (the DeepSeek-V3 setting), MTP.
+#   fp8:          the official FP8 layout: every linear weight of the layers is float8_e4m3fn with
+#                 a float32 weight_scale_inv per 128x128 block (amax / 448, as DeepSeek quantizes),
+#                 quantization_config {quant_method: fp8, weight_block_size: [128, 128]};
+#                 embeddings, head, norms and router stay bf16. Hidden size 192 and ranks of
+#                 64/96 give full and partial blocks. Its reference is HF run on the dequantized
+#                 weights (fp8 * scale in float32).
 # expected.json: per case, token ids, logits at every position (HF DeepseekV3ForCausalLM in
 # float32 with eager attention, bf16 weights widened exactly), the greedy continuation (full
 # recompute each step) with the top-2 margin of each step, and MTP logits where the config has an
@@ -57,6 +63,16 @@ CONFIGS = {
                         rope_parameters=dict(YARN, factor=8.0, mscale=1.0, mscale_all_dim=1.0),
                         rope_interleave=True, num_nextn_predict_layers=1),
 }
+
+
+FP8_CONFIG = dict(COMMON, hidden_size=192, intermediate_size=160, moe_intermediate_size=64,
+                  num_hidden_layers=2, first_k_dense_replace=1, q_lora_rank=96, kv_lora_rank=64,
+                  qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32, n_routed_experts=8,
+                  n_shared_experts=1, num_experts_per_tok=2, n_group=2, topk_group=1,
+                  norm_topk_prob=True, routed_scaling_factor=2.5,
+                  rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                  rope_interleave=True, num_nextn_predict_layers=0)
+FP8_BLOCK = 128
 
 
 def fill(name, p, g):
@@ -173,6 +189,11 @@ def build(name, params, seed):
                                                 attn_implementation="eager").eval()
     if mtp is not None:
         mtp.load(prefix, {k: v.float() for k, v in load_file(st_path).items()})
+    write_expected(out, name, ref, mtp)
+    print(name, "weights", os.path.getsize(st_path), "bytes")
+
+
+def write_expected(out, name, ref, mtp):
     cases = []
     with torch.no_grad():
         for ids in SEQUENCES:
@@ -193,12 +214,69 @@ def build(name, params, seed):
             cases.append(case)
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump({"model": name, "cases": cases}, f, separators=(",", ":"))
+
+
+def quantize_fp8(w):
+    """DeepSeek's block quantization: per 128x128 block, scale = amax / 448, q = w / scale."""
+    n_out, n_in = w.shape
+    bo, bi = -(-n_out // FP8_BLOCK), -(-n_in // FP8_BLOCK)
+    padded = torch.zeros(bo * FP8_BLOCK, bi * FP8_BLOCK)
+    padded[:n_out, :n_in] = w
+    blocks = padded.view(bo, FP8_BLOCK, bi, FP8_BLOCK)
+    scale = blocks.abs().amax(dim=(1, 3)).clamp(min=1e-12) / 448.0
+    q = (blocks / scale[:, None, :, None]).to(torch.float8_e4m3fn)
+    deq = (q.float() * scale[:, None, :, None]).view(bo * FP8_BLOCK, bi * FP8_BLOCK)[:n_out, :n_in]
+    q = q.view(bo * FP8_BLOCK, bi * FP8_BLOCK)[:n_out, :n_in].contiguous()
+    return q, scale.float().contiguous(), deq.contiguous()
+
+
+def is_fp8_linear(name):
+    return name.startswith("model.layers.") and (name.endswith("_proj.weight") or
+                                                 name.endswith("kv_a_proj_with_mqa.weight"))
+
+
+def build_fp8(name, params, seed):
+    import shutil
+    import tempfile
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    cfg = DeepseekV3Config(**params)
+    model = DeepseekV3ForCausalLM(cfg).eval()
+    randomize(model, g)
+    out = os.path.join(OUT_ROOT, name)
+    os.makedirs(out, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        bf16_dir, deq_dir = os.path.join(tmp, "bf16"), os.path.join(tmp, "deq")
+        model.to(torch.bfloat16).save_pretrained(bf16_dir, safe_serialization=True)
+        sd = load_file(os.path.join(bf16_dir, "model.safetensors"))
+        quant, deq = {}, {}
+        for k, v in sd.items():
+            if is_fp8_linear(k):
+                q, scale, d = quantize_fp8(v.float())
+                quant[k], quant[k + "_scale_inv"], deq[k] = q, scale, d
+            else:
+                quant[k], deq[k] = v, v.float()
+        os.makedirs(deq_dir)
+        shutil.copy(os.path.join(bf16_dir, "config.json"), deq_dir)
+        save_file(deq, os.path.join(deq_dir, "model.safetensors"), metadata={"format": "pt"})
+        ref = DeepseekV3ForCausalLM.from_pretrained(deq_dir, dtype=torch.float32,
+                                                    attn_implementation="eager").eval()
+        with open(os.path.join(bf16_dir, "config.json")) as f:
+            config = json.load(f)
+    config["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3",
+                                     "quant_method": "fp8", "weight_block_size": [FP8_BLOCK, FP8_BLOCK]}
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    st_path = os.path.join(out, "model.safetensors")
+    save_file(quant, st_path, metadata={"format": "pt"})
+    write_expected(out, name, ref, None)
     print(name, "weights", os.path.getsize(st_path), "bytes")
 
 
 def main():
     for i, (name, params) in enumerate(CONFIGS.items()):
         build(name, params, 1000 + i)
+    build_fp8("fp8", FP8_CONFIG, 2000)
 
 
 if __name__ == "__main__":

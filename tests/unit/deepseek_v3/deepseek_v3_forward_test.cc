@@ -14,7 +14,7 @@ using dstest::PagedSeq;
 // so differences are ~1e-5. 1e-3 still catches any real mistake (wrong RoPE pairing, a wrong
 // routing choice or mscale moves logits by > 0.01).
 constexpr float kTol = 1e-3f;
-const char* const kFixtures[] = {"moe_yarn", "no_qlora", "dense_heavy"};
+const char* const kFixtures[] = {"moe_yarn", "no_qlora", "dense_heavy", "fp8"};
 
 class DeepseekV3Fixture : public ::testing::TestWithParam<const char*> {};
 
