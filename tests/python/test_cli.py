@@ -116,9 +116,11 @@ def test_bad_model_files_one_clear_line(binary, tmp_path):
         assert r.returncode == 1 and "trunc" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-def test_serve_not_built_is_a_clear_error(binary):
-    r = run("serve")
-    assert r.returncode == 1 and "not available" in r.stderr
+def test_serve_unbuilt_roles_are_clear_errors(binary):
+    r = run("serve", "--role", "prefill")
+    assert r.returncode == 1 and "--role prefill" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = run("serve", "--ep", "4")
+    assert r.returncode == 1 and "--ep 4" in r.stderr
 
 
 def test_bench_prints_json(model):

@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 
+#include <nlohmann/json.hpp>
+
 #include "deepinfer/base/log.h"
 #include "deepinfer/recipe/jinja.h"
 #include "deepinfer/recipe/tokenizer.h"
@@ -32,15 +34,52 @@ Result<std::shared_ptr<const jinja::Template>> parsed_template(const std::string
   return shared;
 }
 
+// JSON from a request -> template values; every string is untrusted data. Numbers that are
+// not integers become their JSON text (the interpreter has no floats).
+jinja::Value json_to_value(const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::null: return jinja::Value::none();
+    case nlohmann::json::value_t::boolean: return jinja::Value::boolean(j.get<bool>());
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned: return jinja::Value::integer(j.get<int64_t>());
+    case nlohmann::json::value_t::string: return jinja::Value::data_str(j.get<std::string>());
+    case nlohmann::json::value_t::array: {
+      jinja::List l;
+      for (const auto& x : j) l.push_back(json_to_value(x));
+      return jinja::Value::list(std::move(l));
+    }
+    case nlohmann::json::value_t::object: {
+      jinja::Dict d;
+      for (auto it = j.begin(); it != j.end(); ++it) d[it.key()] = json_to_value(it.value());
+      return jinja::Value::dict(std::move(d));
+    }
+    default: return jinja::Value::data_str(j.dump());
+  }
+}
+
+Result<jinja::Value> parse_json_value(const std::string& text, const char* what) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return invalid_argument("{} is not valid JSON", what);
+  return json_to_value(j);
+}
+
 Result<TaggedString> render_template(const Tokenizer& tok, const std::vector<ChatMessage>& messages,
                                      const ChatOptions& options) {
   DI_ASSIGN_OR_RETURN(auto tmpl, parsed_template(tok.chat_template()));
   jinja::List msgs;
   for (const auto& m : messages) {
-    msgs.push_back(jinja::Value::dict({{"role", jinja::Value::data_str(m.role)},
-                                       {"content", jinja::Value::data_str(m.content)}}));
+    jinja::Dict d{{"role", jinja::Value::data_str(m.role)}, {"content", jinja::Value::data_str(m.content)}};
+    if (!m.tool_calls_json.empty()) {
+      DI_ASSIGN_OR_RETURN(d["tool_calls"], parse_json_value(m.tool_calls_json, "tool_calls"));
+    }
+    if (!m.tool_call_id.empty()) d["tool_call_id"] = jinja::Value::data_str(m.tool_call_id);
+    if (!m.name.empty()) d["name"] = jinja::Value::data_str(m.name);
+    msgs.push_back(jinja::Value::dict(std::move(d)));
   }
   jinja::Dict globals;
+  if (!options.tools_json.empty()) {
+    DI_ASSIGN_OR_RETURN(globals["tools"], parse_json_value(options.tools_json, "tools"));
+  }
   globals["messages"] = jinja::Value::list(std::move(msgs));
   globals["add_generation_prompt"] = jinja::Value::boolean(options.add_generation_prompt);
   // The model's own control-token texts are trusted, like template text.
@@ -127,6 +166,10 @@ Result<RenderedChat> render_chat(const Tokenizer& tok, const std::vector<ChatMes
   out.text = format == ChatFormat::kLlama3 ? render_llama3(messages, options.add_generation_prompt)
                                            : render_chatml(messages, options.add_generation_prompt);
   return out;
+}
+
+bool chat_template_renders_tools(const Tokenizer& tok) {
+  return tok.chat_template().find("tools") != std::string::npos;
 }
 
 Result<std::vector<int32_t>> encode_chat(const Tokenizer& tok,

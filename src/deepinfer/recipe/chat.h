@@ -17,6 +17,12 @@ class Tokenizer;
 struct ChatMessage {
   std::string role;
   std::string content;
+  // Tool use, for templates that render it (all untrusted data): the assistant's calls as an
+  // OpenAI-style JSON array [{"id","type":"function","function":{"name","arguments"}}], and for
+  // role "tool" the id of the call answered and the tool's name.
+  std::string tool_calls_json;
+  std::string tool_call_id;
+  std::string name;
 };
 
 enum class ChatFormat {
@@ -30,7 +36,12 @@ enum class ChatFormat {
 struct ChatOptions {
   bool add_generation_prompt = true;
   ChatFormat format = ChatFormat::kAuto;
+  // Tool definitions handed to the template as `tools` (OpenAI-style JSON array); empty = none.
+  std::string tools_json;
 };
+
+// Whether the model's chat template renders `tools` itself (else the caller describes them).
+bool chat_template_renders_tools(const Tokenizer& tok);
 
 // The rendered prompt: text plus the byte ranges that came from the template (trusted).
 struct RenderedChat {

@@ -1,0 +1,67 @@
+// The API-neutral chat turn: messages, tools and tool choice (already read from any of the
+// three APIs) -> prompt token ids (+ a grammar when a tool call is forced); and the model's text
+// -> content and tool calls.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "deepinfer/engine/request.h"
+#include "deepinfer/recipe/chat.h"
+#include "deepinfer/recipe/tokenizer.h"
+
+namespace deepinfer::serve {
+
+struct ToolSpec {
+  std::string name;
+  std::string description;
+  nlohmann::json parameters = nlohmann::json::object();  // JSON Schema of the arguments
+};
+
+struct ToolChoice {
+  enum Mode { kAuto, kNone, kRequired, kNamed } mode = kAuto;
+  std::string name;  // kNamed
+};
+
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON object text
+};
+
+struct ChatTurn {
+  std::vector<recipe::ChatMessage> messages;
+  std::vector<ToolSpec> tools;
+  ToolChoice tool_choice;
+};
+
+// Encodes the turn into request.prompt_ids. Tools: templates that render `tools` get them;
+// otherwise a system message describes them and asks for <tool_call>{...}</tool_call>. A
+// forced choice (required / named) constrains the output to the call's JSON with a grammar.
+// Throws ApiError (400) when the chat cannot be encoded.
+void encode_chat_turn(const recipe::Tokenizer& tok, const ChatTurn& turn, engine::GenerationRequest& request);
+
+// Whether the turn forces a tool call (its output is then the call's JSON object).
+bool tool_call_forced(const ChatTurn& turn);
+
+struct ParsedChatOutput {
+  std::string content;
+  std::vector<ToolCall> tool_calls;
+};
+// Splits generated text into content and tool calls (forced: the whole text is one call;
+// auto: <tool_call> blocks). Unparseable calls stay in the content.
+ParsedChatOutput parse_chat_output(const ChatTurn& turn, const std::string& text);
+
+// Streaming: how many bytes of the text generated so far can go out as content now (the rest
+// may be, or is, a tool call and waits for the end).
+size_t streamable_content_length(const ChatTurn& turn, const std::string& text);
+
+// How an assistant's earlier tool calls are written back into the prompt for templates that
+// do not render tools themselves.
+std::string tool_calls_as_text(const std::vector<ToolCall>& calls);
+// OpenAI-style JSON array for ChatMessage::tool_calls_json.
+std::string tool_calls_as_json(const std::vector<ToolCall>& calls);
+
+}  // namespace deepinfer::serve

@@ -1,0 +1,217 @@
+#include "deepinfer/serve/engine_loop.h"
+
+#include "deepinfer/base/log.h"
+
+namespace deepinfer::serve {
+
+using Clock = std::chrono::steady_clock;
+
+RequestStream::Next RequestStream::next(engine::RequestOutput& out, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return !queue_.empty() || closed_; })) return Next::kTimeout;
+  if (queue_.empty()) return Next::kClosed;
+  out = std::move(queue_.front());
+  queue_.pop_front();
+  if (out.finished) closed_ = true;
+  return Next::kOutput;
+}
+
+void RequestStream::push(engine::RequestOutput out) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_pushed_) return;
+    if (out.finished) finished_pushed_ = true;
+    queue_.push_back(std::move(out));
+  }
+  cv_.notify_all();
+}
+
+void RequestStream::cancel() {
+  if (cancelled_.exchange(true)) return;
+  if (loop_) loop_->request_abort(request_id_);
+}
+
+EngineLoop::EngineLoop(std::unique_ptr<engine::Engine> engine, const EngineLoopOptions& options)
+    : engine_(std::move(engine)), options_(options) {
+  thread_ = std::thread([this] { run(); });
+}
+
+EngineLoop::~EngineLoop() { shutdown(); }
+
+Result<std::shared_ptr<RequestStream>> EngineLoop::submit(const engine::GenerationRequest& request) {
+  std::promise<Status> accepted;
+  std::future<Status> result = accepted.get_future();
+  auto stream = std::make_shared<RequestStream>();
+  stream->loop_ = this;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return resource_exhausted("the server is shutting down");
+    if (queued_ >= options_.max_queued_requests)
+      return resource_exhausted("the server's request queue is full ({} requests); retry later",
+                                options_.max_queued_requests);
+    queued_ += 1;
+    submissions_.push_back(Submission{request, stream, &accepted});
+  }
+  cv_.notify_all();
+  Status status = result.get();
+  if (!status.is_ok()) return status;
+  return stream;
+}
+
+void EngineLoop::request_abort(int64_t request_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborts_.push_back(request_id);
+  }
+  cv_.notify_all();
+}
+
+void EngineLoop::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+EngineGauges EngineLoop::gauges() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  EngineGauges g = gauges_;
+  g.in_flight = queued_;
+  return g;
+}
+
+// Moves submissions and aborts into the engine. Engine thread.
+void EngineLoop::drain_commands() {
+  std::vector<Submission> subs;
+  std::vector<int64_t> aborts;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    subs.swap(submissions_);
+    aborts.swap(aborts_);
+  }
+  for (Submission& s : subs) {
+    Result<int64_t> id = engine_->add_request(s.request);
+    if (!id.is_ok()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        queued_ -= 1;
+      }
+      s.accepted->set_value(id.status());
+      continue;
+    }
+    s.stream->request_id_ = *id;
+    Live live;
+    live.stream = s.stream;
+    live.submitted = live.last_token = Clock::now();
+    live_.emplace(*id, std::move(live));
+    s.accepted->set_value(Status());
+  }
+  for (int64_t id : aborts) {
+    auto it = live_.find(id);
+    if (it == live_.end()) continue;
+    engine_->abort(id);
+    metrics_.count_abort();
+    engine::RequestOutput out;
+    out.request_id = id;
+    out.finished = true;
+    out.finish_reason = engine::FinishReason::kAbort;
+    out.error = "cancelled";
+    it->second.stream->push(std::move(out));
+    live_.erase(it);
+    std::lock_guard<std::mutex> lock(mu_);
+    queued_ -= 1;
+  }
+}
+
+void EngineLoop::dispatch(std::vector<engine::RequestOutput>& outputs) {
+  const auto now = Clock::now();
+  int finished = 0;
+  for (engine::RequestOutput& out : outputs) {
+    auto it = live_.find(out.request_id);
+    if (it == live_.end()) continue;  // aborted meanwhile
+    Live& live = it->second;
+    if (!out.new_token_ids.empty()) {
+      const double since = std::chrono::duration<double>(now - live.last_token).count();
+      if (!live.got_first_token) {
+        metrics_.ttft().observe(std::chrono::duration<double>(now - live.submitted).count());
+        live.got_first_token = true;
+        // Tokens that arrive together after the first share the step's latency.
+        for (size_t i = 1; i < out.new_token_ids.size(); ++i) metrics_.inter_token().observe(0);
+      } else {
+        metrics_.inter_token().observe(since / double(out.new_token_ids.size()));
+        for (size_t i = 1; i < out.new_token_ids.size(); ++i)
+          metrics_.inter_token().observe(since / double(out.new_token_ids.size()));
+      }
+      live.last_token = now;
+      metrics_.add_generation_tokens(int64_t(out.new_token_ids.size()));
+    }
+    const bool done = out.finished;
+    if (done) {
+      metrics_.add_prompt_tokens(out.prompt_tokens);
+      metrics_.e2e().observe(std::chrono::duration<double>(now - live.submitted).count());
+    }
+    live.stream->push(std::move(out));
+    if (done) {
+      live_.erase(it);
+      finished += 1;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  queued_ -= finished;
+}
+
+void EngineLoop::abort_all(const std::string& reason) {
+  for (auto& [id, live] : live_) {
+    engine_->abort(id);
+    metrics_.count_abort();
+    engine::RequestOutput out;
+    out.request_id = id;
+    out.finished = true;
+    out.finish_reason = engine::FinishReason::kAbort;
+    out.error = reason;
+    live.stream->push(std::move(out));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  queued_ -= static_cast<int>(live_.size());
+  live_.clear();
+}
+
+void EngineLoop::run() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] {
+        return stopping_ || !submissions_.empty() || !aborts_.empty() || engine_->has_unfinished();
+      });
+      if (stopping_) break;
+    }
+    drain_commands();
+    if (!engine_->has_unfinished()) continue;
+    std::vector<engine::RequestOutput> outputs = engine_->step();
+    dispatch(outputs);
+    // Only grammar compiles pending: nothing to compute yet, so don't spin on the cores.
+    if (outputs.empty() && engine_->num_running() == 0 && engine_->num_waiting() == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const auto& kv = engine_->kv_stats();
+    std::lock_guard<std::mutex> lock(mu_);
+    gauges_.waiting = engine_->num_waiting();
+    gauges_.running = engine_->num_running();
+    gauges_.prefix_lookup_tokens = kv.admitted_tokens;
+    gauges_.prefix_hit_tokens = kv.hit_tokens;
+    gauges_.steps = engine_->stats().steps;
+  }
+  // Shutdown: refuse what was submitted but never reached the engine, end what is running.
+  std::vector<Submission> subs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    subs.swap(submissions_);
+    queued_ -= static_cast<int>(subs.size());
+  }
+  for (Submission& s : subs) s.accepted->set_value(resource_exhausted("the server is shutting down"));
+  abort_all("the server is shutting down");
+  engine_->flush_kv_store();
+}
+
+}  // namespace deepinfer::serve

@@ -1,0 +1,178 @@
+#include "deepinfer/serve/http_server.h"
+
+#include <csignal>
+#include <pthread.h>
+
+#include <atomic>
+#include <thread>
+
+#include <httplib.h>
+
+#include "deepinfer/base/log.h"
+#include "deepinfer/serve/response_store.h"
+#include "deepinfer/serve/routes.h"
+
+namespace deepinfer::serve {
+namespace {
+
+using nlohmann::json;
+
+enum class ErrorStyle { kOpenAI, kAnthropic };
+
+// Compares in time independent of where the strings differ (the key must not leak by timing).
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? a[i] : 0, y = i < b.size() ? b[i] : 0;
+    diff |= x ^ y;
+  }
+  return diff == 0;
+}
+
+void write_error(httplib::Response& res, const ApiError& e, ErrorStyle style) {
+  res.status = e.http_status;
+  res.set_content(style == ErrorStyle::kAnthropic ? anthropic_error_body(e) : openai_error_body(e),
+                  "application/json");
+}
+
+using RouteFn = std::function<void(const httplib::Request&, httplib::Response&)>;
+
+// Runs a handler with the family's error shape and counts the result.
+httplib::Server::Handler route(ServerMetrics& metrics, std::string name, ErrorStyle style, RouteFn fn) {
+  return [&metrics, name = std::move(name), style, fn = std::move(fn)](const httplib::Request& req,
+                                                                         httplib::Response& res) {
+    try {
+      fn(req, res);
+    } catch (const ApiError& e) {
+      write_error(res, e, style);
+    } catch (const std::exception& e) {
+      log::error("{}: unexpected error: {}", name, e.what());
+      write_error(res, ApiError(500, "", std::string("internal error: ") + e.what(), "server_error"), style);
+    }
+    metrics.count_request(name, res.status == -1 ? 200 : res.status);  // -1: httplib's "200 later"
+  };
+}
+
+std::atomic<bool> g_stop_requested{false};
+
+}  // namespace
+
+Status run_http_server(std::unique_ptr<engine::Engine> engine, const ServeOptions& options,
+                       const std::function<void(int port)>& on_listening) {
+  // Signals go to a watcher thread (sigwait), never into a handler mid-request.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  const int64_t max_len = engine->model_config().max_position;
+  EngineLoop loop(std::move(engine), options.loop);
+  ResponseStore responses(size_t(std::max(1, options.max_responses_stored)));
+  ServerContext ctx;
+  ctx.loop = &loop;
+  ctx.model_name = options.served_model_name;
+  ctx.max_model_len = max_len;
+  ctx.created_unix = unix_now();
+  ctx.responses = &responses;
+
+  httplib::Server server;
+  const int threads = std::max(4, options.http_threads);
+  server.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  server.set_payload_max_length(options.max_body_bytes);
+  server.set_read_timeout(options.read_timeout_seconds, 0);
+  server.set_write_timeout(options.read_timeout_seconds, 0);
+  server.set_keep_alive_max_count(1000);
+  server.set_keep_alive_timeout(30);
+
+  ServerMetrics& metrics = loop.metrics();
+  const std::string api_key = options.api_key;
+  server.set_pre_routing_handler([&, api_key](const httplib::Request& req, httplib::Response& res) {
+    if (api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    std::string given = req.get_header_value("x-api-key");
+    const std::string auth = req.get_header_value("Authorization");
+    if (given.empty() && auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
+    if (constant_time_equal(given, api_key)) return httplib::Server::HandlerResponse::Unhandled;
+    const bool anthropic = req.path.rfind("/v1/messages", 0) == 0;
+    ApiError e(401, "", given.empty() ? "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'"
+                                      : "invalid API key",
+               anthropic ? "authentication_error" : "invalid_request_error");
+    write_error(res, e, anthropic ? ErrorStyle::kAnthropic : ErrorStyle::kOpenAI);
+    metrics.count_request(req.path, 401);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  server.set_payload_max_length(options.max_body_bytes);
+
+  server.Post("/v1/chat/completions", route(metrics, "/v1/chat/completions", ErrorStyle::kOpenAI,
+                                            [&](auto& req, auto& res) { handle_chat_completions(ctx, req, res); }));
+  server.Post("/v1/completions", route(metrics, "/v1/completions", ErrorStyle::kOpenAI,
+                                       [&](auto& req, auto& res) { handle_completions(ctx, req, res); }));
+  server.Post("/v1/responses", route(metrics, "/v1/responses", ErrorStyle::kOpenAI,
+                                     [&](auto& req, auto& res) { handle_responses(ctx, req, res); }));
+  server.Get(R"(/v1/responses/([A-Za-z0-9_\-]+))",
+             route(metrics, "/v1/responses/{id}", ErrorStyle::kOpenAI,
+                   [&](auto& req, auto& res) { handle_get_response(ctx, req.matches[1], res); }));
+  server.Post("/v1/messages", route(metrics, "/v1/messages", ErrorStyle::kAnthropic,
+                                    [&](auto& req, auto& res) { handle_messages(ctx, req, res); }));
+  server.Post("/v1/messages/count_tokens",
+              route(metrics, "/v1/messages/count_tokens", ErrorStyle::kAnthropic,
+                    [&](auto& req, auto& res) { handle_count_tokens(ctx, req, res); }));
+  server.Get("/v1/models", route(metrics, "/v1/models", ErrorStyle::kOpenAI, [&](auto&, auto& res) {
+    json model = {{"id", ctx.model_name}, {"object", "model"}, {"created", ctx.created_unix},
+                  {"owned_by", "deepinfer"}, {"max_model_len", ctx.max_model_len},
+                  {"type", "model"}, {"display_name", ctx.model_name}, {"created_at", "1970-01-01T00:00:00Z"}};
+    res.set_content(dump_json({{"object", "list"}, {"data", json::array({model})}}), "application/json");
+  }));
+  server.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics.render(loop.gauges(), ctx.model_name), "text/plain; version=0.0.4");
+  });
+  server.Get("/", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(chat_page_html(), "text/html; charset=utf-8");
+  });
+  server.set_error_handler([&](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const bool anthropic = req.path.rfind("/v1/messages", 0) == 0;
+    std::string message = res.status == 404   ? "no route for " + req.method + " " + req.path
+                          : res.status == 413 ? fmt::format("the request body is larger than {} bytes",
+                                                            options.max_body_bytes)
+                                              : fmt::format("HTTP {}", res.status);
+    ApiError e(res.status, "", message, res.status == 404 ? "not_found_error" : "invalid_request_error");
+    write_error(res, e, anthropic ? ErrorStyle::kAnthropic : ErrorStyle::kOpenAI);
+    metrics.count_request("other", res.status);
+  });
+
+  int port = options.port;
+  if (port == 0) {
+    port = server.bind_to_any_port(options.host);
+    if (port < 0) return io_error("serve: cannot bind {}: no free port", options.host);
+  } else if (!server.bind_to_port(options.host, port)) {
+    return io_error("serve: cannot listen on {}:{} (in use, or not an address of this machine)", options.host, port);
+  }
+
+  g_stop_requested = false;
+  std::thread watcher([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (g_stop_requested) return;
+    log::info("serve: signal {} received; ending running requests and stopping", sig);
+    loop.shutdown();  // running requests end (clients get what was generated, then the end)
+    server.stop();
+  });
+  if (on_listening) on_listening(port);
+  log::info("serve: listening on http://{}:{} (model '{}')", options.host, port, ctx.model_name);
+  const bool ok = server.listen_after_bind();
+  // Wake the watcher if the server stopped for another reason.
+  g_stop_requested = true;
+  pthread_kill(watcher.native_handle(), SIGTERM);
+  watcher.join();
+  loop.shutdown();
+  if (!ok) return io_error("serve: the HTTP server stopped with an error");
+  return Status();
+}
+
+}  // namespace deepinfer::serve

@@ -1,0 +1,33 @@
+// `deepinfer serve`: cpp-httplib on a thread pool (one thread per open connection, so
+// hundreds of idle streaming clients cost stack, not CPU), routes for the OpenAI and Anthropic
+// APIs, API-key checks, body limits, and a graceful stop on SIGINT/SIGTERM.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "deepinfer/base/status.h"
+#include "deepinfer/engine/engine.h"
+#include "deepinfer/serve/engine_loop.h"
+
+namespace deepinfer::serve {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;                // 0 = any free port (reported through on_listening)
+  std::string api_key;            // empty = no key needed
+  std::string served_model_name;  // the name clients send as "model"
+  size_t max_body_bytes = size_t{16} << 20;
+  int http_threads = 512;         // concurrent connections served at once
+  int read_timeout_seconds = 60;  // a client that sends nothing for this long is dropped
+  int max_responses_stored = 1000;  // Responses API objects kept for previous_response_id (LRU)
+  EngineLoopOptions loop;
+};
+
+// Serves until SIGINT or SIGTERM (then refuses new requests, ends running ones and returns)
+// or until `stop` (if given) is set. `on_listening(port)` runs once the socket is bound.
+Status run_http_server(std::unique_ptr<engine::Engine> engine, const ServeOptions& options,
+                       const std::function<void(int port)>& on_listening);
+
+}  // namespace deepinfer::serve

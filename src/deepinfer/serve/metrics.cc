@@ -1,0 +1,76 @@
+#include "deepinfer/serve/metrics.h"
+
+#include <fmt/format.h>
+
+namespace deepinfer::serve {
+
+void LatencyHistogram::observe(double seconds) {
+  size_t i = 0;
+  while (i < kBounds.size() && seconds > kBounds[i]) ++i;
+  std::lock_guard<std::mutex> lock(mu_);
+  counts_[i] += 1;
+  sum_ += seconds;
+  count_ += 1;
+}
+
+void LatencyHistogram::render(const std::string& name, const std::string& help, std::string& out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < kBounds.size(); ++i) {
+    cumulative += counts_[i];
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, kBounds[i], cumulative);
+  }
+  cumulative += counts_[kBounds.size()];
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, cumulative, name,
+                     sum_, name, count_);
+}
+
+void ServerMetrics::count_request(const std::string& route, int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  requests_[{route, status}] += 1;
+}
+
+namespace {
+void gauge(std::string& out, const char* name, const char* help, double value) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help, name, name, value);
+}
+void counter(std::string& out, const char* name, const char* help, double value) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, value);
+}
+}  // namespace
+
+std::string ServerMetrics::render(const EngineGauges& g, const std::string& model_name) const {
+  std::string out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out += "# HELP deepinfer_requests_total HTTP requests by route and status code\n";
+    out += "# TYPE deepinfer_requests_total counter\n";
+    for (const auto& [key, n] : requests_)
+      out += fmt::format("deepinfer_requests_total{{route=\"{}\",status=\"{}\"}} {}\n", key.first,
+                         key.second, n);
+  }
+  counter(out, "deepinfer_prompt_tokens_total", "Prompt tokens of finished requests",
+          double(prompt_tokens_.load()));
+  counter(out, "deepinfer_generation_tokens_total", "Generated tokens", double(generation_tokens_.load()));
+  counter(out, "deepinfer_aborted_requests_total", "Requests ended early (client gone, shutdown)",
+          double(aborted_.load()));
+  gauge(out, "deepinfer_num_requests_waiting", "Requests queued in the engine", g.waiting);
+  gauge(out, "deepinfer_num_requests_running", "Sequences in the running batch", g.running);
+  gauge(out, "deepinfer_num_requests_in_flight", "Requests submitted and not finished", g.in_flight);
+  counter(out, "deepinfer_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache",
+          double(g.prefix_lookup_tokens));
+  counter(out, "deepinfer_prefix_cache_hits_total", "Prompt tokens served from the prefix cache",
+          double(g.prefix_hit_tokens));
+  gauge(out, "deepinfer_prefix_cache_hit_rate", "Share of looked-up prompt tokens served from cache",
+        g.prefix_lookup_tokens ? double(g.prefix_hit_tokens) / double(g.prefix_lookup_tokens) : 0.0);
+  counter(out, "deepinfer_engine_steps_total", "Engine steps run", double(g.steps));
+  ttft_.render("deepinfer_time_to_first_token_seconds", "Time from arrival to the first token", out);
+  inter_token_.render("deepinfer_inter_token_latency_seconds", "Time between consecutive tokens", out);
+  e2e_.render("deepinfer_e2e_request_latency_seconds", "Time from arrival to the last token", out);
+  out += fmt::format("# HELP deepinfer_model_info The served model\n# TYPE deepinfer_model_info gauge\n"
+                     "deepinfer_model_info{{model=\"{}\"}} 1\n", model_name);
+  return out;
+}
+
+}  // namespace deepinfer::serve

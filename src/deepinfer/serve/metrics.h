@@ -1,0 +1,60 @@
+// Server metrics in Prometheus' text format: request counts by route and status, TTFT and
+// inter-token latency histograms, token counters, and gauges read from the engine.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace deepinfer::serve {
+
+// Fixed-bucket histogram (seconds); observe() is thread-safe.
+class LatencyHistogram {
+ public:
+  static constexpr std::array<double, 14> kBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                     0.25,  0.5,    1,     2.5,  5,     10,  30};
+  void observe(double seconds);
+  // Appends "# TYPE" and the _bucket/_sum/_count lines for `name`.
+  void render(const std::string& name, const std::string& help, std::string& out) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::array<uint64_t, kBounds.size() + 1> counts_{};  // last = +Inf
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+// Engine state, copied out of the engine thread after each step.
+struct EngineGauges {
+  int waiting = 0;           // queued in the engine, not yet scheduled
+  int running = 0;           // sequences in the running batch
+  int in_flight = 0;         // submitted to the server and not finished
+  int64_t prefix_lookup_tokens = 0;  // prompt tokens looked up in the prefix cache
+  int64_t prefix_hit_tokens = 0;     // of those, served from cache (memory or KV store)
+  int64_t steps = 0;
+};
+
+class ServerMetrics {
+ public:
+  void count_request(const std::string& route, int status);
+  void add_prompt_tokens(int64_t n) { prompt_tokens_ += n; }
+  void add_generation_tokens(int64_t n) { generation_tokens_ += n; }
+  void count_abort() { aborted_ += 1; }
+  LatencyHistogram& ttft() { return ttft_; }
+  LatencyHistogram& inter_token() { return inter_token_; }
+  LatencyHistogram& e2e() { return e2e_; }
+
+  std::string render(const EngineGauges& gauges, const std::string& model_name) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_;
+  std::atomic<int64_t> prompt_tokens_{0}, generation_tokens_{0}, aborted_{0};
+  LatencyHistogram ttft_, inter_token_, e2e_;
+};
+
+}  // namespace deepinfer::serve

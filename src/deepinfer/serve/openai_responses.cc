@@ -1,0 +1,329 @@
+// POST /v1/responses and GET /v1/responses/{id} (OpenAI Responses): input items, instructions,
+// function tools, text.format, previous_response_id over an in-memory LRU store, and the
+// streaming event sequence the SDK checks.
+#include <httplib.h>
+
+#include "deepinfer/serve/chat_prompt.h"
+#include "deepinfer/serve/openai_common.h"
+#include "deepinfer/serve/request_fields.h"
+#include "deepinfer/serve/response_store.h"
+#include "deepinfer/serve/routes.h"
+#include "deepinfer/serve/stream_response.h"
+
+namespace deepinfer::serve {
+namespace {
+
+using nlohmann::json;
+
+std::string item_text(const json& content, const std::string& path) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) bad_request(path, "'{}' must be a string or a list of content parts", path);
+  std::string text;
+  for (size_t j = 0; j < content.size(); ++j) {
+    const std::string p = fmt::format("{}[{}]", path, j);
+    if (!content[j].is_object()) bad_request(p, "'{}' must be an object", p);
+    const std::string type = req_string(content[j], "type", p);
+    if (type != "input_text" && type != "output_text" && type != "text")
+      bad_request(p + ".type", "content type '{}' at '{}' is not supported by this model (text only)", type, p);
+    text += req_string(content[j], "text", p);
+  }
+  return text;
+}
+
+void read_input(const json& body, std::vector<recipe::ChatMessage>& conversation) {
+  const json* input = field(body, "input");
+  if (!input) bad_request("input", "'input' is required");
+  if (input->is_string()) {
+    conversation.push_back({"user", input->get<std::string>()});
+    return;
+  }
+  if (!input->is_array()) bad_request("input", "'input' must be a string or a list of items");
+  for (size_t i = 0; i < input->size(); ++i) {
+    const std::string path = fmt::format("input[{}]", i);
+    const json& it = (*input)[i];
+    if (!it.is_object()) bad_request(path, "'{}' must be an object", path);
+    const std::string type = opt_string(it, "type", path).value_or("message");
+    if (type == "message") {
+      std::string role = req_string(it, "role", path);
+      if (role == "developer") role = "system";
+      if (role != "user" && role != "assistant" && role != "system")
+        bad_request(path + ".role", "'{}.role' must be user, assistant, system or developer, got '{}'", path, role);
+      const json* content = field(it, "content");
+      if (!content) bad_request(path + ".content", "'{}.content' is required", path);
+      conversation.push_back({role, item_text(*content, path + ".content")});
+    } else if (type == "function_call") {
+      ToolCall call;
+      call.id = req_string(it, "call_id", path);
+      call.name = req_string(it, "name", path);
+      call.arguments = opt_string(it, "arguments", path).value_or("{}");
+      // Consecutive calls belong to one assistant turn.
+      if (!conversation.empty() && conversation.back().role == "assistant" && !conversation.back().tool_calls_json.empty()) {
+        json calls = json::parse(conversation.back().tool_calls_json);
+        calls.push_back(json::parse(tool_calls_as_json({call}))[0]);
+        conversation.back().tool_calls_json = calls.dump();
+      } else {
+        recipe::ChatMessage m{"assistant", ""};
+        m.tool_calls_json = tool_calls_as_json({call});
+        conversation.push_back(std::move(m));
+      }
+    } else if (type == "function_call_output") {
+      recipe::ChatMessage m{"tool", ""};
+      m.tool_call_id = req_string(it, "call_id", path);
+      const json* out = field(it, "output");
+      if (!out) bad_request(path + ".output", "'{}.output' is required", path);
+      m.content = out->is_string() ? out->get<std::string>() : item_text(*out, path + ".output");
+      conversation.push_back(std::move(m));
+    } else if (type == "reasoning") {
+      continue;
+    } else {
+      bad_request(path + ".type", "input item type '{}' at '{}' is not supported", type, path);
+    }
+  }
+}
+
+void read_tools(const json& body, ChatTurn& turn) {
+  if (const json* tools = field(body, "tools")) {
+    if (!tools->is_array()) bad_request("tools", "'tools' must be a list");
+    for (size_t i = 0; i < tools->size(); ++i) {
+      const std::string p = fmt::format("tools[{}]", i);
+      const json& t = (*tools)[i];
+      if (!t.is_object()) bad_request(p, "'{}' must be an object", p);
+      const std::string type = req_string(t, "type", p);
+      if (type != "function") bad_request(p + ".type", "tool type '{}' is not supported (function tools only)", type);
+      ToolSpec spec;
+      spec.name = req_string(t, "name", p);
+      spec.description = opt_string(t, "description", p).value_or("");
+      if (const json* params = field(t, "parameters")) {
+        if (!params->is_object()) bad_request(p + ".parameters", "'{}.parameters' must be a JSON Schema object", p);
+        spec.parameters = *params;
+      }
+      turn.tools.push_back(std::move(spec));
+    }
+  }
+  turn.tool_choice.mode = turn.tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
+  if (const json* tc = field(body, "tool_choice")) {
+    if (tc->is_string()) {
+      const std::string s = tc->get<std::string>();
+      if (s == "none") turn.tool_choice.mode = ToolChoice::kNone;
+      else if (s == "auto") turn.tool_choice.mode = ToolChoice::kAuto;
+      else if (s == "required") turn.tool_choice.mode = ToolChoice::kRequired;
+      else bad_request("tool_choice", "'tool_choice' must be none, auto, required or a function, got '{}'", s);
+    } else if (tc->is_object()) {
+      turn.tool_choice.mode = ToolChoice::kNamed;
+      turn.tool_choice.name = req_string(*tc, "name", "tool_choice");
+    } else {
+      bad_request("tool_choice", "'tool_choice' must be a string or an object");
+    }
+    if (turn.tools.empty() && turn.tool_choice.mode != ToolChoice::kNone)
+      bad_request("tool_choice", "'tool_choice' asks for a tool but 'tools' is empty");
+  }
+}
+
+struct ResponseShell {
+  std::string id;
+  int64_t created = 0;
+  std::string model;
+  json request_echo;  // instructions, tools, text, ... as the SDK expects them back
+};
+
+json response_json(const ResponseShell& s, const std::string& status, const json& output, const json& usage,
+                   const json& incomplete) {
+  json r = {{"id", s.id}, {"object", "response"}, {"created_at", s.created}, {"status", status},
+            {"model", s.model}, {"output", output}, {"usage", usage}, {"error", nullptr},
+            {"incomplete_details", incomplete}};
+  for (auto it = s.request_echo.begin(); it != s.request_echo.end(); ++it) r[it.key()] = it.value();
+  return r;
+}
+
+json response_usage(int prompt, int completion, int cached) {
+  return {{"input_tokens", prompt}, {"input_tokens_details", {{"cached_tokens", cached}}},
+          {"output_tokens", completion}, {"output_tokens_details", {{"reasoning_tokens", 0}}},
+          {"total_tokens", prompt + completion}};
+}
+
+json message_item(const std::string& id, const std::string& text, const std::string& status) {
+  json content = json::array();
+  if (status == "completed") content.push_back({{"type", "output_text"}, {"text", text}, {"annotations", json::array()}, {"logprobs", json::array()}});
+  return {{"type", "message"}, {"id", id}, {"status", status}, {"role", "assistant"}, {"content", content}};
+}
+
+json call_item(const ToolCall& c, const std::string& status) {
+  return {{"type", "function_call"}, {"id", "fc_" + c.id.substr(c.id.find('_') + 1)}, {"call_id", c.id},
+          {"name", c.name}, {"arguments", c.arguments}, {"status", status}};
+}
+
+}  // namespace
+
+void handle_get_response(const ServerContext& ctx, const std::string& id, httplib::Response& res) {
+  auto stored = ctx.responses->get(id);
+  if (!stored) throw ApiError(404, "response_id", fmt::format("no stored response with id '{}'", id), "not_found_error");
+  res.set_content(dump_json(stored->response), "application/json");
+}
+
+void handle_responses(const ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  const json body = parse_body(req.body);
+  ResponseShell shell;
+  shell.model = check_model(ctx, body);
+  shell.id = make_id("resp_");
+  shell.created = unix_now();
+
+  auto turn = std::make_shared<ChatTurn>();
+  std::vector<recipe::ChatMessage> conversation;  // what a later previous_response_id inherits
+  const auto previous = opt_string(body, "previous_response_id", "");
+  if (previous) {
+    auto stored = ctx.responses->get(*previous);
+    if (!stored)
+      throw ApiError(404, "previous_response_id", fmt::format("previous_response_id '{}' is not a stored response", *previous),
+                     "not_found_error");
+    conversation = stored->conversation;
+  }
+  read_input(body, conversation);
+  const auto instructions = opt_string(body, "instructions", "");
+  if (instructions && !instructions->empty()) turn->messages.push_back({"system", *instructions});
+  turn->messages.insert(turn->messages.end(), conversation.begin(), conversation.end());
+  read_tools(body, *turn);
+
+  engine::GenerationRequest request;
+  read_sampling(body, request);
+  request.max_tokens = read_max_tokens(body, {"max_output_tokens"}, 0);
+  json text_echo = {{"format", {{"type", "text"}}}};
+  if (const json* text = field(body, "text")) {
+    if (!text->is_object()) bad_request("text", "'text' must be an object");
+    if (const json* format = field(*text, "format")) {
+      read_response_format(*format, "text.format", true, request);
+      text_echo["format"] = *format;
+    }
+  }
+  encode_chat_turn(ctx.loop->tokenizer(), *turn, request);
+  if (request.max_tokens == 0)
+    request.max_tokens = int(std::max<int64_t>(1, ctx.max_model_len - int64_t(request.prompt_ids.size())));
+  check_length(ctx, request, "input");
+  const bool store = opt_bool(body, "store", "").value_or(true);
+  const bool stream = opt_bool(body, "stream", "").value_or(false);
+
+  json tools_echo = json::array();
+  for (const ToolSpec& t : turn->tools)
+    tools_echo.push_back({{"type", "function"}, {"name", t.name}, {"description", t.description},
+                          {"parameters", t.parameters}, {"strict", false}});
+  const char* choice_names[] = {"auto", "none", "required", "required"};
+  shell.request_echo = {
+      {"instructions", instructions ? json(*instructions) : json(nullptr)},
+      {"max_output_tokens", field(body, "max_output_tokens") ? json(request.max_tokens) : json(nullptr)},
+      {"temperature", request.sampling.temperature}, {"top_p", request.sampling.top_p},
+      {"tools", tools_echo},
+      {"tool_choice", turn->tool_choice.mode == ToolChoice::kNamed
+                          ? json{{"type", "function"}, {"name", turn->tool_choice.name}}
+                          : json(choice_names[turn->tool_choice.mode])},
+      {"parallel_tool_calls", true}, {"text", text_echo}, {"store", store},
+      {"previous_response_id", previous ? json(*previous) : json(nullptr)},
+      {"metadata", field(body, "metadata") ? body["metadata"] : json::object()}, {"truncation", "disabled"}};
+
+  // Builds the final output items and stores the response (with its conversation) when asked.
+  auto finish = [ctx_responses = ctx.responses, shell, turn, conversation, store](
+                    const std::string& text, engine::FinishReason reason, int prompt, int completion, int cached,
+                    const std::string& msg_id, std::vector<ToolCall>* calls_out) {
+    ParsedChatOutput parsed = parse_chat_output(*turn, text);
+    json output = json::array();
+    if (!parsed.content.empty() || parsed.tool_calls.empty()) output.push_back(message_item(msg_id, parsed.content, "completed"));
+    for (const ToolCall& c : parsed.tool_calls) output.push_back(call_item(c, "completed"));
+    const bool cut = reason == engine::FinishReason::kLength;
+    json r = response_json(shell, cut ? "incomplete" : "completed", output, response_usage(prompt, completion, cached),
+                           cut ? json{{"reason", "max_output_tokens"}} : json(nullptr));
+    if (store) {
+      StoredResponse sr;
+      sr.response = r;
+      sr.conversation = conversation;
+      recipe::ChatMessage reply{"assistant", parsed.content};
+      if (!parsed.tool_calls.empty()) reply.tool_calls_json = tool_calls_as_json(parsed.tool_calls);
+      sr.conversation.push_back(std::move(reply));
+      ctx_responses->put(shell.id, std::move(sr));
+    }
+    if (calls_out) *calls_out = parsed.tool_calls;
+    return r;
+  };
+
+  const std::string msg_id = make_id("msg_");
+  if (!stream) {
+    std::vector<Completion> done = run_to_completion(ctx, {request}, nullptr);
+    const Completion& c = done[0];
+    json r = finish(c.text, c.finish_reason, c.prompt_tokens, c.completion_tokens, c.cached_tokens, msg_id, nullptr);
+    res.set_content(dump_json(r), "application/json");
+    return;
+  }
+
+  struct State {
+    int seq = 0;
+    std::string text;
+    size_t sent = 0;
+    bool message_open = false;
+  };
+  auto state = std::make_shared<State>();
+  auto emit = [state](SseWriter& sse, const std::string& type, json payload) {
+    payload["type"] = type;
+    payload["sequence_number"] = state->seq++;
+    return sse.event(type, payload);
+  };
+  auto open_message = [=](SseWriter& sse) {
+    if (state->message_open) return true;
+    state->message_open = true;
+    return emit(sse, "response.output_item.added", {{"output_index", 0}, {"item", message_item(msg_id, "", "in_progress")}}) &&
+           emit(sse, "response.content_part.added",
+                {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0},
+                 {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", json::array()}, {"logprobs", json::array()}}}});
+  };
+  StreamHandlers handlers;
+  handlers.on_start = [=](SseWriter& sse) {
+    json r = response_json(shell, "in_progress", json::array(), nullptr, nullptr);
+    return emit(sse, "response.created", {{"response", r}}) && emit(sse, "response.in_progress", {{"response", r}});
+  };
+  handlers.on_output = [=](SseWriter& sse, int, const engine::RequestOutput& out) {
+    state->text += out.new_text;
+    const size_t ready = std::max(state->sent, streamable_content_length(*turn, state->text));
+    if (ready > state->sent) {
+      if (!open_message(sse)) return false;
+      if (!emit(sse, "response.output_text.delta",
+                {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0},
+                 {"delta", state->text.substr(state->sent, ready - state->sent)}, {"logprobs", json::array()}}))
+        return false;
+      state->sent = ready;
+    }
+    if (!out.finished) return true;
+    std::vector<ToolCall> calls;
+    json r = finish(state->text, out.finish_reason, out.prompt_tokens, out.completion_tokens, out.cached_tokens, msg_id, &calls);
+    int index = 0;
+    for (const json& item : r["output"]) {
+      if (item["type"] == "message") {
+        const std::string full = item["content"][0]["text"];
+        if (!open_message(sse)) return false;
+        if (full.size() > state->sent &&
+            !emit(sse, "response.output_text.delta",
+                  {{"item_id", msg_id}, {"output_index", index}, {"content_index", 0},
+                   {"delta", full.substr(std::min(state->sent, full.size()))}, {"logprobs", json::array()}}))
+          return false;
+        if (!emit(sse, "response.output_text.done", {{"item_id", msg_id}, {"output_index", index}, {"content_index", 0},
+                                                     {"text", full}, {"logprobs", json::array()}}) ||
+            !emit(sse, "response.content_part.done", {{"item_id", msg_id}, {"output_index", index}, {"content_index", 0},
+                                                      {"part", item["content"][0]}}) ||
+            !emit(sse, "response.output_item.done", {{"output_index", index}, {"item", item}}))
+          return false;
+      } else {
+        json added = item;
+        added["arguments"] = "";
+        added["status"] = "in_progress";
+        const std::string item_id = item["id"];
+        if (!emit(sse, "response.output_item.added", {{"output_index", index}, {"item", added}}) ||
+            !emit(sse, "response.function_call_arguments.delta",
+                  {{"item_id", item_id}, {"output_index", index}, {"delta", item["arguments"]}}) ||
+            !emit(sse, "response.function_call_arguments.done",
+                  {{"item_id", item_id}, {"output_index", index}, {"arguments", item["arguments"]}, {"name", item["name"]}}) ||
+            !emit(sse, "response.output_item.done", {{"output_index", index}, {"item", item}}))
+          return false;
+      }
+      ++index;
+    }
+    return emit(sse, r["status"] == "completed" ? "response.completed" : "response.incomplete", {{"response", r}});
+  };
+  start_stream(ctx, {request}, std::move(handlers), res);
+}
+
+}  // namespace deepinfer::serve

@@ -1,0 +1,112 @@
+#include "deepinfer/serve/request_fields.h"
+
+#include <cstdlib>
+
+#include "deepinfer/serve/api_error.h"
+
+namespace deepinfer::serve {
+
+using nlohmann::json;
+
+void read_sampling(const json& body, engine::GenerationRequest& r) {
+  auto& s = r.sampling;
+  if (auto v = opt_number(body, "temperature", "", 0, 2)) s.temperature = float(*v);
+  if (auto v = opt_number(body, "top_p", "", 0, 1)) {
+    if (*v <= 0) bad_request("top_p", "'top_p' must be greater than 0, got {}", *v);
+    s.top_p = float(*v);
+  }
+  if (auto v = opt_int(body, "top_k", "", -1, 1 << 20)) s.top_k = *v < 0 ? 0 : int(*v);
+  if (auto v = opt_number(body, "min_p", "", 0, 1)) s.min_p = float(*v);
+  if (auto v = opt_number(body, "frequency_penalty", "", -2, 2)) s.frequency_penalty = float(*v);
+  if (auto v = opt_number(body, "presence_penalty", "", -2, 2)) s.presence_penalty = float(*v);
+  if (auto v = opt_number(body, "repetition_penalty", "", 0.01, 10)) s.repetition_penalty = float(*v);
+  if (auto v = opt_int(body, "seed", "", INT64_MIN, INT64_MAX)) {
+    s.seed = uint64_t(*v);
+    s.has_seed = true;
+  }
+}
+
+void read_stop(const json& body, const char* key, engine::GenerationRequest& r) {
+  const json* f = field(body, key);
+  if (!f) return;
+  if (f->is_string()) {
+    if (!f->get<std::string>().empty()) r.stop.push_back(f->get<std::string>());
+    return;
+  }
+  if (!f->is_array()) bad_request(key, "'{}' must be a string or a list of strings", key);
+  if (f->size() > 16) bad_request(key, "'{}' has {} entries; at most 16 are allowed", key, f->size());
+  for (size_t i = 0; i < f->size(); ++i) {
+    const json& s = (*f)[i];
+    if (!s.is_string()) bad_request(fmt::format("{}[{}]", key, i), "'{}[{}]' must be a string", key, i);
+    if (s.get<std::string>().empty()) continue;
+    r.stop.push_back(s.get<std::string>());
+  }
+}
+
+void read_logit_bias(const json& body, int32_t vocab_size, engine::GenerationRequest& r) {
+  const json* f = field(body, "logit_bias");
+  if (!f) return;
+  if (!f->is_object()) bad_request("logit_bias", "'logit_bias' must be an object of token id -> bias");
+  for (auto it = f->begin(); it != f->end(); ++it) {
+    const std::string name = "logit_bias." + it.key();
+    char* end = nullptr;
+    const long id = std::strtol(it.key().c_str(), &end, 10);
+    if (it.key().empty() || *end != '\0' || id < 0 || id >= vocab_size)
+      bad_request(name, "'logit_bias' key '{}' is not a token id in [0, {})", it.key(), vocab_size);
+    if (!it.value().is_number()) bad_request(name, "'{}' must be a number", name);
+    const double b = it.value().get<double>();
+    if (b < -100 || b > 100) bad_request(name, "'{}' must be between -100 and 100, got {}", name, b);
+    r.sampling.logit_bias.emplace_back(int32_t(id), float(b));
+  }
+}
+
+int read_max_tokens(const json& body, std::initializer_list<const char*> keys, int fallback) {
+  for (const char* k : keys)
+    if (auto v = opt_int(body, k, "", 0, 1 << 24)) return int(*v);
+  return fallback;
+}
+
+engine::grammar::GrammarSpec json_schema_grammar(const json& schema, bool strict) {
+  engine::grammar::GrammarSpec g;
+  g.kind = engine::grammar::GrammarSpec::kJsonSchema;
+  g.source = schema.dump();
+  g.opts.strict_properties = strict;
+  // Compact JSON: with free whitespace a small model can pad with blanks until max_tokens.
+  g.opts.any_whitespace = false;
+  return g;
+}
+
+engine::grammar::GrammarSpec any_json_grammar() {
+  engine::grammar::GrammarSpec g;
+  g.kind = engine::grammar::GrammarSpec::kJsonObject;
+  g.opts.any_whitespace = false;
+  return g;
+}
+
+void read_response_format(const json& format, const std::string& param, bool responses_style,
+                          engine::GenerationRequest& r) {
+  if (!format.is_object()) bad_request(param, "'{}' must be an object", param);
+  const std::string type = req_string(format, "type", param);
+  if (type == "text") return;
+  if (type == "json_object") {
+    r.grammar = any_json_grammar();
+    return;
+  }
+  if (type != "json_schema")
+    bad_request(param + ".type", "'{}.type' must be 'text', 'json_object' or 'json_schema', got '{}'", param, type);
+  const json* holder = &format;
+  std::string holder_path = param;
+  if (!responses_style) {
+    holder = field(format, "json_schema");
+    holder_path = param + ".json_schema";
+    if (!holder || !holder->is_object()) bad_request(holder_path, "'{}' (an object) is required", holder_path);
+  }
+  const json* schema = field(*holder, "schema");
+  if (!schema) bad_request(holder_path + ".schema", "'{}.schema' is required", holder_path);
+  if (!schema->is_object() && !schema->is_boolean())
+    bad_request(holder_path + ".schema", "'{}.schema' must be a JSON Schema object", holder_path);
+  const bool strict = opt_bool(*holder, "strict", holder_path).value_or(false);
+  r.grammar = json_schema_grammar(*schema, strict);
+}
+
+}  // namespace deepinfer::serve
