@@ -39,6 +39,8 @@ struct Out {
 Result<std::vector<ToolCall>> parse_calls(const std::string& calls_json, size_t index) {
   std::vector<ToolCall> calls;
   if (calls_json.empty()) return calls;
+  if (json_nesting_depth(calls_json) > kMaxJsonDepth)
+    return invalid_argument("messages[{}].tool_calls is nested deeper than {}", index, kMaxJsonDepth);
   ojson j = ojson::parse(calls_json, nullptr, false);
   if (j.is_discarded() || !j.is_array())
     return invalid_argument("messages[{}].tool_calls is not a JSON array", index);
@@ -85,6 +87,8 @@ void append_v31_call(Out& o, const ToolCall& c) {
 Result<TaggedString> deepseek_tools_prompt(const std::string& tools_json, DeepseekChatStyle style) {
   Out o;
   if (tools_json.empty()) return o.t;
+  if (json_nesting_depth(tools_json) > kMaxJsonDepth)
+    return invalid_argument("tools is nested deeper than {}", kMaxJsonDepth);
   ojson tools = ojson::parse(tools_json, nullptr, false);
   if (tools.is_discarded() || !tools.is_array()) return invalid_argument("tools is not a JSON array");
   if (tools.empty()) return o.t;

@@ -23,6 +23,11 @@ struct ToolCall {
 // every non-ASCII character as \uXXXX (Python's default), else UTF-8 is kept.
 std::string python_json_dumps(const nlohmann::ordered_json& value, bool ensure_ascii);
 
+// Deepest bracket nesting of JSON text (outside strings), found without recursion: callers
+// refuse text nested deeper than kMaxJsonDepth before parsing and re-printing it recursively.
+size_t json_nesting_depth(std::string_view text);
+inline constexpr size_t kMaxJsonDepth = 128;
+
 // Parsers of one call's text, as models write them (nullopt when malformed). Ids are left empty.
 // DeepSeek: the text between <｜tool▁call▁begin｜> and <｜tool▁call▁end｜>, either V3.1's
 // "name<｜tool▁sep｜>{args}" or V3's "function<｜tool▁sep｜>name\n```json\n{args}\n```".

@@ -1,4 +1,5 @@
 // Parsing one tool call's text in the DeepSeek and JSON (Hermes, Llama 3.1) shapes.
+#include <algorithm>
 #include <cctype>
 
 #include <nlohmann/json.hpp>
@@ -19,10 +20,34 @@ std::string_view trim(std::string_view s) {
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
+}  // namespace
+
+size_t json_nesting_depth(std::string_view text) {
+  size_t depth = 0, max_depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      max_depth = std::max(max_depth, ++depth);
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return max_depth;
+}
+
+namespace {
+
 // Arguments must be a JSON object; returned as the model wrote them when they already are
 // valid JSON text (keeps its spacing), or dumped when given as a parsed object.
 std::optional<std::string> object_text(std::string_view text) {
   text = trim(text);
+  if (json_nesting_depth(text) > kMaxJsonDepth) return std::nullopt;
   ojson j = ojson::parse(text.begin(), text.end(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   return std::string(text);
@@ -96,6 +121,7 @@ std::optional<ToolCall> call_from_json(const ojson& j) {
 
 std::optional<ToolCall> parse_json_tool_call(std::string_view text) {
   text = trim(text);
+  if (json_nesting_depth(text) > kMaxJsonDepth) return std::nullopt;
   ojson j = ojson::parse(text.begin(), text.end(), nullptr, false);
   if (j.is_discarded()) return std::nullopt;
   return call_from_json(j);
@@ -104,6 +130,7 @@ std::optional<ToolCall> parse_json_tool_call(std::string_view text) {
 std::optional<std::vector<ToolCall>> parse_json_tool_calls(std::string_view text) {
   text = trim(text);
   std::vector<ToolCall> calls;
+  if (json_nesting_depth(text) > kMaxJsonDepth) return std::nullopt;
   if (text.starts_with("[")) {
     ojson j = ojson::parse(text.begin(), text.end(), nullptr, false);
     if (j.is_discarded() || !j.is_array() || j.empty()) return std::nullopt;

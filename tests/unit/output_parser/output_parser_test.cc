@@ -193,6 +193,44 @@ TEST(OutputParser, PlainTextPassesThrough) {
   }
 }
 
+TEST(OutputParser, DeeplyNestedArgumentsAreRefusedNotRecursed) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto r = OutputParser::parse({ToolCallFormat::kHermes, false, false},
+                               "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": " + deep + "}}</tool_call>");
+  EXPECT_TRUE(r.tool_calls.empty());
+  EXPECT_FALSE(r.content.empty());
+  EXPECT_EQ(json_nesting_depth("{\"a\": [1, {\"b\": \"[[[\"}]}"), 3u);
+}
+
+// Random soup of markers, marker fragments, JSON pieces and text: no crash, and the streaming
+// invariants of parse_all_ways hold for every format.
+TEST(OutputParser, RandomSoupStreamsConsistently) {
+  const std::vector<std::string> pieces = {
+      "<think>", "</think>", "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
+      "<｜tool▁call▁end｜>", "<｜tool▁sep｜>", "<tool_call>", "</tool_call>", "<|python_tag|>",
+      "function", "get_weather", "\n```json\n", "```", "{\"name\": \"f\", \"arguments\": {}}",
+      "{\"city\": \"Paris\"}", "{", "}", "\"", "\\", ";", " ", "\n\n", "hello", "你好", "<", "｜",
+      "<｜tool", "</thi", "<tool_", "\xe2\x96"};
+  std::mt19937 rng(11);
+  for (int iter = 0; iter < 150; ++iter) {
+    std::string text;
+    const int n = 1 + rng() % 12;
+    for (int k = 0; k < n; ++k) text += pieces[rng() % pieces.size()];
+    for (ToolCallFormat f : {ToolCallFormat::kNone, ToolCallFormat::kDeepseek, ToolCallFormat::kHermes,
+                             ToolCallFormat::kLlama3Json}) {
+      OutputParserOptions o{f, (iter & 1) != 0, (iter & 2) != 0};
+      ParsedOutput whole = OutputParser::parse(o, text);
+      std::vector<size_t> cuts;
+      for (size_t i = 0; i < text.size(); ++i)
+        if (rng() % 3 == 0) cuts.push_back(i);
+      ParsedOutput s = streamed(o, text, cuts, whole);
+      EXPECT_EQ(s.content, whole.content) << text;
+      EXPECT_EQ(s.reasoning_content, whole.reasoning_content) << text;
+      EXPECT_EQ(s.tool_calls.size(), whole.tool_calls.size()) << text;
+    }
+  }
+}
+
 TEST(OutputParser, SelectionFromModel) {
   model::ModelConfig ds;
   ds.architecture = "deepseek_v3";
