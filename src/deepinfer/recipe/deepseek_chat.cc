@@ -236,4 +236,11 @@ std::optional<DeepseekChatStyle> deepseek_style_from_template(const std::string&
   return DeepseekChatStyle::kV3;
 }
 
+std::optional<DeepseekChatStyle> deepseek_style_for(const Tokenizer& tok) {
+  if (!tok.chat_template().empty()) return deepseek_style_from_template(tok.chat_template());
+  if (tok.special_token_id(kUser) && tok.special_token_id(kAssistant) && tok.special_token_id(kBos))
+    return DeepseekChatStyle::kV31;
+  return std::nullopt;
+}
+
 }  // namespace deepinfer::recipe

@@ -54,6 +54,10 @@ Result<std::vector<int32_t>> encode_deepseek_chat(const Tokenizer& tok,
 
 // Which DeepSeek style a model's chat_template follows; nullopt when it is not DeepSeek's.
 std::optional<DeepseekChatStyle> deepseek_style_from_template(const std::string& chat_template);
+// For a loaded tokenizer: its template's style; with no template, kV31 when the vocabulary has
+// DeepSeek's <｜User｜>/<｜Assistant｜> markers (the V3 tokenizer package ships none); else
+// nullopt. The server uses this to route DeepSeek chats to encode_deepseek_chat.
+std::optional<DeepseekChatStyle> deepseek_style_for(const Tokenizer& tok);
 
 // The system-prompt text that describes `tools_json` in the style's call format (empty when
 // there are no tools). Exposed for tests and docs.
