@@ -9,6 +9,8 @@
 namespace deepinfer::model {
 namespace {
 
+constexpr int64_t kMaxExpandedBytes = int64_t{256} << 20;
+
 template <typename T>
 void grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -230,7 +232,13 @@ Status mla_forward(const MlaWeights& w, const MlaDims& d, MlaMode mode, const Fo
   for (int sid = 0; sid < batch.num_seqs(); ++sid) {
     const int n = batch.seq_token_start[sid + 1] - batch.seq_token_start[sid];
     if (n == 0) continue;
-    if (mode == MlaMode::kAbsorbed || (mode == MlaMode::kAuto && n == 1)) {
+    // The expanded form materializes K and V for the whole context; past a budget (long
+    // contexts on wide models: 128 heads x 32k tokens would be GBs) the absorbed form, equal in
+    // value, takes over.
+    const int64_t expanded_bytes = int64_t{batch.seq_context_len[sid]} * 2 * H * std::max(d.qk(), d.v) *
+                                   int64_t{sizeof(float)};
+    if (mode == MlaMode::kAbsorbed ||
+        (mode == MlaMode::kAuto && (n == 1 || expanded_bytes > kMaxExpandedBytes))) {
       absorbed.push_back(sid);
     } else {
       attend_expanded(w, d, batch, sid, kv_cache, block_size, s, ctx);
