@@ -19,6 +19,7 @@ constexpr std::string_view kDsCallEnd = "<｜tool▁call▁end｜>";
 constexpr std::string_view kHermesOpen = "<tool_call>";
 constexpr std::string_view kHermesClose = "</tool_call>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
+constexpr size_t kMaxMarker = 32;  // longer than any end marker
 
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -166,11 +167,15 @@ bool OutputParser::step_tools(bool final, OutputDelta* d) {
     strip_leading_ = false;
     emit(raw, false, d);
   };
+  // Bytes already searched hold no end marker, except one that a later byte may complete:
+  // resume there so a long call streamed token by token stays linear.
+  const size_t from = tool_scanned_ > kMaxMarker ? tool_scanned_ - kMaxMarker : 0;
   if (options_.tools == ToolCallFormat::kDeepseek) {
     // Complete calls go out one by one; the section ends at <｜tool▁calls▁end｜>.
+    size_t start = from;  // 0 once buf_ has been cut
     while (true) {
-      const size_t end = buf_.find(kDsCallEnd);
-      const size_t close = buf_.find(kDsCallsEnd);
+      const size_t end = buf_.find(kDsCallEnd, start);
+      const size_t close = buf_.find(kDsCallsEnd, start);
       if (end == std::string::npos || (close != std::string::npos && close < end)) break;
       const std::string call_text = buf_.substr(0, end + kDsCallEnd.size());
       std::string_view body = std::string_view(buf_).substr(0, end);
@@ -181,8 +186,10 @@ bool OutputParser::step_tools(bool final, OutputDelta* d) {
       if (call) emit_call(std::move(*call), d);
       else to_content(call_text);
       buf_.erase(0, call_text.size());
+      start = 0;
     }
-    const size_t close = buf_.find(kDsCallsEnd);
+    tool_scanned_ = 0;
+    const size_t close = buf_.find(kDsCallsEnd, start);
     if (close != std::string::npos) {
       if (!all_ws(std::string_view(buf_).substr(0, close))) to_content(buf_.substr(0, close));
       buf_.erase(0, close + kDsCallsEnd.size());
@@ -194,11 +201,16 @@ bool OutputParser::step_tools(bool final, OutputDelta* d) {
       buf_.clear();
       state_ = State::kContent;
     }
+    tool_scanned_ = buf_.size();
     return false;
   }
   if (options_.tools == ToolCallFormat::kHermes) {
-    const size_t close = buf_.find(kHermesClose);
-    if (close == std::string::npos && !final) return false;
+    const size_t close = buf_.find(kHermesClose, from);
+    if (close == std::string::npos && !final) {
+      tool_scanned_ = buf_.size();
+      return false;
+    }
+    tool_scanned_ = 0;
     std::string_view body = std::string_view(buf_).substr(0, std::min(close, buf_.size()));
     auto call = parse_json_tool_call(body);
     if (call) emit_call(std::move(*call), d);

@@ -71,6 +71,7 @@ class OutputParser {
   bool seen_text_ = false;      // non-whitespace output so far (markers that only open a reply)
   std::string section_open_;    // the marker that opened the current tool section
   bool section_had_call_ = false;
+  size_t tool_scanned_ = 0;     // bytes of buf_ searched for a tool section's end markers
   ParsedOutput total_;
 };
 
