@@ -230,8 +230,9 @@ Result<std::vector<int32_t>> encode_deepseek_chat(const Tokenizer& tok,
 std::optional<DeepseekChatStyle> deepseek_style_from_template(const std::string& t) {
   if (t.find(kUser) == std::string::npos || t.find(kAssistant) == std::string::npos)
     return std::nullopt;
-  if (t.find("<｜Assistant｜></think>") != std::string::npos || t.find("thinking") != std::string::npos)
-    return DeepseekChatStyle::kV31;
+  // V3.1 closes the (empty) reasoning right after the assistant marker; R1 strips reasoning
+  // from earlier turns; V3 knows no reasoning.
+  if (t.find("<｜Assistant｜></think>") != std::string::npos) return DeepseekChatStyle::kV31;
   if (t.find("</think>") != std::string::npos) return DeepseekChatStyle::kR1;
   return DeepseekChatStyle::kV3;
 }
