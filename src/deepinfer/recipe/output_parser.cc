@@ -274,8 +274,11 @@ OutputParserOptions output_parser_options_for(std::string_view architecture,
                                               bool thinking) {
   OutputParserOptions o;
   const auto has = [&](std::string_view s) { return chat_template.find(s) != std::string_view::npos; };
-  const bool deepseek = has(kDsCallsBegin) || architecture == "deepseek_v3" ||
-                        architecture == "deepseek_v2" || architecture == "kimi_k2";
+  // The template decides when there is one: Kimi K2 shares DeepSeek-V3's architecture but not
+  // its markers.
+  const bool deepseek = has(kDsCallsBegin) ||
+                        (chat_template.empty() &&
+                         (architecture == "deepseek_v3" || architecture == "deepseek_v2"));
   ToolCallFormat format = ToolCallFormat::kHermes;  // also our server's fallback instructions
   if (deepseek) {
     format = ToolCallFormat::kDeepseek;

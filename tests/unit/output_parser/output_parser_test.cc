@@ -243,6 +243,9 @@ TEST(OutputParser, SelectionFromModel) {
   EXPECT_FALSE(output_parser_options_for("deepseek_v3", "<｜User｜>x<｜Assistant｜>", true, true)
                    .starts_in_reasoning);  // V3 has no thinking mode
   EXPECT_EQ(output_parser_options_for("deepseek_v3", "", false, false).tools, ToolCallFormat::kNone);
+  // A DeepSeek-architecture model with another template (Kimi K2) does not get DeepSeek parsing.
+  EXPECT_EQ(output_parser_options_for("deepseek_v3", "<|im_start|><tool_call>", true, false).tools,
+            ToolCallFormat::kHermes);
   auto q = output_parser_options_for("qwen2", "{{ '<tool_call>' }}<think></think>", true, false);
   EXPECT_EQ(q.tools, ToolCallFormat::kHermes);
   EXPECT_TRUE(q.reasoning_tags);
