@@ -276,14 +276,14 @@ OutputParserOptions output_parser_options_for(std::string_view architecture,
   const auto has = [&](std::string_view s) { return chat_template.find(s) != std::string_view::npos; };
   // The template decides when there is one: Kimi K2 shares DeepSeek-V3's architecture but not
   // its markers.
-  const bool deepseek = has(kDsCallsBegin) ||
+  const auto style = deepseek_style_from_template(std::string(chat_template));
+  const bool deepseek = has(kDsCallsBegin) || style.has_value() ||
                         (chat_template.empty() &&
                          (architecture == "deepseek_v3" || architecture == "deepseek_v2"));
   ToolCallFormat format = ToolCallFormat::kHermes;  // also our server's fallback instructions
   if (deepseek) {
     format = ToolCallFormat::kDeepseek;
     o.reasoning_tags = true;
-    const auto style = deepseek_style_from_template(std::string(chat_template));
     if (thinking && style != DeepseekChatStyle::kV3) o.starts_in_reasoning = true;
   } else if (has(kHermesOpen)) {
     format = ToolCallFormat::kHermes;
