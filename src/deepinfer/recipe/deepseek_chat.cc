@@ -132,8 +132,10 @@ Result<TaggedString> render_deepseek_chat(const std::vector<ChatMessage>& messag
   o.lit(kBos);
   // All system messages, joined by a blank line, go first; then the tool descriptions.
   bool have_system = false;
+  // OpenAI's "developer" role is a system message by another name.
+  auto is_system = [](const ChatMessage& m) { return m.role == "system" || m.role == "developer"; };
   for (const auto& m : messages) {
-    if (m.role != "system") continue;
+    if (!is_system(m)) continue;
     if (have_system) o.lit("\n\n");
     o.data(m.content);
     have_system = true;
@@ -147,7 +149,7 @@ Result<TaggedString> render_deepseek_chat(const std::vector<ChatMessage>& messag
   bool last_user = false, in_tool = false, first_output = true;
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
-    if (m.role == "system") continue;
+    if (is_system(m)) continue;
     if (m.role == "user") {
       in_tool = false;
       last_user = true;
@@ -200,7 +202,7 @@ Result<TaggedString> render_deepseek_chat(const std::vector<ChatMessage>& messag
       o.lit(kOutputEnd);
       in_tool = true;
     } else {
-      return invalid_argument("messages[{}].role '{}' is not system, user, assistant or tool", i,
+      return invalid_argument("messages[{}].role '{}' is not system, developer, user, assistant or tool", i,
                               m.role);
     }
   }

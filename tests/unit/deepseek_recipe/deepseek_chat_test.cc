@@ -65,7 +65,7 @@ TEST(DeepseekChatText, V31ToolRoundTrip) {
 }
 
 TEST(DeepseekChatText, V3ToolRoundTrip) {
-  std::vector<ChatMessage> m = {msg("system", "S1"), msg("system", "S2"), msg("user", "Weather?"),
+  std::vector<ChatMessage> m = {msg("system", "S1"), msg("developer", "S2"), msg("user", "Weather?"),
                                 msg("assistant", "Checking.", kCalls), msg("tool", "18C"),
                                 msg("tool", "14:00"), msg("assistant", "Done.")};
   DeepseekChatOptions o;
