@@ -1,7 +1,9 @@
 #include "deepinfer/serve/http_server.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
-#include <pthread.h>
 
 #include <atomic>
 #include <thread>
@@ -56,16 +58,27 @@ httplib::Server::Handler route(ServerMetrics& metrics, std::string name, ErrorSt
 
 std::atomic<bool> g_stop_requested{false};
 
+// SIGINT/SIGTERM write one byte to this pipe (the only async-signal-safe way to hand them
+// over); a watcher thread reads it and stops the server from ordinary code.
+int g_signal_pipe[2] = {-1, -1};
+int g_signal_number = 0;
+
+void on_shutdown_signal(int sig) {
+  g_signal_number = sig;
+  const char byte = 1;
+  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &byte, 1);
+}
+
 }  // namespace
 
 Status run_http_server(std::unique_ptr<engine::Engine> engine, const ServeOptions& options,
                        const std::function<void(int port)>& on_listening) {
-  // Signals go to a watcher thread (sigwait), never into a handler mid-request.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  if (g_signal_pipe[0] < 0 && pipe(g_signal_pipe) != 0) return io_error("serve: cannot create a pipe");
+  struct sigaction action = {};
+  action.sa_handler = on_shutdown_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
   const int64_t max_len = engine->model_config().max_position;
@@ -156,19 +169,21 @@ Status run_http_server(std::unique_ptr<engine::Engine> engine, const ServeOption
 
   g_stop_requested = false;
   std::thread watcher([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
+    char byte = 0;
+    while (read(g_signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+    }
     if (g_stop_requested) return;
-    log::info("serve: signal {} received; ending running requests and stopping", sig);
+    fmt::print(stderr, "deepinfer serve: signal {} received; ending running requests and stopping\n", g_signal_number);
     loop.shutdown();  // running requests end (clients get what was generated, then the end)
     server.stop();
   });
   if (on_listening) on_listening(port);
-  log::info("serve: listening on http://{}:{} (model '{}')", options.host, port, ctx.model_name);
+  fmt::print(stderr, "deepinfer serve: listening on http://{}:{} (model '{}')\n", options.host, port, ctx.model_name);
   const bool ok = server.listen_after_bind();
   // Wake the watcher if the server stopped for another reason.
   g_stop_requested = true;
-  pthread_kill(watcher.native_handle(), SIGTERM);
+  const char byte = 0;
+  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &byte, 1);
   watcher.join();
   loop.shutdown();
   if (!ok) return io_error("serve: the HTTP server stopped with an error");
