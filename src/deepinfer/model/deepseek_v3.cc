@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deepinfer/base/check.h"
+#include "deepinfer/base/timer.h"
 #include "deepinfer/kernels/cpu/elementwise.h"
 #include "deepinfer/kernels/cpu/embedding.h"
 #include "deepinfer/kernels/cpu/matmul.h"
@@ -174,11 +175,13 @@ void DeepseekV3::layer_forward(const DeepseekLayer& L, int stats_row, const Forw
                                int block_size, ForwardContext& ctx) {
   const int64_t T = batch.num_tokens(), H = config_.hidden_size;
   const float eps = config_.rms_norm_eps;
+  const double t0 = now_seconds();
   rms_norm_rows(x_.data(), H, L.attn_norm, h_.data(), H, T, H, eps);
   Status st = mla_forward(L.attn, mla_, mla_mode_, batch, h_.data(), kv_cache, block_size, mla_scratch_, ctx,
                           tmp_.data());
   DI_CHECK(st.is_ok(), "mla_forward: {}", st.message());
   kernels::add(x_.data(), tmp_.data(), x_.data(), T * H);
+  const double t1 = now_seconds();
   rms_norm_rows(x_.data(), H, L.ffn_norm, h_.data(), H, T, H, eps);
   if (L.is_moe) {
     moe_forward(L.moe, routing_, h_.data(), T, H, tmp_.data(), expert_stats_.layer_counts(stats_row),
@@ -187,6 +190,9 @@ void DeepseekV3::layer_forward(const DeepseekLayer& L, int stats_row, const Forw
     mlp_forward(L.mlp, h_.data(), T, H, tmp_.data(), moe_scratch_, ctx);
   }
   kernels::add(x_.data(), tmp_.data(), x_.data(), T * H);
+  const double t2 = now_seconds();
+  times_.attention += t1 - t0;
+  (L.is_moe ? times_.moe : times_.dense_mlp) += t2 - t1;
 }
 
 // Final norm and head for the rows whose logits are wanted.
@@ -206,6 +212,7 @@ void DeepseekV3::head(const ForwardBatch& batch, const Tensor& norm, const Linea
 
 Status DeepseekV3::forward(const ForwardBatch& batch, KvCache& cache, ForwardContext& ctx, float* logits) {
   DI_RETURN_IF_ERROR(check_batch(batch, cache, config_.num_layers));
+  const double start = now_seconds();
   const int64_t T = batch.num_tokens(), H = config_.hidden_size;
   grow(x_, T * H);
   grow(h_, T * H);
@@ -219,6 +226,8 @@ Status DeepseekV3::forward(const ForwardBatch& batch, KvCache& cache, ForwardCon
     rms_norm_rows(x_.data(), H, output_norm_, final_hidden_.data(), H, T, H, config_.rms_norm_eps);
   }
   head(batch, output_norm_, output_, ctx, logits);
+  times_.total += now_seconds() - start;
+  ++times_.forwards;
   return Status::ok();
 }
 

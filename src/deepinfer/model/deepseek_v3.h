@@ -20,6 +20,16 @@ struct DeepseekLayer {
   MoeWeights moe;              // MoE layers
 };
 
+// Wall time of forward() by component since the last reset (a few clock reads per layer), for
+// benchmarks: how the step splits between attention and MoE.
+struct DeepseekForwardTimes {
+  double attention = 0;  // MLA incl. its projections and the KV write
+  double moe = 0;        // routing + routed and shared experts
+  double dense_mlp = 0;  // the first_k_dense_replace layers' MLP
+  double total = 0;      // whole forward() calls (the rest: embedding, norms, head)
+  int64_t forwards = 0;
+};
+
 class DeepseekV3 final : public Model {
  public:
   static Result<std::unique_ptr<DeepseekV3>> load(const ModelConfig& config, const WeightSource& source);
@@ -35,6 +45,8 @@ class DeepseekV3 final : public Model {
   // any, is row num_layers).
   const ExpertStats& expert_stats() const { return expert_stats_; }
   void reset_expert_stats() { expert_stats_.reset(); }
+  const DeepseekForwardTimes& forward_times() const { return times_; }
+  void reset_forward_times() { times_ = {}; }
   // When on, forward() also keeps every token's final hidden state (after the final norm), the
   // input the MTP head takes: final_hidden() is [batch tokens, hidden] of the last forward().
   void set_keep_final_hidden(bool on) { keep_hidden_ = on; }
@@ -66,6 +78,7 @@ class DeepseekV3 final : public Model {
   LinearWeight output_;
   std::vector<DeepseekLayer> layers_;
   ExpertStats expert_stats_;
+  DeepseekForwardTimes times_;
   bool keep_hidden_ = false;
   std::vector<float> final_hidden_;
   // MTP module.

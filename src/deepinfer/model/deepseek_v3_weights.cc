@@ -109,6 +109,11 @@ void linear_forward(const LinearWeight& w, const float* in, int64_t rows, int64_
   kernels::matmul(p, *ctx.pool);
 }
 
+ThreadPool& inline_pool() {
+  static ThreadPool pool(1);
+  return pool;
+}
+
 void rms_norm_rows(const float* x, int64_t x_stride, const Tensor& w, float* y, int64_t y_stride,
                    int64_t rows, int64_t dim, float eps) {
   kernels::RmsNormParams p;

@@ -45,6 +45,11 @@ class DeepseekWeights {
 // out[r] = W in[r] for `rows` rows (strides in floats).
 void linear_forward(const LinearWeight& w, const float* in, int64_t rows, int64_t in_stride, float* out,
                     int64_t out_stride, ForwardContext& ctx);
+// A one-thread pool (runs inline, holds no state, safe to share): for kernels called inside a
+// parallel region that already spreads work over the real pool's threads. Many small matmuls
+// (per attention head, per expert at decode) then cost one pool hand-off instead of one each,
+// which matters when the machine is shared and a hand-off can wait for a time slice.
+ThreadPool& inline_pool();
 // y[r] = rmsnorm(x[r]) * w over `dim` channels; x and y may alias.
 void rms_norm_rows(const float* x, int64_t x_stride, const Tensor& w, float* y, int64_t y_stride,
                    int64_t rows, int64_t dim, float eps);

@@ -62,13 +62,17 @@ void attend_absorbed(const MlaWeights& w, const MlaDims& d, const ForwardBatch& 
   grow(s.ctx_lat, Ta * std::max(qs, int64_t{H} * d.v));
   float* qc = s.ctx_lat.data();  // compact q rows
   for (int64_t i = 0; i < Ta; ++i) std::memcpy(qc + i * qs, s.q.data() + rows[i] * qs, sizeof(float) * qs);
-  for (int h = 0; h < H; ++h) {
-    matmul_f32(w.w_uk_t.data() + int64_t{h} * R * d.nope, R, d.nope, qc + int64_t{h} * qk, Ta, qs,
-               s.q_abs.data() + int64_t{h} * L, int64_t{H} * L, ctx);
-    for (int64_t i = 0; i < Ta; ++i)
-      std::memcpy(s.q_abs.data() + (i * H + h) * L + R, qc + i * qs + int64_t{h} * qk + d.nope,
-                  sizeof(float) * d.rope);
-  }
+  // Heads split over the pool's threads, each head's matmul on its own thread.
+  ForwardContext serial = ctx;
+  serial.pool = &inline_pool();
+  ctx.pool->parallel_for(H, [&](int64_t h0, int64_t h1) {
+    for (int64_t h = h0; h < h1; ++h) {
+      matmul_f32(w.w_uk_t.data() + h * R * d.nope, R, d.nope, qc + h * qk, Ta, qs, s.q_abs.data() + h * L,
+                 int64_t{H} * L, serial);
+      for (int64_t i = 0; i < Ta; ++i)
+        std::memcpy(s.q_abs.data() + (i * H + h) * L + R, qc + i * qs + h * qk + d.nope, sizeof(float) * d.rope);
+    }
+  });
   kernels::AttentionParams ap{};
   ap.q = s.q_abs.data();
   ap.q_stride = int64_t{H} * L;
@@ -91,9 +95,11 @@ void attend_absorbed(const MlaWeights& w, const MlaDims& d, const ForwardBatch& 
   kernels::attention(ap, *ctx.pool);
   const int64_t os = int64_t{H} * d.v;
   float* oc = s.ctx_lat.data();  // compact outputs (q rows are no longer needed)
-  for (int h = 0; h < H; ++h)
-    matmul_f32(w.w_uv.data() + int64_t{h} * d.v * R, d.v, R, s.lat_out.data() + int64_t{h} * R, Ta,
-               int64_t{H} * R, oc + int64_t{h} * d.v, os, ctx);
+  ctx.pool->parallel_for(H, [&](int64_t h0, int64_t h1) {
+    for (int64_t h = h0; h < h1; ++h)
+      matmul_f32(w.w_uv.data() + h * d.v * R, d.v, R, s.lat_out.data() + h * R, Ta, int64_t{H} * R, oc + h * d.v,
+                 os, serial);
+  });
   for (int64_t i = 0; i < Ta; ++i) std::memcpy(s.attn.data() + rows[i] * os, oc + i * os, sizeof(float) * os);
 }
 

@@ -11,6 +11,10 @@
 namespace deepinfer::model {
 namespace {
 
+// Below this many rows per active expert, experts run whole on separate threads instead of
+// each expert's matmuls being split over all threads.
+constexpr int64_t kMinRowsPerExpertForSplit = 16;
+
 template <typename T>
 void grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -106,12 +110,34 @@ void moe_forward(const MoeWeights& m, const MoeRouting& r, const float* x, int64
   for (int64_t j = 0; j < T * K; ++j)
     std::memcpy(s.xs.data() + j * hidden, x + (order[j] / K) * hidden, sizeof(float) * hidden);
   std::fill(out, out + T * hidden, 0.0f);
+  std::vector<int> active;
+  for (int e = 0; e < E; ++e)
+    if (offsets[e + 1] > offsets[e]) active.push_back(e);
+  const int nt = ctx.pool->num_threads();
+  if (nt > 1 && T * K < kMinRowsPerExpertForSplit * static_cast<int64_t>(active.size())) {
+    // Few tokens per expert (decode): whole experts per thread, one pool hand-off in all.
+    if (static_cast<int>(s.per_thread.size()) < nt) s.per_thread.resize(nt);
+    ctx.pool->run([&](int ti, int n_threads) {
+      ForwardContext serial = ctx;
+      serial.pool = &inline_pool();
+      for (size_t a = ti; a < active.size(); a += n_threads) {
+        const int e = active[a];
+        const int64_t j0 = offsets[e];
+        mlp_forward(m.experts[e], s.xs.data() + j0 * hidden, offsets[e + 1] - j0, hidden,
+                    s.ys.data() + j0 * hidden, s.per_thread[ti], serial);
+      }
+    });
+  } else {
+    for (int e : active) {
+      const int64_t j0 = offsets[e];
+      mlp_forward(m.experts[e], s.xs.data() + j0 * hidden, offsets[e + 1] - j0, hidden, s.ys.data() + j0 * hidden,
+                  s, ctx);
+    }
+  }
   // Experts in ascending order, so each token sums its experts in the reference's order.
-  for (int e = 0; e < E; ++e) {
+  for (int e : active) {
     const int64_t n = offsets[e + 1] - offsets[e];
-    if (n == 0) continue;
     const int64_t j0 = offsets[e];
-    mlp_forward(m.experts[e], s.xs.data() + j0 * hidden, n, hidden, s.ys.data() + j0 * hidden, s, ctx);
     for (int64_t j = j0; j < j0 + n; ++j) {
       const float wt = s.weights[order[j]];
       float* o = out + (order[j] / K) * hidden;

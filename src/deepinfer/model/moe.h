@@ -59,6 +59,7 @@ void moe_route(const MoeRouting& r, const float* logits, const float* bias, int6
 struct MoeScratch {
   std::vector<float> logits, weights, xs, gate, up, ys;
   std::vector<int32_t> idx;
+  std::vector<MoeScratch> per_thread;  // gate/up buffers when experts run one per thread
 };
 
 // One MLP over `rows` rows of x [rows, hidden] into out [rows, hidden].
