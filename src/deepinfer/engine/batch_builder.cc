@@ -26,7 +26,12 @@ BatchInputs build_forward_batch(const ScheduleOutput& out, const SequenceLookup&
              "seq {}: {} tokens need {} blocks, table has {}", seq->id, end, num_blocks,
              seq->block_table.size());
     for (int pos = s.first_position; pos < end; ++pos) {
-      b.token_ids.push_back(seq->token_at(pos));
+      const int32_t token = seq->token_at(pos);
+      if (token == Sequence::kPendingToken) {
+        in.pending_token_index.push_back(static_cast<int32_t>(b.token_ids.size()));
+        in.pending_seq_id.push_back(seq->id);
+      }
+      b.token_ids.push_back(token);
       b.positions.push_back(pos);
       in.slot_mapping.push_back(seq->block_table[pos / block_size] * block_size + pos % block_size);
     }

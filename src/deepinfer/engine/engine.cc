@@ -1,7 +1,11 @@
 #include "deepinfer/engine/engine.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <functional>
+#include <mutex>
+#include <thread>
 
 #include "deepinfer/base/check.h"
 #include "deepinfer/base/timer.h"
@@ -25,6 +29,63 @@ struct Engine::RequestState {
       : detok(tok), stops(std::move(stop_strings)) {}
 };
 
+// Runs one job at a time on its own thread: the CPU side of a step while the engine thread
+// drives the forward on the pool. Jobs are short (well under a forward), so it sleeps between.
+class Engine::StepWorker {
+ public:
+  StepWorker() : thread_([this] { loop(); }) {}
+  ~StepWorker() {
+    {
+      std::lock_guard lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void start(std::function<void()> job) {
+    {
+      std::lock_guard lk(mu_);
+      job_ = std::move(job);
+    }
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return !job_; });
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lk(mu_);
+    for (;;) {
+      cv_.wait(lk, [&] { return job_ || stop_; });
+      if (!job_) return;
+      lk.unlock();
+      job_();
+      lk.lock();
+      job_ = nullptr;
+      cv_.notify_all();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<void()> job_;  // set while a job is queued or running
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+struct Engine::Prepared {
+  ScheduleOutput sched;
+  BatchInputs inputs;
+};
+
+struct Engine::Sampled {
+  ScheduleOutput sched;
+  StepOutput step;                          // -1 for entries that were no longer current
+  std::map<int64_t, RequestOutput> by_id;   // new tokens (and logprobs) per request
+};
+
+Engine::Engine() = default;
 Engine::~Engine() = default;
 
 Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> model,
@@ -64,10 +125,13 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
   sc.max_num_batched_tokens = config.max_num_batched_tokens;
   DI_RETURN_IF_ERROR(validate(sc));
   e->scheduler_ = std::make_unique<Scheduler>(sc, *e->kv_manager_);
+  e->overlap_ = config.overlap_scheduling && !e->kv_tier_;
+  if (e->overlap_) e->worker_ = std::make_unique<StepWorker>();
   return e;
 }
 
 Result<int64_t> Engine::add_request(const GenerationRequest& request) {
+  if (!has_unfinished()) last_forward_end_ = 0;  // the gap since the last forward was not idling
   const auto& mc = model_->config();
   if (request.prompt_ids.empty()) return invalid_argument("the prompt is empty");
   for (int32_t t : request.prompt_ids)
@@ -132,7 +196,8 @@ void Engine::flush_kv_store() {
 }
 
 bool Engine::has_unfinished() const {
-  return scheduler_->has_unfinished() || !pending_grammar_.empty() || !pending_empty_.empty();
+  return scheduler_->has_unfinished() || !pending_grammar_.empty() || !pending_empty_.empty() ||
+         next_ || unprocessed_;
 }
 
 void Engine::admit_compiled_grammars(std::vector<RequestOutput>& outputs) {
@@ -163,8 +228,7 @@ void Engine::admit_compiled_grammars(std::vector<RequestOutput>& outputs) {
   }
 }
 
-std::vector<RequestOutput> Engine::step() {
-  std::vector<RequestOutput> outputs;
+void Engine::answer_empty_requests(std::vector<RequestOutput>& outputs) {
   for (int64_t id : pending_empty_) {
     auto it = requests_.find(id);
     if (it == requests_.end()) continue;
@@ -177,43 +241,67 @@ std::vector<RequestOutput> Engine::step() {
     requests_.erase(it);
   }
   pending_empty_.clear();
-  if (!pending_grammar_.empty()) admit_compiled_grammars(outputs);
+}
 
+std::unique_ptr<Engine::Prepared> Engine::prepare_step() {
   ScheduleOutput sched = scheduler_->schedule();
-  if (sched.empty()) return outputs;
-  ++stats_.steps;
-  BatchInputs inputs = build_forward_batch(
+  if (sched.empty()) return nullptr;
+  auto p = std::make_unique<Prepared>();
+  p->inputs = build_forward_batch(
       sched, [this](int64_t id) { return scheduler_->get(id); }, config_.block_size);
-  inputs.batch.slot_mapping = std::move(inputs.slot_mapping);
+  p->sched = std::move(sched);
+  return p;
+}
+
+Status Engine::run_forward(Prepared& p) {
+  DI_CHECK(p.inputs.pending_token_index.empty(), "a batch runs with {} tokens not sampled yet",
+           p.inputs.pending_token_index.size());
+  ++stats_.steps;
+  p.inputs.batch.slot_mapping = std::move(p.inputs.slot_mapping);
   const int64_t vocab = model_->config().vocab_size;
-  logits_.resize(inputs.batch.logits_rows.size() * static_cast<size_t>(vocab));
+  logits_.resize(p.inputs.batch.logits_rows.size() * static_cast<size_t>(vocab));
   model::ForwardContext ctx{pool_.get(), config_.batch_invariant, config_.int8_activations};
   const double t0 = now_seconds();
-  Status st = model_->forward(inputs.batch, kv_storage_, ctx, logits_.data());
-  const double t1 = now_seconds();
-  stats_.forward_seconds += t1 - t0;
-  if (!st.is_ok()) {
-    // A failed forward ends the requests in this batch with the error; others are unaffected.
-    for (const ScheduledSeq& s : sched.seqs) {
-      RequestOutput out;
-      out.request_id = s.seq_id;
-      out.finished = true;
-      out.finish_reason = FinishReason::kAbort;
-      out.error = st.message();
-      outputs.push_back(std::move(out));
-      abort(s.seq_id);
-    }
-    return outputs;
-  }
+  if (last_forward_end_ > 0) stats_.idle_seconds += t0 - last_forward_end_;
+  Status st = model_->forward(p.inputs.batch, kv_storage_, ctx, logits_.data());
+  last_forward_end_ = now_seconds();
+  stats_.forward_seconds += last_forward_end_ - t0;
+  return st;
+}
 
-  StepOutput step_out;
-  std::map<int64_t, RequestOutput> by_id;
-  int row = 0;
+void Engine::fail_step(const ScheduleOutput& sched, const Status& st,
+                       std::vector<RequestOutput>& outputs) {
+  // A failed forward ends the requests in this batch with the error; others are unaffected.
   for (const ScheduledSeq& s : sched.seqs) {
+    if (requests_.count(s.seq_id) == 0) continue;
+    RequestOutput out;
+    out.request_id = s.seq_id;
+    out.finished = true;
+    out.finish_reason = FinishReason::kAbort;
+    out.error = st.message();
+    outputs.push_back(std::move(out));
+    abort(s.seq_id);
+  }
+}
+
+Engine::Sampled Engine::sample_step(Prepared&& p) {
+  const double t0 = now_seconds();
+  const int64_t vocab = model_->config().vocab_size;
+  Sampled res;
+  int row = 0;
+  for (const ScheduledSeq& s : p.sched.seqs) {
     if (!s.samples) continue;
-    RequestState& r = *requests_.at(s.seq_id);
-    const Sequence* seq = scheduler_->get(s.seq_id);
-    const uint64_t step_index = seq ? seq->output.size() : 0;
+    const float* logits = logits_.data() + size_t(row++) * vocab;
+    auto it = requests_.find(s.seq_id);
+    // Ended (stop string, EOS, abort) or preempted after this step was scheduled: its token is
+    // discarded without touching the request's history or grammar state.
+    if (it == requests_.end() || !scheduler_->is_current(s)) {
+      res.step.sampled.push_back(-1);
+      continue;
+    }
+    RequestState& r = *it->second;
+    const uint64_t step_index =
+        static_cast<uint64_t>(s.first_position + s.num_new_tokens - r.request.prompt_ids.size());
     const uint32_t* mask = nullptr;
     if (r.matcher) {
       // The model's vocabulary may be padded beyond the tokenizer's: those ids stay masked.
@@ -221,36 +309,46 @@ std::vector<RequestOutput> Engine::step() {
       r.matcher->fill_next_token_bitmask(mask_.data());
       mask = mask_.data();
     }
-    SampleResult res = sample(logits_.data() + size_t(row) * vocab, static_cast<int32_t>(vocab),
-                              r.request.sampling, SamplerState{r.history, r.request.prompt_ids.size()},
-                              static_cast<uint64_t>(s.seq_id), step_index, mask);
-    ++row;
-    if (res.token < 0) {
+    SampleResult sr = sample(logits, static_cast<int32_t>(vocab), r.request.sampling,
+                             SamplerState{r.history, r.request.prompt_ids.size()},
+                             static_cast<uint64_t>(s.seq_id), step_index, mask);
+    if (sr.token < 0) {
       // Nothing allowed (a grammar dead end, or every logit masked by bias): end with EOS.
-      res.token = tokenizer_->eos_id();
-      res.logprob = 0;
+      sr.token = tokenizer_->eos_id();
+      sr.logprob = 0;
     }
-    if (r.matcher && !r.matcher->accept_token(res.token)) res.token = tokenizer_->eos_id();
-    step_out.sampled.push_back(res.token);
-    r.history.push_back(res.token);
-    RequestOutput& out = by_id[s.seq_id];
+    if (r.matcher && !r.matcher->accept_token(sr.token)) sr.token = tokenizer_->eos_id();
+    res.step.sampled.push_back(sr.token);
+    r.history.push_back(sr.token);
+    RequestOutput& out = res.by_id[s.seq_id];
     out.request_id = s.seq_id;
-    out.new_token_ids.push_back(res.token);
+    out.new_token_ids.push_back(sr.token);
     if (r.request.sampling.logprobs >= 0) {
-      LogprobEntry e{res.token, res.logprob, {}};
-      for (const auto& t : res.top_logprobs) e.top.emplace_back(t.token, t.logprob);
+      LogprobEntry e{sr.token, sr.logprob, {}};
+      for (const auto& t : sr.top_logprobs) e.top.emplace_back(t.token, t.logprob);
       out.new_logprobs.push_back(std::move(e));
     }
   }
-  stats_.sample_seconds += now_seconds() - t1;
+  res.sched = std::move(p.sched);
+  stats_.sample_seconds += now_seconds() - t0;
+  return res;
+}
 
-  std::vector<FinishedSeq> finished = scheduler_->update(sched, step_out);
+void Engine::process_step(Sampled&& s, std::vector<RequestOutput>& outputs) {
+  std::vector<FinishedSeq> finished = scheduler_->update(s.sched, s.step);
   std::map<int64_t, FinishReason> ended;
   for (const auto& f : finished) ended[f.seq_id] = f.reason;
 
   const auto& eos = tokenizer_->eos_ids();
-  for (auto& [id, out] : by_id) {
-    RequestState& r = *requests_.at(id);
+  for (auto it = s.by_id.begin(); it != s.by_id.end();) {
+    auto rs = requests_.find(it->first);
+    if (rs == requests_.end()) {  // aborted by the caller since it was sampled
+      it = s.by_id.erase(it);
+      continue;
+    }
+    const int64_t id = it->first;
+    RequestOutput& out = it->second;
+    RequestState& r = *rs->second;
     auto e = ended.find(id);
     const bool eos_stop = e != ended.end() && e->second == FinishReason::kStop;
     // The EOS token that ended a sequence is not part of its text.
@@ -263,11 +361,14 @@ std::vector<RequestOutput> Engine::step() {
     if (done) r.stops.push(r.detok.finish());
     out.new_text += r.stops.release(done);
     if (stop_hit && e == ended.end()) {
+      // With overlap, its next token may already be in flight: finishing here frees its blocks
+      // (no block is reused before that forward ends) and the token is discarded when sampled.
       if (auto f = scheduler_->finish(id, FinishReason::kStop)) finished.push_back(std::move(*f));
     }
+    ++it;
   }
   for (const auto& f : finished) {
-    RequestOutput& out = by_id[f.seq_id];
+    RequestOutput& out = s.by_id[f.seq_id];
     out.request_id = f.seq_id;
     out.finished = true;
     out.finish_reason = f.reason;
@@ -279,7 +380,83 @@ std::vector<RequestOutput> Engine::step() {
     stats_.generated_tokens += static_cast<int64_t>(f.output.size());
     requests_.erase(f.seq_id);
   }
-  for (auto& [id, out] : by_id) outputs.push_back(std::move(out));
+  for (auto& [id, out] : s.by_id) outputs.push_back(std::move(out));
+}
+
+std::vector<RequestOutput> Engine::step() {
+  std::vector<RequestOutput> outputs;
+  answer_empty_requests(outputs);
+  if (!pending_grammar_.empty()) admit_compiled_grammars(outputs);
+  if (overlap_) return step_overlapped(std::move(outputs));
+
+  std::unique_ptr<Prepared> p = prepare_step();
+  if (!p) {
+    last_forward_end_ = 0;
+    return outputs;
+  }
+  Status st = run_forward(*p);
+  if (!st.is_ok()) {
+    fail_step(p->sched, st, outputs);
+    return outputs;
+  }
+  process_step(sample_step(std::move(*p)), outputs);
+  return outputs;
+}
+
+std::vector<RequestOutput> Engine::step_overlapped(std::vector<RequestOutput> outputs) {
+  // In steady state next_ was scheduled and built during the previous forward, with the
+  // tokens that forward sampled written in after it.
+  if (!next_) {
+    // Nothing was scheduled during the last forward (all work was in flight, or the pool was
+    // full): apply the last step first, so the new one has no tokens left to fill in.
+    if (unprocessed_) {
+      std::unique_ptr<Sampled> last = std::move(unprocessed_);
+      process_step(std::move(*last), outputs);
+    }
+    next_ = prepare_step();
+    if (!next_) {
+      last_forward_end_ = 0;
+      return outputs;
+    }
+  }
+  std::unique_ptr<Prepared> current = std::move(next_);
+  std::unique_ptr<Sampled> previous = std::move(unprocessed_);
+  std::vector<RequestOutput> previous_outputs;
+  std::unique_ptr<Prepared> following;
+  // The worker touches the scheduler, KV bookkeeping and request states; the forward only the
+  // batch, the KV storage and the logits. No block freed during the forward is written before
+  // the next forward, since without a KV store tier only forwards write KV.
+  worker_->start([&] {
+    if (previous) process_step(std::move(*previous), previous_outputs);
+    following = prepare_step();
+  });
+  Status st = run_forward(*current);
+  worker_->wait();
+  for (auto& o : previous_outputs) outputs.push_back(std::move(o));
+  std::unique_ptr<Sampled> sampled;
+  if (st.is_ok()) {
+    sampled = std::make_unique<Sampled>(sample_step(std::move(*current)));
+  } else {
+    fail_step(current->sched, st, outputs);
+  }
+  if (following) {
+    // Write in the tokens this step just sampled. A sequence that ended meanwhile gets a
+    // dummy token: its results are discarded and its freed blocks are not reused before then.
+    BatchInputs& in = following->inputs;
+    for (size_t i = 0; i < in.pending_token_index.size(); ++i) {
+      int32_t token = 0;
+      if (sampled) {
+        auto it = sampled->by_id.find(in.pending_seq_id[i]);
+        if (it != sampled->by_id.end() && !it->second.new_token_ids.empty())
+          token = it->second.new_token_ids.back();
+      }
+      in.batch.token_ids[static_cast<size_t>(in.pending_token_index[i])] = token;
+    }
+    in.pending_token_index.clear();
+    in.pending_seq_id.clear();
+    next_ = std::move(following);
+  }
+  unprocessed_ = std::move(sampled);
   return outputs;
 }
 

@@ -1,5 +1,6 @@
 // The engine's public face: add requests, step, read outputs. One step = schedule -> build
-// the batch -> forward -> sample -> update the scheduler -> detokenize and check stops.
+// the batch -> forward -> sample -> update the scheduler -> detokenize and check stops; with
+// overlap scheduling the CPU-side parts run on a worker thread while the forward computes.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,13 @@ struct EngineConfig {
   bool enable_prefix_caching = true;
   bool batch_invariant = false;
   bool int8_activations = false;  // see model::ForwardContext
+  // While step N's forward runs, a worker thread finishes step N-1's outputs (scheduler update,
+  // detokenize, stop strings) and schedules and builds step N+1 (SGLang/vLLM "zero-overhead"
+  // scheduling with a one-step lag). Same tokens as without it; outputs arrive one step() later.
+  // Ignored (off) with a KV store tier, whose loads would write blocks a forward may still use.
+  // Off by default: on 2 cores the hidden CPU work is ~1-4% of a step and the worker thread
+  // competes with the compute threads; no measured win yet (docs/engine.md).
+  bool overlap_scheduling = false;
   // KV store targets (directories, same order in every process); empty = no store tier.
   std::vector<std::string> kv_store_dirs;
   // Names the weights the KV was computed with (file identity, quantization); blocks never
@@ -43,6 +51,13 @@ struct EngineStats {
   int64_t generated_tokens = 0;
   double forward_seconds = 0;
   double sample_seconds = 0;
+  // Time the compute threads waited for the CPU side between consecutive forwards (sampling,
+  // scheduling, batch building, outputs, the caller's own work between step() calls).
+  double idle_seconds = 0;
+  double idle_share() const {
+    const double total = idle_seconds + forward_seconds;
+    return total > 0 ? idle_seconds / total : 0;
+  }
 };
 
 class Engine {
@@ -56,9 +71,11 @@ class Engine {
   Result<int64_t> add_request(const GenerationRequest& request);
   // Ends a request now; its blocks are freed. Unknown ids are ignored.
   void abort(int64_t request_id);
-  // Runs one step and returns the outputs it produced (new tokens, finished requests).
+  // Runs one step and returns the outputs it produced (new tokens, finished requests). With
+  // overlap scheduling, a step returns the outputs of the previous forward.
   std::vector<RequestOutput> step();
   bool has_unfinished() const;
+  bool overlap_scheduling() const { return overlap_; }
 
   const recipe::Tokenizer& tokenizer() const { return *tokenizer_; }
   const model::ModelConfig& model_config() const { return model_->config(); }
@@ -72,7 +89,18 @@ class Engine {
 
  private:
   struct RequestState;
-  Engine() = default;
+  class StepWorker;
+  struct Prepared;  // a scheduled step with its model inputs
+  struct Sampled;   // a step after sampling, before the scheduler update and detokenizing
+  Engine();
+
+  std::unique_ptr<Prepared> prepare_step();
+  Status run_forward(Prepared& p);
+  Sampled sample_step(Prepared&& p);
+  void process_step(Sampled&& s, std::vector<RequestOutput>& outputs);
+  void fail_step(const ScheduleOutput& sched, const Status& st, std::vector<RequestOutput>& outputs);
+  void answer_empty_requests(std::vector<RequestOutput>& outputs);
+  std::vector<RequestOutput> step_overlapped(std::vector<RequestOutput> outputs);
 
   EngineConfig config_;
   std::unique_ptr<model::Model> model_;
@@ -93,6 +121,11 @@ class Engine {
   void admit_compiled_grammars(std::vector<RequestOutput>& outputs);
   int64_t next_id_ = 1;
   EngineStats stats_;
+  bool overlap_ = false;
+  std::unique_ptr<StepWorker> worker_;  // overlap only
+  std::unique_ptr<Prepared> next_;      // overlap: the step to run next (scheduled, built)
+  std::unique_ptr<Sampled> unprocessed_;  // overlap: the last step's samples, not yet applied
+  double last_forward_end_ = 0;         // 0 = the engine was idle since
 };
 
 }  // namespace deepinfer::engine

@@ -41,6 +41,8 @@ Status Scheduler::add(Sequence seq) {
   seq.finish_reason = FinishReason::kNone;
   seq.arrival = next_arrival_++;
   seq.num_computed_tokens = 0;
+  seq.num_inflight_tokens = 0;
+  seq.num_pending_samples = 0;
   seq.num_cached_tokens = -1;
   seq.block_table.clear();
   seq.num_committed_blocks = 0;
@@ -50,6 +52,22 @@ Status Scheduler::add(Sequence seq) {
   seqs_.emplace(id, std::make_unique<Sequence>(std::move(seq)));
   waiting_.push_back(id);
   return Status::ok();
+}
+
+void Scheduler::mark_scheduled(Sequence& seq, const ScheduledSeq& entry) {
+  seq.num_inflight_tokens += entry.num_new_tokens;
+  if (entry.samples) ++seq.num_pending_samples;
+}
+
+bool Scheduler::applies(const Sequence& seq, const ScheduledSeq& entry) {
+  return seq.status == SeqStatus::kRunning && seq.num_computed_tokens == entry.first_position &&
+         entry.num_new_tokens <= seq.num_inflight_tokens &&
+         (!entry.samples || seq.num_pending_samples > 0);
+}
+
+bool Scheduler::is_current(const ScheduledSeq& entry) const {
+  const Sequence* seq = get(entry.seq_id);
+  return seq != nullptr && applies(*seq, entry);
 }
 
 const Sequence* Scheduler::get(int64_t seq_id) const {
@@ -72,6 +90,9 @@ int Scheduler::chunk_limit(int remaining, int budget) const {
 void Scheduler::preempt(int64_t seq_id) {
   Sequence& seq = *seqs_.at(seq_id);
   kv_.free(seq);  // recompute later: generated tokens stay, their KV does not
+  // A step in flight for it is void (update skips it): its sample is drawn again on recompute.
+  seq.num_inflight_tokens = 0;
+  seq.num_pending_samples = 0;
   seq.status = SeqStatus::kPreempted;
   ++seq.num_preemptions;
   running_.erase(std::find(running_.begin(), running_.end(), seq_id));
@@ -111,12 +132,17 @@ ScheduleOutput Scheduler::schedule() {
   size_t i = 0;
   while (i < running_.size() && budget > 0) {
     Sequence& seq = *seqs_.at(running_[i]);
-    const int remaining = seq.num_tokens() - seq.num_computed_tokens;
+    if (static_cast<int>(seq.output.size()) + seq.num_pending_samples >= seq.max_tokens) {
+      ++i;  // its last token is being sampled by a step in flight: nothing more to run
+      continue;
+    }
+    const int start = seq.num_scheduled_tokens();
+    const int remaining = seq.num_tokens() - start;
     DI_CHECK(remaining > 0, "running seq {} has nothing to compute", seq.id);
     const int n = chunk_limit(remaining, budget);
     bool allocated = false;
     while (true) {
-      if (kv_.allocate_slots(seq, n)) {
+      if (kv_.allocate_slots(seq, seq.num_inflight_tokens + n)) {
         allocated = true;
         break;
       }
@@ -126,7 +152,8 @@ ScheduleOutput Scheduler::schedule() {
       if (victim == seq.id) break;
     }
     if (!allocated) break;  // seq was the last running one
-    out.seqs.push_back({seq.id, n, seq.num_computed_tokens, seq.num_computed_tokens + n == seq.num_tokens()});
+    out.seqs.push_back({seq.id, n, start, start + n == seq.num_tokens()});
+    mark_scheduled(seq, out.seqs.back());
     budget -= n;
     ++i;
   }
@@ -149,6 +176,7 @@ ScheduleOutput Scheduler::schedule() {
       // computes a chunk that ends before the sequence's last token, and samples nothing.
       const int first = seq.num_computed_tokens;
       out.seqs.push_back({seq.id, n, first, first + n == seq.num_tokens()});
+      mark_scheduled(seq, out.seqs.back());
       budget -= n;
     }
   }
@@ -166,10 +194,13 @@ std::vector<FinishedSeq> Scheduler::update(const ScheduleOutput& out, const Step
     auto it = seqs_.find(s.seq_id);
     if (it == seqs_.end()) continue;  // finished since schedule()
     Sequence& seq = *it->second;
-    if (seq.status != SeqStatus::kRunning || seq.num_computed_tokens != s.first_position) continue;
+    // A sequence preempted since schedule() has no step in flight; its entry is void.
+    if (!applies(seq, s)) continue;
     seq.num_computed_tokens += s.num_new_tokens;
+    seq.num_inflight_tokens -= s.num_new_tokens;
     kv_.cache_full_blocks(seq);
     if (!s.samples) continue;
+    --seq.num_pending_samples;
     seq.output.push_back(token);
     FinishReason reason = FinishReason::kNone;
     const bool is_eos = std::find(seq.eos_token_ids.begin(), seq.eos_token_ids.end(), token) !=

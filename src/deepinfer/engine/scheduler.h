@@ -38,12 +38,19 @@ class Scheduler {
   std::optional<FinishedSeq> finish(int64_t seq_id, FinishReason reason);
   std::optional<FinishedSeq> abort(int64_t seq_id) { return finish(seq_id, FinishReason::kAbort); }
 
+  // Chooses the next step. It may be called again before the previous step's update() (overlap
+  // scheduling, at most one step in flight): the new step then continues after the in-flight
+  // tokens, and a token the in-flight step is sampling appears as Sequence::kPendingToken.
   ScheduleOutput schedule();
 
-  // Applies a step: advances computed tokens, caches newly full blocks, appends sampled tokens
-  // and finishes sequences on EOS or max_tokens. Entries for sequences finished since
-  // schedule() (abort, stop string) are skipped.
+  // Applies a step (steps are applied in the order they were scheduled): advances computed
+  // tokens, caches newly full blocks, appends sampled tokens and finishes sequences on EOS or
+  // max_tokens. Entries for sequences finished or preempted since schedule() are skipped.
   std::vector<FinishedSeq> update(const ScheduleOutput& out, const StepOutput& step);
+
+  // Whether update() would apply this entry now (the sequence still runs and has not been
+  // preempted since): the engine samples only such entries.
+  bool is_current(const ScheduledSeq& entry) const;
 
   const Sequence* get(int64_t seq_id) const;
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
@@ -57,6 +64,8 @@ class Scheduler {
  private:
   int chunk_limit(int remaining, int budget) const;
   void preempt(int64_t seq_id);
+  static void mark_scheduled(Sequence& seq, const ScheduledSeq& entry);
+  static bool applies(const Sequence& seq, const ScheduledSeq& entry);
   FinishedSeq retire(Sequence& seq, FinishReason reason);
 
   SchedulerConfig config_;

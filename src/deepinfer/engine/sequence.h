@@ -34,6 +34,11 @@ struct Sequence {
   // KV state. num_computed_tokens counts tokens (prompt then output) whose KV is in the
   // blocks of block_table; it lags num_tokens() by one while decoding.
   int num_computed_tokens = 0;
+  // Overlap scheduling: steps scheduled but not yet applied by Scheduler::update. Their tokens
+  // follow num_computed_tokens; the tokens they will sample are not in `output` yet but count in
+  // num_tokens() (token_at gives kPendingToken for them). Both are 0 between steps without overlap.
+  int num_inflight_tokens = 0;
+  int num_pending_samples = 0;
   int num_cached_tokens = -1;          // prompt tokens served by the prefix cache at first
                                        // admission (-1 until admitted), for usage reporting
   std::vector<int32_t> block_table;    // [ceil(allocated tokens / block_size)] physical ids
@@ -43,10 +48,16 @@ struct Sequence {
   std::vector<std::array<uint8_t, 32>> tier_keys;  // the lower tier's keys of the same blocks
                                                    // (its cache, same lifetime as block_keys)
 
+  static constexpr int32_t kPendingToken = -1;  // a token an in-flight step is sampling
+
   int num_prompt_tokens() const { return static_cast<int>(prompt.size()); }
-  int num_tokens() const { return static_cast<int>(prompt.size() + output.size()); }
+  int num_known_tokens() const { return static_cast<int>(prompt.size() + output.size()); }
+  int num_tokens() const { return num_known_tokens() + num_pending_samples; }
+  // Tokens computed or being computed: where the next scheduled chunk starts.
+  int num_scheduled_tokens() const { return num_computed_tokens + num_inflight_tokens; }
   int32_t token_at(int i) const {
-    return i < num_prompt_tokens() ? prompt[i] : output[i - num_prompt_tokens()];
+    if (i < num_prompt_tokens()) return prompt[i];
+    return i < num_known_tokens() ? output[i - num_prompt_tokens()] : kPendingToken;
   }
   bool is_finished() const { return status == SeqStatus::kFinished; }
 };

@@ -119,6 +119,8 @@ nlohmann::json measure(engine::Engine& engine, const std::string& mode, int batc
   int have_first = 0;
   double all_first = 0, first_any = 0;
   int64_t generated = 0;
+  const engine::EngineStats at_start = engine.stats();
+  engine::EngineStats at_first = at_start;
   while (engine.has_unfinished()) {
     for (const auto& out : engine.step()) {
       generated += static_cast<int64_t>(out.new_token_ids.size());
@@ -127,14 +129,24 @@ nlohmann::json measure(engine::Engine& engine, const std::string& mode, int batc
     if (all_first == 0 && generated >= batch) {
       all_first = now_seconds();
       have_first = batch;
+      at_first = engine.stats();
     }
   }
   const double t1 = now_seconds();
+  // Share of the measured window's step time in which the compute threads waited for the CPU
+  // side (decode: from every sequence's first token on).
+  const engine::EngineStats& end = engine.stats();
+  const engine::EngineStats& from = prefill ? at_start : at_first;
+  const double idle = end.idle_seconds - from.idle_seconds;
+  const double fwd = end.forward_seconds - from.forward_seconds;
   nlohmann::json j;
   j["mode"] = mode;
   j["batch"] = batch;
   j["prompt_tokens"] = prompt_len;
   j["threads"] = engine.num_threads();
+  j["overlap"] = engine.overlap_scheduling();
+  j["idle_share"] = idle + fwd > 0 ? idle / (idle + fwd) : 0.0;
+  j["steps"] = end.steps - from.steps;
   if (prefill) {
     const double secs = t1 - t0;
     j["tokens_per_s"] = batch * static_cast<double>(prompt_len) / secs;
@@ -170,7 +182,7 @@ int run_bench(BenchFlags& f) {
   auto batches = parse_batches(f.batches);
   if (!batches.is_ok()) return report_error(batches.status());
   if (!f.plot.empty() && !plot_format_supported(f.plot))
-    return report_error(invalid_argument("--plot: '{}' must end in .svg (PNG output is not built yet)", f.plot));
+    return report_error(invalid_argument("--plot: '{}' must end in .png or .svg", f.plot));
   auto loaded = load_model_for_cli(f.engine.model);
   if (!loaded.is_ok()) return report_error(loaded.status());
   int max_batch = 0;

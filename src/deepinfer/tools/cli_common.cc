@@ -92,6 +92,10 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                  "high: float32 activations, matches the float reference (default); int8: 8-bit "
                  "activations like llama.cpp, faster decode, logits differ by up to ~1")
       ->check(CLI::IsMember({"high", "int8"}));
+  app.add_option("--overlap", f.overlap,
+                 "Overlap scheduling: schedule the next step and finish the previous one's "
+                 "outputs while the forward runs (same results either way)")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--kv-store", f.kv_store,
                  "KV store directory (repeatable; one storage target each, same order in every process)");
 }
@@ -103,6 +107,7 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
   config.batch_invariant = f.batch_invariant;
   config.enable_prefix_caching = f.prefix_caching;
   config.int8_activations = f.matmul_precision == "int8";
+  config.overlap_scheduling = f.overlap == "on";
   for (const auto& dir : f.kv_store) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);

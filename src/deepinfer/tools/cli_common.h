@@ -58,6 +58,7 @@ struct EngineFlags {
   bool batch_invariant = false;
   bool prefix_caching = true;
   std::string matmul_precision = "high";
+  std::string overlap = "off";  // overlap scheduling: on | off
   std::vector<std::string> kv_store;
 };
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
