@@ -1,13 +1,19 @@
+// Draws bench results with cairo: one drawing routine, rendered to an image surface for .png
+// or an SVG surface for .svg, so both files show the same chart.
 #include "deepinfer/tools/bench_plot.h"
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
+#include <cairo-svg.h>
+#include <cairo.h>
 #include <fmt/format.h>
 
 namespace deepinfer::tools {
 namespace {
+
+constexpr double kWidth = 720, kHeight = 480;
+constexpr double kLeft = 86, kRight = 40, kTop = 56, kBottom = 64;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -22,52 +28,133 @@ double nice_ceiling(double v) {
   return 10 * p;
 }
 
+struct Point {
+  double x, y;  // per-sequence tok/s, total tok/s
+  int batch;
+};
+
+void text_at(cairo_t* cr, double x, double y, const std::string& s, double align_x, double align_y) {
+  cairo_text_extents_t e;
+  cairo_text_extents(cr, s.c_str(), &e);
+  cairo_move_to(cr, x - e.width * align_x - e.x_bearing, y + e.height * align_y - (e.height + e.y_bearing));
+  cairo_show_text(cr, s.c_str());
+}
+
+void draw_chart(cairo_t* cr, const std::string& mode, const std::vector<Point>& pts) {
+  double max_x = 0, max_y = 0;
+  for (const auto& p : pts) {
+    max_x = std::max(max_x, p.x);
+    max_y = std::max(max_y, p.y);
+  }
+  max_x = nice_ceiling(max_x * 1.08);
+  max_y = nice_ceiling(max_y * 1.08);
+  const double pw = kWidth - kLeft - kRight, ph = kHeight - kTop - kBottom;
+  auto px = [&](double x) { return kLeft + pw * x / max_x; };
+  auto py = [&](double y) { return kHeight - kBottom - ph * y / max_y; };
+
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+
+  // Grid and ticks: five intervals per axis.
+  cairo_set_line_width(cr, 1);
+  cairo_set_font_size(cr, 12);
+  for (int i = 0; i <= 5; ++i) {
+    const double xv = max_x * i / 5, yv = max_y * i / 5;
+    cairo_set_source_rgb(cr, 0.87, 0.87, 0.87);
+    cairo_move_to(cr, px(xv) + 0.5, py(0));
+    cairo_line_to(cr, px(xv) + 0.5, py(max_y));
+    cairo_move_to(cr, px(0), py(yv) + 0.5);
+    cairo_line_to(cr, px(max_x), py(yv) + 0.5);
+    cairo_stroke(cr);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_move_to(cr, px(xv) + 0.5, py(0));
+    cairo_line_to(cr, px(xv) + 0.5, py(0) + 5);
+    cairo_move_to(cr, px(0) - 5, py(yv) + 0.5);
+    cairo_line_to(cr, px(0), py(yv) + 0.5);
+    cairo_stroke(cr);
+    text_at(cr, px(xv), py(0) + 9, fmt::format("{:g}", xv), 0.5, 1.0);
+    text_at(cr, px(0) - 9, py(yv), fmt::format("{:g}", yv), 1.0, 0.5);
+  }
+  // Axes.
+  cairo_set_line_width(cr, 1.5);
+  cairo_move_to(cr, px(0), py(max_y));
+  cairo_line_to(cr, px(0), py(0));
+  cairo_line_to(cr, px(max_x), py(0));
+  cairo_stroke(cr);
+
+  cairo_set_font_size(cr, 13);
+  text_at(cr, px(max_x / 2), kHeight - 18, "tokens/s per sequence (per-user speed)", 0.5, 0.0);
+  cairo_save(cr);
+  cairo_translate(cr, 22, py(max_y / 2));
+  cairo_rotate(cr, -M_PI / 2);
+  text_at(cr, 0, 0, "total tokens/s", 0.5, 0.5);
+  cairo_restore(cr);
+  cairo_set_font_size(cr, 16);
+  text_at(cr, kWidth / 2, 24, fmt::format("DeepInfer {}: total vs per-sequence throughput", mode), 0.5, 0.5);
+
+  // The trade-off curve, in batch order, then one labeled point per batch size.
+  cairo_set_source_rgb(cr, 0.12, 0.47, 0.71);
+  cairo_set_line_width(cr, 2);
+  for (size_t i = 0; i < pts.size(); ++i) {
+    if (i == 0) {
+      cairo_move_to(cr, px(pts[i].x), py(pts[i].y));
+    } else {
+      cairo_line_to(cr, px(pts[i].x), py(pts[i].y));
+    }
+  }
+  cairo_stroke(cr);
+  cairo_set_font_size(cr, 11);
+  for (const auto& p : pts) {
+    cairo_set_source_rgb(cr, 0.12, 0.47, 0.71);
+    cairo_arc(cr, px(p.x), py(p.y), 4.5, 0, 2 * M_PI);
+    cairo_fill(cr);
+    cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+    // Labels sit up-right of the point, or up-left near the right edge.
+    const bool flip = px(p.x) > kWidth - kRight - 70;
+    text_at(cr, px(p.x) + (flip ? -8 : 8), py(p.y) - 8, fmt::format("batch {}", p.batch), flip ? 1.0 : 0.0, 0.0);
+  }
+}
+
+Status finish(cairo_surface_t* surface, const std::string& path, bool png) {
+  cairo_surface_flush(surface);
+  cairo_status_t st = png ? cairo_surface_write_to_png(surface, path.c_str()) : cairo_surface_status(surface);
+  cairo_surface_finish(surface);  // the SVG surface writes its file here
+  if (st == CAIRO_STATUS_SUCCESS) st = cairo_surface_status(surface);
+  cairo_surface_destroy(surface);
+  if (st != CAIRO_STATUS_SUCCESS) return io_error("{}: cannot write the chart: {}", path, cairo_status_to_string(st));
+  return Status::ok();
+}
+
 }  // namespace
 
-bool plot_format_supported(const std::string& path) { return ends_with(path, ".svg"); }
+bool plot_format_supported(const std::string& path) {
+  return ends_with(path, ".svg") || ends_with(path, ".png");
+}
 
 Status write_throughput_plot(const std::string& path, const std::string& mode,
                              const std::vector<nlohmann::json>& results) {
-  const double W = 640, H = 440, left = 80, right = 30, top = 50, bottom = 60;
-  double max_x = 0, max_y = 0;
-  for (const auto& r : results) {
-    max_x = std::max(max_x, r.value("per_seq_tokens_per_s", 0.0));
-    max_y = std::max(max_y, r.value("tokens_per_s", 0.0));
+  if (!plot_format_supported(path)) return invalid_argument("--plot: '{}' must end in .png or .svg", path);
+  std::vector<Point> pts;
+  for (const auto& r : results)
+    pts.push_back({r.value("per_seq_tokens_per_s", 0.0), r.value("tokens_per_s", 0.0), r.value("batch", 0)});
+  const bool png = ends_with(path, ".png");
+  // PNG at twice the size (crisp on high-density screens); SVG in points.
+  const double scale = png ? 2.0 : 1.0;
+  cairo_surface_t* surface =
+      png ? cairo_image_surface_create(CAIRO_FORMAT_ARGB32, static_cast<int>(kWidth * scale),
+                                       static_cast<int>(kHeight * scale))
+          : cairo_svg_surface_create(path.c_str(), kWidth, kHeight);
+  if (cairo_surface_status(surface) != CAIRO_STATUS_SUCCESS) {
+    const std::string why = cairo_status_to_string(cairo_surface_status(surface));
+    cairo_surface_destroy(surface);
+    return io_error("{}: cannot create the chart: {}", path, why);
   }
-  max_x = nice_ceiling(max_x * 1.05);
-  max_y = nice_ceiling(max_y * 1.05);
-  auto px = [&](double x) { return left + (W - left - right) * x / max_x; };
-  auto py = [&](double y) { return H - bottom - (H - top - bottom) * y / max_y; };
-  std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" font-family=\"sans-serif\" "
-      "font-size=\"12\">\n<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n",
-      W, H);
-  svg += fmt::format("<text x=\"{}\" y=\"28\" font-size=\"16\" text-anchor=\"middle\">DeepInfer {}: total vs per-sequence throughput</text>\n",
-                     W / 2, mode);
-  for (int i = 0; i <= 5; ++i) {
-    const double xv = max_x * i / 5, yv = max_y * i / 5;
-    svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#ddd\"/>\n", px(xv), py(0), py(max_y));
-    svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#ddd\"/>\n", px(0), py(yv), px(max_x));
-    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", px(xv), py(0) + 18, xv);
-    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:g}</text>\n", px(0) - 6, py(yv) + 4, yv);
-  }
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">tokens/s per sequence</text>\n", px(max_x / 2), H - 15);
-  svg += fmt::format("<text x=\"18\" y=\"{0}\" text-anchor=\"middle\" transform=\"rotate(-90 18 {0})\">total tokens/s</text>\n",
-                     py(max_y / 2));
-  std::string points;
-  for (const auto& r : results) {
-    const double x = px(r.value("per_seq_tokens_per_s", 0.0)), y = py(r.value("tokens_per_s", 0.0));
-    points += fmt::format("{:.1f},{:.1f} ", x, y);
-    svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"#1f77b4\"/>\n", x, y);
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">batch {}</text>\n", x + 6, y - 6,
-                       r.value("batch", 0));
-  }
-  svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"#1f77b4\"/>\n</svg>\n", points);
-  std::ofstream out(path);
-  if (!out) return io_error("{}: cannot open for writing", path);
-  out << svg;
-  if (!out) return io_error("{}: write failed", path);
-  return Status::ok();
+  cairo_t* cr = cairo_create(surface);
+  cairo_scale(cr, scale, scale);
+  draw_chart(cr, mode, pts);
+  cairo_destroy(cr);
+  return finish(surface, path, png);
 }
 
 }  // namespace deepinfer::tools
