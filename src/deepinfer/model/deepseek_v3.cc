@@ -1,3 +1,5 @@
+// DeepSeek-V3 loader (config checks, weight names, MTP layer) and the layer loop: pre-norm MLA and
+// dense-or-MoE blocks with residuals, final norm and head; the MTP head reuses the same layer code.
 #include "deepinfer/model/deepseek_v3.h"
 
 #include <cmath>

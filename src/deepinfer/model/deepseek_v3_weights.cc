@@ -1,3 +1,5 @@
+// DeepSeek-V3 tensor lookup by Hugging Face name with shape checks, and the linear dispatch to the
+// float/quantized matmul or the FP8 block-scaled one.
 #include "deepinfer/model/deepseek_v3_weights.h"
 
 #include <cmath>

@@ -1,3 +1,5 @@
+// MLA forward: projections, RoPE on the decoupled parts, latent KV write, then per sequence the
+// expanded (prefill) or weight-absorbed (decode) attention over the paged latent cache.
 #include "deepinfer/model/mla_attention.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// DeepSeekMoE: V3 routing (sigmoid, selection bias, group-limited top-k) and the grouped expert
+// compute, split over threads by matmul rows (prefill) or by whole experts (decode).
 #include "deepinfer/model/moe.h"
 
 #include <algorithm>
@@ -114,14 +116,26 @@ void moe_forward(const MoeWeights& m, const MoeRouting& r, const float* x, int64
   for (int e = 0; e < E; ++e)
     if (offsets[e + 1] > offsets[e]) active.push_back(e);
   const int nt = ctx.pool->num_threads();
-  if (nt > 1 && T * K < kMinRowsPerExpertForSplit * static_cast<int64_t>(active.size())) {
-    // Few tokens per expert (decode): whole experts per thread, one pool hand-off in all.
+  const int64_t n_active = static_cast<int64_t>(active.size());
+  if (nt > 1 && (n_active >= 2 * nt || T * K < kMinRowsPerExpertForSplit * n_active)) {
+    // Enough experts to go round (or too few rows each to split a matmul): whole experts per
+    // thread, balanced by rows (largest first onto the least loaded thread), one pool hand-off.
+    std::vector<int> by_rows = active;
+    std::stable_sort(by_rows.begin(), by_rows.end(), [&](int a, int b) {
+      return offsets[a + 1] - offsets[a] > offsets[b + 1] - offsets[b];
+    });
+    std::vector<std::vector<int>> assigned(nt);
+    std::vector<int64_t> load(nt, 0);
+    for (int e : by_rows) {
+      const int t = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+      assigned[t].push_back(e);
+      load[t] += offsets[e + 1] - offsets[e];
+    }
     if (static_cast<int>(s.per_thread.size()) < nt) s.per_thread.resize(nt);
-    ctx.pool->run([&](int ti, int n_threads) {
+    ctx.pool->run([&](int ti, int) {
       ForwardContext serial = ctx;
       serial.pool = &inline_pool();
-      for (size_t a = ti; a < active.size(); a += n_threads) {
-        const int e = active[a];
+      for (int e : assigned[ti]) {
         const int64_t j0 = offsets[e];
         mlp_forward(m.experts[e], s.xs.data() + j0 * hidden, offsets[e + 1] - j0, hidden,
                     s.ys.data() + j0 * hidden, s.per_thread[ti], serial);
