@@ -1,11 +1,7 @@
 #include "deepinfer/engine/engine.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstring>
-#include <functional>
-#include <mutex>
-#include <thread>
 
 #include "deepinfer/base/check.h"
 #include "deepinfer/base/timer.h"
@@ -13,6 +9,7 @@
 #include "deepinfer/engine/grammar/grammar_matcher.h"
 #include "deepinfer/engine/grammar/vocabulary_from_tokenizer.h"
 #include "deepinfer/engine/sampler.h"
+#include "deepinfer/engine/step_worker.h"
 #include "deepinfer/engine/stop_checker.h"
 
 namespace deepinfer::engine {
@@ -27,51 +24,6 @@ struct Engine::RequestState {
   std::unique_ptr<grammar::GrammarMatcher> matcher;
   explicit RequestState(const recipe::Tokenizer& tok, std::vector<std::string> stop_strings)
       : detok(tok), stops(std::move(stop_strings)) {}
-};
-
-// Runs one job at a time on its own thread: the CPU side of a step while the engine thread
-// drives the forward on the pool. Jobs are short (well under a forward), so it sleeps between.
-class Engine::StepWorker {
- public:
-  StepWorker() : thread_([this] { loop(); }) {}
-  ~StepWorker() {
-    {
-      std::lock_guard lk(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  void start(std::function<void()> job) {
-    {
-      std::lock_guard lk(mu_);
-      job_ = std::move(job);
-    }
-    cv_.notify_all();
-  }
-  void wait() {
-    std::unique_lock lk(mu_);
-    cv_.wait(lk, [&] { return !job_; });
-  }
-
- private:
-  void loop() {
-    std::unique_lock lk(mu_);
-    for (;;) {
-      cv_.wait(lk, [&] { return job_ || stop_; });
-      if (!job_) return;
-      lk.unlock();
-      job_();
-      lk.lock();
-      job_ = nullptr;
-      cv_.notify_all();
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::function<void()> job_;  // set while a job is queued or running
-  bool stop_ = false;
-  std::thread thread_;
 };
 
 struct Engine::Prepared {

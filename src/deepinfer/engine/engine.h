@@ -21,6 +21,8 @@
 
 namespace deepinfer::engine {
 
+class StepWorker;  // step_worker.h
+
 struct EngineConfig {
   int num_threads = 0;               // 0 = one per core
   int max_num_seqs = 64;
@@ -89,7 +91,6 @@ class Engine {
 
  private:
   struct RequestState;
-  class StepWorker;
   struct Prepared;  // a scheduled step with its model inputs
   struct Sampled;   // a step after sampling, before the scheduler update and detokenizing
   Engine();

@@ -1,0 +1,55 @@
+// The overlap-scheduling worker: runs one job at a time on its own thread (the CPU side of a
+// step while the engine thread drives the forward on the pool). Jobs are short, so it sleeps.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace deepinfer::engine {
+
+class StepWorker {
+ public:
+  StepWorker() : thread_([this] { loop(); }) {}
+  ~StepWorker() {
+    {
+      std::lock_guard lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void start(std::function<void()> job) {
+    {
+      std::lock_guard lk(mu_);
+      job_ = std::move(job);
+    }
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return !job_; });
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lk(mu_);
+    for (;;) {
+      cv_.wait(lk, [&] { return job_ || stop_; });
+      if (!job_) return;
+      lk.unlock();
+      job_();
+      lk.lock();
+      job_ = nullptr;
+      cv_.notify_all();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<void()> job_;  // set while a job is queued or running
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace deepinfer::engine
