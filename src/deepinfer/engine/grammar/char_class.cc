@@ -125,49 +125,102 @@ CodePointSet CodePointSet::space() {
   return s;
 }
 
-Element char_class(GrammarBuilder& b, const CodePointSet& set, bool json_string) {
-  std::vector<Sequence> alts;
+namespace {
+using ByteSeq = std::vector<ByteSet>;
+
+// Left-factors alternatives of byte-set sequences (sequences with equal first sets share one
+// element, equal tails merge their first sets), so a parser at a character boundary holds a
+// handful of stacks instead of one per UTF-8 range or escape.
+std::vector<Sequence> factor(GrammarBuilder& b, const std::vector<ByteSeq>& seqs) {
+  std::vector<std::pair<ByteSet, std::vector<ByteSeq>>> groups;
   ByteSet single;
-  std::vector<std::vector<std::pair<uint8_t, uint8_t>>> seqs;
+  bool has_empty = false;
+  for (const auto& s : seqs) {
+    if (s.empty()) { has_empty = true; continue; }
+    if (s.size() == 1) {
+      for (int i = 0; i < 4; ++i) single.bits[i] |= s[0].bits[i];
+      continue;
+    }
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == s[0]; });
+    if (it == groups.end()) {
+      groups.emplace_back(s[0], std::vector<ByteSeq>{});
+      it = groups.end() - 1;
+    }
+    it->second.emplace_back(s.begin() + 1, s.end());
+  }
+  // (A|B) t == [AB] t: merge groups whose tails are the same.
+  for (size_t i = 0; i < groups.size(); ++i)
+    for (size_t j = i + 1; j < groups.size();) {
+      if (groups[j].second == groups[i].second) {
+        for (int w = 0; w < 4; ++w) groups[i].first.bits[w] |= groups[j].first.bits[w];
+        groups.erase(groups.begin() + j);
+      } else {
+        ++j;
+      }
+    }
+  std::vector<Sequence> alts;
+  if (!single.empty()) alts.push_back({b.bytes(single)});
+  for (const auto& [first, tails] : groups) {
+    Sequence alt = {b.bytes(first)};
+    if (tails.size() == 1) {
+      for (const auto& x : tails[0]) alt.push_back(b.bytes(x));
+    } else {
+      alt.push_back(GrammarBuilder::call(b.rule_with_alts("char_tail", factor(b, tails))));
+    }
+    alts.push_back(std::move(alt));
+  }
+  if (has_empty) alts.push_back({});
+  return alts;
+}
+
+ByteSeq literal_seq(const std::string& text) {
+  ByteSeq out;
+  for (char c : text) {
+    ByteSet s;
+    s.set(static_cast<uint8_t>(c));
+    out.push_back(s);
+  }
+  return out;
+}
+}  // namespace
+
+Element char_class(GrammarBuilder& b, const CodePointSet& set, bool json_string) {
+  std::vector<ByteSeq> seqs;
+  std::vector<std::vector<std::pair<uint8_t, uint8_t>>> ranges;
   for (auto [lo, hi] : set.ranges()) {
     // Surrogates are not scalar values and never appear in UTF-8 text.
     uint32_t a = lo, z = hi;
     if (a <= 0xDFFF && z >= 0xD800) {
-      if (a < 0xD800) utf8_ranges(a, 0xD7FF, seqs);
-      if (z > 0xDFFF) utf8_ranges(0xE000, z, seqs);
+      if (a < 0xD800) utf8_ranges(a, 0xD7FF, ranges);
+      if (z > 0xDFFF) utf8_ranges(0xE000, z, ranges);
     } else {
-      utf8_ranges(a, z, seqs);
+      utf8_ranges(a, z, ranges);
     }
   }
-  for (const auto& seq : seqs) {
-    if (seq.size() == 1) {
-      for (int c = seq[0].first; c <= seq[0].second; ++c) {
-        if (json_string && (c < 0x20 || c == '"' || c == '\\')) continue;
-        single.set(static_cast<uint8_t>(c));
-      }
-      continue;
-    }
-    Sequence s;
-    for (auto [x, y] : seq) {
+  for (const auto& r : ranges) {
+    ByteSeq s;
+    for (auto [x, y] : r) {
       ByteSet bs;
-      bs.set_range(x, y);
-      s.push_back(b.bytes(bs));
+      for (int c = x; c <= y; ++c) {
+        if (r.size() == 1 && json_string && (c < 0x20 || c == '"' || c == '\\')) continue;
+        bs.set(static_cast<uint8_t>(c));
+      }
+      s.push_back(bs);
     }
-    alts.push_back(std::move(s));
+    if (!s[0].empty()) seqs.push_back(std::move(s));
   }
-  if (!single.empty()) alts.push_back({b.bytes(single)});
   if (json_string) {
     // The escapes a standard serializer writes (nlohmann::json, Python json with ensure_ascii off).
     for (uint32_t c = 0; c < 0x20; ++c) {
       if (!set.contains(c)) continue;
       const char* short_form = c == '\b' ? "\\b" : c == '\f' ? "\\f" : c == '\n' ? "\\n"
                              : c == '\r' ? "\\r" : c == '\t' ? "\\t" : nullptr;
-      alts.push_back(b.literal(short_form ? std::string(short_form) : fmt::format("\\u{:04x}", c)));
+      seqs.push_back(literal_seq(short_form ? std::string(short_form) : fmt::format("\\u{:04x}", c)));
     }
-    if (set.contains('"')) alts.push_back(b.literal("\\\""));
-    if (set.contains('\\')) alts.push_back(b.literal("\\\\"));
+    if (set.contains('"')) seqs.push_back(literal_seq("\\\""));
+    if (set.contains('\\')) seqs.push_back(literal_seq("\\\\"));
   }
-  return GrammarBuilder::call(b.rule_with_alts("char", std::move(alts)));
+  return GrammarBuilder::call(b.rule_with_alts("char", factor(b, seqs)));
 }
 
 Element json_string_char(GrammarBuilder& b) { return char_class(b, CodePointSet::any(), true); }

@@ -22,7 +22,7 @@ CompileResult compile_grammar(const GrammarSpec& spec, std::shared_ptr<const Tok
     }
   }
   if (!g.is_ok()) return g.status();
-  return CompiledGrammar::create(std::move(g).value(), std::move(vocab));
+  return CompiledGrammar::create(std::move(g).value(), std::move(vocab), limits);
 }
 
 GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenVocabulary> vocab, int num_threads,
@@ -56,8 +56,9 @@ void GrammarCompiler::worker() {
 
 std::shared_future<CompileResult> GrammarCompiler::compile_async(const GrammarSpec& spec) {
   // The vocabulary is fixed per compiler, so the spec alone keys the cache.
-  std::string key = fmt::format("{}|{}{}{}|{}", static_cast<int>(spec.kind), spec.opts.any_whitespace,
-                                spec.opts.strict_properties, spec.opts.enforce_formats, spec.source);
+  std::string key = fmt::format("{}|{}{}{}{}|{}", static_cast<int>(spec.kind), spec.opts.any_whitespace,
+                                spec.opts.strict_properties, spec.opts.enforce_formats,
+                                spec.opts.any_order_keys, spec.source);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;

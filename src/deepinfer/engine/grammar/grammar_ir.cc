@@ -100,23 +100,31 @@ Element GrammarBuilder::optional(const Sequence& seq, const std::string& hint) {
 
 Element GrammarBuilder::repeat(const Sequence& seq, int64_t min, int64_t max,
                                const std::string& hint) {
-  // Built back to front: tail = seq{0, max-min} as nested optionals (or seq*), then min copies.
-  Sequence tail;
+  // Built back to front: the optional copies as a chain opt_i ::= seq opt_{i-1} | () (or seq*
+  // when unbounded), then the required ones as req_i ::= seq req_{i-1}.
+  uint32_t next;
   if (max < 0) {
-    tail.push_back(star(seq, hint + "_star"));
+    next = star(seq, hint + "_star").arg;
   } else {
-    uint32_t next = rule_with_alts(hint + "_end", {{}});
+    next = rule_with_alts(hint + "_end", {{}});
+    std::vector<uint32_t> chain = {next};
     for (int64_t i = 0; i < max - min; ++i) {
       Sequence body = seq;
       body.push_back(call(next));
       next = rule_with_alts(hint + "_opt", {std::move(body), {}});
+      chain.push_back(next);
     }
-    tail.push_back(call(next));
+    if (chain.size() > 2) chains_.push_back(std::move(chain));
   }
-  Sequence all;
-  for (int64_t i = 0; i < min; ++i) all.insert(all.end(), seq.begin(), seq.end());
-  all.insert(all.end(), tail.begin(), tail.end());
-  return call(rule_with_alts(hint, {std::move(all)}));
+  std::vector<uint32_t> chain = {next};
+  for (int64_t i = 0; i < min; ++i) {
+    Sequence body = seq;
+    body.push_back(call(next));
+    next = rule_with_alts(hint + "_req", {std::move(body)});
+    chain.push_back(next);
+  }
+  if (chain.size() > 2) chains_.push_back(std::move(chain));
+  return call(next);
 }
 
 Status GrammarBuilder::check_budget() const {
@@ -177,6 +185,7 @@ Result<Grammar> GrammarBuilder::build(uint32_t root) const {
   g.byte_sets = byte_sets_;
   g.rule_names = names_;
   g.root = root;
+  g.counted_chains = chains_;
   g.rule_alts.resize(n);
   g.elements.reserve(num_elements_);
   for (size_t r = 0; r < n; ++r)

@@ -43,6 +43,10 @@ struct Grammar {
   std::vector<std::vector<uint32_t>> rule_alts;  // [num_rules] start positions
   std::vector<std::string> rule_names;           // [num_rules]
   uint32_t root = 0;
+  // Counted repetitions (seq{m,n}) as chains of rules laid out alike: chain[i] has i copies of
+  // the body left. Matching is exact; context keys treat links beyond the longest token as
+  // one (a token cannot tell 90 remaining copies from 900), see CompiledGrammar.
+  std::vector<std::vector<uint32_t>> counted_chains;
 
   size_t num_rules() const { return rule_alts.size(); }
   std::string to_string() const;  // GBNF-like dump for debugging and docs
@@ -52,6 +56,11 @@ struct Grammar {
 struct GrammarLimits {
   size_t max_elements = 4'000'000;
   double max_compile_seconds = 10.0;
+  // Compile-time classification of parser contexts against the vocabulary (moves vocabulary
+  // walks off the decode steps). Past any of these, the remaining contexts are done lazily.
+  double precompute_seconds = 1.0;
+  size_t precompute_max_contexts = 100'000;
+  size_t precompute_max_bytes = size_t{256} << 20;
 };
 
 // Builds a Grammar rule by rule; helper methods lower repetition to right-recursive rules.
@@ -86,6 +95,7 @@ class GrammarBuilder {
   std::vector<std::vector<Sequence>> rules_;
   std::vector<std::string> names_;
   std::vector<ByteSet> byte_sets_;
+  std::vector<std::vector<uint32_t>> chains_;
   size_t num_elements_ = 0;
   double start_seconds_ = 0;
 };

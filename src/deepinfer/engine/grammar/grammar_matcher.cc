@@ -2,6 +2,7 @@
 #include "deepinfer/engine/grammar/grammar_matcher.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "deepinfer/base/check.h"
@@ -25,15 +26,63 @@ bool GrammarMatcher::can_terminate() const {
   return std::find(cur.begin(), cur.end(), StackPool::kAccept) != cur.end();
 }
 
-ContextKey GrammarMatcher::key_of(uint32_t stack) const {
+ContextKey GrammarMatcher::key_of(uint32_t stack, int depth) const {
   ContextKey key;
   key.fill(StackPool::kNoPos);
   uint32_t s = stack;
-  for (int i = 0; i < kContextFrames && s != StackPool::kAccept; ++i) {
-    key[i] = pool_.pos(s);
+  for (int i = 0; i < depth; ++i) {
+    if (s == StackPool::kAccept) {
+      key[i] = kStackEnd;
+      break;
+    }
+    key[i] = cg_->key_pos(pool_.pos(s));
     s = pool_.parent(s);
   }
   return key;
+}
+
+const TokenClasses& GrammarMatcher::classes_of(uint32_t stack) {
+  // Stacks are hash-consed, so a stack id names its context for the matcher's lifetime.
+  if (stack >= classes_of_.size()) classes_of_.resize(std::max<size_t>(pool_.size(), stack + 1), nullptr);
+  const TokenClasses*& c = classes_of_[stack];
+  if (c) return *c;
+  // The shallowest key whose classification is not marked for refinement (see context_walker.h).
+  for (int d = 1; d <= kContextFrames; ++d) {
+    c = &cg_->classes(key_of(stack, d));
+    if (!c->refine) break;
+  }
+  return *c;
+}
+
+void GrammarMatcher::check_uncertain(uint32_t s, const TokenClasses& c, uint32_t* mask) {
+  // Tokens come in byte order with their common prefix with the previous one, so the states
+  // after a shared prefix are reused: prefix_sets_[j] = stacks after j bytes of the last token
+  // walked, valid up to `known`; `dead` marks the depth where that token died.
+  const auto& tb = cg_->vocab().token_bytes;
+  if (prefix_sets_.empty()) prefix_sets_.resize(1);
+  prefix_sets_[0].assign(1, s);
+  size_t known = 0, dead = SIZE_MAX, lcp = 0;
+  for (size_t i = 0; i < c.uncertain.size(); ++i) {
+    lcp = i == 0 ? 0 : std::min<size_t>(lcp, c.uncertain_lcp[i]);
+    const int32_t id = c.uncertain[i];
+    if ((mask[id >> 5] >> (id & 31)) & 1) continue;  // already allowed by another stack
+    const std::string& t = tb[id];
+    size_t from = std::min(lcp, known);
+    lcp = SIZE_MAX;  // later tokens compare against this one
+    if (dead != SIZE_MAX && from >= dead) continue;  // shares a prefix that already died
+    if (prefix_sets_.size() < t.size() + 1) prefix_sets_.resize(t.size() + 1);
+    dead = SIZE_MAX;
+    size_t j = from;
+    for (; j < t.size(); ++j) {
+      pool_.advance(prefix_sets_[j], static_cast<uint8_t>(t[j]), prefix_sets_[j + 1]);
+      if (prefix_sets_[j + 1].empty()) {
+        dead = j + 1;
+        break;
+      }
+    }
+    known = dead == SIZE_MAX ? t.size() : dead;
+    if (dead == SIZE_MAX) mask[id >> 5] |= 1u << (id & 31);
+  }
 }
 
 void GrammarMatcher::fill_next_token_bitmask(uint32_t* mask) {
@@ -42,21 +91,21 @@ void GrammarMatcher::fill_next_token_bitmask(uint32_t* mask) {
   std::memset(mask, 0, sizeof(uint32_t) * words);
   if (terminated_.back()) return;
   const auto& cur = history_.back();
-  std::vector<std::pair<uint32_t, const TokenClasses*>> per_stack;
-  per_stack.reserve(cur.size());
+  bool any_uncertain = false;
   for (uint32_t s : cur) {
     if (s == StackPool::kAccept) {
       for (int32_t id : v.eos_ids) mask[id >> 5] |= 1u << (id & 31);
       continue;
     }
-    const TokenClasses& c = cg_->classes(key_of(s));
-    for (int w = 0; w < words; ++w) mask[w] |= c.accepted[w];
-    per_stack.emplace_back(s, &c);
+    const TokenClasses& c = classes_of(s);
+    c.add_accepted(mask);
+    any_uncertain |= !c.uncertain.empty();
   }
-  for (auto [s, c] : per_stack)
-    for (int32_t id : c->uncertain) {
-      if ((mask[id >> 5] >> (id & 31)) & 1) continue;
-      if (pool_.accepts(s, v.token_bytes[id])) mask[id >> 5] |= 1u << (id & 31);
+  if (!any_uncertain) return;
+  for (uint32_t s : cur)
+    if (s != StackPool::kAccept) {
+      const TokenClasses& c = classes_of(s);
+      if (!c.uncertain.empty()) check_uncertain(s, c, mask);
     }
 }
 

@@ -36,13 +36,18 @@ class GrammarMatcher {
   const CompiledGrammar& compiled() const { return *cg_; }
 
  private:
-  ContextKey key_of(uint32_t stack) const;
+  ContextKey key_of(uint32_t stack, int depth) const;
+  const TokenClasses& classes_of(uint32_t stack);
+  // Sets the bits of `c`'s uncertain tokens that the real stack `s` accepts.
+  void check_uncertain(uint32_t s, const TokenClasses& c, uint32_t* mask);
 
   std::shared_ptr<const CompiledGrammar> cg_;
   StackPool pool_;
   std::vector<std::vector<uint32_t>> history_;  // [accepted + 1] stack sets
   std::vector<bool> terminated_;                // [accepted + 1]
   std::vector<uint32_t> scratch_a_, scratch_b_;
+  std::vector<const TokenClasses*> classes_of_;   // [pool nodes] cached per stack id
+  std::vector<std::vector<uint32_t>> prefix_sets_;  // [bytes + 1] states along a token
 };
 
 }  // namespace deepinfer::engine::grammar

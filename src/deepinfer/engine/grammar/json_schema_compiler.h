@@ -9,11 +9,18 @@
 
 namespace deepinfer::engine::grammar {
 
+// Objects with more declared properties than this keep schema order under any_order_keys (the
+// any-order grammar has one rule per subset of properties already written).
+inline constexpr int kMaxAnyOrderProperties = 8;
+
 struct JsonSchemaOptions {
   bool any_whitespace = true;       // allow JSON whitespace between tokens; false = compact
   bool strict_properties = false;   // absent additionalProperties means false (not true)
   bool enforce_formats = true;      // constrain known `format`s; refuse unknown ones (false:
                                     // every format is an ignored annotation)
+  bool any_order_keys = false;      // declared properties in any order (objects with up to
+                                    // kMaxAnyOrderProperties of them; larger ones keep schema
+                                    // order, a subset, so still sound); default: schema order
 };
 
 Result<Grammar> compile_json_schema(std::string_view schema, const JsonSchemaOptions& opts,

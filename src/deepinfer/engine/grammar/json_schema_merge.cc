@@ -77,20 +77,42 @@ bool has_required(const Json& s, const std::string& k) {
   for (const auto& r : s["required"]) if (r == k) return true;
   return false;
 }
+// `a` requires a property that `b` forbids (b: additionalProperties false, no pattern
+// properties, the name not declared, or declared with the schema false).
+bool requires_forbidden(const Json& a, const Json& b) {
+  if (!a.contains("required") || !a["required"].is_array()) return false;
+  if (!b.contains("additionalProperties") || b["additionalProperties"] != false) return false;
+  if (b.contains("patternProperties") || b.contains("allOf") || b.contains("anyOf") ||
+      b.contains("oneOf") || b.contains("$ref"))
+    return false;
+  const Json* props = b.contains("properties") && b["properties"].is_object() ? &b["properties"] : nullptr;
+  for (const auto& r : a["required"]) {
+    if (!r.is_string()) continue;
+    const std::string k = r.get<std::string>();
+    if (!props || !props->contains(k) || (*props)[k] == false) return true;
+  }
+  return false;
+}
+
 bool disjoint_pair(const Json& a, const Json& b) {
   if ((schema_types(a) & schema_types(b)) == 0) return true;
   auto va = values_of(a), vb = values_of(b);
   if (va && vb && disjoint_values(*va, *vb)) return true;
-  // Objects told apart by a required discriminator property with disjoint const/enum values.
-  if (schema_types(a) == 4 && schema_types(b) == 4 && a.contains("properties") &&
-      b.contains("properties")) {
+  if (schema_types(a) != 4 || schema_types(b) != 4) return false;
+  // Objects told apart by a required property whose values cannot agree (disjoint const/enum
+  // values or disjoint types).
+  if (a.contains("properties") && b.contains("properties") && a["properties"].is_object() &&
+      b["properties"].is_object()) {
     for (const auto& [k, pa] : a["properties"].items()) {
       if (!b["properties"].contains(k) || !has_required(a, k) || !has_required(b, k)) continue;
-      auto x = values_of(pa), y = values_of(b["properties"][k]);
+      const Json& pb = b["properties"][k];
+      auto x = values_of(pa), y = values_of(pb);
       if (x && y && disjoint_values(*x, *y)) return true;
+      if ((schema_types(pa) & schema_types(pb)) == 0) return true;
     }
   }
-  return false;
+  // ... or by a property one requires and the other's closed layout cannot hold.
+  return requires_forbidden(a, b) || requires_forbidden(b, a);
 }
 bool subset_keys(const Json& props_b, const Json& a) {
   if (!props_b.is_object()) return true;

@@ -130,6 +130,30 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
     if (tmax == 0) s_next[0] = {};
     else s_next[0] = tmin > 0 ? Sequence{rule("extra1", {first})} : Sequence{b_.optional(first, "extra0")};
   }
+  if (o_.any_order_keys && props.size() >= 2 && props.size() <= kMaxAnyOrderProperties) {
+    // One rule per set of properties already written: any declared property not yet written
+    // may come next; the extras may follow once every required one is in.
+    std::vector<Element> members;
+    uint32_t required_mask = 0;
+    for (size_t i = 0; i < props.size(); ++i) {
+      DI_ASSIGN_OR_RETURN(Element m, member(lit(Json(props[i].name).dump()), *props[i].schema, props[i].ptr));
+      members.push_back(m);
+      if (props[i].required) required_mask |= 1u << i;
+    }
+    const uint32_t full = (1u << props.size()) - 1;
+    std::vector<std::optional<Element>> state(full + 1);
+    std::function<Element(uint32_t)> after = [&](uint32_t done) -> Element {
+      if (state[done]) return *state[done];
+      std::vector<Sequence> alts;
+      for (size_t i = 0; i < props.size(); ++i)
+        if (!(done & (1u << i)))
+          alts.push_back(cat({done ? sep : Sequence{}, {members[i], after(done | (1u << i))}}));
+      if ((done & required_mask) == required_mask) alts.push_back(s_next[done ? 1 : 0]);
+      state[done] = rule("props_any", std::move(alts));
+      return *state[done];
+    };
+    return rule("object", {cat({lit("{"), ws_, {after(0)}, ws_, lit("}")})});
+  }
   for (int64_t i = static_cast<int64_t>(props.size()) - 1; i >= 0; --i) {
     const Prop& p = props[i];
     DI_ASSIGN_OR_RETURN(Element m, member(lit(Json(p.name).dump()), *p.schema, p.ptr));

@@ -40,6 +40,14 @@ const std::set<std::string> kEnumUnchecked = {
     "items", "prefixItems", "additionalItems", "properties", "required", "additionalProperties",
     "patternProperties", "minProperties", "maxProperties", "uniqueItems"};
 
+bool spec_defined_format(const std::string& f) {
+  static const std::set<std::string> kSpec = {
+      "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname",
+      "ipv4", "ipv6", "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template",
+      "json-pointer", "relative-json-pointer", "regex"};
+  return kSpec.count(f) > 0;
+}
+
 size_t utf8_length(const std::string& s) {
   size_t n = 0;
   for (unsigned char c : s) n += (c & 0xC0) != 0x80;
@@ -164,10 +172,11 @@ Result<Element> SchemaCompiler::gen_string(const Json& s, const std::string& ptr
     where = ptr + "/pattern";
   }
   if (o_.enforce_formats && s.contains("format") && s["format"].is_string()) {
-    // Unknown formats are annotations in 2020-12, but users asking for one expect it to hold.
-    if (!format_regex(s["format"].get<std::string>()))
-      return unsupported("json schema: format '{}' at '{}/format' is not supported",
-                         s["format"].get<std::string>(), ptr);
+    // A format the 2020-12 spec defines is enforced or refused; any other name ("byte",
+    // "path", ...) has no defined meaning, so validators (and we) treat it as an annotation.
+    const std::string f = s["format"].get<std::string>();
+    if (!format_regex(f) && spec_defined_format(f))
+      return unsupported("json schema: format '{}' at '{}/format' is not supported", f, ptr);
     if (auto f = format_regex(s["format"].get<std::string>())) {
       if (re) return unsupported("json schema: 'format' with 'pattern' at '{}' is not supported", ptr);
       re = *f;

@@ -20,7 +20,9 @@ struct MaskBenchOptions {
   int limit = 0;           // schemas to run after sampling; 0 = all
   int stride = 1;          // take every stride-th file in name order (deterministic sample)
   bool walk_invalid = true;
+  bool compile_only = false;  // count compiled/refused (and refusal reasons) without walking
   JsonSchemaOptions schema_opts;
+  GrammarLimits limits;       // compile limits, including the context precompute budget
   // Tokenizer for instance text; default: greedy longest match over the vocabulary.
   std::function<std::vector<int32_t>(const std::string&)> encode;
 };
@@ -43,7 +45,9 @@ struct MaskBenchResult {
   MaskBenchCounts total;
   Percentiles compile_ms, mask_us;
   std::vector<std::string> wrongly_accepted;  // "file#test" for each unsound result
-  std::map<std::string, int> refusal_reasons;  // first words of refusal messages -> count
+  size_t contexts_precomputed = 0, contexts_lazy = 0;  // summed over compiled grammars
+  int precompute_incomplete = 0;                       // grammars that hit the budget
+  std::map<std::string, int> refusal_reasons;  // refusal message, JSON pointers elided -> count
   std::string report() const;                  // human-readable table
 };
 

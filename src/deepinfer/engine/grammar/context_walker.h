@@ -1,0 +1,83 @@
+// Classifies the whole vocabulary for one parser context (the top frames of a stack, with
+// the deeper stack unknown): accepted whatever lies deeper, rejected, or uncertain (checked
+// at run time against the real stack). One walker per thread; it reuses its buffers.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "deepinfer/engine/grammar/grammar_ir.h"
+#include "deepinfer/engine/grammar/stack_pool.h"
+#include "deepinfer/engine/grammar/vocab_trie.h"
+
+namespace deepinfer::engine::grammar {
+
+// A context is the top d stack frames (d = 1..kContextFrames), grown one frame at a time only
+// while too many tokens depend on what lies below: shallow keys are shared widely (every use
+// of a character class, say) and deep ones pin down where a string or object ends.
+inline constexpr int kContextFrames = 4;
+// Slots past the known frames are kNoPos; kStackEnd marks that the stack ends (accepts) there.
+using ContextKey = std::array<uint32_t, kContextFrames>;  // [0] = top
+inline constexpr uint32_t kStackEnd = 0xFFFFFFFEu;
+// Past this many uncertain tokens a key that can still grow asks for one more frame.
+inline constexpr size_t kRefineUncertain = 64;
+
+// Frames known in the key, and whether no deeper key exists (the stack ends, or d is maximal).
+int key_depth(const ContextKey& k);
+bool key_is_final(const ContextKey& k);
+
+struct ContextKeyHash {
+  size_t operator()(const ContextKey& k) const {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (uint32_t x : k) h = (h ^ x) * 0xBF58476D1CE4E5B9ull;
+    return static_cast<size_t>(h ^ (h >> 31));
+  }
+};
+
+struct TokenClasses {
+  // Tokens valid whatever the deeper stack holds: a bitmask when many, else a list.
+  std::vector<uint32_t> accepted_bits;  // [mask_words] or empty
+  std::vector<int32_t> accepted_ids;    // used when accepted_bits is empty
+  // Tokens that depend on the deeper stack, in byte order, with the length of the prefix each
+  // shares with the previous one (so run-time checks reuse the states of common prefixes).
+  std::vector<int32_t> uncertain;
+  std::vector<uint16_t> uncertain_lcp;  // [uncertain]
+  bool refine = false;  // too many uncertain tokens: use the key one frame deeper instead
+
+  void add_accepted(uint32_t* mask) const;
+  size_t memory_bytes() const;
+};
+
+class ContextWalker {
+ public:
+  ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> trie);
+  std::unique_ptr<TokenClasses> classify(const ContextKey& key);
+
+ private:
+  struct VecHash {
+    size_t operator()(const std::vector<uint32_t>& v) const;
+  };
+  int32_t intern(std::vector<uint32_t>& v);
+  int32_t step(int32_t from, uint8_t byte);
+
+  const Grammar* g_;
+  std::shared_ptr<const VocabTrie> trie_;
+  std::unique_ptr<StackPool> pool_;
+  // A lazily built DFA over stack sets for the current context.
+  std::unordered_map<std::vector<uint32_t>, int32_t, VecHash> intern_;
+  std::vector<std::vector<uint32_t>> sets_;
+  // Bytes no byte class of the grammar tells apart share a column of the transition table,
+  // which keeps the table small enough to stay in cache during the vocabulary scan.
+  std::array<uint8_t, 256> byte_col_{};
+  int num_cols_ = 0;
+  std::vector<int32_t> trans_;  // [sets * num_cols_], -1 = not computed yet
+  std::vector<uint8_t> has_ctx_;
+  std::vector<uint32_t> scratch_;
+  std::vector<int32_t> state_at_;  // [max_len + 1] per trie depth on the current path
+  std::vector<uint8_t> esc_at_;    // [max_len + 1] some path popped below the known frames
+};
+
+}  // namespace deepinfer::engine::grammar

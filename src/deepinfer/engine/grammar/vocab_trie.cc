@@ -1,0 +1,91 @@
+// Builds the preorder token trie (see vocab_trie.h) from the byte-sorted token list.
+#include "deepinfer/engine/grammar/vocab_trie.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace deepinfer::engine::grammar {
+namespace {
+
+std::shared_ptr<const VocabTrie> build(const std::shared_ptr<const TokenVocabulary>& vocab) {
+  auto t = std::make_shared<VocabTrie>();
+  const TokenVocabulary& v = *vocab;
+  t->vocab = vocab;
+  t->eos.assign(v.size(), false);
+  for (int32_t id : v.eos_ids)
+    if (id >= 0 && id < v.size()) t->eos[id] = true;
+  std::vector<int32_t> sorted;
+  for (int32_t id = 0; id < v.size(); ++id) {
+    bool special = !v.is_special.empty() && v.is_special[id];
+    if (!special && !v.token_bytes[id].empty()) sorted.push_back(id);
+  }
+  std::sort(sorted.begin(), sorted.end(),
+            [&](int32_t a, int32_t b) { return v.token_bytes[a] < v.token_bytes[b]; });
+  // Duplicate byte strings (possible in odd vocabularies) share one node; the extras are kept
+  // in `tokens` so a subtree's token range still lists them.
+  auto push_node = [&](uint8_t b, size_t d) {
+    t->byte.push_back(b);
+    t->depth.push_back(static_cast<uint32_t>(d));
+    t->token.push_back(-1);
+    t->end.push_back(0);
+  };
+  push_node(0, 0);
+  std::vector<uint32_t> open = {0};  // open[d] = node at depth d on the current path
+  std::vector<std::vector<int32_t>> extra;  // [nodes] duplicate tokens at a node
+  const std::string* prev = nullptr;
+  for (int32_t id : sorted) {
+    const std::string& s = v.token_bytes[id];
+    t->max_len = std::max(t->max_len, s.size());
+    size_t keep = 0;
+    if (prev)
+      while (keep < prev->size() && keep < s.size() && (*prev)[keep] == s[keep]) ++keep;
+    keep = std::min(keep, open.size() - 1);
+    while (open.size() > keep + 1) {
+      t->end[open.back()] = static_cast<uint32_t>(t->byte.size());
+      open.pop_back();
+    }
+    for (size_t d = keep; d < s.size(); ++d) {
+      open.push_back(static_cast<uint32_t>(t->byte.size()));
+      push_node(static_cast<uint8_t>(s[d]), d + 1);
+    }
+    uint32_t n = open.back();
+    if (t->token[n] < 0) {
+      t->token[n] = id;
+    } else {
+      if (extra.size() <= n) extra.resize(n + 1);
+      extra[n].push_back(id);
+    }
+    prev = &s;
+  }
+  while (!open.empty()) {
+    t->end[open.back()] = static_cast<uint32_t>(t->byte.size());
+    open.pop_back();
+  }
+  t->tok_begin.resize(t->byte.size() + 1);
+  for (size_t k = 0; k < t->byte.size(); ++k) {
+    t->tok_begin[k] = static_cast<uint32_t>(t->tokens.size());
+    if (t->token[k] >= 0) t->tokens.push_back(t->token[k]);
+    if (k < extra.size())
+      for (int32_t id : extra[k]) t->tokens.push_back(id);
+  }
+  t->tok_begin[t->byte.size()] = static_cast<uint32_t>(t->tokens.size());
+  return t;
+}
+
+}  // namespace
+
+std::shared_ptr<const VocabTrie> shared_vocab_trie(const std::shared_ptr<const TokenVocabulary>& vocab) {
+  // Sorting 100k+ tokens costs milliseconds, so one trie serves every grammar of a vocabulary.
+  static std::mutex mu;
+  static std::map<const TokenVocabulary*, std::shared_ptr<const VocabTrie>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(vocab.get());
+  if (it != cache.end() && it->second->vocab == vocab) return it->second;
+  auto t = build(vocab);
+  cache[vocab.get()] = t;  // kept for the process: one per tokenizer
+  return t;
+}
+
+}  // namespace deepinfer::engine::grammar
