@@ -5,7 +5,13 @@ Prefill: a 512-token prompt, one stream. Decode: 128 tokens after a 16-token pro
 stream. Each measurement alternates the two engines and reports medians of --reps runs, plus
 the memory-bandwidth roofline for decode (weight bytes read per token / measured bandwidth).
 
-Usage: python3 bench/compare_llamacpp.py [--reps 3] [--model PATH]
+Batched decode (--batched 1,2,4,8,16,32): B sequences decoding together, one token each per
+step. llama.cpp gets one llama_decode per step over a llama_batch holding every sequence's
+token (distinct seq_ids in one unified KV cache, via the low-level API), DeepInfer its
+continuous-batching engine (`deepinfer bench --mode decode --batch ...`). Total tokens/s,
+medians of --reps; llama.cpp's loop feeds fixed tokens (no sampling), ours samples greedily.
+
+Usage: python3 bench/compare_llamacpp.py [--reps 3] [--model PATH] [--batched 1,2,4,8,16,32]
 Needs: pip install llama-cpp-python (built from source by pip), and build/bin/deepinfer.
 """
 import argparse
@@ -18,7 +24,7 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "build", "bin", "deepinfer")
+BIN = os.environ.get("DEEPINFER_BIN", os.path.join(ROOT, "build", "bin", "deepinfer"))
 HOME = os.environ.get("DEEPINFER_HOME", os.path.expanduser("~/.cache/deepinfer"))
 DEFAULT = os.path.join(HOME, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
@@ -49,6 +55,77 @@ def llamacpp(model, threads, prompt_len, gen_len, mode):
     return gen_len / (time.perf_counter() - t)
 
 
+_QUIET_LOG = None
+
+
+def _quiet_log():
+    import llama_cpp as L
+    global _QUIET_LOG
+    if _QUIET_LOG is None:
+        _QUIET_LOG = L.llama_log_callback(lambda level, text, user: None)
+    return _QUIET_LOG
+
+
+def llamacpp_batched(model, threads, batch, prompt_len, gen_len):
+    """Total decode tokens/s of `batch` sequences stepped together by llama_decode."""
+    import llama_cpp as L
+    L.llama_log_set(_quiet_log(), None)
+    L.llama_backend_init()
+    mparams = L.llama_model_default_params()
+    m = L.llama_model_load_from_file(model.encode(), mparams)
+    cp = L.llama_context_default_params()
+    cp.n_ctx = ((batch * (prompt_len + gen_len + 8)) // 256 + 1) * 256
+    cp.n_batch = max(512, batch * prompt_len)
+    cp.n_ubatch = 512
+    cp.n_seq_max = batch
+    cp.kv_unified = True  # one KV pool shared by all sequences, like ours
+    cp.n_threads = cp.n_threads_batch = threads
+    cp.no_perf = True
+    ctx = L.llama_init_from_model(m, cp)
+    b = L.llama_batch_init(max(batch * prompt_len, batch), 0, 1)
+
+    def submit(entries):  # [(token, pos, seq, want_logits)]
+        b.n_tokens = len(entries)
+        for i, (tok, pos, seq, logits) in enumerate(entries):
+            b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = tok, pos, 1, int(logits)
+            b.seq_id[i][0] = seq
+        rc = L.llama_decode(ctx, b)
+        if rc != 0:
+            raise RuntimeError(f"llama_decode returned {rc} (batch {batch})")
+
+    rng = np.random.default_rng(0)
+    prompts = [[int(x) for x in rng.integers(100, 30000, prompt_len)] for _ in range(batch)]
+    submit([(prompts[s][j], j, s, j == prompt_len - 1) for s in range(batch) for j in range(prompt_len)])
+    # The first decode step is warm-up (as ours starts timing once every sequence has a token).
+    submit([(100 + s, prompt_len, s, True) for s in range(batch)])
+    t = time.perf_counter()
+    for step in range(1, gen_len):
+        submit([((s * 31 + step * 7) % 30000 + 100, prompt_len + step, s, True) for s in range(batch)])
+    secs = time.perf_counter() - t
+    L.llama_batch_free(b)
+    L.llama_free(ctx)
+    L.llama_model_free(m)
+    return batch * (gen_len - 1) / secs
+
+
+def batched(a):
+    batches = [int(x) for x in a.batched.split(",")]
+    pl, gl = 32, 32
+    print(f"batched decode: {pl}-token prompts, {gl} tokens each, {a.threads} threads, medians of {a.reps}")
+    print("| sequences | DeepInfer total tok/s | llama.cpp total tok/s | ratio | DeepInfer idle share |")
+    print("|---|---|---|---|---|")
+    for bsz in batches:
+        mine, idle, theirs = [], [], []
+        for _ in range(a.reps):
+            j = ours(["--mode", "decode", "--batch", str(bsz), "--prompt-len", str(pl), "--gen-len",
+                      str(gl), "--max-num-seqs", str(max(bsz, 1)), "--model", a.model], a.threads)
+            mine.append(j["tokens_per_s"])
+            idle.append(j.get("idle_share", float("nan")))
+            theirs.append(llamacpp_batched(a.model, a.threads, bsz, pl, gl))
+        m, t, i = (statistics.median(x) for x in (mine, theirs, idle))
+        print(f"| {bsz} | {m:.0f} | {t:.0f} | {m / t:.2f} | {i:.3f} |", flush=True)
+
+
 def weight_bytes(model):
     """Bytes decode reads per token: every tensor once, except the embedding table, of which
     only one row is read (the tied LM head then reads the whole table once)."""
@@ -62,7 +139,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--model", default=DEFAULT)
+    ap.add_argument("--batched", default="", help="batch sizes, e.g. 1,2,4,8,16,32: batched decode only")
+    ap.add_argument("--threads", type=int, default=2, help="threads for --batched")
     a = ap.parse_args()
+    if a.batched:
+        batched(a)
+        return
     bw = {}
     for line in subprocess.run([BIN, "bench", "--mode", "membw"], capture_output=True, text=True,
                                check=True).stdout.splitlines():
