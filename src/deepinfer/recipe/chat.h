@@ -15,6 +15,8 @@ namespace deepinfer::recipe {
 class Tokenizer;
 
 struct ChatMessage {
+  ChatMessage() = default;
+  ChatMessage(std::string role_, std::string content_) : role(std::move(role_)), content(std::move(content_)) {}
   std::string role;
   std::string content;
   // Tool use, for templates that render it (all untrusted data): the assistant's calls as an

@@ -27,12 +27,6 @@ bool all_ws(std::string_view s) {
   return std::all_of(s.begin(), s.end(), is_ws);
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_ws(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_ws(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 // Length of the longest tail of `s` that is a proper prefix of `marker`.
 size_t partial_tail(std::string_view s, std::string_view marker) {
   for (size_t n = std::min(s.size(), marker.size() - 1); n > 0; --n)

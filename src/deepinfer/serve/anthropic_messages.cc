@@ -65,7 +65,7 @@ ChatTurn read_messages_turn(const json& body) {
         c.id = req_string(b, "id", bp);
         c.name = req_string(b, "name", bp);
         const json* input = field(b, "input");
-        c.arguments = input ? input->dump() : "{}";
+        c.arguments_json = input ? input->dump() : "{}";
         calls.push_back(std::move(c));
       } else if (type == "tool_result") {
         if (role != "user") bad_request(bp, "{}: tool_result blocks belong to user messages", bp);
@@ -140,7 +140,7 @@ json content_blocks(const ParsedChatOutput& parsed) {
   json blocks = json::array();
   if (!parsed.content.empty() || parsed.tool_calls.empty()) blocks.push_back({{"type", "text"}, {"text", parsed.content}});
   for (const ToolCall& c : parsed.tool_calls) {
-    json input = json::parse(c.arguments, nullptr, false);
+    json input = json::parse(c.arguments_json, nullptr, false);
     blocks.push_back({{"type", "tool_use"}, {"id", "toolu_" + c.id.substr(c.id.find('_') + 1)}, {"name", c.name},
                       {"input", input.is_object() ? input : json::object()}});
   }
@@ -163,7 +163,7 @@ engine::GenerationRequest read_request(const ServerContext& ctx, const json& bod
       r.grammar = json_schema_grammar(*schema, true);
     }
   }
-  encode_chat_turn(ctx.loop->tokenizer(), turn, r);
+  encode_chat_turn(ctx.loop->tokenizer(), ctx.loop->model_config().architecture, turn, r);
   check_length(ctx, r, "messages");
   return r;
 }
@@ -175,7 +175,7 @@ void handle_count_tokens(const ServerContext& ctx, const httplib::Request& req, 
   check_model(ctx, body);
   ChatTurn turn = read_messages_turn(body);
   engine::GenerationRequest r;
-  encode_chat_turn(ctx.loop->tokenizer(), turn, r);
+  encode_chat_turn(ctx.loop->tokenizer(), ctx.loop->model_config().architecture, turn, r);
   res.set_content(dump_json({{"input_tokens", r.prompt_ids.size()}}), "application/json");
 }
 
@@ -226,20 +226,20 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
   handlers.on_output = [=, &ctx](SseWriter& sse, int, const engine::RequestOutput& out) {
     state->text += out.new_text;
     state->token_ids.insert(state->token_ids.end(), out.new_token_ids.begin(), out.new_token_ids.end());
-    const size_t ready = std::max(state->sent, streamable_content_length(*turn, state->text));
-    if (ready > state->sent) {
+    const std::string content = streamable_content(*turn, state->text);
+    if (content.size() > state->sent) {
       if (!open_text(sse)) return false;
       if (!sse.event("content_block_delta", {{"type", "content_block_delta"}, {"index", state->blocks},
-                                             {"delta", {{"type", "text_delta"}, {"text", state->text.substr(state->sent, ready - state->sent)}}}}))
+                                             {"delta", {{"type", "text_delta"}, {"text", content.substr(state->sent)}}}}))
         return false;
-      state->sent = ready;
+      state->sent = content.size();
     }
     if (!out.finished) return true;
     ParsedChatOutput parsed = parse_chat_output(*turn, state->text);
-    if (parsed.tool_calls.empty() && state->sent < state->text.size()) {
+    if (parsed.content.size() > state->sent) {
       if (!open_text(sse)) return false;
       if (!sse.event("content_block_delta", {{"type", "content_block_delta"}, {"index", state->blocks},
-                                             {"delta", {{"type", "text_delta"}, {"text", state->text.substr(state->sent)}}}}))
+                                             {"delta", {{"type", "text_delta"}, {"text", parsed.content.substr(state->sent)}}}}))
         return false;
     }
     if (parsed.tool_calls.empty() && !state->text_block_open && !open_text(sse)) return false;

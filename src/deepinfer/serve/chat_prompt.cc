@@ -1,5 +1,6 @@
 #include "deepinfer/serve/chat_prompt.h"
 
+#include "deepinfer/recipe/deepseek_chat.h"
 #include "deepinfer/serve/api_error.h"
 #include "deepinfer/serve/request_fields.h"
 #include "deepinfer/serve/server_context.h"
@@ -57,11 +58,11 @@ bool parse_call_json(const std::string& text, ToolCall& call) {
   if (args == j.end()) args = j.find("parameters");
   call.name = name->get<std::string>();
   if (args == j.end()) {
-    call.arguments = "{}";
+    call.arguments_json = "{}";
   } else if (args->is_string()) {
-    call.arguments = args->get<std::string>();
+    call.arguments_json = args->get<std::string>();
   } else {
-    call.arguments = args->dump();
+    call.arguments_json = args->dump();
   }
   call.id = make_id("call_");
   return true;
@@ -77,8 +78,8 @@ bool tool_call_forced(const ChatTurn& turn) {
 std::string tool_calls_as_text(const std::vector<ToolCall>& calls) {
   std::string s;
   for (const ToolCall& c : calls) {
-    json args = json::parse(c.arguments, nullptr, false);
-    json call = {{"name", c.name}, {"arguments", args.is_discarded() ? json(c.arguments) : args}};
+    json args = json::parse(c.arguments_json, nullptr, false);
+    json call = {{"name", c.name}, {"arguments", args.is_discarded() ? json(c.arguments_json) : args}};
     s += std::string(kCallOpen) + call.dump() + std::string(kCallClose) + "\n";
   }
   return s;
@@ -87,15 +88,16 @@ std::string tool_calls_as_text(const std::vector<ToolCall>& calls) {
 std::string tool_calls_as_json(const std::vector<ToolCall>& calls) {
   json arr = json::array();
   for (const ToolCall& c : calls) {
-    json args = json::parse(c.arguments, nullptr, false);
+    json args = json::parse(c.arguments_json, nullptr, false);
     arr.push_back({{"id", c.id},
                    {"type", "function"},
-                   {"function", {{"name", c.name}, {"arguments", args.is_discarded() ? json(c.arguments) : args}}}});
+                   {"function", {{"name", c.name}, {"arguments", args.is_discarded() ? json(c.arguments_json) : args}}}});
   }
   return arr.dump();
 }
 
-void encode_chat_turn(const recipe::Tokenizer& tok, const ChatTurn& turn, engine::GenerationRequest& request) {
+void encode_chat_turn(const recipe::Tokenizer& tok, const std::string& architecture, ChatTurn& turn,
+                      engine::GenerationRequest& request) {
   std::vector<recipe::ChatMessage> messages = turn.messages;
   recipe::ChatOptions options;
   const bool use_tools = !turn.tools.empty() && turn.tool_choice.mode != ToolChoice::kNone;
@@ -104,9 +106,23 @@ void encode_chat_turn(const recipe::Tokenizer& tok, const ChatTurn& turn, engine
     for (const ToolSpec& t : turn.tools) found |= t.name == turn.tool_choice.name;
     if (!found) bad_request("tool_choice", "tool_choice names '{}', which is not among the tools", turn.tool_choice.name);
   }
+  if (auto style = recipe::deepseek_style_for(tok)) {
+    // DeepSeek's own format: tools in its system-prompt layout, calls with its markers.
+    recipe::DeepseekChatOptions ds;
+    ds.style = *style;
+    if (use_tools) ds.tools_json = tools_as_openai_json(turn.tools).dump();
+    auto ids = recipe::encode_deepseek_chat(tok, messages, ds);
+    if (!ids.is_ok()) bad_request("messages", "the conversation cannot be encoded: {}", ids.status().message());
+    request.prompt_ids = std::move(ids).value();
+    turn.parser = recipe::output_parser_options_for("deepseek_v3", tok.chat_template(), use_tools, false);
+    if (tool_call_forced(turn)) request.grammar = json_schema_grammar(forced_call_schema(turn), true);
+    return;
+  }
   if (use_tools && recipe::chat_template_renders_tools(tok)) {
     options.tools_json = tools_as_openai_json(turn.tools).dump();
+    turn.parser = recipe::output_parser_options_for(architecture, tok.chat_template(), true, false);
   } else {
+    if (use_tools) turn.parser.tools = recipe::ToolCallFormat::kHermes;  // the format we describe
     // Without template support, tool traffic becomes text the model can read.
     for (recipe::ChatMessage& m : messages) {
       if (!m.tool_calls_json.empty()) {
@@ -117,7 +133,7 @@ void encode_chat_turn(const recipe::Tokenizer& tok, const ChatTurn& turn, engine
             ToolCall tc;
             tc.name = c.value("function", json::object()).value("name", "");
             const json args = c.value("function", json::object()).value("arguments", json::object());
-            tc.arguments = args.is_string() ? args.get<std::string>() : args.dump();
+            tc.arguments_json = args.is_string() ? args.get<std::string>() : args.dump();
             parsed.push_back(tc);
           }
         m.content += (m.content.empty() ? "" : "\n") + tool_calls_as_text(parsed);
@@ -154,40 +170,17 @@ ParsedChatOutput parse_chat_output(const ChatTurn& turn, const std::string& text
     }
     return out;
   }
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t open = text.find(kCallOpen, pos);
-    if (open == std::string::npos) {
-      out.content += text.substr(pos);
-      break;
-    }
-    const size_t body = open + kCallOpen.size();
-    const size_t close = text.find(kCallClose, body);
-    ToolCall call;
-    const std::string inner = text.substr(body, close == std::string::npos ? std::string::npos : close - body);
-    if (close == std::string::npos || !parse_call_json(inner, call)) {
-      out.content += text.substr(pos);
-      break;
-    }
-    out.content += text.substr(pos, open - pos);
-    out.tool_calls.push_back(call);
-    pos = close + kCallClose.size();
-  }
-  // Whitespace between calls is not content.
-  if (!out.tool_calls.empty() && out.content.find_first_not_of(" \n\r\t") == std::string::npos)
-    out.content.clear();
+  recipe::ParsedOutput parsed = recipe::OutputParser::parse(turn.parser, text);
+  out.content = std::move(parsed.content);
+  out.tool_calls = std::move(parsed.tool_calls);
   return out;
 }
 
-size_t streamable_content_length(const ChatTurn& turn, const std::string& text) {
-  if (turn.tools.empty() || turn.tool_choice.mode == ToolChoice::kNone) return text.size();
-  if (tool_call_forced(turn)) return 0;
-  const size_t open = text.find(kCallOpen);
-  if (open != std::string::npos) return open;
-  // Hold back a tail that could be the start of "<tool_call>".
-  for (size_t keep = std::min(text.size(), kCallOpen.size() - 1); keep > 0; --keep)
-    if (text.compare(text.size() - keep, keep, kCallOpen.substr(0, keep)) == 0) return text.size() - keep;
-  return text.size();
+std::string streamable_content(const ChatTurn& turn, const std::string& text) {
+  if (turn.tools.empty() || turn.tool_choice.mode == ToolChoice::kNone) return text;
+  if (tool_call_forced(turn)) return "";
+  recipe::OutputParser parser(turn.parser);
+  return parser.push(text).content;
 }
 
 }  // namespace deepinfer::serve

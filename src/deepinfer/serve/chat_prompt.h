@@ -10,6 +10,7 @@
 
 #include "deepinfer/engine/request.h"
 #include "deepinfer/recipe/chat.h"
+#include "deepinfer/recipe/output_parser.h"
 #include "deepinfer/recipe/tokenizer.h"
 
 namespace deepinfer::serve {
@@ -25,23 +26,23 @@ struct ToolChoice {
   std::string name;  // kNamed
 };
 
-struct ToolCall {
-  std::string id;
-  std::string name;
-  std::string arguments;  // JSON object text
-};
+using recipe::ToolCall;  // {id, name, arguments_json}
 
 struct ChatTurn {
   std::vector<recipe::ChatMessage> messages;
   std::vector<ToolSpec> tools;
   ToolChoice tool_choice;
+  // Set by encode_chat_turn: how the model's reply marks tool calls (and reasoning).
+  recipe::OutputParserOptions parser;
 };
 
 // Encodes the turn into request.prompt_ids. Tools: templates that render `tools` get them;
 // otherwise a system message describes them and asks for <tool_call>{...}</tool_call>. A
 // forced choice (required / named) constrains the output to the call's JSON with a grammar.
 // Throws ApiError (400) when the chat cannot be encoded.
-void encode_chat_turn(const recipe::Tokenizer& tok, const ChatTurn& turn, engine::GenerationRequest& request);
+// DeepSeek vocabularies use DeepSeek's own chat encoding (recipe/deepseek_chat.h).
+void encode_chat_turn(const recipe::Tokenizer& tok, const std::string& architecture, ChatTurn& turn,
+                      engine::GenerationRequest& request);
 
 // Whether the turn forces a tool call (its output is then the call's JSON object).
 bool tool_call_forced(const ChatTurn& turn);
@@ -54,9 +55,9 @@ struct ParsedChatOutput {
 // auto: <tool_call> blocks). Unparseable calls stay in the content.
 ParsedChatOutput parse_chat_output(const ChatTurn& turn, const std::string& text);
 
-// Streaming: how many bytes of the text generated so far can go out as content now (the rest
-// may be, or is, a tool call and waits for the end).
-size_t streamable_content_length(const ChatTurn& turn, const std::string& text);
+// Streaming: the content of the text generated so far that can go out now (a prefix of the
+// final content: what may be, or is, a tool call or reasoning is held back).
+std::string streamable_content(const ChatTurn& turn, const std::string& text);
 
 // How an assistant's earlier tool calls are written back into the prompt for templates that
 // do not render tools themselves.

@@ -98,7 +98,7 @@ Status run_http_server(std::unique_ptr<engine::Engine> engine, const ServeOption
   server.set_read_timeout(options.read_timeout_seconds, 0);
   server.set_write_timeout(options.read_timeout_seconds, 0);
   server.set_keep_alive_max_count(1000);
-  server.set_keep_alive_timeout(30);
+  server.set_keep_alive_timeout(5);  // also bounds how long a stop waits for idle connections
 
   ServerMetrics& metrics = loop.metrics();
   const std::string api_key = options.api_key;

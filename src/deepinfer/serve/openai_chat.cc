@@ -110,7 +110,7 @@ ChatTurn read_chat_turn(const json& body) {
         ToolCall call;
         call.id = opt_string(c, "id", cpath).value_or("");
         call.name = req_string(*fn, "name", cpath + ".function");
-        call.arguments = opt_string(*fn, "arguments", cpath + ".function").value_or("{}");
+        call.arguments_json = opt_string(*fn, "arguments", cpath + ".function").value_or("{}");
         parsed.push_back(std::move(call));
       }
       msg.tool_calls_json = tool_calls_as_json(parsed);
@@ -128,7 +128,7 @@ json tool_calls_json(const std::vector<ToolCall>& calls, bool with_index) {
   json arr = json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
     json c = {{"id", calls[i].id}, {"type", "function"},
-              {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+              {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments_json}}}};
     if (with_index) c["index"] = i;
     arr.push_back(std::move(c));
   }
@@ -155,7 +155,7 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
     bad_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
   if (want_logprobs) base.sampling.logprobs = top_logprobs;
   if (const json* rf = field(body, "response_format")) read_response_format(*rf, "response_format", false, base);
-  encode_chat_turn(tok, *turn, base);
+  encode_chat_turn(tok, ctx.loop->model_config().architecture, *turn, base);
   if (base.max_tokens == 0) base.max_tokens = int(std::max<int64_t>(1, ctx.max_model_len - int64_t(base.prompt_ids.size())));
   check_length(ctx, base, "messages");
   const bool stream = opt_bool(body, "stream", "").value_or(false);
@@ -218,10 +218,11 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
   handlers.on_output = [=, &tok](SseWriter& sse, int i, const engine::RequestOutput& out) {
     std::string& text = state->text[size_t(i)];
     text += out.new_text;
-    const size_t ready = std::max(state->sent[size_t(i)], streamable_content_length(*turn, text));
+    size_t& sent = state->sent[size_t(i)];
+    const std::string content = streamable_content(*turn, text);
     json delta = json::object();
-    if (ready > state->sent[size_t(i)]) delta["content"] = text.substr(state->sent[size_t(i)], ready - state->sent[size_t(i)]);
-    state->sent[size_t(i)] = ready;
+    if (content.size() > sent) delta["content"] = content.substr(sent);
+    sent = std::max(sent, content.size());
     json choice = {{"index", i}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
     if (want_logprobs && !out.new_logprobs.empty()) choice["logprobs"] = {{"content", chat_logprobs(tok, out.new_logprobs)}};
     if (!delta.empty() || !choice["logprobs"].is_null()) {
@@ -237,11 +238,10 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
     json final_delta = json::object();
     if (has_tools) {
       ParsedChatOutput parsed = parse_chat_output(*turn, text);
+      if (parsed.content.size() > sent) final_delta["content"] = parsed.content.substr(sent);  // held back
       if (!parsed.tool_calls.empty()) {
         final_delta["tool_calls"] = tool_calls_json(parsed.tool_calls, true);
         if (out.finish_reason != engine::FinishReason::kLength) finish = "tool_calls";
-      } else if (state->sent[size_t(i)] < text.size()) {
-        final_delta["content"] = text.substr(state->sent[size_t(i)]);  // held back, not a call after all
       }
     }
     json c = chunk({{"index", i}, {"delta", final_delta}, {"logprobs", nullptr}, {"finish_reason", finish}});

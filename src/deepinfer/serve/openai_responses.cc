@@ -55,7 +55,7 @@ void read_input(const json& body, std::vector<recipe::ChatMessage>& conversation
       ToolCall call;
       call.id = req_string(it, "call_id", path);
       call.name = req_string(it, "name", path);
-      call.arguments = opt_string(it, "arguments", path).value_or("{}");
+      call.arguments_json = opt_string(it, "arguments", path).value_or("{}");
       // Consecutive calls belong to one assistant turn.
       if (!conversation.empty() && conversation.back().role == "assistant" && !conversation.back().tool_calls_json.empty()) {
         json calls = json::parse(conversation.back().tool_calls_json);
@@ -149,7 +149,7 @@ json message_item(const std::string& id, const std::string& text, const std::str
 
 json call_item(const ToolCall& c, const std::string& status) {
   return {{"type", "function_call"}, {"id", "fc_" + c.id.substr(c.id.find('_') + 1)}, {"call_id", c.id},
-          {"name", c.name}, {"arguments", c.arguments}, {"status", status}};
+          {"name", c.name}, {"arguments", c.arguments_json}, {"status", status}};
 }
 
 }  // namespace
@@ -194,7 +194,7 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
       text_echo["format"] = *format;
     }
   }
-  encode_chat_turn(ctx.loop->tokenizer(), *turn, request);
+  encode_chat_turn(ctx.loop->tokenizer(), ctx.loop->model_config().architecture, *turn, request);
   if (request.max_tokens == 0)
     request.max_tokens = int(std::max<int64_t>(1, ctx.max_model_len - int64_t(request.prompt_ids.size())));
   check_length(ctx, request, "input");
@@ -278,14 +278,14 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
   };
   handlers.on_output = [=](SseWriter& sse, int, const engine::RequestOutput& out) {
     state->text += out.new_text;
-    const size_t ready = std::max(state->sent, streamable_content_length(*turn, state->text));
-    if (ready > state->sent) {
+    const std::string content = streamable_content(*turn, state->text);
+    if (content.size() > state->sent) {
       if (!open_message(sse)) return false;
       if (!emit(sse, "response.output_text.delta",
                 {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0},
-                 {"delta", state->text.substr(state->sent, ready - state->sent)}, {"logprobs", json::array()}}))
+                 {"delta", content.substr(state->sent)}, {"logprobs", json::array()}}))
         return false;
-      state->sent = ready;
+      state->sent = content.size();
     }
     if (!out.finished) return true;
     std::vector<ToolCall> calls;
