@@ -24,11 +24,21 @@ class StepWorker {
     {
       std::lock_guard lk(mu_);
       job_ = std::move(job);
+      started_ = false;
     }
     cv_.notify_all();
   }
+  // Returns once the job has run. If the worker has not picked it up yet (a busy machine can
+  // keep a sleeping thread off the CPU for a while), the caller runs it itself.
   void wait() {
     std::unique_lock lk(mu_);
+    if (job_ && !started_) {
+      std::function<void()> job = std::move(job_);
+      job_ = nullptr;
+      lk.unlock();
+      job();
+      return;
+    }
     cv_.wait(lk, [&] { return !job_; });
   }
 
@@ -36,8 +46,9 @@ class StepWorker {
   void loop() {
     std::unique_lock lk(mu_);
     for (;;) {
-      cv_.wait(lk, [&] { return job_ || stop_; });
-      if (!job_) return;
+      cv_.wait(lk, [&] { return (job_ && !started_) || stop_; });
+      if (stop_) return;
+      started_ = true;
       lk.unlock();
       job_();
       lk.lock();
@@ -48,6 +59,7 @@ class StepWorker {
   std::mutex mu_;
   std::condition_variable cv_;
   std::function<void()> job_;  // set while a job is queued or running
+  bool started_ = false;       // the worker has taken job_
   bool stop_ = false;
   std::thread thread_;
 };
