@@ -79,7 +79,9 @@ void fp8_matmul_reference(const Fp8MatmulParams& p) { detail::fp8_matmul_rows_sc
 
 void fp8_matmul_with_isa(const Fp8MatmulParams& p, ThreadPool& pool, IsaLevel isa) {
   if (p.n_rows == 0) return;
-  auto rows = isa >= IsaLevel::kAvx512 ? detail::fp8_matmul_rows_avx512 : detail::fp8_matmul_rows_scalar;
+  auto rows = isa >= IsaLevel::kAvx512 ? detail::fp8_matmul_rows_avx512
+             : isa >= IsaLevel::kAvx2  ? detail::fp8_matmul_rows_avx2
+                                       : detail::fp8_matmul_rows_scalar;
   // Output rows split evenly; grain 16 keeps each thread's weight reads contiguous.
   pool.parallel_for(p.n_out, [&](int64_t b, int64_t e) { rows(p, b, e); }, 16);
 }

@@ -43,6 +43,7 @@ void fp8_matmul_reference(const Fp8MatmulParams& p);
 namespace detail {
 // Output rows [o_begin, o_end) for all input rows.
 void fp8_matmul_rows_scalar(const Fp8MatmulParams& p, int64_t o_begin, int64_t o_end);
+void fp8_matmul_rows_avx2(const Fp8MatmulParams& p, int64_t o_begin, int64_t o_end);
 void fp8_matmul_rows_avx512(const Fp8MatmulParams& p, int64_t o_begin, int64_t o_end);
 }  // namespace detail
 
