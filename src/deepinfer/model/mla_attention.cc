@@ -67,6 +67,7 @@ void attend_absorbed(const MlaWeights& w, const MlaDims& d, const ForwardBatch& 
   // Heads split over the pool's threads, each head's matmul on its own thread.
   ForwardContext serial = ctx;
   serial.pool = &inline_pool();
+  serial.batch_invariant = true;  // our own kernels: no BLAS calls (and its threads) inside the region
   ctx.pool->parallel_for(H, [&](int64_t h0, int64_t h1) {
     for (int64_t h = h0; h < h1; ++h) {
       matmul_f32(w.w_uk_t.data() + h * R * d.nope, R, d.nope, qc + h * qk, Ta, qs, s.q_abs.data() + h * L,

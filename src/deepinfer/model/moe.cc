@@ -135,6 +135,7 @@ void moe_forward(const MoeWeights& m, const MoeRouting& r, const float* x, int64
     ctx.pool->run([&](int ti, int) {
       ForwardContext serial = ctx;
       serial.pool = &inline_pool();
+      serial.batch_invariant = true;  // our own kernels: no BLAS calls (and its threads) in here
       for (int e : assigned[ti]) {
         const int64_t j0 = offsets[e];
         mlp_forward(m.experts[e], s.xs.data() + j0 * hidden, offsets[e + 1] - j0, hidden,
