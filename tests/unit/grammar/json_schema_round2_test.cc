@@ -130,3 +130,28 @@ TEST(GrammarPrecompute, LongCountedRunsStayExact) {
 
 }  // namespace
 }  // namespace deepinfer::engine::grammar
+
+namespace deepinfer::engine::grammar {
+namespace {
+
+TEST(GrammarJsonSchema, SingleClassPatternMeetsLengthBounds) {
+  auto g = compile(R"({"type":"string","pattern":"^[a-c_]+$","minLength":2,"maxLength":4})");
+  EXPECT_TRUE(accepts(g, R"("ab")"));
+  EXPECT_TRUE(accepts(g, R"("a_cb")"));
+  EXPECT_FALSE(accepts(g, R"("a")"));
+  EXPECT_FALSE(accepts(g, R"("abcab")"));
+  EXPECT_FALSE(accepts(g, R"("ad")"));
+  auto q = compile(R"({"type":"string","pattern":"^(\\d{3,9})$","maxLength":4})");
+  EXPECT_TRUE(accepts(q, R"("123")"));
+  EXPECT_TRUE(accepts(q, R"("1234")"));
+  EXPECT_FALSE(accepts(q, R"("12345")"));
+  EXPECT_FALSE(accepts(q, R"("12")"));
+  // Anything else with length bounds still needs an intersection we do not build: refused.
+  auto r = compile_grammar({GrammarSpec::kJsonSchema, R"({"type":"string","pattern":"^a[b-z]*$","maxLength":3})", {}},
+                           synthetic_vocabulary());
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+}
+
+}  // namespace
+}  // namespace deepinfer::engine::grammar

@@ -145,6 +145,9 @@ TEST(JsonSchemaBench, Full) {
   MaskBenchOptions opts;
   opts.dir = testing::data_dir() + "/jsonschemabench";
   if (const char* stride = std::getenv("DEEPINFER_GRAMMAR_BENCH_STRIDE")) opts.stride = std::atoi(stride);
+  // The context precompute budget per grammar (default GrammarLimits: 1 s); the counts do not
+  // depend on it, only the compile/mask times do.
+  if (const char* pre = std::getenv("DEEPINFER_GRAMMAR_PRECOMPUTE_SECONDS")) opts.limits.precompute_seconds = std::atof(pre);
   // Refusal tally without the walks (seconds): DEEPINFER_GRAMMAR_BENCH_COMPILE_ONLY=1.
   if (const char* co = std::getenv("DEEPINFER_GRAMMAR_BENCH_COMPILE_ONLY")) opts.compile_only = std::string(co) == "1";
   auto r = run_mask_benchmark(testing::test_vocabulary(), opts);

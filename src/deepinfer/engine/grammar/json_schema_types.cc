@@ -40,6 +40,65 @@ const std::set<std::string> kEnumUnchecked = {
     "items", "prefixItems", "additionalItems", "properties", "required", "additionalProperties",
     "patternProperties", "minProperties", "maxProperties", "uniqueItems"};
 
+// An anchored pattern that is one character class repeated: `^[a-z_]+$`, `^(\\d{3,5})$`, ...
+struct ClassRun {
+  std::string atom;
+  int64_t lo = 1, hi = 1;  // hi < 0: unbounded
+};
+std::optional<ClassRun> single_class_run(std::string p) {
+  if (p.size() < 3 || p.front() != '^' || p.back() != '$' || p[p.size() - 2] == '\\') return std::nullopt;
+  p = p.substr(1, p.size() - 2);
+  for (const char* open : {"(?:", "("})
+    if (p.rfind(open, 0) == 0 && p.back() == ')') {
+      p = p.substr(std::string(open).size(), p.size() - std::string(open).size() - 1);
+      break;
+    }
+  size_t i = 0;
+  if (p.empty()) return std::nullopt;
+  if (p[0] == '[') {
+    i = 1;
+    if (i < p.size() && p[i] == '^') ++i;
+    if (i < p.size() && p[i] == ']') ++i;
+    for (; i < p.size() && p[i] != ']'; ++i) {
+      if (p[i] == '\\') ++i;
+      else if (p[i] == '[') return std::nullopt;  // nested or POSIX-style classes
+    }
+    if (i >= p.size()) return std::nullopt;
+    ++i;
+  } else if (p[0] == '\\' && p.size() >= 2 && std::string("dDwWsS").find(p[1]) != std::string::npos) {
+    i = 2;
+  } else if (p[0] == '.') {
+    i = 1;
+  } else {
+    return std::nullopt;
+  }
+  ClassRun run;
+  run.atom = p.substr(0, i);
+  std::string q = p.substr(i);
+  if (q == "+") { run.lo = 1; run.hi = -1; }
+  else if (q == "*") { run.lo = 0; run.hi = -1; }
+  else if (q == "?") { run.lo = 0; run.hi = 1; }
+  else if (q.empty()) { run.lo = run.hi = 1; }
+  else if (q.size() >= 3 && q.front() == '{' && q.back() == '}') {
+    std::string body = q.substr(1, q.size() - 2);
+    size_t comma = body.find(',');
+    auto num = [](const std::string& t) -> std::optional<int64_t> {
+      if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+      return std::stoll(t);
+    };
+    auto a = num(body.substr(0, comma));
+    if (!a) return std::nullopt;
+    run.lo = *a;
+    if (comma == std::string::npos) run.hi = *a;
+    else if (comma + 1 == body.size()) run.hi = -1;
+    else if (auto z = num(body.substr(comma + 1))) run.hi = *z;
+    else return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  return run;
+}
+
 bool spec_defined_format(const std::string& f) {
   static const std::set<std::string> kSpec = {
       "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname",
@@ -181,6 +240,20 @@ Result<Element> SchemaCompiler::gen_string(const Json& s, const std::string& ptr
       if (re) return unsupported("json schema: 'format' with 'pattern' at '{}' is not supported", ptr);
       re = *f;
       where = ptr + "/format";
+    }
+  }
+  if (re && (min || max) && search) {
+    // `^C*$`-like patterns (one character class, repeated) meet length bounds exactly as
+    // C{lo,hi}; other patterns would need an automaton intersection, so they are refused.
+    if (auto run = single_class_run(*re)) {
+      int64_t lo = std::max<int64_t>(run->lo, min.value_or(0));
+      int64_t hi = run->hi < 0 ? max.value_or(-1) : (max ? std::min<int64_t>(run->hi, *max) : run->hi);
+      if (hi >= 0 && hi < lo) return never();
+      if (lo > kMaxLengthExpand) return unsupported("json schema: minLength {} at '{}' is above {}", lo, ptr, kMaxLengthExpand);
+      if (hi > kMaxLengthExpand) hi = std::max(lo, kMaxLengthExpand);  // sound: fewer strings
+      re = fmt::format("^{}{{{},{}}}$", run->atom, lo, hi < 0 ? std::string() : std::to_string(hi));
+      min.reset();
+      max.reset();
     }
   }
   if (re) {
