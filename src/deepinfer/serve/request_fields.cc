@@ -20,6 +20,7 @@ void read_sampling(const json& body, engine::GenerationRequest& r) {
   if (auto v = opt_number(body, "frequency_penalty", "", -2, 2)) s.frequency_penalty = float(*v);
   if (auto v = opt_number(body, "presence_penalty", "", -2, 2)) s.presence_penalty = float(*v);
   if (auto v = opt_number(body, "repetition_penalty", "", 0.01, 10)) s.repetition_penalty = float(*v);
+  if (auto v = opt_bool(body, "ignore_eos", "")) r.ignore_eos = *v;  // vLLM's extension (benchmarks)
   if (auto v = opt_int(body, "seed", "", INT64_MIN, INT64_MAX)) {
     s.seed = uint64_t(*v);
     s.has_seed = true;

@@ -12,7 +12,7 @@
 namespace deepinfer::serve {
 
 // temperature, top_p, top_k, min_p, seed, frequency_penalty, presence_penalty,
-// repetition_penalty (the names are the same in all three APIs; absent fields keep defaults).
+// repetition_penalty, ignore_eos (the names are the same in all three APIs; absent fields keep defaults).
 void read_sampling(const nlohmann::json& body, engine::GenerationRequest& r);
 // `key` as a string or a list of strings (OpenAI "stop", Anthropic "stop_sequences").
 void read_stop(const nlohmann::json& body, const char* key, engine::GenerationRequest& r);
