@@ -155,3 +155,29 @@ TEST(GrammarJsonSchema, SingleClassPatternMeetsLengthBounds) {
 
 }  // namespace
 }  // namespace deepinfer::engine::grammar
+
+namespace deepinfer::engine::grammar {
+namespace {
+
+TEST(GrammarJsonSchema, NotInDecidableCases) {
+  auto g = compile(R"({"type":["string","integer","null"],"not":{"type":"integer"}})");
+  EXPECT_TRUE(accepts(g, R"("a")"));
+  EXPECT_TRUE(accepts(g, "null"));
+  EXPECT_FALSE(accepts(g, "1"));
+  auto e = compile(R"({"enum":[1,"x",null],"not":{"type":["null","number"]}})");
+  EXPECT_TRUE(accepts(e, R"("x")"));
+  EXPECT_FALSE(accepts(e, "1"));
+  EXPECT_FALSE(accepts(e, "null"));
+  auto nothing = compile(R"({"not":{}})");
+  EXPECT_FALSE(accepts(nothing, "1"));
+  // Cases with no exact grammar are refused, not ignored.
+  for (const char* src : {R"({"not":{"type":"integer"}})", R"({"not":{"minimum":3}})",
+                          R"({"not":{"$ref":"#/$defs/a"},"$defs":{"a":{"type":"string"}}})"}) {
+    auto r = compile_grammar({GrammarSpec::kJsonSchema, src, {}}, synthetic_vocabulary());
+    ASSERT_FALSE(r.is_ok()) << src;
+    EXPECT_NE(r.status().message().find("'not'"), std::string::npos) << r.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::engine::grammar

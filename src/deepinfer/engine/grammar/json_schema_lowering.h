@@ -135,6 +135,11 @@ class SchemaCompiler {
   Result<Element> gen_inner(const Json& s, const std::string& ptr) {
     if (s.is_boolean()) return s.get<bool>() ? any_value() : never();
     if (!s.is_object()) return invalid_argument("json schema: schema at '{}' is not an object", ptr);
+    if (s.contains("not")) {
+      std::optional<Json> without = drop_simple_not(s);
+      if (!without) return unsupported("json schema: keyword 'not' at '{}/not' is not supported", ptr);
+      return gen(*without, ptr);
+    }
     for (const auto& [k, v] : s.items()) {
       if (kRefused.count(k))
         return unsupported("json schema: keyword '{}' at '{}/{}' is not supported", k, ptr, k);
@@ -152,6 +157,48 @@ class SchemaCompiler {
     }
     if (s.contains("anyOf") || s.contains("oneOf")) return gen_union(s, ptr);
     return gen_typed(s, ptr);
+  }
+
+  // `not` in the decidable cases: not true/{} (nothing matches), not false (no constraint),
+  // not {type: ...} (those types are removed). Returns the schema without `not`, or nullopt.
+  static std::optional<Json> drop_simple_not(const Json& s) {
+    const Json& n = s["not"];
+    Json out = s;
+    out.erase("not");
+    if (n.is_boolean()) return n.get<bool>() ? Json(false) : out;
+    if (!n.is_object() || n.contains("$ref") ||
+        (has_validation_siblings(n) && !(n.contains("type") && n.size() == 1 + annotation_count(n))))
+      return std::nullopt;
+    if (!n.contains("type")) return Json(false);  // only annotations: matches everything
+    std::set<std::string> banned;
+    const Json& t = n["type"];
+    if (t.is_string()) banned.insert(t.get<std::string>());
+    else if (t.is_array()) for (const auto& x : t) if (x.is_string()) banned.insert(x.get<std::string>());
+    if (banned.empty()) return std::nullopt;
+    if (banned.count("number")) banned.insert("integer");
+    std::vector<std::string> types = {"null", "boolean", "object", "array", "string", "number", "integer"};
+    if (s.contains("type")) {
+      types.clear();
+      const Json& st = s["type"];
+      if (st.is_string()) types.push_back(st.get<std::string>());
+      else if (st.is_array()) for (const auto& x : st) if (x.is_string()) types.push_back(x.get<std::string>());
+    }
+    Json kept = Json::array();
+    for (const auto& x : types) {
+      if (banned.count(x)) continue;
+      // "number but not integer" has no grammar here.
+      if (x == "number" && banned.count("integer")) return std::nullopt;
+      if (x == "integer" && std::find(types.begin(), types.end(), "number") != types.end() && !s.contains("type")) continue;
+      kept.push_back(x);
+    }
+    if (kept.empty()) return Json(false);
+    out["type"] = kept;
+    return out;
+  }
+  static size_t annotation_count(const Json& s) {
+    size_t n = 0;
+    for (const auto& [k, v] : s.items()) n += k != "type" && !has_validation_siblings(Json{{k, v}});
+    return n;
   }
 
   static bool has_validation_siblings(const Json& s) {
