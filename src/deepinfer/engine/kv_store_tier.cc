@@ -36,6 +36,7 @@ void KvStoreTier::gather(int32_t block, uint8_t* dst) const {
   for (int l = 0; l < storage_.spec.num_layers; ++l) {
     std::memcpy(dst, storage_.k[l].data() + block * k_floats, k_floats * sizeof(float));
     dst += k_floats * sizeof(float);
+    if (v_floats == 0) continue;  // MLA caches have no V pool (null data)
     std::memcpy(dst, storage_.v[l].data() + block * v_floats, v_floats * sizeof(float));
     dst += v_floats * sizeof(float);
   }
@@ -48,6 +49,7 @@ void KvStoreTier::scatter(const uint8_t* src, int32_t block) {
   for (int l = 0; l < storage_.spec.num_layers; ++l) {
     std::memcpy(storage_.k[l].data() + block * k_floats, src, k_floats * sizeof(float));
     src += k_floats * sizeof(float);
+    if (v_floats == 0) continue;
     std::memcpy(storage_.v[l].data() + block * v_floats, src, v_floats * sizeof(float));
     src += v_floats * sizeof(float);
   }
