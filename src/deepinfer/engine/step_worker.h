@@ -7,6 +7,10 @@
 #include <mutex>
 #include <thread>
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 namespace deepinfer::engine {
 
 class StepWorker {
@@ -44,6 +48,9 @@ class StepWorker {
 
  private:
   void loop() {
+    // A lower priority, so that waking it never preempts the thread about to start a forward;
+    // it should use spare cycles, and wait() takes the job back when there were none.
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
     std::unique_lock lk(mu_);
     for (;;) {
       cv_.wait(lk, [&] { return (job_ && !started_) || stop_; });
