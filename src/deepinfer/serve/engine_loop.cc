@@ -200,6 +200,10 @@ void EngineLoop::run() {
     gauges_.running = engine_->num_running();
     gauges_.prefix_lookup_tokens = kv.admitted_tokens;
     gauges_.prefix_hit_tokens = kv.hit_tokens;
+    gauges_.kv_store_hit_tokens = kv.tier_hit_tokens;
+    gauges_.kv_store_loaded_blocks = kv.tier_loaded_blocks;
+    gauges_.kv_store_written_blocks = kv.tier_written_blocks;
+    gauges_.kv_evictions = kv.evictions;
     gauges_.steps = engine_->stats().steps;
   }
   // Shutdown: refuse what was submitted but never reached the engine, end what is running.

@@ -64,6 +64,14 @@ std::string ServerMetrics::render(const EngineGauges& g, const std::string& mode
           double(g.prefix_hit_tokens));
   gauge(out, "deepinfer_prefix_cache_hit_rate", "Share of looked-up prompt tokens served from cache",
         g.prefix_lookup_tokens ? double(g.prefix_hit_tokens) / double(g.prefix_lookup_tokens) : 0.0);
+  counter(out, "deepinfer_kv_store_hit_tokens_total", "Prompt tokens whose KV came from the KV store tier",
+          double(g.kv_store_hit_tokens));
+  counter(out, "deepinfer_kv_store_loaded_blocks_total", "KV blocks loaded from the KV store",
+          double(g.kv_store_loaded_blocks));
+  counter(out, "deepinfer_kv_store_written_blocks_total", "KV blocks handed to the KV store",
+          double(g.kv_store_written_blocks));
+  counter(out, "deepinfer_kv_cache_evictions_total", "Cached KV blocks reclaimed for new use",
+          double(g.kv_evictions));
   counter(out, "deepinfer_engine_steps_total", "Engine steps run", double(g.steps));
   ttft_.render("deepinfer_time_to_first_token_seconds", "Time from arrival to the first token", out);
   inter_token_.render("deepinfer_inter_token_latency_seconds", "Time between consecutive tokens", out);

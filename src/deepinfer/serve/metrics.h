@@ -35,6 +35,10 @@ struct EngineGauges {
   int in_flight = 0;         // submitted to the server and not finished
   int64_t prefix_lookup_tokens = 0;  // prompt tokens looked up in the prefix cache
   int64_t prefix_hit_tokens = 0;     // of those, served from cache (memory or KV store)
+  int64_t kv_store_hit_tokens = 0;   // of those, loaded from the KV store tier
+  int64_t kv_store_loaded_blocks = 0;
+  int64_t kv_store_written_blocks = 0;
+  int64_t kv_evictions = 0;          // cached blocks reclaimed for new use
   int64_t steps = 0;
 };
 
