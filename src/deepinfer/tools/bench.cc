@@ -2,6 +2,7 @@
 //   --mode prefill: B prompts of --prompt-len tokens, one output token each.
 //   --mode decode:  B sequences generating --gen-len tokens each (after a short prompt);
 //                   decode speed is measured once every sequence has its first token.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -154,7 +155,12 @@ nlohmann::json measure(engine::Engine& engine, const std::string& mode, int batc
     j["ttft_ms"] = (first_any - t0) * 1e3;
   } else {
     const double secs = t1 - all_first;
-    const double decoded = static_cast<double>(generated - have_first);
+    // Tokens whose forward ran inside the window. With overlap scheduling outputs arrive one
+    // step late, so the step that returns the first tokens has already run the next forward:
+    // counting outputs would credit the window with one forward it did not contain.
+    const int64_t forwards = end.steps - at_first.steps;
+    const double decoded =
+        static_cast<double>(std::min<int64_t>(generated - have_first, forwards * batch));
     j["gen_tokens"] = gen_len;
     j["tokens_per_s"] = decoded / secs;
     j["per_seq_tokens_per_s"] = decoded / secs / batch;
