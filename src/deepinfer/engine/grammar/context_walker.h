@@ -23,7 +23,7 @@ inline constexpr int kContextFrames = 4;
 using ContextKey = std::array<uint32_t, kContextFrames>;  // [0] = top
 inline constexpr uint32_t kStackEnd = 0xFFFFFFFEu;
 // Past this many uncertain tokens a key that can still grow asks for one more frame.
-inline constexpr size_t kRefineUncertain = 64;
+inline constexpr size_t kRefineUncertain = 16;
 
 // Frames known in the key, and whether no deeper key exists (the stack ends, or d is maximal).
 int key_depth(const ContextKey& k);
