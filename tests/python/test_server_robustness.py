@@ -144,6 +144,7 @@ def test_client_disconnect_frees_the_request(server):
     m = server.metrics()
     assert m["deepinfer_num_requests_in_flight"] == 0
     assert m["deepinfer_aborted_requests_total"] == before + 1
+    assert m["deepinfer_kv_cache_usage_ratio"] == 0  # its blocks went back to the pool
 
 
 def test_concurrent_streams_all_complete(server):

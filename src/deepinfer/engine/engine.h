@@ -87,6 +87,10 @@ class Engine {
   void flush_kv_store();
   int num_running() const { return scheduler_->num_running(); }
   int num_waiting() const { return scheduler_->num_waiting(); }
+  // KV pool occupancy: blocks in all, and blocks an allocation could take now (free or
+  // cached-but-unreferenced).
+  int kv_num_blocks() const { return kv_manager_->num_blocks(); }
+  int kv_num_available_blocks() const { return kv_manager_->num_available_blocks(); }
   int num_threads() const { return pool_->num_threads(); }
 
  private:

@@ -178,6 +178,22 @@ void EngineLoop::abort_all(const std::string& reason) {
   live_.clear();
 }
 
+void EngineLoop::update_gauges() {
+  const auto& kv = engine_->kv_stats();
+  std::lock_guard<std::mutex> lock(mu_);
+  gauges_.waiting = engine_->num_waiting();
+  gauges_.running = engine_->num_running();
+  gauges_.prefix_lookup_tokens = kv.admitted_tokens;
+  gauges_.prefix_hit_tokens = kv.hit_tokens;
+  gauges_.kv_store_hit_tokens = kv.tier_hit_tokens;
+  gauges_.kv_store_loaded_blocks = kv.tier_loaded_blocks;
+  gauges_.kv_store_written_blocks = kv.tier_written_blocks;
+  gauges_.kv_evictions = kv.evictions;
+  gauges_.steps = engine_->stats().steps;
+  gauges_.kv_blocks = engine_->kv_num_blocks();
+  gauges_.kv_blocks_in_use = engine_->kv_num_blocks() - engine_->kv_num_available_blocks();
+}
+
 void EngineLoop::run() {
   while (true) {
     {
@@ -188,23 +204,16 @@ void EngineLoop::run() {
       if (stopping_) break;
     }
     drain_commands();
-    if (!engine_->has_unfinished()) continue;
+    if (!engine_->has_unfinished()) {
+      update_gauges();  // aborts may have freed blocks with no step to follow
+      continue;
+    }
     std::vector<engine::RequestOutput> outputs = engine_->step();
     dispatch(outputs);
     // Only grammar compiles pending: nothing to compute yet, so don't spin on the cores.
     if (outputs.empty() && engine_->num_running() == 0 && engine_->num_waiting() == 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    const auto& kv = engine_->kv_stats();
-    std::lock_guard<std::mutex> lock(mu_);
-    gauges_.waiting = engine_->num_waiting();
-    gauges_.running = engine_->num_running();
-    gauges_.prefix_lookup_tokens = kv.admitted_tokens;
-    gauges_.prefix_hit_tokens = kv.hit_tokens;
-    gauges_.kv_store_hit_tokens = kv.tier_hit_tokens;
-    gauges_.kv_store_loaded_blocks = kv.tier_loaded_blocks;
-    gauges_.kv_store_written_blocks = kv.tier_written_blocks;
-    gauges_.kv_evictions = kv.evictions;
-    gauges_.steps = engine_->stats().steps;
+    update_gauges();
   }
   // Shutdown: refuse what was submitted but never reached the engine, end what is running.
   std::vector<Submission> subs;

@@ -81,6 +81,7 @@ class EngineLoop {
   void drain_commands();
   void dispatch(std::vector<engine::RequestOutput>& outputs);
   void abort_all(const std::string& reason);
+  void update_gauges();  // engine thread
 
   std::unique_ptr<engine::Engine> engine_;
   EngineLoopOptions options_;

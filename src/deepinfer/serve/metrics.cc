@@ -58,6 +58,9 @@ std::string ServerMetrics::render(const EngineGauges& g, const std::string& mode
   gauge(out, "deepinfer_num_requests_waiting", "Requests queued in the engine", g.waiting);
   gauge(out, "deepinfer_num_requests_running", "Sequences in the running batch", g.running);
   gauge(out, "deepinfer_num_requests_in_flight", "Requests submitted and not finished", g.in_flight);
+  gauge(out, "deepinfer_kv_cache_usage_ratio", "Share of KV blocks held by running sequences",
+        g.kv_blocks ? double(g.kv_blocks_in_use) / double(g.kv_blocks) : 0.0);
+  gauge(out, "deepinfer_kv_cache_blocks", "KV pool size in blocks", g.kv_blocks);
   counter(out, "deepinfer_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache",
           double(g.prefix_lookup_tokens));
   counter(out, "deepinfer_prefix_cache_hits_total", "Prompt tokens served from the prefix cache",

@@ -40,6 +40,8 @@ struct EngineGauges {
   int64_t kv_store_written_blocks = 0;
   int64_t kv_evictions = 0;          // cached blocks reclaimed for new use
   int64_t steps = 0;
+  int kv_blocks = 0;            // KV pool size in blocks
+  int kv_blocks_in_use = 0;     // held by running sequences (not reclaimable now)
 };
 
 class ServerMetrics {
