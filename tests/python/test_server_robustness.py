@@ -147,6 +147,22 @@ def test_client_disconnect_frees_the_request(server):
     assert m["deepinfer_kv_cache_usage_ratio"] == 0  # its blocks went back to the pool
 
 
+def test_non_streaming_client_disconnect_frees_the_request(server):
+    before = server.metrics().get("deepinfer_aborted_requests_total", 0)
+    body = json.dumps({**CHAT, "max_tokens": 3000, "ignore_eos": True}).encode()
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k1\r\n"
+              b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    time.sleep(1.0)
+    s.close()
+    deadline = time.time() + 20
+    while time.time() < deadline and in_flight(server) != 0:
+        time.sleep(0.2)
+    m = server.metrics()
+    assert m["deepinfer_num_requests_in_flight"] == 0
+    assert m["deepinfer_aborted_requests_total"] == before + 1
+
+
 def test_concurrent_streams_all_complete(server):
     def one(i):
         body = {**CHAT, "max_tokens": 8, "seed": i, "temperature": 0.8}

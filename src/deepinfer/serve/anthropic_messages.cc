@@ -188,7 +188,7 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
   const bool stream = opt_bool(body, "stream", "").value_or(false);
 
   if (!stream) {
-    std::vector<Completion> done = run_to_completion(ctx, {request}, nullptr);
+    respond_when_done(ctx, {request}, res, [=](const std::vector<Completion>& done) {
     const Completion& c = done[0];
     ParsedChatOutput parsed = parse_chat_output(*turn, c.text);
     json out = {{"id", id}, {"type", "message"}, {"role", "assistant"}, {"model", model},
@@ -196,7 +196,8 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
                 {"stop_reason", stop_reason(c, !parsed.tool_calls.empty())},
                 {"stop_sequence", c.matched_stop.empty() ? json(nullptr) : json(c.matched_stop)},
                 {"usage", usage_json(c.prompt_tokens, c.completion_tokens, c.cached_tokens)}};
-    res.set_content(dump_json(out), "application/json");
+      return out;
+    });
     return;
   }
 

@@ -167,7 +167,7 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
   const bool has_tools = !turn->tools.empty() && turn->tool_choice.mode != ToolChoice::kNone;
 
   if (!stream) {
-    std::vector<Completion> done = run_to_completion(ctx, fan_out(base, n), nullptr);
+    respond_when_done(ctx, fan_out(base, n), res, [=, &tok](const std::vector<Completion>& done) {
     json choices = json::array();
     int completion_tokens = 0;
     for (size_t i = 0; i < done.size(); ++i) {
@@ -188,7 +188,8 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
     json out = {{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model},
                 {"choices", choices}, {"system_fingerprint", nullptr},
                 {"usage", openai_usage(done[0].prompt_tokens, completion_tokens, done[0].cached_tokens)}};
-    res.set_content(dump_json(out), "application/json");
+      return out;
+    });
     return;
   }
 

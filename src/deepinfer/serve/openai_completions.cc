@@ -96,7 +96,7 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
   const int64_t created = unix_now();
 
   if (!stream) {
-    std::vector<Completion> done = run_to_completion(ctx, requests, nullptr);
+    respond_when_done(ctx, requests, res, [=, &tok](const std::vector<Completion>& done) {
     json choices = json::array();
     int prompt_tokens = 0, completion_tokens = 0, cached = 0;
     for (size_t i = 0; i < done.size(); ++i) {
@@ -114,7 +114,8 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
     json out = {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model},
                 {"choices", choices}, {"system_fingerprint", nullptr},
                 {"usage", openai_usage(prompt_tokens, completion_tokens, cached)}};
-    res.set_content(dump_json(out), "application/json");
+      return out;
+    });
     return;
   }
 

@@ -244,10 +244,11 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
 
   const std::string msg_id = make_id("msg_");
   if (!stream) {
-    std::vector<Completion> done = run_to_completion(ctx, {request}, nullptr);
+    respond_when_done(ctx, {request}, res, [=](const std::vector<Completion>& done) {
     const Completion& c = done[0];
     json r = finish(c.text, c.finish_reason, c.prompt_tokens, c.completion_tokens, c.cached_tokens, msg_id, nullptr);
-    res.set_content(dump_json(r), "application/json");
+      return r;
+    });
     return;
   }
 

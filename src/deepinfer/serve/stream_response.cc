@@ -59,4 +59,77 @@ void start_stream(const ServerContext& ctx, std::vector<engine::GenerationReques
       [group](bool) { group->cancel_all(); });
 }
 
+namespace {
+
+// Adds one output to its request's Completion; returns the error text of a failed request.
+std::string accumulate(const StreamGroup& group, int i, engine::RequestOutput& out, std::vector<Completion>& done) {
+  Completion& c = done[size_t(i)];
+  c.token_ids.insert(c.token_ids.end(), out.new_token_ids.begin(), out.new_token_ids.end());
+  c.text += out.new_text;
+  c.logprobs.insert(c.logprobs.end(), out.new_logprobs.begin(), out.new_logprobs.end());
+  if (!out.finished) return "";
+  c.finish_reason = out.finish_reason;
+  c.prompt_tokens = out.prompt_tokens;
+  c.completion_tokens = out.completion_tokens;
+  c.cached_tokens = out.cached_tokens;
+  c.matched_stop = group.matched_stop(i);
+  return out.error;
+}
+
+}  // namespace
+
+void respond_when_done(const ServerContext& ctx, std::vector<engine::GenerationRequest> requests,
+                       httplib::Response& res,
+                       std::function<nlohmann::json(const std::vector<Completion>&)> build) {
+  auto group = std::make_shared<StreamGroup>(ctx, requests);
+  auto done = std::make_shared<std::vector<Completion>>(requests.size());
+  auto error = std::make_shared<std::string>();
+  while (true) {
+    engine::RequestOutput out;
+    const int i = group->next(out, std::chrono::milliseconds(1000));
+    if (i == -2) continue;
+    if (i == -1) break;
+    if (out.finished && !out.error.empty() && out.new_token_ids.empty())
+      throw generation_error(requests[size_t(i)], true, out.error);
+    *error = accumulate(*group, i, out, *done);
+    break;
+  }
+  res.set_chunked_content_provider(
+      "application/json",
+      [group, done, error, build = std::move(build)](size_t, httplib::DataSink& sink) {
+        using Clock = std::chrono::steady_clock;
+        auto last_write = Clock::now();
+        while (true) {
+          engine::RequestOutput out;
+          const int i = group->next(out, std::chrono::milliseconds(1000));
+          if (i == -1) break;
+          if (i >= 0) {
+            std::string e = accumulate(*group, i, out, *done);
+            if (error->empty()) *error = e;
+          }
+          if (Clock::now() - last_write >= std::chrono::seconds(1)) {
+            if (!sink.write(" ", 1)) {  // the client is gone
+              group->cancel_all();
+              return false;
+            }
+            last_write = Clock::now();
+          }
+        }
+        std::string body;
+        if (!error->empty()) {
+          body = openai_error_body(ApiError(500, "", "generation failed: " + *error, "server_error"));
+        } else {
+          try {
+            body = dump_json(build(*done));
+          } catch (const ApiError& e) {
+            body = openai_error_body(e);
+          }
+        }
+        sink.write(body.data(), body.size());
+        sink.done();
+        return true;
+      },
+      [group](bool) { group->cancel_all(); });
+}
+
 }  // namespace deepinfer::serve
