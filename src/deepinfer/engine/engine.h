@@ -89,6 +89,8 @@ class Engine {
   int num_waiting() const { return scheduler_->num_waiting(); }
   // KV pool occupancy: blocks in all, and blocks an allocation could take now (free or
   // cached-but-unreferenced).
+  // MoE models: tokens routed to each expert so far, [layer][expert]; empty for dense models.
+  std::vector<std::vector<uint64_t>> expert_token_counts() const { return model_->expert_token_counts(); }
   int kv_num_blocks() const { return kv_manager_->num_blocks(); }
   int kv_num_available_blocks() const { return kv_manager_->num_available_blocks(); }
   int num_threads() const { return pool_->num_threads(); }

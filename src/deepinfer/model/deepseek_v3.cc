@@ -258,4 +258,11 @@ Result<std::unique_ptr<Model>> load_deepseek_v3(const ModelConfig& config, const
   return std::unique_ptr<Model>(std::move(m));
 }
 
+std::vector<std::vector<uint64_t>> DeepseekV3::expert_token_counts() const {
+  std::vector<std::vector<uint64_t>> out(size_t(expert_stats_.num_layers()));
+  for (int l = 0; l < expert_stats_.num_layers(); ++l)
+    for (int e = 0; e < expert_stats_.num_experts(); ++e) out[size_t(l)].push_back(expert_stats_.count(l, e));
+  return out;
+}
+
 }  // namespace deepinfer::model

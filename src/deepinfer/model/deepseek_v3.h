@@ -44,6 +44,7 @@ class DeepseekV3 final : public Model {
   // Tokens routed to each expert, per layer (rows of dense layers stay zero; the MTP layer, if
   // any, is row num_layers).
   const ExpertStats& expert_stats() const { return expert_stats_; }
+  std::vector<std::vector<uint64_t>> expert_token_counts() const override;
   void reset_expert_stats() { expert_stats_.reset(); }
   const DeepseekForwardTimes& forward_times() const { return times_; }
   void reset_forward_times() { times_ = {}; }

@@ -61,6 +61,10 @@ class Model {
   // [batch.logits_rows.size(), vocab_size].
   virtual Status forward(const ForwardBatch& batch, KvCache& cache, ForwardContext& ctx,
                          float* logits) = 0;
+  // MoE models: tokens routed to each expert since load, [layer][expert] (dense layers count
+  // nothing). Counted during forward, so always on; it feeds expert load balancing. Empty for
+  // dense models.
+  virtual std::vector<std::vector<uint64_t>> expert_token_counts() const { return {}; }
 };
 
 // Where a model's weights come from: exactly one of the two is set.

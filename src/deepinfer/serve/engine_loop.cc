@@ -1,5 +1,7 @@
 #include "deepinfer/serve/engine_loop.h"
 
+#include <algorithm>
+
 #include "deepinfer/base/log.h"
 
 namespace deepinfer::serve {
@@ -180,6 +182,19 @@ void EngineLoop::abort_all(const std::string& reason) {
 
 void EngineLoop::update_gauges() {
   const auto& kv = engine_->kv_stats();
+  // Expert load summary (MoE models): a [layers x experts] copy, cheap next to a step.
+  const auto experts = engine_->expert_token_counts();
+  uint64_t assignments = 0;
+  double imbalance = 0;
+  for (const auto& layer : experts) {
+    uint64_t sum = 0, top = 0;
+    for (uint64_t x : layer) {
+      sum += x;
+      top = std::max(top, x);
+    }
+    assignments += sum;
+    if (sum > 0) imbalance = std::max(imbalance, double(top) * double(layer.size()) / double(sum));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   gauges_.waiting = engine_->num_waiting();
   gauges_.running = engine_->num_running();
@@ -190,6 +205,9 @@ void EngineLoop::update_gauges() {
   gauges_.kv_store_written_blocks = kv.tier_written_blocks;
   gauges_.kv_evictions = kv.evictions;
   gauges_.steps = engine_->stats().steps;
+  gauges_.moe = !experts.empty();
+  gauges_.moe_routed_assignments = assignments;
+  gauges_.moe_max_layer_imbalance = imbalance;
   gauges_.kv_blocks = engine_->kv_num_blocks();
   gauges_.kv_blocks_in_use = engine_->kv_num_blocks() - engine_->kv_num_available_blocks();
 }

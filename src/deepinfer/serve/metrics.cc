@@ -75,6 +75,12 @@ std::string ServerMetrics::render(const EngineGauges& g, const std::string& mode
           double(g.kv_store_written_blocks));
   counter(out, "deepinfer_kv_cache_evictions_total", "Cached KV blocks reclaimed for new use",
           double(g.kv_evictions));
+  if (g.moe) {
+    counter(out, "deepinfer_moe_routed_assignments_total", "Token-to-expert assignments (MoE layers)",
+            double(g.moe_routed_assignments));
+    gauge(out, "deepinfer_moe_max_layer_imbalance",
+          "Busiest expert's tokens over the mean, in the least balanced MoE layer", g.moe_max_layer_imbalance);
+  }
   counter(out, "deepinfer_engine_steps_total", "Engine steps run", double(g.steps));
   ttft_.render("deepinfer_time_to_first_token_seconds", "Time from arrival to the first token", out);
   inter_token_.render("deepinfer_inter_token_latency_seconds", "Time between consecutive tokens", out);

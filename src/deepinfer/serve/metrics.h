@@ -42,6 +42,11 @@ struct EngineGauges {
   int64_t steps = 0;
   int kv_blocks = 0;            // KV pool size in blocks
   int kv_blocks_in_use = 0;     // held by running sequences (not reclaimable now)
+  // MoE models (expert load balancing input): expert assignments so far, and the worst layer's
+  // busiest-expert load over the mean load (1 = perfectly balanced). Absent for dense models.
+  bool moe = false;
+  uint64_t moe_routed_assignments = 0;
+  double moe_max_layer_imbalance = 0;
 };
 
 class ServerMetrics {

@@ -54,6 +54,22 @@ TEST(DeepseekV3Engine, GreedyGenerationsMatchReference) {
     }
   }
   ASSERT_EQ(generated.size(), case_of.size());
+  // Expert routing statistics reach the engine: every forwarded token went to top-k experts in
+  // each MoE layer (at least once: preemption may recompute), none in the dense layer.
+  const auto counts = (*e)->expert_token_counts();
+  const auto& mc = (*e)->model_config();
+  ASSERT_GE(counts.size(), size_t(mc.num_layers));
+  uint64_t forwarded = 0;
+  for (const auto& c : fx["cases"]) forwarded += c["ids"].size() + c["greedy"].size() - 1;
+  for (int l = 0; l < mc.num_layers; ++l) {
+    uint64_t sum = 0;
+    for (uint64_t x : counts[size_t(l)]) sum += x;
+    if (l < mc.first_k_dense_replace) {
+      EXPECT_EQ(sum, 0u) << "dense layer " << l;
+    } else {
+      EXPECT_GE(sum, forwarded * uint64_t(mc.num_experts_per_tok)) << "layer " << l;
+    }
+  }
   int compared = 0;
   for (const auto& [id, tokens] : generated) {
     const auto& c = fx["cases"][case_of[id]];
