@@ -182,18 +182,25 @@ void EngineLoop::abort_all(const std::string& reason) {
 
 void EngineLoop::update_gauges() {
   const auto& kv = engine_->kv_stats();
-  // Expert load summary (MoE models): a [layers x experts] copy, cheap next to a step.
-  const auto experts = engine_->expert_token_counts();
+  // Expert load summary (MoE models): copying [layers x experts] counts is not free on a
+  // 61 x 384 model, so it is refreshed at most once a second, not every step.
+  const auto now = Clock::now();
+  const bool refresh_experts = now - experts_refreshed_ >= std::chrono::seconds(1);
   uint64_t assignments = 0;
   double imbalance = 0;
-  for (const auto& layer : experts) {
-    uint64_t sum = 0, top = 0;
-    for (uint64_t x : layer) {
-      sum += x;
-      top = std::max(top, x);
+  std::vector<std::vector<uint64_t>> experts;
+  if (refresh_experts) {
+    experts_refreshed_ = now;
+    experts = engine_->expert_token_counts();
+    for (const auto& layer : experts) {
+      uint64_t sum = 0, top = 0;
+      for (uint64_t x : layer) {
+        sum += x;
+        top = std::max(top, x);
+      }
+      assignments += sum;
+      if (sum > 0) imbalance = std::max(imbalance, double(top) * double(layer.size()) / double(sum));
     }
-    assignments += sum;
-    if (sum > 0) imbalance = std::max(imbalance, double(top) * double(layer.size()) / double(sum));
   }
   std::lock_guard<std::mutex> lock(mu_);
   gauges_.waiting = engine_->num_waiting();
@@ -205,9 +212,11 @@ void EngineLoop::update_gauges() {
   gauges_.kv_store_written_blocks = kv.tier_written_blocks;
   gauges_.kv_evictions = kv.evictions;
   gauges_.steps = engine_->stats().steps;
-  gauges_.moe = !experts.empty();
-  gauges_.moe_routed_assignments = assignments;
-  gauges_.moe_max_layer_imbalance = imbalance;
+  if (refresh_experts) {
+    gauges_.moe = !experts.empty();
+    gauges_.moe_routed_assignments = assignments;
+    gauges_.moe_max_layer_imbalance = imbalance;
+  }
   gauges_.kv_blocks = engine_->kv_num_blocks();
   gauges_.kv_blocks_in_use = engine_->kv_num_blocks() - engine_->kv_num_available_blocks();
 }

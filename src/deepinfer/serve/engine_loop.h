@@ -102,6 +102,7 @@ class EngineLoop {
     bool got_first_token = false;
   };
   std::map<int64_t, Live> live_;
+  std::chrono::steady_clock::time_point experts_refreshed_{};
   std::thread thread_;
 };
 

@@ -116,7 +116,6 @@ Status run_http_server(std::unique_ptr<engine::Engine> engine, const ServeOption
     metrics.count_request(req.path, 401);
     return httplib::Server::HandlerResponse::Handled;
   });
-  server.set_payload_max_length(options.max_body_bytes);
 
   server.Post("/v1/chat/completions", route(metrics, "/v1/chat/completions", ErrorStyle::kOpenAI,
                                             [&](auto& req, auto& res) { handle_chat_completions(ctx, req, res); }));

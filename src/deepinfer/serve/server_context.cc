@@ -73,41 +73,6 @@ ApiError generation_error(const engine::GenerationRequest& request, bool before_
   return ApiError(500, "", "generation failed: " + error, "server_error");
 }
 
-std::vector<Completion> run_to_completion(const ServerContext& ctx,
-                                          const std::vector<engine::GenerationRequest>& requests,
-                                          const std::function<bool()>& client_alive) {
-  StreamGroup group(ctx, requests);
-  std::vector<Completion> done(requests.size());
-  engine::RequestOutput out;
-  auto last_check = std::chrono::steady_clock::now();
-  while (true) {
-    const int i = group.next(out, std::chrono::milliseconds(50));
-    if (i == -1) break;
-    const auto now = std::chrono::steady_clock::now();
-    if (i == -2 || now - last_check > std::chrono::milliseconds(200)) {
-      last_check = now;
-      if (client_alive && !client_alive()) {
-        group.cancel_all();
-        return {};
-      }
-      if (i == -2) continue;
-    }
-    Completion& c = done[size_t(i)];
-    c.token_ids.insert(c.token_ids.end(), out.new_token_ids.begin(), out.new_token_ids.end());
-    c.text += out.new_text;
-    c.logprobs.insert(c.logprobs.end(), out.new_logprobs.begin(), out.new_logprobs.end());
-    if (out.finished) {
-      if (!out.error.empty()) throw generation_error(requests[size_t(i)], c.token_ids.empty(), out.error);
-      c.finish_reason = out.finish_reason;
-      c.prompt_tokens = out.prompt_tokens;
-      c.completion_tokens = out.completion_tokens;
-      c.cached_tokens = out.cached_tokens;
-      c.matched_stop = group.matched_stop(i);
-    }
-  }
-  return done;
-}
-
 StreamGroup::StreamGroup(const ServerContext& ctx, const std::vector<engine::GenerationRequest>& requests)
     : ctx_(ctx), requests_(requests), done_(requests.size(), false), tokens_(requests.size()),
       texts_(requests.size()) {

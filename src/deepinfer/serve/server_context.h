@@ -61,13 +61,6 @@ void check_length(const ServerContext& ctx, const engine::GenerationRequest& req
 ApiError generation_error(const engine::GenerationRequest& request, bool before_first_token,
                           const std::string& error);
 
-// Submits every request (a submit error cancels the ones already running and is thrown as
-// ApiError) and waits for all of them. `client_alive` is polled while waiting: when it turns
-// false every request is cancelled and an empty vector comes back.
-std::vector<Completion> run_to_completion(const ServerContext& ctx,
-                                          const std::vector<engine::GenerationRequest>& requests,
-                                          const std::function<bool()>& client_alive);
-
 // Streams of several requests read together (n > 1): next() returns the index of the request
 // that produced `out`, or -1 when all have finished. Throws ApiError when a submit fails.
 class StreamGroup {

@@ -5,23 +5,30 @@
 #include <httplib.h>
 
 namespace deepinfer::serve {
+namespace {
+
+// Waits for the first output of any request. A request that fails before its first token (a
+// grammar that does not compile) throws here, while the status can still be a 4xx. Returns
+// -1 (and leaves `out` alone) when every request ended without output.
+int wait_first_output(StreamGroup& group, const std::vector<engine::GenerationRequest>& requests,
+                      engine::RequestOutput& out) {
+  while (true) {
+    const int i = group.next(out, std::chrono::milliseconds(1000));
+    if (i == -2) continue;
+    if (i >= 0 && out.finished && !out.error.empty() && out.new_token_ids.empty())
+      throw generation_error(requests[size_t(i)], true, out.error);
+    return i;
+  }
+}
+
+}  // namespace
 
 void start_stream(const ServerContext& ctx, std::vector<engine::GenerationRequest> requests,
                   StreamHandlers handlers, httplib::Response& res) {
   auto group = std::make_shared<StreamGroup>(ctx, requests);
-  // The first output decides the status: a request that fails before any token (a grammar that
-  // does not compile) is still a 4xx.
   auto pending = std::make_shared<std::deque<std::pair<int, engine::RequestOutput>>>();
-  while (true) {
-    engine::RequestOutput out;
-    const int i = group->next(out, std::chrono::milliseconds(1000));
-    if (i == -2) continue;
-    if (i == -1) break;
-    if (out.finished && !out.error.empty() && out.new_token_ids.empty())
-      throw generation_error(requests[size_t(i)], true, out.error);
-    pending->emplace_back(i, std::move(out));
-    break;
-  }
+  engine::RequestOutput first;
+  if (const int i = wait_first_output(*group, requests, first); i >= 0) pending->emplace_back(i, std::move(first));
   auto shared = std::make_shared<StreamHandlers>(std::move(handlers));
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -84,16 +91,8 @@ void respond_when_done(const ServerContext& ctx, std::vector<engine::GenerationR
   auto group = std::make_shared<StreamGroup>(ctx, requests);
   auto done = std::make_shared<std::vector<Completion>>(requests.size());
   auto error = std::make_shared<std::string>();
-  while (true) {
-    engine::RequestOutput out;
-    const int i = group->next(out, std::chrono::milliseconds(1000));
-    if (i == -2) continue;
-    if (i == -1) break;
-    if (out.finished && !out.error.empty() && out.new_token_ids.empty())
-      throw generation_error(requests[size_t(i)], true, out.error);
-    *error = accumulate(*group, i, out, *done);
-    break;
-  }
+  engine::RequestOutput first;
+  if (const int i = wait_first_output(*group, requests, first); i >= 0) *error = accumulate(*group, i, first, *done);
   res.set_chunked_content_provider(
       "application/json",
       [group, done, error, build = std::move(build)](size_t, httplib::DataSink& sink) {
