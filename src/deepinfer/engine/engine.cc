@@ -1,6 +1,7 @@
 #include "deepinfer/engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "deepinfer/base/check.h"
@@ -68,6 +69,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
     KvStoreTierOptions to;
     to.dirs = config.kv_store_dirs;
     to.model_namespace = kv.cache_namespace;
+    if (config.kv_store_host_bytes > 0) to.host_tier_bytes = config.kv_store_host_bytes;
     DI_ASSIGN_OR_RETURN(e->kv_tier_, make_kv_store_tier(to, e->kv_storage_));
     hook = e->kv_tier_.get();
   }
@@ -115,6 +117,7 @@ Result<int64_t> Engine::add_request(const GenerationRequest& request) {
   seq.max_tokens = static_cast<int>(std::min<int64_t>(request.max_tokens, mc.max_position - prompt_len));
   seq.eos_token_ids = tokenizer_->eos_ids();
   seq.ignore_eos = request.ignore_eos;
+  seq.traffic_class = request.traffic_class;
   if (seq.max_tokens == 0) {
     // Nothing to generate: answer at once without touching the model.
     requests_[id] = std::move(state);
@@ -142,6 +145,8 @@ void Engine::abort(int64_t request_id) {
   std::erase_if(pending_grammar_, [&](const auto& p) { return p.first == request_id; });
   requests_.erase(request_id);
 }
+
+int Engine::reset_prefix_cache() { return kv_manager_->reset_prefix_cache(); }
 
 void Engine::flush_kv_store() {
   if (kv_tier_) kv_tier_->flush();
@@ -344,6 +349,9 @@ std::vector<RequestOutput> Engine::step() {
   std::unique_ptr<Prepared> p = prepare_step();
   if (!p) {
     last_forward_end_ = 0;
+    // Everything runnable waits on KV store reads: wait for one instead of spinning.
+    if (kv_tier_ && scheduler_->num_prefetching() > 0 && outputs.empty())
+      kv_tier_->wait_for_prefetch(std::chrono::milliseconds(5));
     return outputs;
   }
   Status st = run_forward(*p);

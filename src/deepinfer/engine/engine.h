@@ -41,6 +41,8 @@ struct EngineConfig {
   bool overlap_scheduling = false;
   // KV store targets (directories, same order in every process); empty = no store tier.
   std::vector<std::string> kv_store_dirs;
+  // RAM tier of the KV store (between the engine's blocks and the targets); 0 = default 256 MiB.
+  size_t kv_store_host_bytes = 0;
   // Names the weights the KV was computed with (file identity, quantization); blocks never
   // cross namespaces. Empty = model name and architecture.
   std::string kv_store_namespace;
@@ -85,6 +87,12 @@ class Engine {
   const KvCacheStats& kv_stats() const { return kv_manager_->stats(); }
   // Flushes queued KV store writes (no-op without a store).
   void flush_kv_store();
+  // The KV store tier, or null when the engine has none (stats, tests).
+  const KvStoreTier* kv_store_tier() const { return kv_tier_.get(); }
+  // Drops every cached prefix block nobody uses from the in-memory prefix cache (the KV store
+  // keeps its copies). Like vLLM's reset_prefix_cache; benchmarks use it to measure the tiers.
+  // Returns how many blocks were dropped.
+  int reset_prefix_cache();
   int num_running() const { return scheduler_->num_running(); }
   int num_waiting() const { return scheduler_->num_waiting(); }
   // KV pool occupancy: blocks in all, and blocks an allocation could take now (free or

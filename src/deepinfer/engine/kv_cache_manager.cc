@@ -52,6 +52,34 @@ PrefixMatch KvCacheManager::get_computed_blocks(Sequence& seq) {
   return match;
 }
 
+bool KvCacheManager::prefetch_ready(Sequence& seq) {
+  if (seq.tier_prefetch == TierPrefetch::kReady) return true;
+  if (hook_ == nullptr || !config_.enable_prefix_caching || !seq.block_table.empty() ||
+      seq.num_computed_tokens != 0) {
+    seq.tier_prefetch = TierPrefetch::kReady;
+    return true;
+  }
+  if (seq.tier_prefetch == TierPrefetch::kNotStarted) {
+    const int max_blocks = (seq.num_tokens() - 1) / block_size();
+    int in_memory = 0;
+    if (max_blocks > 0) {
+      ensure_block_keys(seq, max_blocks);
+      in_memory = static_cast<int>(
+          tree_.match(std::span<const BlockKey>(seq.block_keys.data(), max_blocks)).size());
+    }
+    if (in_memory >= max_blocks) {
+      seq.tier_prefetch = TierPrefetch::kReady;
+      return true;
+    }
+    seq.tier_prefetch = TierPrefetch::kLoading;
+    if (hook_->start_prefetch(seq, in_memory, max_blocks - in_memory))
+      seq.tier_prefetch = TierPrefetch::kReady;
+    return seq.tier_prefetch == TierPrefetch::kReady;
+  }
+  if (hook_->prefetch_done(seq)) seq.tier_prefetch = TierPrefetch::kReady;
+  return seq.tier_prefetch == TierPrefetch::kReady;
+}
+
 int32_t KvCacheManager::take_block() {
   if (auto b = pool_.take_free()) return *b;
   auto ev = tree_.evict_lru();
@@ -156,12 +184,24 @@ void KvCacheManager::commit_full_blocks(Sequence& seq, int write_from) {
   }
 }
 
+int KvCacheManager::reset_prefix_cache() {
+  int n = 0;
+  while (auto ev = tree_.evict_lru()) {
+    if (hook_ != nullptr) hook_->on_block_evicted(ev->key, ev->block);
+    pool_.put_free(ev->block);
+    ++n;
+  }
+  return n;
+}
+
 void KvCacheManager::free(Sequence& seq) {
   // Tail first, so that a prefix's deeper blocks look older than its head to the LRU.
   for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) release(*it);
   seq.block_table.clear();
   seq.num_committed_blocks = 0;
   seq.num_computed_tokens = 0;
+  seq.tier_prefetch = TierPrefetch::kNotStarted;
+  if (hook_ != nullptr) hook_->on_sequence_released(seq);
 }
 
 void KvCacheManager::check_invariants(std::span<const Sequence* const> live) const {

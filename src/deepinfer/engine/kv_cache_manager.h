@@ -36,6 +36,15 @@ class KvTierHook {
   // Fills blocks[i] with full block first+i of `seq`, in order, stopping at the first block that
   // is gone or unreadable; returns how many were filled.
   virtual int load_blocks(Sequence& seq, int first, std::span<const int32_t> blocks) = 0;
+  // The sequence waits for admission and its full blocks first.. first+count-1 are not in
+  // memory: start reading what the tier holds of them into a faster place in the background
+  // (so that load_blocks at admission is quick). Returns true when admission can go ahead now
+  // (nothing to read, or the read already finished), false while it is still reading.
+  virtual bool start_prefetch(Sequence& seq, int first, int count) { return true; }
+  // After start_prefetch returned false: whether that read has finished.
+  virtual bool prefetch_done(const Sequence& seq) { return true; }
+  // The sequence's blocks were released (finished, aborted or preempted): forget its prefetch.
+  virtual void on_sequence_released(const Sequence& seq) {}
 };
 
 struct KvCacheConfig {
@@ -83,6 +92,11 @@ class KvCacheManager {
   // to compute so that the step produces logits. Empty unless the sequence holds no blocks.
   PrefixMatch get_computed_blocks(Sequence& seq);
 
+  // Whether the sequence may be admitted now as far as the lower tier is concerned: the first
+  // call starts the tier's background read of the sequence's prompt blocks that are not in
+  // memory; later calls say whether it finished. Always true without a tier.
+  bool prefetch_ready(Sequence& seq);
+
   // Makes room for `num_new_tokens` more tokens after the sequence's computed ones (after
   // `prefix`, when given, which must come from get_computed_blocks on this sequence with no
   // allocation since). Returns the number of blocks newly taken from the pool, or nullopt,
@@ -95,6 +109,10 @@ class KvCacheManager {
   // same key is already cached (another sequence computed the same prefix), the sequence
   // switches to the cached block and its own copy goes back to the pool.
   void cache_full_blocks(Sequence& seq);
+
+  // Empties the prefix cache of every block no sequence holds (they become free); returns how
+  // many. Blocks in use stay cached.
+  int reset_prefix_cache();
 
   // Releases every block the sequence holds; cached ones stay in the tree until evicted.
   void free(Sequence& seq);

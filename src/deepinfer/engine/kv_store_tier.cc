@@ -4,6 +4,8 @@
 #include "deepinfer/engine/kv_store_tier.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -18,11 +20,10 @@ constexpr size_t kStagingBytes = size_t{64} << 20;
 }  // namespace
 
 KvStoreTier::KvStoreTier(std::unique_ptr<kvstore::KvStore> store, const kvstore::Namespace& ns,
-                         kvstore::TrafficClass traffic_class, model::KvCache& storage)
+                         model::KvCache& storage)
     : store_(std::move(store)),
       ns_(ns),
       root_(kvstore::root_key(ns)),
-      traffic_class_(traffic_class),
       storage_(storage),
       block_bytes_(storage.bytes_per_block()) {
   DI_CHECK(store_->config().block_bytes == block_bytes_, "store block_bytes {} != KV block {}",
@@ -98,6 +99,45 @@ int KvStoreTier::load_blocks(Sequence& seq, int first, std::span<const int32_t> 
   return loaded;
 }
 
+bool KvStoreTier::start_prefetch(Sequence& seq, int first, int count) {
+  // Past half the host tier, prefetched blocks would start evicting each other (and everyone
+  // else's); admission reads the rest itself.
+  const size_t cap = store_->config().host_tier_bytes / 2 / block_bytes_;
+  count = std::min(count, static_cast<int>(std::min<size_t>(cap, INT32_MAX)));
+  if (count <= 0) return true;
+  ensure_keys(seq, first + count);
+  std::vector<kvstore::BlockKey> keys(seq.tier_keys.begin() + first,
+                                      seq.tier_keys.begin() + first + count);
+  ++stats_.prefetches;
+  std::future<size_t> f = store_->prefetch(std::move(keys));
+  if (f.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    stats_.prefetched_blocks += static_cast<int64_t>(f.get());
+    return true;
+  }
+  prefetches_[seq.id] = std::move(f);
+  return false;
+}
+
+bool KvStoreTier::prefetch_done(const Sequence& seq) {
+  auto it = prefetches_.find(seq.id);
+  if (it == prefetches_.end()) return true;
+  if (it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+  stats_.prefetched_blocks += static_cast<int64_t>(it->second.get());
+  prefetches_.erase(it);
+  return true;
+}
+
+void KvStoreTier::on_sequence_released(const Sequence& seq) {
+  // An abandoned read still completes on the reader thread (its blocks stay in the host tier);
+  // the future does not block on destruction (it comes from a packaged_task).
+  prefetches_.erase(seq.id);
+}
+
+void KvStoreTier::wait_for_prefetch(std::chrono::milliseconds timeout) {
+  if (prefetches_.empty()) return;
+  prefetches_.begin()->second.wait_for(timeout);
+}
+
 void KvStoreTier::on_blocks_cached(Sequence& seq, std::span<const int> indices,
                                    std::span<const int32_t> blocks) {
   DI_CHECK(indices.size() == blocks.size(), "{} indices for {} blocks", indices.size(),
@@ -115,7 +155,7 @@ void KvStoreTier::on_blocks_cached(Sequence& seq, std::span<const int> indices,
       gather(blocks[done + i], staging_.data() + i * block_bytes_);
       src[i] = staging_.data() + i * block_bytes_;
     }
-    const size_t accepted = store_->batch_put(keys, src, traffic_class_);  // copies; never blocks
+    const size_t accepted = store_->batch_put(keys, src, seq.traffic_class);  // copies; never blocks
     stats_.written_blocks += static_cast<int64_t>(accepted);
     stats_.write_rejects += static_cast<int64_t>(n - accepted);
     done += n;
@@ -144,7 +184,7 @@ Result<std::unique_ptr<KvStoreTier>> make_kv_store_tier(const KvStoreTierOptions
   cfg.block_bytes = storage.bytes_per_block();
   cfg.host_tier_bytes = opts.host_tier_bytes;
   DI_ASSIGN_OR_RETURN(std::unique_ptr<kvstore::KvStore> store, kvstore::KvStore::open(cfg));
-  return std::make_unique<KvStoreTier>(std::move(store), ns, opts.traffic_class, storage);
+  return std::make_unique<KvStoreTier>(std::move(store), ns, storage);
 }
 
 }  // namespace deepinfer::engine

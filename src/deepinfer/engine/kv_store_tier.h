@@ -2,8 +2,11 @@
 // block's value is every layer's K and V for that block, keyed by a namespaced SHA-256 chain.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <future>
 #include <memory>
+#include <unordered_map>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,7 +24,6 @@ inline constexpr uint32_t kKvStoreLayoutVersion = 1;
 
 struct KvStoreTierOptions {
   std::vector<std::string> dirs;  // SSD target directories (same order in every process)
-  kvstore::TrafficClass traffic_class = kvstore::TrafficClass::kChat;
   size_t host_tier_bytes = size_t{256} << 20;
   std::string model_namespace;  // model id (+ revision): blocks never cross it
   // Advanced: passed through to the store (tests shorten the sweeper, inject clocks...).
@@ -35,17 +37,27 @@ struct KvStoreTierStats {
   int64_t load_misses = 0;     // offered but then gone/unreadable when loading
   int64_t written_blocks = 0;  // accepted by batch_put
   int64_t write_rejects = 0;   // handed to batch_put but not accepted (queue full)
+  int64_t prefetches = 0;      // background prefix reads started for waiting sequences
+  int64_t prefetched_blocks = 0;  // blocks those reads found (now in the host tier)
 };
 
 class KvStoreTier : public KvTierHook {
  public:
   KvStoreTier(std::unique_ptr<kvstore::KvStore> store, const kvstore::Namespace& ns,
-              kvstore::TrafficClass traffic_class, model::KvCache& storage);
+              model::KvCache& storage);
 
   void on_blocks_cached(Sequence& seq, std::span<const int> indices,
                         std::span<const int32_t> blocks) override;
   int lookup_prefix(Sequence& seq, int first, int count) override;
   int load_blocks(Sequence& seq, int first, std::span<const int32_t> blocks) override;
+  // Reads the prefix into the store's host tier on the store's reader thread (at most half the
+  // host tier's capacity; admission loads anything beyond that directly).
+  bool start_prefetch(Sequence& seq, int first, int count) override;
+  bool prefetch_done(const Sequence& seq) override;
+  void on_sequence_released(const Sequence& seq) override;
+  // Blocks the calling thread until some started prefetch finishes or `timeout` passes (the
+  // engine calls it when every runnable sequence waits on a read, instead of spinning).
+  void wait_for_prefetch(std::chrono::milliseconds timeout);
 
   // Copies block `block` of the storage into `dst` (block_bytes()) and back.
   void gather(int32_t block, uint8_t* dst) const;
@@ -65,11 +77,11 @@ class KvStoreTier : public KvTierHook {
   std::unique_ptr<kvstore::KvStore> store_;
   kvstore::Namespace ns_;
   kvstore::BlockKey root_;
-  kvstore::TrafficClass traffic_class_;
   model::KvCache& storage_;
   size_t block_bytes_;
   std::vector<uint8_t> staging_;
   KvStoreTierStats stats_;
+  std::unordered_map<int64_t, std::future<size_t>> prefetches_;  // by sequence id
 };
 
 // Opens (creating if needed) the store over opts.dirs for blocks of `storage`. The namespace is

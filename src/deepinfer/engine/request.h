@@ -22,6 +22,8 @@ struct GenerationRequest {
   bool ignore_eos = false;
   // Structured output: the text must match this grammar (JSON Schema, any JSON, regex, EBNF).
   std::optional<grammar::GrammarSpec> grammar;
+  // KV store lifetime of this request's prefix blocks (agent: 3 days, chat: 7 by default).
+  kvstore::TrafficClass traffic_class = kvstore::TrafficClass::kChat;
 };
 
 struct LogprobEntry {

@@ -158,16 +158,27 @@ ScheduleOutput Scheduler::schedule() {
     ++i;
   }
 
+  // Every waiting sequence's prefix read from the lower KV tier starts as soon as it is queued
+  // (here, on the first step after add), and runs while other sequences compute.
+  bool any_ready = false;
+  for (int64_t id : waiting_) any_ready = kv_.prefetch_ready(*seqs_.at(id)) || any_ready;
+  num_prefetching_ = 0;
+
   // Admitting while preempting would only trade one sequence's blocks for another's.
-  if (out.preempted.empty()) {
-    while (!waiting_.empty() && budget > 0 &&
+  if (out.preempted.empty() && any_ready) {
+    size_t w = 0;
+    while (w < waiting_.size() && budget > 0 &&
            static_cast<int>(running_.size()) < config_.max_num_seqs) {
-      Sequence& seq = *seqs_.at(waiting_.front());
+      Sequence& seq = *seqs_.at(waiting_[w]);
+      if (seq.tier_prefetch != TierPrefetch::kReady) {
+        ++w;  // its prefix is still being read: the ones behind it may go first
+        continue;
+      }
       PrefixMatch match = kv_.get_computed_blocks(seq);
       const int remaining = seq.num_tokens() - match.num_tokens(kv_.block_size());
       const int n = chunk_limit(remaining, budget);
-      if (!kv_.allocate_slots(seq, n, &match)) break;  // FIFO: nobody jumps the queue
-      waiting_.pop_front();
+      if (!kv_.allocate_slots(seq, n, &match)) break;  // FIFO among ready ones: no jumping
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
       running_.push_back(seq.id);
       seq.status = SeqStatus::kRunning;
       if (seq.num_cached_tokens < 0)
@@ -180,6 +191,8 @@ ScheduleOutput Scheduler::schedule() {
       budget -= n;
     }
   }
+  for (int64_t id : waiting_)
+    if (seqs_.at(id)->tier_prefetch == TierPrefetch::kLoading) ++num_prefetching_;
   for (const auto& s : out.seqs) out.total_tokens += s.num_new_tokens;
   return out;
 }

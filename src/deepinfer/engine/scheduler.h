@@ -58,6 +58,8 @@ class Scheduler {
   bool has_unfinished() const { return !seqs_.empty(); }
   const std::vector<int64_t>& running() const { return running_; }
   const std::deque<int64_t>& waiting() const { return waiting_; }
+  // Waiting sequences whose prefix the lower KV tier was still reading at the last schedule().
+  int num_prefetching() const { return num_prefetching_; }
   // Every live sequence, for KvCacheManager::check_invariants.
   std::vector<const Sequence*> live_sequences() const;
 
@@ -74,6 +76,7 @@ class Scheduler {
   std::deque<int64_t> waiting_;   // front is admitted next
   std::vector<int64_t> running_;  // admission order; back is preempted first
   int64_t next_arrival_ = 0;
+  int num_prefetching_ = 0;
 };
 
 }  // namespace deepinfer::engine

@@ -8,11 +8,14 @@
 #include <vector>
 
 #include "deepinfer/engine/block_hash.h"
+#include "deepinfer/kvstore/traffic_class.h"
 
 namespace deepinfer::engine {
 
 enum class SeqStatus { kWaiting, kRunning, kPreempted, kFinished };
 enum class FinishReason { kNone, kStop, kLength, kAbort };
+// Where a waiting sequence stands with the lower KV tier's background read of its prefix.
+enum class TierPrefetch { kNotStarted, kLoading, kReady };
 
 std::string_view to_string(SeqStatus s);
 std::string_view to_string(FinishReason r);
@@ -25,6 +28,8 @@ struct Sequence {
   int max_tokens = 16;                 // limit on output.size()
   std::vector<int32_t> eos_token_ids;  // any of these ends the sequence with kStop
   bool ignore_eos = false;
+  // How long the KV store keeps this sequence's blocks (agent 3 days, chat 7 by default).
+  kvstore::TrafficClass traffic_class = kvstore::TrafficClass::kChat;
 
   SeqStatus status = SeqStatus::kWaiting;
   FinishReason finish_reason = FinishReason::kNone;
@@ -47,6 +52,7 @@ struct Sequence {
                                        // depends only on the tokens, so survives preemption)
   std::vector<std::array<uint8_t, 32>> tier_keys;  // the lower tier's keys of the same blocks
                                                    // (its cache, same lifetime as block_keys)
+  TierPrefetch tier_prefetch = TierPrefetch::kNotStarted;  // reset whenever blocks are freed
 
   static constexpr int32_t kPendingToken = -1;  // a token an in-flight step is sampling
 

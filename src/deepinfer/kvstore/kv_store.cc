@@ -203,12 +203,21 @@ std::future<size_t> KvStore::prefetch(std::vector<BlockKey> keys) {
     size_t h = 0;
     while (h < keys.size() && im.host.contains(keys[h], t)) ++h;
     if (h == keys.size() || !im.ssd) return h;
-    // Read the rest into scratch blocks; load_prefix promotes hits into the host tier.
-    std::vector<std::vector<uint8_t>> scratch(keys.size() - h, std::vector<uint8_t>(cfg_.block_bytes));
-    std::vector<uint8_t*> ptrs(keys.size());
-    for (size_t i = h; i < keys.size(); ++i) ptrs[i] = scratch[i - h].data();
-    std::span<const BlockKey> rest(keys.data() + h, keys.size() - h);
-    return h + load_prefix(io, rest, std::span<uint8_t* const>(ptrs.data() + h, rest.size()));
+    // Read the rest in chunks through scratch blocks (bounded memory, whatever the prefix
+    // length); load_prefix promotes hits into the host tier.
+    const size_t chunk = std::max<size_t>(1, (size_t{64} << 20) / cfg_.block_bytes);
+    std::vector<std::vector<uint8_t>> scratch(std::min(chunk, keys.size() - h),
+                                              std::vector<uint8_t>(cfg_.block_bytes));
+    std::vector<uint8_t*> ptrs(scratch.size());
+    for (size_t i = 0; i < scratch.size(); ++i) ptrs[i] = scratch[i].data();
+    while (h < keys.size()) {
+      const size_t n = std::min(scratch.size(), keys.size() - h);
+      const size_t got = load_prefix(io, std::span<const BlockKey>(keys.data() + h, n),
+                                     std::span<uint8_t* const>(ptrs.data(), n));
+      h += got;
+      if (got < n) break;
+    }
+    return h;
   });
   auto fut = task.get_future();
   {

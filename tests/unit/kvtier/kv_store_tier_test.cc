@@ -14,6 +14,7 @@
 
 #include "deepinfer/engine/kv_store_tier.h"
 #include "deepinfer/engine/scheduler.h"
+#include "deepinfer/kvstore/admin.h"
 
 namespace deepinfer::engine {
 namespace {
@@ -246,6 +247,10 @@ int run_to_completion(Process& p, Scheduler& sched, std::vector<FinishedSeq>* fi
   int32_t next_token = 5000;
   while (sched.has_unfinished()) {
     ScheduleOutput out = sched.schedule();
+    if (out.empty() && sched.num_prefetching() > 0) {
+      p.tier->wait_for_prefetch(std::chrono::milliseconds(50));
+      continue;
+    }
     if (out.empty()) break;
     StepOutput step;
     for (const ScheduledSeq& ss : out.seqs) {
@@ -287,6 +292,123 @@ TEST_F(KvStoreTierTest, SecondProcessComputesOnlyTheSuffix) {
   EXPECT_EQ(b.kv->stats().tier_hit_tokens, 40);
   EXPECT_EQ(b.tier->stats().loaded_blocks, 10);
   EXPECT_GT(b.kv->stats().tier_written_blocks, 0);  // its own suffix/decode blocks went down
+  // The prefix was read in the background while waiting; admission copied it from RAM.
+  EXPECT_EQ(b.tier->stats().prefetches, 1);
+  EXPECT_EQ(b.tier->stats().prefetched_blocks, 10);
+  EXPECT_EQ(b.tier->store_stats().ssd_hits, 10u);  // each block read from the SSD once
+  EXPECT_GE(b.tier->store_stats().host_hits, 10u);
+}
+
+TEST_F(KvStoreTierTest, TrafficClassComesFromTheSequence) {
+  Process a(dirs_, 16);
+  Sequence agent = make_seq(1, tokens(9, 1));  // 2 full blocks
+  agent.traffic_class = kvstore::TrafficClass::kAgent;
+  Sequence chat = make_seq(2, tokens(13, 500));  // 3 full blocks
+  a.admit_and_compute(agent);
+  a.admit_and_compute(chat);
+  a.tier->flush();
+  auto st = kvstore::stat_store(dirs_);
+  ASSERT_TRUE(st.is_ok()) << st.status().message();
+  EXPECT_EQ(st->entries_by_class[static_cast<int>(kvstore::TrafficClass::kAgent)], 2u);
+  EXPECT_EQ(st->entries_by_class[static_cast<int>(kvstore::TrafficClass::kChat)], 3u);
+  a.kv->free(agent);
+  a.kv->free(chat);
+}
+
+TEST_F(KvStoreTierTest, ResetPrefixCacheLeavesTheStore) {
+  Process a(dirs_, 16);
+  Sequence s = make_seq(1, tokens(13, 1));
+  a.admit_and_compute(s);
+  a.tier->flush();
+  EXPECT_EQ(a.kv->reset_prefix_cache(), 0);  // all 3 cached blocks are in use
+  a.kv->free(s);
+  EXPECT_EQ(a.kv->reset_prefix_cache(), 3);
+  EXPECT_EQ(a.kv->num_cached_blocks(), 0);
+  EXPECT_EQ(a.kv->num_available_blocks(), 16);
+  Sequence t = make_seq(2, tokens(13, 1));
+  PrefixMatch m = a.kv->get_computed_blocks(t);
+  EXPECT_TRUE(m.blocks.empty());
+  EXPECT_EQ(m.num_tier_blocks, 3);  // the store (here its RAM tier) still has them
+}
+
+// A tier whose background reads finish only when the test says so.
+class GatedTier : public KvTierHook {
+ public:
+  int lookup_prefix(Sequence&, int, int) override { return 0; }
+  int load_blocks(Sequence&, int, std::span<const int32_t>) override { return 0; }
+  bool start_prefetch(Sequence& seq, int first, int count) override {
+    started.push_back({seq.id, first, count});
+    return false;
+  }
+  bool prefetch_done(const Sequence& seq) override { return open_for == seq.id; }
+  void on_sequence_released(const Sequence& seq) override { released.push_back(seq.id); }
+  struct Start {
+    int64_t seq;
+    int first, count;
+  };
+  std::vector<Start> started;
+  std::vector<int64_t> released;
+  int64_t open_for = -1;
+};
+
+TEST(KvTierPrefetch, OthersRunWhileAPrefixIsBeingRead) {
+  GatedTier tier;
+  KvCacheConfig kc;
+  kc.num_blocks = 32;
+  kc.block_size = kBlockSize;
+  kc.cache_namespace = "test/tiny";
+  KvCacheManager kv(kc, &tier);
+  Scheduler sched(SchedulerConfig{}, kv);
+  ASSERT_TRUE(sched.add(make_seq(1, tokens(18, 1))).is_ok());   // 4 full blocks to read
+  ASSERT_TRUE(sched.add(make_seq(2, tokens(6, 900))).is_ok());  // 1 full block
+  ScheduleOutput out = sched.schedule();
+  // Both reads start on the first step; neither may be admitted before its read is done.
+  ASSERT_EQ(tier.started.size(), 2u);
+  EXPECT_EQ(tier.started[0].seq, 1);
+  EXPECT_EQ(tier.started[0].first, 0);
+  EXPECT_EQ(tier.started[0].count, 4);  // (18 - 1) / 4: the last token is always computed
+  EXPECT_EQ(tier.started[1].count, 1);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(sched.num_prefetching(), 2);
+  // The second request's read finishes first: it runs, the first still waits.
+  tier.open_for = 2;
+  out = sched.schedule();
+  ASSERT_EQ(out.seqs.size(), 1u);
+  EXPECT_EQ(out.seqs[0].seq_id, 2);
+  EXPECT_EQ(sched.num_prefetching(), 1);
+  EXPECT_EQ(tier.started.size(), 2u);  // nothing started twice
+  tier.open_for = 1;
+  sched.update(out, StepOutput{{5000}});
+  out = sched.schedule();
+  bool has1 = false;
+  for (const auto& s : out.seqs) has1 |= s.seq_id == 1;
+  EXPECT_TRUE(has1);
+  EXPECT_EQ(sched.num_prefetching(), 0);
+  // Aborting tells the tier to forget the sequence.
+  (void)sched.abort(1);
+  EXPECT_NE(std::find(tier.released.begin(), tier.released.end(), 1), tier.released.end());
+}
+
+TEST(KvTierPrefetch, NothingToReadWhenThePrefixIsInMemory) {
+  GatedTier tier;
+  KvCacheConfig kc;
+  kc.num_blocks = 32;
+  kc.block_size = kBlockSize;
+  kc.cache_namespace = "test/tiny";
+  KvCacheManager kv(kc, &tier);
+  Sequence a = make_seq(1, tokens(9, 1));
+  ASSERT_TRUE(kv.allocate_slots(a, 9).has_value());
+  a.num_computed_tokens = 9;
+  kv.cache_full_blocks(a);
+  Sequence b = make_seq(2, tokens(9, 1));  // same 2 full blocks, both in memory
+  EXPECT_TRUE(kv.prefetch_ready(b));
+  EXPECT_TRUE(tier.started.empty());
+  Sequence c = make_seq(3, tokens(13, 1));  // 3 full blocks: only the third is not in memory
+  EXPECT_FALSE(kv.prefetch_ready(c));
+  ASSERT_EQ(tier.started.size(), 1u);
+  EXPECT_EQ(tier.started[0].first, 2);
+  EXPECT_EQ(tier.started[0].count, 1);
+  kv.free(a);
 }
 
 }  // namespace
