@@ -247,6 +247,12 @@ class SchemaCompiler {
   Result<Element> gen_number(const Json& s, const std::string& ptr, bool integer);
   Result<Element> gen_array(const Json& s, const std::string& ptr);
   Result<Element> gen_object(const Json& s, const std::string& ptr);
+  // json_schema_pattern_members.cc: patternProperties.
+  Result<std::optional<Json>> pattern_conjunction(const Json& pp, const std::string& name,
+                                                  const Json* declared, const Json* addl);
+  Result<std::optional<Element>> pattern_members(const Json& pp, const Json* addl,
+                                                 const std::vector<std::string>& names,
+                                                 const std::string& ptr);
 
   const Json& root_;
   JsonSchemaOptions o_;

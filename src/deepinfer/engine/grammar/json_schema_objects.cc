@@ -1,7 +1,8 @@
 // Object lowering for the JSON Schema compiler: declared properties in schema order (optional
 // ones skippable), then additional or pattern-matched members, with count bounds.
+#include <deque>
+
 #include "deepinfer/engine/grammar/json_schema_lowering.h"
-#include "deepinfer/engine/grammar/stack_pool.h"
 
 namespace deepinfer::engine::grammar::detail {
 namespace {
@@ -17,22 +18,6 @@ std::string escape_pointer(const std::string& k) {
   std::string out;
   for (char c : k) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
   return out;
-}
-
-// Whether a property name matches a JSON Schema pattern (search semantics).
-Result<bool> pattern_matches(const std::string& pattern, const std::string& name) {
-  GrammarBuilder b;
-  DI_ASSIGN_OR_RETURN(Element e, compile_regex(b, pattern, {.json_string = true, .search = true}));
-  uint32_t top = b.rule_with_alts("top", {{e}});
-  DI_ASSIGN_OR_RETURN(Grammar g, b.build(top));
-  StackPool pool(&g);
-  std::vector<uint32_t> cur = pool.initial(top), next;
-  std::string body = Json(name).dump();
-  for (size_t i = 1; i + 1 < body.size(); ++i) {
-    pool.advance(cur, static_cast<uint8_t>(body[i]), next);
-    cur.swap(next);
-  }
-  return std::find(cur.begin(), cur.end(), StackPool::kAccept) != cur.end();
 }
 
 }  // namespace
@@ -56,29 +41,30 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
   for (const auto& r : required)  // required but undeclared: must come from additionalProperties
     if (!declared.count(r)) props.push_back({r, addl, addl_ptr, true});
 
-  // The rule for keys of extra members, or none when no extra members are allowed.
-  std::optional<Element> extra_key;
-  const Json* extra_schema = addl;
-  std::string extra_ptr = addl_ptr;
+  Sequence sep = cat({ws_, lit(","), ws_});
+  auto member = [&](const Sequence& key, const Json& schema, const std::string& p) -> Result<Element> {
+    DI_ASSIGN_OR_RETURN(Element v, gen(schema, p));
+    return rule("member", {cat({key, ws_, lit(":"), ws_, {v}})});
+  };
+  // One extra member (key and value), or none when no extra members are allowed.
+  std::optional<Element> extra;
+  std::deque<Json> conjunctions;  // stable storage for the schemas props point to
   if (s.contains("patternProperties") && s["patternProperties"].is_object() &&
       !s["patternProperties"].empty()) {
+    // A name matching patterns must satisfy their schemas as well as its declared one (or,
+    // when undeclared and matched, instead of additionalProperties).
     const Json& pp = s["patternProperties"];
-    bool addl_false = addl->is_boolean() && !addl->get<bool>();
-    if (pp.size() > 1 || !addl_false)
-      return unsupported("json schema: keyword 'patternProperties' at '{}/patternProperties' is "
-                         "supported only with one pattern and additionalProperties false", ptr);
-    std::string pattern = pp.items().begin().key();
-    for (const auto& p : props) {
-      DI_ASSIGN_OR_RETURN(bool m, pattern_matches(pattern, p.name));
-      if (m) return unsupported("json schema: property '{}' at '{}' also matches patternProperties",
-                                p.name, ptr);
+    for (auto& p : props) {
+      bool undeclared = !declared.count(p.name);
+      DI_ASSIGN_OR_RETURN(std::optional<Json> c, pattern_conjunction(pp, p.name, undeclared ? nullptr : p.schema, addl));
+      if (c) {
+        conjunctions.push_back(std::move(*c));
+        p.schema = &conjunctions.back();
+      }
     }
-    auto re = compile_regex(b_, pattern, {.json_string = true, .search = true});
-    if (!re.is_ok())
-      return Status(re.status().code(), fmt::format("{} (at '{}/patternProperties')", re.status().message(), ptr));
-    extra_key = rule("pattern_key", {cat({lit("\""), {*re}, lit("\"")})});
-    extra_schema = &pp.items().begin().value();
-    extra_ptr = ptr + "/patternProperties/" + escape_pointer(pattern);
+    std::vector<std::string> names;
+    for (const auto& p : props) names.push_back(p.name);
+    DI_ASSIGN_OR_RETURN(extra, pattern_members(pp, addl, names, ptr));
   } else if (!(addl->is_boolean() && !addl->get<bool>())) {
     std::vector<std::string> names;
     for (const auto& p : props) {
@@ -86,7 +72,8 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
       names.push_back(q.substr(1, q.size() - 2));
     }
     DI_ASSIGN_OR_RETURN(Element k, key_excluding(b_, names));
-    extra_key = k;
+    DI_ASSIGN_OR_RETURN(Element add, member({k}, *addl, addl_ptr));
+    extra = add;
   }
 
   // Count bounds: checked against what the layout already guarantees, else applied to extras.
@@ -96,7 +83,7 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
   if (s.contains("minProperties") && s["minProperties"].is_number()) {
     int64_t m = static_cast<int64_t>(std::ceil(s["minProperties"].get<double>()));
     if (m > n_req) {
-      if (!props.empty() || !extra_key)
+      if (!props.empty() || !extra)
         return unsupported("json schema: keyword 'minProperties' at '{}/minProperties' is not "
                            "supported with optional properties", ptr);
       tmin = m;
@@ -104,7 +91,7 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
   }
   if (s.contains("maxProperties") && s["maxProperties"].is_number()) {
     int64_t m = static_cast<int64_t>(std::floor(s["maxProperties"].get<double>()));
-    if (extra_key || static_cast<int64_t>(props.size()) > m) {
+    if (extra || static_cast<int64_t>(props.size()) > m) {
       if (!props.empty())
         return unsupported("json schema: keyword 'maxProperties' at '{}/maxProperties' is not "
                            "supported with declared properties", ptr);
@@ -115,15 +102,10 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
   if (tmin > kMaxObjectExpand || tmax > kMaxObjectExpand)
     return unsupported("json schema: property count bound at '{}' is too large", ptr);
 
-  Sequence sep = cat({ws_, lit(","), ws_});
-  auto member = [&](const Sequence& key, const Json& schema, const std::string& p) -> Result<Element> {
-    DI_ASSIGN_OR_RETURN(Element v, gen(schema, p));
-    return rule("member", {cat({key, ws_, lit(":"), ws_, {v}})});
-  };
   // s_next[f]: the rest of the members, f = a member was already written (comma needed).
   std::array<Sequence, 2> s_next;
-  if (extra_key) {
-    DI_ASSIGN_OR_RETURN(Element add, member({*extra_key}, *extra_schema, extra_ptr));
+  if (extra) {
+    const Element add = *extra;
     s_next[1] = {b_.repeat(cat({sep, {add}}), tmin, tmax, "extra")};
     Sequence first = {add, b_.repeat(cat({sep, {add}}), std::max<int64_t>(0, tmin - 1),
                                      tmax < 0 ? -1 : tmax - 1, "extra")};

@@ -2,6 +2,7 @@
 // objects (keys in schema order; optional ones may be skipped).
 #include <cmath>
 
+#include "deepinfer/engine/grammar/code_point_dfa.h"
 #include "deepinfer/engine/grammar/json_schema_lowering.h"
 
 namespace deepinfer::engine::grammar::detail {
@@ -113,6 +114,36 @@ size_t utf8_length(const std::string& s) {
   return n;
 }
 
+// The strings matching the pattern (search semantics) and the format (whole string) with
+// between lo and hi code points (hi < 0: unbounded), as one automaton.
+Result<CodePointDfa> string_automaton(const std::optional<std::string>& pattern,
+                                      const std::optional<std::string>& format, int64_t lo, int64_t hi) {
+  std::vector<CodePointDfa> parts;
+  if (pattern) {
+    DI_ASSIGN_OR_RETURN(CodePointDfa d, dfa_from_pattern(*pattern, /*search=*/true));
+    parts.push_back(std::move(d));
+  }
+  if (format) {
+    DI_ASSIGN_OR_RETURN(CodePointDfa d, dfa_from_pattern(*format, /*search=*/false));
+    parts.push_back(std::move(d));
+  }
+  CodePointDfa lang = parts[0];
+  if (parts.size() == 2) {
+    DI_ASSIGN_OR_RETURN(lang, dfa_product({&parts[0], &parts[1]}, [](const std::vector<bool>& a) {
+      return a[0] && a[1];
+    }));
+  }
+  // Bounds the language already meets are dropped (`^[0-9]{5}$` with maxLength 5).
+  auto [shortest, longest] = dfa_length_range(lang);
+  if (shortest >= lo) lo = 0;
+  if (hi >= 0 && longest >= 0 && longest <= hi) hi = -1;
+  if (lo > 0 || hi >= 0) {
+    if (lo > kMaxLengthExpand) return unsupported("minLength {} is above {}", lo, kMaxLengthExpand);
+    DI_ASSIGN_OR_RETURN(lang, dfa_with_length(lang, lo, hi));
+  }
+  return lang;
+}
+
 }  // namespace
 
 Result<Element> SchemaCompiler::gen_typed(const Json& s, const std::string& ptr) {
@@ -221,14 +252,10 @@ Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr
 Result<Element> SchemaCompiler::gen_string(const Json& s, const std::string& ptr) {
   auto min = get_count(s, "minLength");
   auto max = get_count(s, "maxLength");
-  std::optional<std::string> re;
-  bool search = false;
-  std::string where;
+  std::optional<std::string> pattern, format;
   if (s.contains("pattern")) {
     if (!s["pattern"].is_string()) return invalid_argument("json schema: pattern at '{}' is not a string", ptr);
-    re = s["pattern"].get<std::string>();
-    search = true;
-    where = ptr + "/pattern";
+    pattern = s["pattern"].get<std::string>();
   }
   if (o_.enforce_formats && s.contains("format") && s["format"].is_string()) {
     // A format the 2020-12 spec defines is enforced or refused; any other name ("byte",
@@ -236,30 +263,33 @@ Result<Element> SchemaCompiler::gen_string(const Json& s, const std::string& ptr
     const std::string f = s["format"].get<std::string>();
     if (!format_regex(f) && spec_defined_format(f))
       return unsupported("json schema: format '{}' at '{}/format' is not supported", f, ptr);
-    if (auto f = format_regex(s["format"].get<std::string>())) {
-      if (re) return unsupported("json schema: 'format' with 'pattern' at '{}' is not supported", ptr);
-      re = *f;
-      where = ptr + "/format";
-    }
+    format = format_regex(f);
   }
-  if (re && (min || max) && search) {
+  if (pattern && !format && (min || max)) {
     // `^C*$`-like patterns (one character class, repeated) meet length bounds exactly as
-    // C{lo,hi}; other patterns would need an automaton intersection, so they are refused.
-    if (auto run = single_class_run(*re)) {
+    // C{lo,hi}, a counted run whose precompute is cheap; other patterns go to the automaton.
+    if (auto run = single_class_run(*pattern)) {
       int64_t lo = std::max<int64_t>(run->lo, min.value_or(0));
       int64_t hi = run->hi < 0 ? max.value_or(-1) : (max ? std::min<int64_t>(run->hi, *max) : run->hi);
       if (hi >= 0 && hi < lo) return never();
       if (lo > kMaxLengthExpand) return unsupported("json schema: minLength {} at '{}' is above {}", lo, ptr, kMaxLengthExpand);
       if (hi > kMaxLengthExpand) hi = std::max(lo, kMaxLengthExpand);  // sound: fewer strings
-      re = fmt::format("^{}{{{},{}}}$", run->atom, lo, hi < 0 ? std::string() : std::to_string(hi));
+      pattern = fmt::format("^{}{{{},{}}}$", run->atom, lo, hi < 0 ? std::string() : std::to_string(hi));
       min.reset();
       max.reset();
     }
   }
-  if (re) {
-    if (min || max)
-      return unsupported("json schema: minLength/maxLength with pattern or format at '{}' is not supported", ptr);
-    auto e = compile_regex(b_, *re, RegexOptions{.json_string = true, .search = search});
+  if ((pattern || format) && (min || max || (pattern && format))) {
+    // Several constraints on one string: intersect their automata (exact), then lower.
+    auto lang = string_automaton(pattern, format, min.value_or(0), max.value_or(-1));
+    if (!lang.is_ok())
+      return Status(lang.status().code(), fmt::format("json schema: string constraints at '{}' "
+                                                      "(pattern/format/length): {}", ptr, lang.status().message()));
+    return rule("pattern_string", {cat({lit("\""), {dfa_to_rule(b_, *lang, true, "str_dfa")}, lit("\"")})});
+  }
+  if (pattern || format) {
+    std::string where = ptr + (pattern ? "/pattern" : "/format");
+    auto e = compile_regex(b_, pattern ? *pattern : *format, RegexOptions{.json_string = true, .search = pattern.has_value()});
     if (!e.is_ok())
       return Status(e.status().code(), fmt::format("{} (at '{}')", e.status().message(), where));
     return rule("pattern_string", {cat({lit("\""), {*e}, lit("\"")})});

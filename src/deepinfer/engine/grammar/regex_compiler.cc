@@ -1,292 +1,71 @@
-// Recursive-descent regex parser emitting grammar rules directly (see regex_compiler.h).
+// Lowers a parsed regex (regex_ast.h) to grammar rules (see regex_compiler.h).
 #include "deepinfer/engine/grammar/regex_compiler.h"
 
-#include <string>
-
 #include "deepinfer/engine/grammar/char_class.h"
+#include "deepinfer/engine/grammar/regex_ast.h"
 
 namespace deepinfer::engine::grammar {
 namespace {
 
-constexpr int kMaxRepeat = 10000;
+using Kind = RegexNode::Kind;
 
-class RegexParser {
+class RegexLowering {
  public:
-  RegexParser(GrammarBuilder& b, std::string_view p, const RegexOptions& o) : b_(b), p_(p), o_(o) {}
+  RegexLowering(GrammarBuilder& b, const RegexAst& ast, bool json_string)
+      : b_(b), ast_(ast), json_string_(json_string) {}
 
-  Result<Element> parse_top() {
+  Result<Element> top() {
     std::vector<Sequence> alts;
-    while (true) {
-      Sequence seq;
-      bool anchored_start = false, anchored_end = false;
-      if (peek('^')) { ++i_; anchored_start = true; }
-      DI_ASSIGN_OR_RETURN(Sequence body, parse_concat(/*top=*/true));
-      if (peek('$')) { ++i_; anchored_end = true; }
-      if (o_.search && !anchored_start) seq.push_back(any_star());
-      seq.insert(seq.end(), body.begin(), body.end());
-      if (o_.search && !anchored_end) seq.push_back(any_star());
-      alts.push_back(std::move(seq));
-      if (i_ >= p_.size()) break;
-      if (p_[i_] != '|') return error("unexpected character");
-      ++i_;
+    for (int br : ast_.branches) {
+      DI_ASSIGN_OR_RETURN(Sequence s, lower(br));
+      alts.push_back(std::move(s));
     }
     return GrammarBuilder::call(b_.rule_with_alts("regex", std::move(alts)));
   }
 
  private:
-  bool peek(char c) const { return i_ < p_.size() && p_[i_] == c; }
-  Status error(std::string_view what) const {
-    return invalid_argument("regex '{}': {} at offset {}", p_, what, i_);
-  }
-  Status refuse(std::string_view what) const {
-    return unsupported("regex '{}': {} (offset {}) is not supported", p_, what, i_);
-  }
-  Element any_star() {
-    return b_.star({char_class(b_, CodePointSet::any(), o_.json_string)}, "regex_any");
-  }
-  Element cls(const CodePointSet& s) {
-    return char_class(b_, ignore_case_ ? s.ignore_case() : s, o_.json_string);
-  }
-
-  Result<Element> parse_alt() {
-    std::vector<Sequence> alts;
-    while (true) {
-      DI_ASSIGN_OR_RETURN(Sequence seq, parse_concat(false));
-      alts.push_back(std::move(seq));
-      if (!peek('|')) break;
-      ++i_;
-    }
-    return GrammarBuilder::call(b_.rule_with_alts("group", std::move(alts)));
-  }
-
-  Result<Sequence> parse_concat(bool top) {
-    Sequence seq;
-    while (i_ < p_.size() && p_[i_] != '|' && p_[i_] != ')') {
-      if (p_[i_] == '$') {
-        if (top && (i_ + 1 == p_.size() || p_[i_ + 1] == '|')) break;
-        return refuse("'$' anchor inside the pattern");
-      }
-      if (p_[i_] == '^') return refuse("'^' anchor inside the pattern");
-      DI_ASSIGN_OR_RETURN(Sequence atom, parse_atom());
-      DI_ASSIGN_OR_RETURN(Sequence rep, parse_quantifier(std::move(atom)));
-      seq.insert(seq.end(), rep.begin(), rep.end());
-      DI_RETURN_IF_ERROR(b_.check_budget());
-    }
-    if (top && peek(')')) return error("unbalanced ')'");
-    return seq;
-  }
-
-  Result<Sequence> parse_quantifier(Sequence atom) {
-    while (i_ < p_.size()) {
-      int64_t lo, hi;
-      char c = p_[i_];
-      if (c == '*') { lo = 0; hi = -1; ++i_; }
-      else if (c == '+') { lo = 1; hi = -1; ++i_; }
-      else if (c == '?') { lo = 0; hi = 1; ++i_; }
-      else if (c == '{') {
-        size_t save = i_;
-        ++i_;
-        auto num = [&](int64_t& out) {
-          size_t st = i_;
-          out = 0;
-          while (i_ < p_.size() && isdigit(static_cast<unsigned char>(p_[i_])) && out <= kMaxRepeat)
-            out = out * 10 + (p_[i_++] - '0');
-          return i_ > st;
-        };
-        if (!num(lo)) { i_ = save; return atom; }  // a literal '{'
-        hi = lo;
-        if (peek(',')) {
-          ++i_;
-          if (!num(hi)) hi = -1;
+  Result<Sequence> lower(int id) {
+    const RegexNode& n = ast_.nodes[id];
+    switch (n.kind) {
+      case Kind::kClass:
+        return Sequence{char_class(b_, n.set, json_string_)};
+      case Kind::kConcat: {
+        Sequence seq;
+        for (int k : n.kids) {
+          DI_ASSIGN_OR_RETURN(Sequence s, lower(k));
+          seq.insert(seq.end(), s.begin(), s.end());
+          DI_RETURN_IF_ERROR(b_.check_budget());
         }
-        if (!peek('}')) return error("malformed {m,n} quantifier");
-        ++i_;
-        if (lo > kMaxRepeat || hi > kMaxRepeat) return refuse("a repetition count above 10000");
-        if (hi >= 0 && hi < lo) return error("{m,n} with n < m");
-      } else {
-        return atom;
+        return seq;
       }
-      if (peek('?')) ++i_;  // lazy: same language
-      else if (peek('+')) return refuse("possessive quantifier");
-      atom = Sequence{b_.repeat(atom, lo, hi, "regex_rep")};
-    }
-    return atom;
-  }
-
-  Result<Sequence> parse_atom() {
-    char c = p_[i_];
-    if (c == '(') {
-      ++i_;
-      if (peek('?')) {
-        ++i_;
-        if (peek(':')) ++i_;
-        else if (peek('<') && i_ + 1 < p_.size() && p_[i_ + 1] != '=' && p_[i_ + 1] != '!') {
-          while (i_ < p_.size() && p_[i_] != '>') ++i_;
-          ++i_;
-        } else {
-          return refuse("lookaround or inline flag group");
+      case Kind::kAlt: {
+        std::vector<Sequence> alts;
+        for (int k : n.kids) {
+          DI_ASSIGN_OR_RETURN(Sequence s, lower(k));
+          alts.push_back(std::move(s));
         }
+        return Sequence{GrammarBuilder::call(b_.rule_with_alts("group", std::move(alts)))};
       }
-      DI_ASSIGN_OR_RETURN(Element inner, parse_alt());
-      if (!peek(')')) return error("missing ')'");
-      ++i_;
-      return Sequence{inner};
-    }
-    if (c == '[') return parse_class();
-    if (c == '.') {
-      ++i_;
-      CodePointSet s;
-      s.add('\n');
-      s.add('\r');
-      s.add(0x2028, 0x2029);
-      return Sequence{cls(s.complement())};
-    }
-    if (c == '\\') {
-      DI_ASSIGN_OR_RETURN(CodePointSet s, parse_escape(false));
-      return Sequence{cls(s)};
-    }
-    if (c == '*' || c == '+' || c == '?') return error("quantifier without an operand");
-    uint32_t cp;
-    DI_RETURN_IF_ERROR(next_utf8(cp));
-    CodePointSet s;
-    s.add(cp);
-    return Sequence{cls(s)};
-  }
-
-  Status next_utf8(uint32_t& cp) {
-    unsigned char c = static_cast<unsigned char>(p_[i_]);
-    int n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    if (i_ + n > p_.size()) return error("truncated UTF-8");
-    cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
-    for (int k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(p_[i_ + k]) & 0x3F);
-    i_ += n;
-    return Status::ok();
-  }
-
-  int hex_value(size_t at, int digits) const {
-    if (at + digits > p_.size()) return -1;
-    int v = 0;
-    for (int k = 0; k < digits; ++k) {
-      char h = p_[at + k];
-      int d = isdigit(static_cast<unsigned char>(h)) ? h - '0'
-              : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
-      if (d < 0) return -1;
-      v = v * 16 + d;
-    }
-    return v;
-  }
-
-  Result<CodePointSet> parse_escape(bool in_class) {
-    ++i_;  // backslash
-    if (i_ >= p_.size()) return error("trailing backslash");
-    char e = p_[i_++];
-    CodePointSet s;
-    switch (e) {
-      case 'd': return CodePointSet::digit();
-      case 'D': return CodePointSet::digit().complement();
-      case 'w': return CodePointSet::word();
-      case 'W': return CodePointSet::word().complement();
-      case 's': return CodePointSet::space();
-      case 'S': return CodePointSet::space().complement();
-      case 'n': s.add('\n'); return s;
-      case 't': s.add('\t'); return s;
-      case 'r': s.add('\r'); return s;
-      case 'f': s.add('\f'); return s;
-      case 'v': s.add('\v'); return s;
-      case '0': s.add(0); return s;
-      case 'b':
-        if (in_class) { s.add('\b'); return s; }
-        return refuse("word boundary \\b");
-      case 'B': return refuse("\\B");
-      case 'p': case 'P': return refuse("Unicode property escape");
-      case 'x': {
-        int v = hex_value(i_, 2);
-        if (v < 0) return error("bad \\x escape");
-        i_ += 2;
-        s.add(v);
-        return s;
-      }
-      case 'u': {
-        int v = -1;
-        if (peek('{')) {
-          size_t end = p_.find('}', i_);
-          if (end != std::string_view::npos && end - i_ - 1 <= 6) v = hex_value(i_ + 1, end - i_ - 1);
-          if (v >= 0) i_ = end + 1;
-        } else {
-          v = hex_value(i_, 4);
-          if (v >= 0) i_ += 4;
-        }
-        if (v < 0) return error("bad \\u escape");
-        s.add(v);
-        return s;
-      }
-      default:
-        if (isdigit(static_cast<unsigned char>(e))) return refuse("backreference");
-        if (isalpha(static_cast<unsigned char>(e))) return refuse(std::string("escape \\") + e);
-        --i_;
-        uint32_t cp;
-        DI_RETURN_IF_ERROR(next_utf8(cp));
-        s.add(cp);
-        return s;
-    }
-  }
-
-  Result<Sequence> parse_class() {
-    ++i_;  // [
-    bool negate = peek('^');
-    if (negate) ++i_;
-    CodePointSet s;
-    while (i_ < p_.size() && p_[i_] != ']') {  // ECMAScript: "[]" is the empty class
-      CodePointSet item;
-      uint32_t lo = 0;
-      bool single = false;
-      if (p_[i_] == '\\') {
-        DI_ASSIGN_OR_RETURN(item, parse_escape(true));
-        if (item.ranges().size() == 1 && item.ranges()[0].first == item.ranges()[0].second) {
-          single = true;
-          lo = item.ranges()[0].first;
-        }
-      } else {
-        DI_RETURN_IF_ERROR(next_utf8(lo));
-        single = true;
-      }
-      if (single && peek('-') && i_ + 1 < p_.size() && p_[i_ + 1] != ']') {
-        ++i_;
-        uint32_t hi = 0;
-        if (p_[i_] == '\\') {
-          DI_ASSIGN_OR_RETURN(CodePointSet h, parse_escape(true));
-          if (h.ranges().size() != 1 || h.ranges()[0].first != h.ranges()[0].second)
-            return error("class range ends in a class escape");
-          hi = h.ranges()[0].first;
-        } else {
-          DI_RETURN_IF_ERROR(next_utf8(hi));
-        }
-        if (hi < lo) return error("class range out of order");
-        s.add(lo, hi);
-      } else if (single) {
-        s.add(lo);
-      } else {
-        s.add(item);
+      case Kind::kRepeat: {
+        DI_ASSIGN_OR_RETURN(Sequence body, lower(n.kids[0]));
+        if (n.lo == 0 && n.hi < 0) return Sequence{b_.star(body, "regex_star")};
+        return Sequence{b_.repeat(body, n.lo, n.hi, "regex_rep")};
       }
     }
-    if (!peek(']')) return error("missing ']'");
-    ++i_;
-    if (ignore_case_) s = s.ignore_case();
-    return Sequence{char_class(b_, negate ? s.complement() : s, o_.json_string)};
+    return Sequence{};
   }
 
   GrammarBuilder& b_;
-  std::string_view p_;
-  RegexOptions o_;
-  size_t i_ = 0;
-  bool ignore_case_ = false;
+  const RegexAst& ast_;
+  bool json_string_;
 };
 
 }  // namespace
 
 Result<Element> compile_regex(GrammarBuilder& b, std::string_view pattern, const RegexOptions& o) {
-  RegexParser parser(b, pattern, o);
-  return parser.parse_top();
+  DI_ASSIGN_OR_RETURN(RegexAst ast, parse_regex(pattern, o.search));
+  RegexLowering lowering(b, ast, o.json_string);
+  return lowering.top();
 }
 
 }  // namespace deepinfer::engine::grammar

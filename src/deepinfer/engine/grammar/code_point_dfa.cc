@@ -1,0 +1,436 @@
+// Thompson NFA -> subset construction over code-point atoms, products, length counters,
+// Moore minimization and lowering to grammar rules (see code_point_dfa.h).
+#include "deepinfer/engine/grammar/code_point_dfa.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "deepinfer/engine/grammar/char_class.h"
+
+namespace deepinfer::engine::grammar {
+namespace {
+
+constexpr uint32_t kMaxCp = 0x10FFFF;
+constexpr size_t kMaxNfaStates = 200'000;
+using Kind = RegexNode::Kind;
+using Atoms = std::vector<std::pair<uint32_t, uint32_t>>;
+
+Status too_many_states(size_t cap) {
+  return unsupported("string automaton: more than {} states (the cap on one string language)", cap);
+}
+
+// Atoms from interval starts: every boundary begins a new atom; surrogates are left out.
+Atoms atoms_from_boundaries(std::vector<uint32_t> starts) {
+  starts.push_back(0);
+  starts.push_back(0xD800);
+  starts.push_back(0xE000);
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  Atoms atoms;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    if (starts[i] > kMaxCp) break;
+    uint32_t end = i + 1 < starts.size() && starts[i + 1] <= kMaxCp + 1 ? starts[i + 1] - 1 : kMaxCp;
+    if (starts[i] >= 0xD800 && starts[i] <= 0xDFFF) continue;
+    atoms.emplace_back(starts[i], end);
+  }
+  return atoms;
+}
+
+// Index of the atom of `atoms` that contains code point cp, or -1.
+int atom_of(const Atoms& atoms, uint32_t cp) {
+  auto it = std::upper_bound(atoms.begin(), atoms.end(), std::make_pair(cp, kMaxCp + 1));
+  if (it == atoms.begin()) return -1;
+  --it;
+  return cp <= it->second ? static_cast<int>(it - atoms.begin()) : -1;
+}
+
+// Re-expresses `d` over a finer atom partition.
+CodePointDfa refine(const CodePointDfa& d, const Atoms& atoms) {
+  std::vector<int> old(atoms.size());
+  for (size_t a = 0; a < atoms.size(); ++a) old[a] = atom_of(d.atoms, atoms[a].first);
+  CodePointDfa out;
+  out.atoms = atoms;
+  out.accept = d.accept;
+  out.next.resize(d.num_states());
+  for (size_t s = 0; s < d.num_states(); ++s) {
+    out.next[s].resize(atoms.size());
+    for (size_t a = 0; a < atoms.size(); ++a) out.next[s][a] = old[a] < 0 ? -1 : d.next[s][old[a]];
+  }
+  return out;
+}
+
+struct Nfa {
+  std::vector<std::vector<int>> eps;                         // [states]
+  std::vector<std::vector<std::pair<int, int>>> edges;       // [states] (class node, target)
+  int add() {
+    eps.emplace_back();
+    edges.emplace_back();
+    return static_cast<int>(eps.size()) - 1;
+  }
+};
+
+class NfaBuilder {
+ public:
+  NfaBuilder(const RegexAst& ast, Nfa& nfa) : ast_(ast), nfa_(nfa) {}
+
+  // Adds node `id` from state `from`; returns the end state.
+  Result<int> build(int id, int from) {
+    if (nfa_.eps.size() > kMaxNfaStates) return too_many_states(kMaxNfaStates);
+    const RegexNode& n = ast_.nodes[id];
+    switch (n.kind) {
+      case Kind::kClass: {
+        int to = nfa_.add();
+        nfa_.edges[from].emplace_back(id, to);
+        return to;
+      }
+      case Kind::kConcat: {
+        int cur = from;
+        for (int k : n.kids) {
+          DI_ASSIGN_OR_RETURN(cur, build(k, cur));
+        }
+        return cur;
+      }
+      case Kind::kAlt: {
+        int end = nfa_.add();
+        for (int k : n.kids) {
+          int start = nfa_.add();
+          nfa_.eps[from].push_back(start);
+          DI_ASSIGN_OR_RETURN(int e, build(k, start));
+          nfa_.eps[e].push_back(end);
+        }
+        return end;
+      }
+      case Kind::kRepeat: {
+        int cur = from;
+        for (int64_t i = 0; i < n.lo; ++i) {
+          DI_ASSIGN_OR_RETURN(cur, build(n.kids[0], cur));
+        }
+        if (n.hi < 0) {
+          int loop = nfa_.add();
+          nfa_.eps[cur].push_back(loop);
+          int start = nfa_.add();
+          nfa_.eps[loop].push_back(start);
+          DI_ASSIGN_OR_RETURN(int e, build(n.kids[0], start));
+          nfa_.eps[e].push_back(loop);
+          return loop;
+        }
+        int end = nfa_.add();
+        for (int64_t i = n.lo; i < n.hi; ++i) {
+          nfa_.eps[cur].push_back(end);
+          DI_ASSIGN_OR_RETURN(cur, build(n.kids[0], cur));
+        }
+        nfa_.eps[cur].push_back(end);
+        return end;
+      }
+    }
+    return from;
+  }
+
+ private:
+  const RegexAst& ast_;
+  Nfa& nfa_;
+};
+
+void eps_closure(const Nfa& nfa, std::vector<int>& set, std::vector<uint8_t>& seen) {
+  for (size_t i = 0; i < set.size(); ++i)
+    for (int t : nfa.eps[set[i]])
+      if (!seen[t]) {
+        seen[t] = 1;
+        set.push_back(t);
+      }
+  for (int s : set) seen[s] = 0;
+  std::sort(set.begin(), set.end());
+}
+
+std::vector<uint32_t> decode_utf8(std::string_view s) {
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    int n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
+    for (int k = 1; k < n && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    out.push_back(cp);
+    i += n;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<CodePointDfa> dfa_from_regex(const RegexAst& ast, size_t max_states) {
+  std::vector<uint32_t> starts;
+  for (const auto& n : ast.nodes)
+    if (n.kind == Kind::kClass)
+      for (auto [lo, hi] : n.set.ranges()) {
+        starts.push_back(lo);
+        starts.push_back(hi + 1);
+      }
+  CodePointDfa d;
+  d.atoms = atoms_from_boundaries(std::move(starts));
+  const size_t na = d.atoms.size();
+
+  Nfa nfa;
+  int start = nfa.add();
+  int accept = nfa.add();
+  NfaBuilder nb(ast, nfa);
+  for (int br : ast.branches) {
+    int s = nfa.add();
+    nfa.eps[start].push_back(s);
+    DI_ASSIGN_OR_RETURN(int e, nb.build(br, s));
+    nfa.eps[e].push_back(accept);
+  }
+  // Which atoms each class node admits (atoms refine every class, so one point decides).
+  std::vector<std::vector<uint8_t>> admits(ast.nodes.size());  // [nodes][atoms]
+  for (size_t i = 0; i < ast.nodes.size(); ++i)
+    if (ast.nodes[i].kind == Kind::kClass) {
+      admits[i].resize(na);
+      for (size_t a = 0; a < na; ++a) admits[i][a] = ast.nodes[i].set.contains(d.atoms[a].first);
+    }
+
+  std::vector<uint8_t> seen(nfa.eps.size(), 0);
+  std::map<std::vector<int>, int32_t> index;
+  std::vector<std::vector<int>> sets;
+  auto intern = [&](std::vector<int> set) -> int32_t {
+    if (set.empty()) return -1;
+    eps_closure(nfa, set, seen);
+    auto [it, inserted] = index.try_emplace(set, static_cast<int32_t>(sets.size()));
+    if (inserted) sets.push_back(std::move(set));
+    return it->second;
+  };
+  intern({start});
+  for (size_t q = 0; q < sets.size(); ++q) {
+    if (sets.size() > max_states) return too_many_states(max_states);
+    std::vector<int32_t> row(na, -1);
+    for (size_t a = 0; a < na; ++a) {
+      std::vector<int> to;
+      for (int s : sets[q])
+        for (auto [cls, t] : nfa.edges[s])
+          if (admits[cls][a] && !seen[t]) {
+            seen[t] = 1;
+            to.push_back(t);
+          }
+      for (int t : to) seen[t] = 0;
+      row[a] = intern(std::move(to));
+    }
+    d.next.push_back(std::move(row));
+    d.accept.push_back(std::binary_search(sets[q].begin(), sets[q].end(), accept));
+  }
+  return d;
+}
+
+Result<CodePointDfa> dfa_from_pattern(std::string_view pattern, bool search, size_t max_states) {
+  DI_ASSIGN_OR_RETURN(RegexAst ast, parse_regex(pattern, search));
+  DI_ASSIGN_OR_RETURN(CodePointDfa d, dfa_from_regex(ast, max_states));
+  return dfa_minimize(d);
+}
+
+Result<CodePointDfa> dfa_of_strings(const std::vector<std::string>& strings) {
+  RegexAst ast;
+  for (const auto& s : strings) {
+    RegexNode cat = RegexNode::of(Kind::kConcat);
+    for (uint32_t cp : decode_utf8(s)) {
+      CodePointSet one;
+      one.add(cp);
+      ast.nodes.push_back(RegexNode::of_class(one));
+      cat.kids.push_back(static_cast<int>(ast.nodes.size()) - 1);
+    }
+    ast.nodes.push_back(std::move(cat));
+    ast.branches.push_back(static_cast<int>(ast.nodes.size()) - 1);
+  }
+  DI_ASSIGN_OR_RETURN(CodePointDfa d, dfa_from_regex(ast, kMaxNfaStates));
+  return dfa_minimize(d);
+}
+
+Result<CodePointDfa> dfa_product(const std::vector<const CodePointDfa*>& parts,
+                                 const std::function<bool(const std::vector<bool>&)>& accept,
+                                 size_t max_states) {
+  std::vector<uint32_t> starts;
+  for (const auto* p : parts)
+    for (auto [lo, hi] : p->atoms) starts.push_back(lo);
+  Atoms atoms = atoms_from_boundaries(std::move(starts));
+  std::vector<CodePointDfa> fine;
+  for (const auto* p : parts) fine.push_back(refine(*p, atoms));
+  CodePointDfa d;
+  d.atoms = atoms;
+  std::map<std::vector<int32_t>, int32_t> index;
+  std::vector<std::vector<int32_t>> tuples;
+  auto intern = [&](std::vector<int32_t> t) -> int32_t {
+    auto [it, inserted] = index.try_emplace(t, static_cast<int32_t>(tuples.size()));
+    if (inserted) tuples.push_back(std::move(t));
+    return it->second;
+  };
+  intern(std::vector<int32_t>(parts.size(), 0));
+  std::vector<bool> acc(parts.size());
+  for (size_t q = 0; q < tuples.size(); ++q) {
+    if (tuples.size() > max_states) return too_many_states(max_states);
+    std::vector<int32_t> row(atoms.size());
+    for (size_t a = 0; a < atoms.size(); ++a) {
+      std::vector<int32_t> t(parts.size());
+      for (size_t i = 0; i < parts.size(); ++i) t[i] = tuples[q][i] < 0 ? -1 : fine[i].next[tuples[q][i]][a];
+      row[a] = intern(std::move(t));  // dead parts stay as -1: the tuple may still accept
+    }
+    for (size_t i = 0; i < parts.size(); ++i) acc[i] = tuples[q][i] >= 0 && fine[i].accept[tuples[q][i]];
+    d.next.push_back(std::move(row));
+    d.accept.push_back(accept(acc));
+  }
+  return dfa_minimize(d);
+}
+
+Result<CodePointDfa> dfa_with_length(const CodePointDfa& d, int64_t lo, int64_t hi, size_t max_states) {
+  const int64_t cap = hi >= 0 ? hi : lo;  // unbounded: counts saturate at lo
+  CodePointDfa out;
+  out.atoms = d.atoms;
+  std::map<std::pair<int32_t, int64_t>, int32_t> index;
+  std::vector<std::pair<int32_t, int64_t>> states;
+  auto intern = [&](int32_t q, int64_t n) -> int32_t {
+    if (q < 0) return -1;
+    auto [it, inserted] = index.try_emplace({q, n}, static_cast<int32_t>(states.size()));
+    if (inserted) states.emplace_back(q, n);
+    return it->second;
+  };
+  intern(0, 0);
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (states.size() > max_states) return too_many_states(max_states);
+    auto [q, n] = states[i];
+    std::vector<int32_t> row(d.atoms.size(), -1);
+    if (hi < 0 || n < hi)
+      for (size_t a = 0; a < d.atoms.size(); ++a) row[a] = intern(d.next[q][a], std::min(n + 1, cap));
+    out.next.push_back(std::move(row));
+    out.accept.push_back(d.accept[q] && n >= lo);
+  }
+  return dfa_minimize(out);
+}
+
+CodePointDfa dfa_minimize(const CodePointDfa& d) {
+  const size_t n = d.num_states(), na = d.atoms.size();
+  // Live = reachable from the start and able to reach acceptance.
+  std::vector<uint8_t> reach(n, 0), coreach(n, 0);
+  std::vector<int32_t> work = {0};
+  if (n) reach[0] = 1;
+  while (!work.empty()) {
+    int32_t q = work.back();
+    work.pop_back();
+    for (int32_t t : d.next[q])
+      if (t >= 0 && !reach[t]) { reach[t] = 1; work.push_back(t); }
+  }
+  std::vector<std::vector<int32_t>> preds(n);
+  for (size_t q = 0; q < n; ++q)
+    for (int32_t t : d.next[q]) if (t >= 0) preds[t].push_back(static_cast<int32_t>(q));
+  for (size_t q = 0; q < n; ++q) if (d.accept[q]) { coreach[q] = 1; work.push_back(static_cast<int32_t>(q)); }
+  while (!work.empty()) {
+    int32_t q = work.back();
+    work.pop_back();
+    for (int32_t p : preds[q]) if (!coreach[p]) { coreach[p] = 1; work.push_back(p); }
+  }
+  CodePointDfa out;
+  out.atoms = d.atoms;
+  if (n == 0 || !reach[0] || !coreach[0]) {  // empty language: one dead start state
+    out.next.assign(1, std::vector<int32_t>(na, -1));
+    out.accept.assign(1, 0);
+    return out;
+  }
+  auto live = [&](int32_t q) { return q >= 0 && reach[q] && coreach[q]; };
+  // Moore refinement: blocks split by (block, blocks of successors) until stable.
+  std::vector<int32_t> block(n, -1);
+  for (size_t q = 0; q < n; ++q) if (live(static_cast<int32_t>(q))) block[q] = d.accept[q];
+  size_t num_blocks = 0;
+  while (true) {
+    std::map<std::vector<int32_t>, int32_t> sig;
+    std::vector<int32_t> nb(n, -1);
+    for (size_t q = 0; q < n; ++q) {
+      if (block[q] < 0) continue;
+      std::vector<int32_t> key = {block[q]};
+      for (int32_t t : d.next[q]) key.push_back(live(t) ? block[t] : -1);
+      nb[q] = sig.try_emplace(std::move(key), static_cast<int32_t>(sig.size())).first->second;
+    }
+    block = std::move(nb);
+    if (sig.size() == num_blocks) break;
+    num_blocks = sig.size();
+  }
+  // Renumber blocks in BFS order from the start so the start is state 0.
+  std::vector<int32_t> id(num_blocks, -1), rep;
+  id[block[0]] = 0;
+  rep.push_back(0);
+  for (size_t i = 0; i < rep.size(); ++i) {
+    int32_t q = rep[i];
+    std::vector<int32_t> row(na, -1);
+    for (size_t a = 0; a < na; ++a) {
+      int32_t t = d.next[q][a];
+      if (!live(t)) continue;
+      if (id[block[t]] < 0) {
+        id[block[t]] = static_cast<int32_t>(rep.size());
+        rep.push_back(t);
+      }
+      row[a] = id[block[t]];
+    }
+    out.next.push_back(std::move(row));
+    out.accept.push_back(d.accept[q]);
+  }
+  return out;
+}
+
+bool dfa_is_empty(const CodePointDfa& d) {
+  CodePointDfa m = dfa_minimize(d);
+  return !m.accept[0] && std::all_of(m.next[0].begin(), m.next[0].end(), [](int32_t t) { return t < 0; });
+}
+
+std::pair<int64_t, int64_t> dfa_length_range(const CodePointDfa& d) {
+  const size_t n = d.num_states();
+  // Shortest: BFS. Longest: DFS over live states; a cycle among them means unbounded.
+  std::vector<int64_t> dist(n, -1);
+  std::vector<int32_t> queue = {0};
+  dist[0] = 0;
+  int64_t shortest = -1;
+  for (size_t i = 0; i < queue.size(); ++i) {
+    int32_t q = queue[i];
+    if (d.accept[q] && shortest < 0) shortest = dist[q];
+    for (int32_t t : d.next[q])
+      if (t >= 0 && dist[t] < 0) { dist[t] = dist[q] + 1; queue.push_back(t); }
+  }
+  if (shortest < 0) return {-1, -1};
+  std::vector<int64_t> longest(n, -2);  // -2 unvisited, -3 on the DFS path
+  std::function<int64_t(int32_t)> walk = [&](int32_t q) -> int64_t {
+    if (longest[q] == -3) return -1;  // cycle (minimized: every state is live)
+    if (longest[q] != -2) return longest[q];
+    longest[q] = -3;
+    int64_t best = d.accept[q] ? 0 : -2;
+    for (int32_t t : d.next[q]) {
+      if (t < 0) continue;
+      int64_t l = walk(t);
+      if (l == -1) { longest[q] = -1; return -1; }
+      if (l >= 0) best = std::max(best, l + 1);
+    }
+    longest[q] = best;
+    return best;
+  };
+  return {shortest, walk(0)};
+}
+
+bool dfa_matches(const CodePointDfa& d, std::string_view s) {
+  int32_t q = 0;
+  for (uint32_t cp : decode_utf8(s)) {
+    int a = atom_of(d.atoms, cp);
+    if (a < 0 || q < 0) return false;
+    q = d.next[q][a];
+    if (q < 0) return false;
+  }
+  return d.accept[q];
+}
+
+Element dfa_to_rule(GrammarBuilder& b, const CodePointDfa& in, bool json_string, const std::string& name) {
+  CodePointDfa d = dfa_minimize(in);
+  std::vector<uint32_t> rules(d.num_states());
+  for (size_t q = 0; q < d.num_states(); ++q) rules[q] = b.new_rule(name);
+  for (size_t q = 0; q < d.num_states(); ++q) {
+    std::map<int32_t, CodePointSet> by_target;
+    for (size_t a = 0; a < d.atoms.size(); ++a)
+      if (d.next[q][a] >= 0) by_target[d.next[q][a]].add(d.atoms[a].first, d.atoms[a].second);
+    for (const auto& [t, set] : by_target)
+      b.add_alt(rules[q], {char_class(b, set, json_string), GrammarBuilder::call(rules[t])});
+    if (d.accept[q]) b.add_alt(rules[q], {});
+  }
+  return GrammarBuilder::call(rules[0]);
+}
+
+}  // namespace deepinfer::engine::grammar

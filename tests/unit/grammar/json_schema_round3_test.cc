@@ -1,0 +1,155 @@
+// Round 3: string languages as code-point automata (pattern + length bounds, pattern +
+// format, several patternProperties and their interplay with declared and additional
+// properties). Each case includes instances a naive lowering would wrongly accept.
+#include <gtest/gtest.h>
+
+#include "deepinfer/engine/grammar/code_point_dfa.h"
+#include "deepinfer/engine/grammar/grammar_compiler.h"
+#include "grammar_test_util.h"
+
+namespace deepinfer::engine::grammar {
+namespace {
+
+using testing::synthetic_vocabulary;
+using testing::walk_text;
+
+std::shared_ptr<const CompiledGrammar> compile(const std::string& src) {
+  auto r = compile_grammar({GrammarSpec::kJsonSchema, src, {}}, synthetic_vocabulary());
+  EXPECT_TRUE(r.is_ok()) << r.status().message();
+  return r.is_ok() ? *r : nullptr;
+}
+
+bool accepts(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
+  if (!g) return false;
+  bool mismatch = false;
+  bool ok = walk_text(g, text, &mismatch);
+  EXPECT_FALSE(mismatch) << "mask disagrees with accept_token on '" << text << "'";
+  return ok;
+}
+
+CodePointDfa pattern(const std::string& p, bool search = true) {
+  auto d = dfa_from_pattern(p, search);
+  EXPECT_TRUE(d.is_ok()) << d.status().message();
+  return d.is_ok() ? *d : CodePointDfa{};
+}
+
+TEST(CodePointDfa, MatchesLikeTheRegex) {
+  CodePointDfa d = pattern("^[a-z]+(-[a-z]+)*$");
+  EXPECT_TRUE(dfa_matches(d, "ab-cd"));
+  EXPECT_FALSE(dfa_matches(d, "ab-"));
+  EXPECT_FALSE(dfa_matches(d, "-ab"));
+  CodePointDfa s = pattern("x[0-9]");  // search: anywhere in the string
+  EXPECT_TRUE(dfa_matches(s, "aax7bb"));
+  EXPECT_FALSE(dfa_matches(s, "aaxbb"));
+  CodePointDfa u = pattern("^\u00e9.$");  // code points, not bytes
+  EXPECT_TRUE(dfa_matches(u, "\u00e9\u4e2d"));
+  EXPECT_FALSE(dfa_matches(u, "\u00e9ab"));
+}
+
+TEST(CodePointDfa, ProductDifferenceAndLength) {
+  CodePointDfa a = pattern("^a"), b = pattern("b$");
+  auto only_a = dfa_product({&a, &b}, [](const std::vector<bool>& m) { return m[0] && !m[1]; });
+  ASSERT_TRUE(only_a.is_ok());
+  EXPECT_TRUE(dfa_matches(*only_a, "ax"));
+  EXPECT_FALSE(dfa_matches(*only_a, "axb"));
+  EXPECT_FALSE(dfa_matches(*only_a, "xa"));
+  auto neither = dfa_product({&a, &b}, [](const std::vector<bool>& m) { return !m[0] && !m[1]; });
+  ASSERT_TRUE(neither.is_ok());
+  EXPECT_TRUE(dfa_matches(*neither, ""));
+  EXPECT_TRUE(dfa_matches(*neither, "\u4e2d"));
+  EXPECT_FALSE(dfa_matches(*neither, "ab"));
+  auto names = dfa_of_strings({"id", "\u00e9t\u00e9"});
+  ASSERT_TRUE(names.is_ok());
+  EXPECT_TRUE(dfa_matches(*names, "\u00e9t\u00e9"));
+  EXPECT_FALSE(dfa_matches(*names, "i"));
+  auto len = dfa_with_length(a, 2, 3);
+  ASSERT_TRUE(len.is_ok());
+  EXPECT_TRUE(dfa_matches(*len, "a\u4e2d"));  // two code points, four bytes
+  EXPECT_FALSE(dfa_matches(*len, "a"));
+  EXPECT_FALSE(dfa_matches(*len, "abcd"));
+  EXPECT_EQ(dfa_length_range(pattern("^[0-9]{2,5}$")), std::make_pair(int64_t{2}, int64_t{5}));
+  EXPECT_EQ(dfa_length_range(pattern("^a+$")).second, -1);
+  EXPECT_TRUE(dfa_is_empty(*dfa_product({&a, &a}, [](const std::vector<bool>& m) { return m[0] && !m[1]; })));
+}
+
+TEST(CodePointDfa, StateCapIsARefusal) {
+  // The 14th character from the end must be 'a': 2^14 deterministic states.
+  auto d = dfa_from_pattern("^[ab]*a[ab]{13}$", true);
+  ASSERT_FALSE(d.is_ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(d.status().message().find("states"), std::string::npos);
+}
+
+TEST(GrammarJsonSchema, PatternMeetsLengthBounds) {
+  // Unanchored: some digit somewhere, 3 or 4 characters in all.
+  auto g = compile(R"({"type":"string","pattern":"[0-9]","minLength":3,"maxLength":4})");
+  EXPECT_TRUE(accepts(g, R"("ab1")"));
+  EXPECT_TRUE(accepts(g, R"("1bcd")"));
+  EXPECT_FALSE(accepts(g, R"("abc")"));    // length fine, no digit
+  EXPECT_FALSE(accepts(g, R"("a1bcd")"));  // digit, too long
+  EXPECT_FALSE(accepts(g, R"("1")"));
+  // Lengths count code points of the decoded string, not escapes or UTF-8 bytes.
+  auto e = compile(R"({"type":"string","pattern":"^x","maxLength":3})");
+  EXPECT_TRUE(accepts(e, "\"x\\n\u00e9\""));
+  EXPECT_FALSE(accepts(e, "\"x\\n\u00e9a\""));
+}
+
+TEST(GrammarJsonSchema, PatternMeetsFormat) {
+  auto g = compile(R"({"type":"string","format":"date","pattern":"^2024-"})");
+  EXPECT_TRUE(accepts(g, R"("2024-02-28")"));
+  EXPECT_FALSE(accepts(g, R"("2023-02-28")"));  // a date, wrong pattern
+  EXPECT_FALSE(accepts(g, R"("2024-13-01")"));  // the pattern, not a date
+  auto m = compile(R"({"type":"string","format":"email","maxLength":8})");
+  EXPECT_TRUE(accepts(m, R"("a@b.io")"));
+  EXPECT_FALSE(accepts(m, R"("abcd@b.io")"));
+  EXPECT_FALSE(accepts(m, R"("abcdefg")"));
+}
+
+TEST(GrammarJsonSchema, SeveralPatternProperties) {
+  auto g = compile(R"({"type":"object","patternProperties":{"^a":{"type":"integer"},
+      "b$":{"type":"string"}},"additionalProperties":false})");
+  EXPECT_TRUE(accepts(g, R"({"ax":1,"xb":"s"})"));
+  EXPECT_TRUE(accepts(g, R"({})"));
+  EXPECT_FALSE(accepts(g, R"({"ab":1})"));    // matches both: must be integer and string
+  EXPECT_FALSE(accepts(g, R"({"ab":"s"})"));
+  EXPECT_FALSE(accepts(g, R"({"c":1})"));     // matches none, additionalProperties false
+  EXPECT_FALSE(accepts(g, R"({"xb":1})"));
+}
+
+TEST(GrammarJsonSchema, PatternPropertiesWithAdditionalSchema) {
+  auto g = compile(R"({"type":"object","patternProperties":{"^x-":{"type":"string"}},
+      "additionalProperties":{"type":"integer"}})");
+  EXPECT_TRUE(accepts(g, R"({"x-a":"s","b":1})"));
+  EXPECT_FALSE(accepts(g, R"({"x-a":1})"));  // matched names do not fall back to additional
+  EXPECT_FALSE(accepts(g, R"({"b":"s"})"));
+  // additionalProperties absent: unmatched names take any value, matched ones must conform.
+  auto open = compile(R"({"type":"object","patternProperties":{"^[0-9]+$":{"type":"boolean"}}})");
+  EXPECT_TRUE(accepts(open, R"({"12":true,"a":[1]})"));
+  EXPECT_FALSE(accepts(open, R"({"12":"yes"})"));
+}
+
+TEST(GrammarJsonSchema, DeclaredNamesAlsoMeetMatchingPatterns) {
+  auto g = compile(R"({"type":"object","properties":{"x-id":{"type":"string","maxLength":3}},
+      "patternProperties":{"^x-":{"type":"string","minLength":2}}})");
+  EXPECT_TRUE(accepts(g, R"({"x-id":"ab"})"));
+  EXPECT_FALSE(accepts(g, R"({"x-id":"a"})"));     // declared schema alone would allow it
+  EXPECT_FALSE(accepts(g, R"({"x-id":"abcd"})"));
+  EXPECT_TRUE(accepts(g, R"({"x-id":"ab","x-z":"cd","y":null})"));
+  EXPECT_FALSE(accepts(g, R"({"x-id":"ab","x-z":"c"})"));
+  // A required name that is not declared takes the matching pattern's schema.
+  auto r = compile(R"({"type":"object","required":["x-a"],"patternProperties":{"^x-":{"type":"integer"}}})");
+  EXPECT_TRUE(accepts(r, R"({"x-a":1})"));
+  EXPECT_FALSE(accepts(r, R"({"x-a":"s"})"));
+  EXPECT_FALSE(accepts(r, R"({})"));
+}
+
+TEST(GrammarJsonSchema, PatternPropertyNamesNeedingEscapes) {
+  auto g = compile(R"({"type":"object","patternProperties":{"^q\"":{"type":"integer"}},
+      "additionalProperties":false})");
+  EXPECT_TRUE(accepts(g, R"({"q\"z":1})"));
+  EXPECT_FALSE(accepts(g, R"({"qz":1})"));
+  EXPECT_FALSE(accepts(g, R"({"q\"z":"s"})"));
+}
+
+}  // namespace
+}  // namespace deepinfer::engine::grammar
