@@ -151,5 +151,40 @@ TEST(GrammarJsonSchema, PatternPropertyNamesNeedingEscapes) {
   EXPECT_FALSE(accepts(g, R"({"q\"z":"s"})"));
 }
 
+TEST(GrammarJsonSchema, DependenciesBringTheirNames) {
+  // "card" needs "billing" (which comes later) and "zip" needs "city" (which comes earlier).
+  auto g = compile(R"({"type":"object","properties":{"name":{"type":"string"},
+      "city":{"type":"string"},"zip":{"type":"string"},"card":{"type":"integer"},
+      "billing":{"type":"string"}},"required":["name"],
+      "dependencies":{"card":["billing"],"zip":{"required":["city"]}},"additionalProperties":false})");
+  EXPECT_TRUE(accepts(g, R"({"name":"a"})"));
+  EXPECT_TRUE(accepts(g, R"({"name":"a","card":1,"billing":"b"})"));
+  EXPECT_TRUE(accepts(g, R"({"name":"a","billing":"b"})"));  // dependents alone are fine
+  EXPECT_TRUE(accepts(g, R"({"name":"a","city":"c","zip":"z"})"));
+  EXPECT_FALSE(accepts(g, R"({"name":"a","card":1})"));       // trigger without its dependent
+  EXPECT_FALSE(accepts(g, R"({"name":"a","zip":"z"})"));
+  EXPECT_FALSE(accepts(g, R"({"name":"a","zip":"z","card":1})"));
+  // dependentRequired (2019-09+) and a `false` dependency schema (the name may not appear).
+  auto d = compile(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},
+      "c":{"type":"integer"}},"dependentRequired":{"a":["b"]},"dependentSchemas":{"c":false}})");
+  EXPECT_TRUE(accepts(d, R"({"a":1,"b":2,"x":true})"));
+  EXPECT_FALSE(accepts(d, R"({"a":1})"));
+  EXPECT_FALSE(accepts(d, R"({"c":1})"));
+}
+
+TEST(GrammarJsonSchema, DependenciesBeyondRequiredNamesAreRefused) {
+  for (const char* src : {
+           R"({"type":"object","properties":{"a":{}},"dependencies":{"a":{"properties":{"b":{"type":"string"}}}}})",
+           // The dependent could only come from additionalProperties, which cannot be forced.
+           R"({"type":"object","properties":{"a":{}},"dependencies":{"a":["zz"]}})",
+           // An undeclared trigger could appear as an extra member.
+           R"({"type":"object","properties":{"a":{}},"dependencies":{"q":["a"]}})"}) {
+    auto r = compile_grammar({GrammarSpec::kJsonSchema, src, {}}, synthetic_vocabulary());
+    ASSERT_FALSE(r.is_ok()) << src;
+    EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << src;
+    EXPECT_NE(r.status().message().find("dependencies"), std::string::npos) << r.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

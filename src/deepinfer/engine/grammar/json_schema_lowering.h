@@ -27,8 +27,7 @@ inline constexpr int64_t kMaxObjectExpand = 1000;
 
 // Validation keywords we do not implement: refused rather than silently dropped.
 inline const std::set<std::string> kRefused = {
-    "not", "if", "then", "else", "contains", "minContains", "maxContains",
-    "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
+    "not", "if", "then", "else", "contains", "minContains", "maxContains", "unevaluatedProperties",
     "unevaluatedItems", "propertyNames", "$dynamicRef", "$recursiveRef"};
 
 class SchemaCompiler {
@@ -250,6 +249,10 @@ class SchemaCompiler {
   // json_schema_pattern_members.cc: patternProperties.
   Result<std::optional<Json>> pattern_conjunction(const Json& pp, const std::string& name,
                                                   const Json* declared, const Json* addl);
+  // json_schema_dependencies.cc: dependentRequired / dependencies, as names each present
+  // property requires; nullopt entry = the property may not appear at all.
+  Result<std::map<std::string, std::optional<std::vector<std::string>>>> dependencies(
+      const Json& s, const std::string& ptr);
   Result<std::optional<Element>> pattern_members(const Json& pp, const Json* addl,
                                                  const std::vector<std::string>& names,
                                                  const std::string& ptr);

@@ -1,6 +1,8 @@
 // Object lowering for the JSON Schema compiler: declared properties in schema order (optional
 // ones skippable), then additional or pattern-matched members, with count bounds.
 #include <deque>
+#include <map>
+#include <tuple>
 
 #include "deepinfer/engine/grammar/json_schema_lowering.h"
 
@@ -111,6 +113,72 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
                                      tmax < 0 ? -1 : tmax - 1, "extra")};
     if (tmax == 0) s_next[0] = {};
     else s_next[0] = tmin > 0 ? Sequence{rule("extra1", {first})} : Sequence{b_.optional(first, "extra0")};
+  }
+  DI_ASSIGN_OR_RETURN(auto deps, dependencies(s, ptr));
+  if (!deps.empty()) {
+    // Schema order, one rule per (position, which trigger/dependent names are written, comma
+    // needed): a trigger is written only when the dependents before it were, and a dependent
+    // after a written trigger cannot be skipped. Dead ends are pruned.
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < props.size(); ++i) index[props[i].name] = i;
+    std::vector<std::vector<size_t>> needs(props.size());  // [props] names prop i brings along
+    std::vector<uint8_t> forbidden(props.size(), 0);
+    std::vector<int> bit(props.size(), -1);
+    int nbits = 0;
+    for (const auto& [t, d] : deps) {
+      auto it = index.find(t);
+      if (it == index.end()) {
+        if (extra) return unsupported("json schema: keyword 'dependencies' at '{}' names '{}', which is not a "
+                                      "declared property", ptr, t);
+        continue;  // the name can never appear
+      }
+      if (!d) { forbidden[it->second] = 1; continue; }
+      for (const auto& n : *d) {
+        auto jt = index.find(n);
+        if (jt == index.end())
+          return unsupported("json schema: keyword 'dependencies' at '{}' makes '{}' require '{}', which is not "
+                             "a declared property", ptr, t, n);
+        if (jt->second == it->second) continue;
+        needs[it->second].push_back(jt->second);
+        for (size_t x : {it->second, jt->second}) if (bit[x] < 0) bit[x] = nbits++;
+      }
+    }
+    if (nbits > 12) return unsupported("json schema: keyword 'dependencies' at '{}' involves more than 12 properties", ptr);
+    std::vector<Element> members;
+    for (const auto& p : props) {
+      DI_ASSIGN_OR_RETURN(Element m, member(lit(Json(p.name).dump()), *p.schema, p.ptr));
+      members.push_back(m);
+    }
+    auto written = [&](uint32_t w, size_t i) { return bit[i] >= 0 && ((w >> bit[i]) & 1); };
+    std::map<std::tuple<size_t, uint32_t, int>, std::optional<Element>> memo;
+    std::function<std::optional<Element>(size_t, uint32_t, int)> after =
+        [&](size_t i, uint32_t w, int f) -> std::optional<Element> {
+      auto key = std::make_tuple(i, w, f);
+      if (auto it = memo.find(key); it != memo.end()) return it->second;
+      std::vector<Sequence> alts;
+      if (i == props.size()) {
+        alts.push_back(s_next[f]);
+      } else {
+        bool can_write = !forbidden[i];
+        for (size_t d : needs[i]) if (d < i && !written(w, d)) can_write = false;
+        if (can_write) {
+          uint32_t w2 = bit[i] >= 0 ? w | (1u << bit[i]) : w;
+          if (auto rest = after(i + 1, w2, 1)) alts.push_back(cat({f ? sep : Sequence{}, {members[i], *rest}}));
+        }
+        bool owed = props[i].required;
+        for (size_t t = 0; t < i && !owed; ++t)
+          if (written(w, t)) owed = std::find(needs[t].begin(), needs[t].end(), i) != needs[t].end();
+        if (!owed)
+          if (auto rest = after(i + 1, w, f)) alts.push_back({*rest});
+      }
+      std::optional<Element> r;
+      if (!alts.empty()) r = rule("props_dep", std::move(alts));
+      memo[key] = r;
+      return r;
+    };
+    std::optional<Element> top = after(0, 0, 0);
+    if (!top) return never();
+    return rule("object", {cat({lit("{"), ws_, {*top}, ws_, lit("}")})});
   }
   if (o_.any_order_keys && props.size() >= 2 && props.size() <= kMaxAnyOrderProperties) {
     // One rule per set of properties already written: any declared property not yet written

@@ -39,7 +39,8 @@ bool value_has_type(const Json& v, const std::string& t) {
 const std::set<std::string> kEnumUnchecked = {
     "pattern", "multipleOf", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems",
     "items", "prefixItems", "additionalItems", "properties", "required", "additionalProperties",
-    "patternProperties", "minProperties", "maxProperties", "uniqueItems"};
+    "patternProperties", "minProperties", "maxProperties", "uniqueItems", "dependencies",
+    "dependentRequired", "dependentSchemas"};
 
 // An anchored pattern that is one character class repeated: `^[a-z_]+$`, `^(\\d{3,5})$`, ...
 struct ClassRun {
