@@ -186,5 +186,27 @@ TEST(GrammarJsonSchema, DependenciesBeyondRequiredNamesAreRefused) {
   }
 }
 
+TEST(GrammarJsonSchema, MultipleOf) {
+  auto three = compile(R"({"type":"integer","multipleOf":3})");
+  EXPECT_TRUE(accepts(three, "0"));
+  EXPECT_TRUE(accepts(three, "1234567890"));  // digit sum 45
+  EXPECT_TRUE(accepts(three, "-27"));
+  EXPECT_FALSE(accepts(three, "1234567891"));
+  EXPECT_FALSE(accepts(three, "10"));
+  EXPECT_FALSE(accepts(three, "03"));
+  auto cents = compile(R"({"type":"number","multipleOf":0.01})");
+  EXPECT_TRUE(accepts(cents, "12.34"));
+  EXPECT_TRUE(accepts(cents, "-7"));
+  EXPECT_FALSE(accepts(cents, "12.345"));
+  EXPECT_FALSE(accepts(cents, "1e-3"));
+  // Bounds and other steps would need a product with the range automaton: refused.
+  for (const char* src : {R"({"type":"integer","multipleOf":12,"minimum":1})",
+                          R"({"type":"number","multipleOf":0.25})"}) {
+    auto r = compile_grammar({GrammarSpec::kJsonSchema, src, {}}, synthetic_vocabulary());
+    ASSERT_FALSE(r.is_ok()) << src;
+    EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << src;
+  }
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

@@ -244,6 +244,7 @@ class SchemaCompiler {
   Result<Element> gen_typed(const Json& s, const std::string& ptr);
   Result<Element> gen_string(const Json& s, const std::string& ptr);
   Result<Element> gen_number(const Json& s, const std::string& ptr, bool integer);
+  Element integer_multiple_of(int k);
   Result<Element> gen_array(const Json& s, const std::string& ptr);
   Result<Element> gen_object(const Json& s, const std::string& ptr);
   // json_schema_pattern_members.cc: patternProperties.

@@ -115,6 +115,24 @@ size_t utf8_length(const std::string& s) {
   return n;
 }
 
+constexpr double kMaxMultipleOf = 1000;
+
+// d when v is exactly 10^-d (d in 1..9) as written in the schema.
+std::optional<int> decimal_places(double v) {
+  double p = 1;
+  for (int d = 1; d <= 9; ++d) {
+    p *= 10;
+    if (std::abs(v * p - 1.0) < 1e-9) return d;
+  }
+  return std::nullopt;
+}
+
+ByteSet digit_set() {
+  ByteSet s;
+  s.set_range('0', '9');
+  return s;
+}
+
 // The strings matching the pattern (search semantics) and the format (whole string) with
 // between lo and hi code points (hi < 0: unbounded), as one automaton.
 Result<CodePointDfa> string_automaton(const std::optional<std::string>& pattern,
@@ -206,11 +224,31 @@ Result<Element> SchemaCompiler::gen_typed(const Json& s, const std::string& ptr)
 }
 
 Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr, bool integer) {
+  bool bounded = s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
+                 s.contains("exclusiveMaximum");
   if (s.contains("multipleOf")) {
     const Json& m = s["multipleOf"];
-    if (!m.is_number() || m.get<double>() != 1.0)
-      return unsupported("json schema: keyword 'multipleOf' at '{}/multipleOf' is not supported", ptr);
-    integer = true;
+    auto refuse = [&] {
+      return unsupported("json schema: keyword 'multipleOf' at '{}/multipleOf' is supported only as 1, "
+                         "an integer without bounds, or 10^-d on unbounded numbers", ptr);
+    };
+    if (!m.is_number() || m.get<double>() <= 0) return refuse();
+    const double v = m.get<double>();
+    if (v == 1.0) {
+      integer = true;
+    } else if (v == std::floor(v) && v <= kMaxMultipleOf) {
+      if (bounded) return refuse();
+      return integer_multiple_of(static_cast<int>(v));  // integers only: a sound subset for numbers
+    } else if (auto d = decimal_places(v)) {
+      // Every integer is a multiple of 10^-d; a number is one iff it has at most d decimals.
+      if (!integer) {
+        if (bounded) return refuse();
+        Element frac = b_.optional(cat({lit("."), {b_.repeat({b_.bytes(digit_set())}, 1, *d, "frac_digit")}}), "frac");
+        return rule("decimal", {{any_integer(b_), frac}});
+      }
+    } else {
+      return refuse();
+    }
   }
   // Bounds are tightened to integers: a sound subset when a bound is fractional or huge.
   std::optional<int64_t> lo, hi;
@@ -248,6 +286,23 @@ Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr
   }
   if (lo && hi && (*lo > *hi || (*lo == *hi && (lo_ex || hi_ex)))) return never();
   return number_range(b_, lo, hi, lo_ex, hi_ex);
+}
+
+// Integers divisible by k: the digits run an automaton over the remainder mod k.
+Element SchemaCompiler::integer_multiple_of(int k) {
+  std::vector<uint32_t> rem(k);
+  for (int r = 0; r < k; ++r) rem[r] = b_.new_rule("mod");
+  for (int r = 0; r < k; ++r) {
+    std::map<int, ByteSet> by_target;
+    for (int d = 0; d <= 9; ++d) by_target[(10 * r + d) % k].set(static_cast<uint8_t>('0' + d));
+    for (const auto& [t, set] : by_target) b_.add_alt(rem[r], {b_.bytes(set), GrammarBuilder::call(rem[t])});
+    if (r == 0) b_.add_alt(rem[r], {});
+  }
+  uint32_t digits = b_.new_rule("multiple");
+  for (int d = 1; d <= 9; ++d)
+    b_.add_alt(digits, {b_.byte(static_cast<uint8_t>('0' + d)), GrammarBuilder::call(rem[d % k])});
+  b_.add_alt(digits, lit("0"));
+  return rule("multiple_of", {{b_.optional(lit("-"), "sign"), GrammarBuilder::call(digits)}});
 }
 
 Result<Element> SchemaCompiler::gen_string(const Json& s, const std::string& ptr) {
