@@ -172,17 +172,33 @@ TEST(GrammarJsonSchema, DependenciesBringTheirNames) {
   EXPECT_FALSE(accepts(d, R"({"c":1})"));
 }
 
+TEST(GrammarJsonSchema, DependenciesOnUndeclaredNames) {
+  // Undeclared names in dependencies take a place in the layout (after the declared ones)
+  // with the additionalProperties schema, so they are never produced blindly as extras.
+  auto g = compile(R"({"type":"object","properties":{"a":{"type":"integer"}},
+      "additionalProperties":{"type":"string"},"dependencies":{"q":["a"],"a":["zz"]}})");
+  EXPECT_TRUE(accepts(g, R"({"a":1,"zz":"z"})"));
+  EXPECT_TRUE(accepts(g, R"({"a":1,"zz":"z","q":"x","other":"o"})"));
+  EXPECT_TRUE(accepts(g, R"({"other":"o"})"));
+  EXPECT_FALSE(accepts(g, R"({"a":1})"));          // a needs zz
+  EXPECT_FALSE(accepts(g, R"({"q":"x"})"));        // q needs a
+  EXPECT_FALSE(accepts(g, R"({"zz":"z","q":"x"})"));
+  EXPECT_FALSE(accepts(g, R"({"a":1,"zz":2})"));   // zz is still an additional member
+  // Closed object: a dependent that can never appear forbids its trigger.
+  auto c = compile(R"({"type":"object","properties":{"a":{},"b":{}},"additionalProperties":false,
+      "dependencies":{"a":["zz"]}})");
+  EXPECT_TRUE(accepts(c, R"({"b":1})"));
+  EXPECT_FALSE(accepts(c, R"({"a":1})"));
+}
+
 TEST(GrammarJsonSchema, DependenciesBeyondRequiredNamesAreRefused) {
   for (const char* src : {
            R"({"type":"object","properties":{"a":{}},"dependencies":{"a":{"properties":{"b":{"type":"string"}}}}})",
-           // The dependent could only come from additionalProperties, which cannot be forced.
-           R"({"type":"object","properties":{"a":{}},"dependencies":{"a":["zz"]}})",
-           // An undeclared trigger could appear as an extra member.
-           R"({"type":"object","properties":{"a":{}},"dependencies":{"q":["a"]}})"}) {
+           R"({"type":"object","properties":{"a":{}},"dependentSchemas":{"a":{"minProperties":2}}})"}) {
     auto r = compile_grammar({GrammarSpec::kJsonSchema, src, {}}, synthetic_vocabulary());
     ASSERT_FALSE(r.is_ok()) << src;
     EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << src;
-    EXPECT_NE(r.status().message().find("dependencies"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("depend"), std::string::npos) << r.status().message();
   }
 }
 
@@ -206,6 +222,47 @@ TEST(GrammarJsonSchema, MultipleOf) {
     ASSERT_FALSE(r.is_ok()) << src;
     EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << src;
   }
+}
+
+TEST(GrammarJsonSchema, OverlappingOneOfOverRequiredSets) {
+  // Exactly one of the required sets may be complete.
+  auto g = compile(R"({"type":"object","properties":{"radius":{"type":"number"},
+      "length":{"type":"number"},"width":{"type":"number"}},
+      "oneOf":[{"required":["radius"]},{"required":["length","width"]}]})");
+  EXPECT_TRUE(accepts(g, R"({"radius":1})"));
+  EXPECT_TRUE(accepts(g, R"({"length":1,"width":2})"));
+  EXPECT_TRUE(accepts(g, R"({"radius":1,"length":1})"));  // second set incomplete
+  EXPECT_FALSE(accepts(g, R"({"radius":1,"length":1,"width":2})"));  // both match
+  EXPECT_FALSE(accepts(g, R"({"length":1})"));  // neither matches
+  EXPECT_FALSE(accepts(g, R"({})"));
+}
+
+TEST(GrammarJsonSchema, OverlappingOneOfToldApartByValues) {
+  // 'shape' is optional in both branches, so an object without it may match both.
+  auto g = compile(R"({"type":"object","oneOf":[
+      {"properties":{"shape":{"const":"circle"},"radius":{"type":"number"}},"required":["radius"]},
+      {"properties":{"shape":{"const":"square"},"side":{"type":"number"}},"required":["side"]}]})");
+  EXPECT_TRUE(accepts(g, R"({"shape":"circle","radius":1})"));
+  EXPECT_TRUE(accepts(g, R"({"radius":1})"));
+  EXPECT_TRUE(accepts(g, R"({"shape":"circle","radius":1,"side":2})"));  // branch 1 fails on shape
+  EXPECT_FALSE(accepts(g, R"({"radius":1,"side":2})"));  // matches both
+  EXPECT_FALSE(accepts(g, R"({"shape":"square","radius":1})"));
+  // A property typed differently in the two branches tells them apart when present.
+  auto t = compile(R"({"oneOf":[{"type":"object","properties":{"v":{"type":"string"}}},
+      {"type":"object","properties":{"v":{"type":["string","integer"]}},"required":["v"]}]})");
+  EXPECT_TRUE(accepts(t, R"({})"));        // only branch 0 (branch 1 requires v)
+  EXPECT_TRUE(accepts(t, R"({"v":3})"));   // only branch 1
+  EXPECT_FALSE(accepts(t, R"({"v":"a"})"));  // both
+}
+
+TEST(GrammarJsonSchema, OverlappingOneOfWithClosedLayouts) {
+  // An object with 'b' cannot match the closed branch 0; without 'b' both may match.
+  auto g = compile(R"({"oneOf":[
+      {"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":false},
+      {"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}}}]})");
+  EXPECT_TRUE(accepts(g, R"({"a":1,"b":2})"));
+  EXPECT_FALSE(accepts(g, R"({"a":1})"));
+  EXPECT_FALSE(accepts(g, R"({})"));
 }
 
 }  // namespace

@@ -227,15 +227,31 @@ class SchemaCompiler {
       DI_ASSIGN_OR_RETURN(Json m, merger.flatten(combo, bp));
       merged.push_back(std::move(m));
     }
-    if (one && !merger.pairwise_disjoint(merged))
-      return unsupported("json schema: keyword 'oneOf' at '{}/oneOf' has branches that may overlap", ptr);
+    // oneOf: branches that may overlap another become the objects matching them and none of
+    // those others (json_schema_one_of.cc); refused when that cannot be written.
+    std::vector<std::vector<size_t>> overlaps(merged.size());
+    if (one)
+      for (size_t i = 0; i < merged.size(); ++i)
+        for (size_t j = 0; j < merged.size(); ++j)
+          if (i != j && !merger.pairwise_disjoint({merged[i], merged[j]})) overlaps[i].push_back(j);
     // With nothing to merge in, branches go through gen() so a $ref branch stays a shared
     // (possibly recursive) rule instead of being inlined again and again.
     bool rest_trivial = !has_validation_siblings(rest);
     std::vector<Sequence> alts;
     for (size_t i = 0; i < merged.size(); ++i) {
+      std::string bp = fmt::format("{}/{}/{}", ptr, kw, i);
+      if (!overlaps[i].empty()) {
+        DI_ASSIGN_OR_RETURN(auto cases, one_of_cases(merged, i, overlaps[i]));
+        if (!cases)
+          return unsupported("json schema: keyword 'oneOf' at '{}/oneOf' has branches that may overlap", ptr);
+        for (const Json& c : *cases) {
+          DI_ASSIGN_OR_RETURN(Element e, gen(c, bp));
+          alts.push_back({e});
+        }
+        continue;
+      }
       const Json& branch = rest_trivial ? branches[i] : merged[i];
-      DI_ASSIGN_OR_RETURN(Element e, gen(branch, fmt::format("{}/{}/{}", ptr, kw, i)));
+      DI_ASSIGN_OR_RETURN(Element e, gen(branch, bp));
       alts.push_back({e});
     }
     return rule(kw, std::move(alts));
@@ -250,6 +266,10 @@ class SchemaCompiler {
   // json_schema_pattern_members.cc: patternProperties.
   Result<std::optional<Json>> pattern_conjunction(const Json& pp, const std::string& name,
                                                   const Json* declared, const Json* addl);
+  // json_schema_one_of.cc: objects matching branch i and none of `others` (which may overlap
+  // it), as plain object schemas; nullopt when the branches are not all object schemas.
+  Result<std::optional<std::vector<Json>>> one_of_cases(const std::vector<Json>& merged, size_t i,
+                                                        const std::vector<size_t>& others);
   // json_schema_dependencies.cc: dependentRequired / dependencies, as names each present
   // property requires; nullopt entry = the property may not appear at all.
   Result<std::map<std::string, std::optional<std::vector<std::string>>>> dependencies(

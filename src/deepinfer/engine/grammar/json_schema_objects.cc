@@ -42,6 +42,20 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
   std::string addl_ptr = ptr + "/additionalProperties";
   for (const auto& r : required)  // required but undeclared: must come from additionalProperties
     if (!declared.count(r)) props.push_back({r, addl, addl_ptr, true});
+  // Names in dependencies that are not declared get a place in the layout (as optional
+  // additional members) so they are tracked rather than produced blindly as extras.
+  DI_ASSIGN_OR_RETURN(auto deps, dependencies(s, ptr));
+  bool extras_possible = !(addl->is_boolean() && !addl->get<bool>()) || s.contains("patternProperties");
+  if (extras_possible) {
+    std::set<std::string> have;
+    for (const auto& p : props) have.insert(p.name);
+    for (const auto& [t, d] : deps) {
+      std::vector<std::string> names = {t};
+      if (d) names.insert(names.end(), d->begin(), d->end());
+      for (const auto& n : names)
+        if (have.insert(n).second) props.push_back({n, addl, addl_ptr, false});
+    }
+  }
 
   Sequence sep = cat({ws_, lit(","), ws_});
   auto member = [&](const Sequence& key, const Json& schema, const std::string& p) -> Result<Element> {
@@ -77,6 +91,12 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
     DI_ASSIGN_OR_RETURN(Element add, member({k}, *addl, addl_ptr));
     extra = add;
   }
+
+  // A declared property whose schema is `false` cannot appear (oneOf cases forbid names this
+  // way): it stays out of the layout but keeps its name out of the extra members.
+  for (const auto& p : props)
+    if (p.required && p.schema->is_boolean() && !p.schema->get<bool>()) return never();
+  std::erase_if(props, [](const Prop& p) { return p.schema->is_boolean() && !p.schema->get<bool>(); });
 
   // Count bounds: checked against what the layout already guarantees, else applied to extras.
   int64_t n_req = 0;
@@ -114,7 +134,6 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
     if (tmax == 0) s_next[0] = {};
     else s_next[0] = tmin > 0 ? Sequence{rule("extra1", {first})} : Sequence{b_.optional(first, "extra0")};
   }
-  DI_ASSIGN_OR_RETURN(auto deps, dependencies(s, ptr));
   if (!deps.empty()) {
     // Schema order, one rule per (position, which trigger/dependent names are written, comma
     // needed): a trigger is written only when the dependents before it were, and a dependent
@@ -127,17 +146,14 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
     int nbits = 0;
     for (const auto& [t, d] : deps) {
       auto it = index.find(t);
-      if (it == index.end()) {
-        if (extra) return unsupported("json schema: keyword 'dependencies' at '{}' names '{}', which is not a "
-                                      "declared property", ptr, t);
-        continue;  // the name can never appear
-      }
+      if (it == index.end()) continue;  // not in the layout: no extras, so it never appears
       if (!d) { forbidden[it->second] = 1; continue; }
       for (const auto& n : *d) {
         auto jt = index.find(n);
-        if (jt == index.end())
-          return unsupported("json schema: keyword 'dependencies' at '{}' makes '{}' require '{}', which is not "
-                             "a declared property", ptr, t, n);
+        if (jt == index.end()) {  // the dependent can never appear, so neither can the trigger
+          forbidden[it->second] = 1;
+          continue;
+        }
         if (jt->second == it->second) continue;
         needs[it->second].push_back(jt->second);
         for (size_t x : {it->second, jt->second}) if (bit[x] < 0) bit[x] = nbits++;

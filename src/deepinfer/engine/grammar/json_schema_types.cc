@@ -184,8 +184,11 @@ Result<Element> SchemaCompiler::gen_typed(const Json& s, const std::string& ptr)
   if (s.contains("const") || s.contains("enum")) {
     Json values = s.contains("const") ? Json::array({s["const"]}) : s["enum"];
     if (!values.is_array()) return invalid_argument("json schema: 'enum' at '{}/enum' is not an array", ptr);
-    if (s.contains("const") && s.contains("enum"))
-      return unsupported("json schema: both const and enum at '{}'", ptr);
+    if (s.contains("const") && s.contains("enum")) {  // both hold: the const, if listed
+      bool listed = values.is_array() && s["enum"].is_array() &&
+                    std::find(s["enum"].begin(), s["enum"].end(), s["const"]) != s["enum"].end();
+      if (!listed) return never();
+    }
     std::vector<Sequence> alts;
     for (const auto& v : values) {
       bool ok = false;

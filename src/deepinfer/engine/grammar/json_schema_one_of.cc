@@ -1,0 +1,165 @@
+// oneOf whose branches may overlap, over objects: oneOf[A, B] == (A and not B) or (B and not A).
+// "not B" is a disjunction of reasons an object fails B; each reason we can express as a plain
+// object schema (a name B requires is absent, a property present with a value B rejects, a name
+// B's closed layout cannot hold is present) gives one case. Using only some of the reasons
+// under-approximates "not B", so every generated instance still matches exactly one branch.
+#include "deepinfer/engine/grammar/json_schema_lowering.h"
+
+namespace deepinfer::engine::grammar::detail {
+namespace {
+
+constexpr size_t kMaxCasesPerBranch = 64;
+
+std::vector<std::string> type_names(const Json& s) {
+  std::vector<std::string> out;
+  if (!s.is_object() || !s.contains("type")) return {"null", "boolean", "object", "array", "string", "number"};
+  const Json& t = s["type"];
+  if (t.is_string()) out.push_back(t.get<std::string>());
+  else if (t.is_array()) for (const auto& x : t) if (x.is_string()) out.push_back(x.get<std::string>());
+  return out;
+}
+
+bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+bool object_capable(const Json& m) {
+  if (!m.is_object()) return m.is_boolean() && m.get<bool>();
+  return has(type_names(m), "object");
+}
+
+bool value_of_type(const Json& v, const std::vector<std::string>& types) {
+  for (const auto& t : types) {
+    if ((t == "null" && v.is_null()) || (t == "boolean" && v.is_boolean()) || (t == "object" && v.is_object()) ||
+        (t == "array" && v.is_array()) || (t == "string" && v.is_string()) || (t == "number" && v.is_number()))
+      return true;
+    if (t == "integer" && v.is_number() && std::floor(v.get<double>()) == v.get<double>()) return true;
+  }
+  return false;
+}
+
+// A schema for the values of V that certainly fail S, or nullopt when we cannot write one.
+std::optional<Json> values_failing(const Json& v, const Json& s) {
+  if (s.is_boolean()) return s.get<bool>() ? std::nullopt : std::optional<Json>(v);
+  if (!s.is_object() || (v.is_boolean() && !v.get<bool>())) return std::nullopt;
+  Json base = v.is_boolean() ? Json::object() : v;
+  if (base.contains("enum") || base.contains("const")) {
+    Json values = base.contains("const") ? Json::array({base["const"]}) : base["enum"];
+    if (!values.is_array()) return std::nullopt;
+    Json out = Json::array();
+    for (const auto& x : values) {
+      bool fails = false;
+      if (s.contains("const")) fails = x != s["const"];
+      if (s.contains("enum") && s["enum"].is_array())
+        fails = fails || std::find(s["enum"].begin(), s["enum"].end(), x) == s["enum"].end();
+      if (s.contains("type")) fails = fails || !value_of_type(x, type_names(s));
+      if (fails) out.push_back(x);
+    }
+    if (out.empty()) return std::nullopt;
+    base.erase("const");
+    base["enum"] = out;
+    return base;
+  }
+  if (s.contains("enum") || s.contains("const") || !s.contains("type")) return std::nullopt;
+  // Types S does not allow; "number but not integer" has no schema, so it is left out.
+  std::vector<std::string> st = type_names(s), keep;
+  for (const auto& t : type_names(base)) {
+    if (has(st, t) || (t == "integer" && has(st, "number"))) continue;
+    if (t == "number" && has(st, "integer")) continue;
+    keep.push_back(t);
+  }
+  if (keep.empty()) return std::nullopt;
+  base["type"] = keep;
+  return base;
+}
+
+}  // namespace
+
+Result<std::optional<std::vector<Json>>> SchemaCompiler::one_of_cases(const std::vector<Json>& merged,
+                                                                    size_t i, const std::vector<size_t>& others) {
+  if (!object_capable(merged[i])) return std::optional<std::vector<Json>>();
+  for (size_t j : others)
+    if (!object_capable(merged[j])) return std::optional<std::vector<Json>>();
+  Json start = merged[i].is_object() ? merged[i] : Json::object();
+  start["type"] = "object";  // other types would match every overlapping branch alike
+  std::vector<Json> cases = {start};
+  auto addl_of = [&](const Json& c) -> Json {
+    if (c.contains("additionalProperties")) return c["additionalProperties"];
+    return Json(!o_.strict_properties);
+  };
+  auto required_of = [](const Json& c) {
+    std::set<std::string> r;
+    if (c.contains("required") && c["required"].is_array())
+      for (const auto& x : c["required"]) if (x.is_string()) r.insert(x.get<std::string>());
+    return r;
+  };
+  // Whether case c can hold a property named p, and the schema its value then takes (unknown
+  // when pattern properties may apply).
+  enum class Hold { kNo, kYes, kUnknown };
+  auto holds = [&](const Json& c, const std::string& p) -> std::pair<Hold, Json> {
+    if (c.contains("properties") && c["properties"].contains(p)) {
+      const Json& v = c["properties"][p];
+      if (v.is_boolean() && !v.get<bool>()) return {Hold::kNo, v};
+      if (c.contains("patternProperties")) return {Hold::kUnknown, v};
+      return {Hold::kYes, v};
+    }
+    if (c.contains("patternProperties")) return {Hold::kUnknown, Json()};
+    Json a = addl_of(c);
+    if (a.is_boolean() && !a.get<bool>()) return {Hold::kNo, a};
+    return {Hold::kYes, a};
+  };
+  for (size_t j : others) {
+    if (!merged[j].is_object()) return std::optional<std::vector<Json>>(std::vector<Json>{});  // `true`
+    const Json& b = merged[j];
+    std::vector<Json> next;
+    for (const Json& c : cases) {
+      std::set<std::string> req = required_of(c);
+      std::vector<Json> reasons;
+      bool already = false;
+      auto require = [&](Json x, const std::string& p, const Json& v) {
+        x["properties"][p] = v;
+        if (!x.contains("required")) x["required"] = Json::array();
+        x["required"].push_back(p);
+        reasons.push_back(std::move(x));
+      };
+      for (const auto& r : required_of(b)) {  // a name B requires is absent
+        if (req.count(r)) continue;
+        if (holds(c, r).first == Hold::kNo) { already = true; break; }
+        Json x = c;
+        x["properties"][r] = false;
+        reasons.push_back(std::move(x));
+      }
+      if (!already && b.contains("properties") && b["properties"].is_object())
+        for (const auto& [p, sp] : b["properties"].items()) {  // a value B rejects
+          auto [hold, v] = holds(c, p);
+          if (hold != Hold::kYes) continue;
+          auto bad = values_failing(v, sp);
+          if (!bad) continue;
+          if (req.count(p) && *bad == v) { already = true; break; }
+          require(c, p, *bad);
+        }
+      Json ba = b.contains("additionalProperties") ? b["additionalProperties"] : Json(!o_.strict_properties);
+      if (!already && ba.is_boolean() && !ba.get<bool>() && !b.contains("patternProperties") &&
+          c.contains("properties"))
+        for (const auto& [p, v] : c["properties"].items()) {  // a name B cannot hold
+          if ((v.is_boolean() && !v.get<bool>()) || (b.contains("properties") && b["properties"].contains(p))) continue;
+          if (req.count(p)) { already = true; break; }
+          require(c, p, v);
+        }
+      if (already) next.push_back(c);
+      else for (auto& x : reasons) next.push_back(std::move(x));
+      if (next.size() > kMaxCasesPerBranch) break;  // fewer cases: fewer instances, still exact
+    }
+    // Dedupe; a case whose own required names are forbidden is empty and dropped.
+    std::set<std::string> seen;
+    cases.clear();
+    for (auto& x : next) {
+      bool empty = false;
+      for (const auto& r : required_of(x))
+        if (x.contains("properties") && x["properties"].contains(r) && x["properties"][r] == Json(false)) empty = true;
+      if (!empty && seen.insert(x.dump()).second) cases.push_back(std::move(x));
+    }
+    if (cases.size() > kMaxCasesPerBranch) cases.resize(kMaxCasesPerBranch);
+  }
+  return std::optional<std::vector<Json>>(std::move(cases));
+}
+
+}  // namespace deepinfer::engine::grammar::detail
