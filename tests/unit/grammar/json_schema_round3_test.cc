@@ -265,5 +265,37 @@ TEST(GrammarJsonSchema, OverlappingOneOfWithClosedLayouts) {
   EXPECT_FALSE(accepts(g, R"({})"));
 }
 
+TEST(GrammarJsonSchema, OverlappingOneOfOverStrings) {
+  // Unanchored patterns overlap: "customer-admin" matches both, so it is excluded.
+  auto g = compile(R"({"type":"string","oneOf":[{"pattern":"customer"},{"pattern":"admin"}]})");
+  EXPECT_TRUE(accepts(g, R"("a customer")"));
+  EXPECT_TRUE(accepts(g, R"("admin")"));
+  EXPECT_FALSE(accepts(g, R"("customer-admin")"));
+  EXPECT_FALSE(accepts(g, R"("nobody")"));
+  // Length bounds and formats take part too; type-less branches give strings only.
+  auto l = compile(R"({"oneOf":[{"maxLength":3},{"format":"ipv4"}]})");
+  EXPECT_TRUE(accepts(l, R"("abc")"));
+  EXPECT_TRUE(accepts(l, R"("10.0.0.1")"));
+  EXPECT_FALSE(accepts(l, R"("abcd")"));
+  EXPECT_FALSE(accepts(l, "1"));  // a number matches both branches
+  auto e = compile(R"({"oneOf":[{"enum":["a","b","c"]},{"type":"string","pattern":"^[bc]"}]})");
+  EXPECT_TRUE(accepts(e, R"("a")"));
+  EXPECT_TRUE(accepts(e, R"("bz")"));
+  EXPECT_FALSE(accepts(e, R"("b")"));
+  // Overlapping numbers are still refused.
+  auto r = compile_grammar({GrammarSpec::kJsonSchema, R"({"type":"number","oneOf":[{"maximum":2},{"maximum":5}]})", {}},
+                           synthetic_vocabulary());
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+}
+
+TEST(GrammarJsonSchema, LengthBoundsPastTheStateCapAreTightened) {
+  // email x maxLength 1024 exceeds the automaton cap; the bound is tightened, never dropped.
+  auto g = compile(R"({"type":"string","format":"email","maxLength":1024})");
+  EXPECT_TRUE(accepts(g, R"("a.b@example.com")"));
+  EXPECT_FALSE(accepts(g, R"("not an email")"));
+  EXPECT_FALSE(accepts(g, "\"" + std::string(1100, 'a') + "@b.io\""));
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

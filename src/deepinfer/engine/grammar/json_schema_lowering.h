@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deepinfer/engine/grammar/char_class.h"
+#include "deepinfer/engine/grammar/code_point_dfa.h"
 #include "deepinfer/engine/grammar/json_schema_compiler.h"
 #include "deepinfer/engine/grammar/json_schema_merge.h"
 #include "deepinfer/engine/grammar/json_schema_parts.h"
@@ -24,6 +25,13 @@ namespace deepinfer::engine::grammar::detail {
 using Json = nlohmann::ordered_json;
 
 inline constexpr int64_t kMaxObjectExpand = 1000;
+
+// json_schema_types.cc: the strings matching the pattern (search semantics) and the format
+// (whole string) with between lo and hi code points (hi < 0: unbounded), as one automaton.
+Result<CodePointDfa> string_automaton(const std::optional<std::string>& pattern,
+                                      const std::optional<std::string>& format, int64_t lo, int64_t hi);
+// Whether the 2020-12 spec defines this format name (others are annotations).
+bool spec_defined_format(const std::string& f);
 
 // Validation keywords we do not implement: refused rather than silently dropped.
 inline const std::set<std::string> kRefused = {
@@ -241,13 +249,17 @@ class SchemaCompiler {
     for (size_t i = 0; i < merged.size(); ++i) {
       std::string bp = fmt::format("{}/{}/{}", ptr, kw, i);
       if (!overlaps[i].empty()) {
+        // Objects and strings of branch i that no overlapping branch matches (other types of
+        // the branch are left out: a sound subset); refused when neither can be written.
         DI_ASSIGN_OR_RETURN(auto cases, one_of_cases(merged, i, overlaps[i]));
-        if (!cases)
+        DI_ASSIGN_OR_RETURN(auto strings, one_of_strings(merged, i, overlaps[i]));
+        if (!cases && !strings)
           return unsupported("json schema: keyword 'oneOf' at '{}/oneOf' has branches that may overlap", ptr);
-        for (const Json& c : *cases) {
+        for (const Json& c : cases.value_or(std::vector<Json>{})) {
           DI_ASSIGN_OR_RETURN(Element e, gen(c, bp));
           alts.push_back({e});
         }
+        if (strings) alts.push_back({*strings});
         continue;
       }
       const Json& branch = rest_trivial ? branches[i] : merged[i];
@@ -268,6 +280,11 @@ class SchemaCompiler {
                                                   const Json* declared, const Json* addl);
   // json_schema_one_of.cc: objects matching branch i and none of `others` (which may overlap
   // it), as plain object schemas; nullopt when the branches are not all object schemas.
+  // The strings matching branch i and none of `others`, or nullopt when a branch's string
+  // language cannot be written as an automaton.
+  Result<std::optional<CodePointDfa>> string_language(const Json& m);
+  Result<std::optional<Element>> one_of_strings(const std::vector<Json>& merged, size_t i,
+                                                const std::vector<size_t>& others);
   Result<std::optional<std::vector<Json>>> one_of_cases(const std::vector<Json>& merged, size_t i,
                                                         const std::vector<size_t>& others);
   // json_schema_dependencies.cc: dependentRequired / dependencies, as names each present

@@ -71,13 +71,81 @@ std::optional<Json> values_failing(const Json& v, const Json& s) {
   return base;
 }
 
+bool string_capable(const Json& m) {
+  if (!m.is_object()) return m.is_boolean() && m.get<bool>();
+  return has(type_names(m), "string");
+}
+
 }  // namespace
+
+// The language a schema gives strings, as an automaton; nullopt when keywords we cannot
+// write as one apply to strings.
+Result<std::optional<CodePointDfa>> SchemaCompiler::string_language(const Json& m) {
+  static const std::set<std::string> kOpaque = {"not", "anyOf", "oneOf", "allOf", "$ref", "if", "then",
+                                                "else", "$dynamicRef", "$recursiveRef"};
+  if (m.is_boolean()) return std::optional<CodePointDfa>(*dfa_from_pattern("", true));
+  for (const auto& [k, v] : m.items())
+    if (kOpaque.count(k)) return std::optional<CodePointDfa>();
+  std::optional<std::string> pattern, format;
+  if (m.contains("pattern")) {
+    if (!m["pattern"].is_string()) return std::optional<CodePointDfa>();
+    pattern = m["pattern"].get<std::string>();
+  }
+  if (o_.enforce_formats && m.contains("format") && m["format"].is_string()) {
+    std::string f = m["format"].get<std::string>();
+    format = format_regex(f);
+    if (!format && spec_defined_format(f)) return std::optional<CodePointDfa>();
+  }
+  auto count = [&](const char* k, int64_t dflt) {
+    return m.contains(k) && m[k].is_number() ? static_cast<int64_t>(m[k].get<double>()) : dflt;
+  };
+  int64_t lo = std::max<int64_t>(0, count("minLength", 0)), hi = count("maxLength", -1);
+  if (hi >= 0 && hi < lo) return std::optional<CodePointDfa>(*dfa_of_strings({}));
+  Result<CodePointDfa> lang = CodePointDfa{};
+  if (pattern || format) {
+    lang = string_automaton(pattern, format, lo, hi);
+  } else {
+    DI_ASSIGN_OR_RETURN(CodePointDfa any, dfa_from_pattern("", true));
+    lang = lo > 0 || hi >= 0 ? dfa_with_length(any, lo, hi) : Result<CodePointDfa>(std::move(any));
+  }
+  if (!lang.is_ok()) return lang.status();
+  if (m.contains("enum") || m.contains("const")) {
+    Json values = m.contains("const") ? Json::array({m["const"]}) : m["enum"];
+    std::vector<std::string> strings;
+    if (values.is_array())
+      for (const auto& v : values) if (v.is_string()) strings.push_back(v.get<std::string>());
+    DI_ASSIGN_OR_RETURN(CodePointDfa listed, dfa_of_strings(strings));
+    DI_ASSIGN_OR_RETURN(*lang, dfa_product({&*lang, &listed}, [](const std::vector<bool>& a) { return a[0] && a[1]; }));
+  }
+  return std::optional<CodePointDfa>(std::move(*lang));
+}
+
+Result<std::optional<Element>> SchemaCompiler::one_of_strings(const std::vector<Json>& merged, size_t i,
+                                                              const std::vector<size_t>& others) {
+  if (!string_capable(merged[i])) return std::optional<Element>();
+  std::vector<CodePointDfa> langs;
+  DI_ASSIGN_OR_RETURN(auto own, string_language(merged[i]));
+  if (!own) return std::optional<Element>();
+  langs.push_back(std::move(*own));
+  for (size_t j : others) {
+    if (!string_capable(merged[j])) continue;  // a string never matches it
+    DI_ASSIGN_OR_RETURN(auto other, string_language(merged[j]));
+    if (!other) return std::optional<Element>();
+    langs.push_back(std::move(*other));
+  }
+  std::vector<const CodePointDfa*> parts;
+  for (const auto& l : langs) parts.push_back(&l);
+  DI_ASSIGN_OR_RETURN(CodePointDfa only, dfa_product(parts, [](const std::vector<bool>& a) {
+    for (size_t k = 1; k < a.size(); ++k) if (a[k]) return false;
+    return a[0];
+  }));
+  if (dfa_is_empty(only)) return std::optional<Element>(never());
+  return std::optional<Element>(rule("one_of_string", {cat({lit("\""), {dfa_to_rule(b_, only, true, "str_dfa")}, lit("\"")})}));
+}
 
 Result<std::optional<std::vector<Json>>> SchemaCompiler::one_of_cases(const std::vector<Json>& merged,
                                                                     size_t i, const std::vector<size_t>& others) {
   if (!object_capable(merged[i])) return std::optional<std::vector<Json>>();
-  for (size_t j : others)
-    if (!object_capable(merged[j])) return std::optional<std::vector<Json>>();
   Json start = merged[i].is_object() ? merged[i] : Json::object();
   start["type"] = "object";  // other types would match every overlapping branch alike
   std::vector<Json> cases = {start};
@@ -107,6 +175,7 @@ Result<std::optional<std::vector<Json>>> SchemaCompiler::one_of_cases(const std:
     return {Hold::kYes, a};
   };
   for (size_t j : others) {
+    if (!object_capable(merged[j])) continue;  // an object never matches it
     if (!merged[j].is_object()) return std::optional<std::vector<Json>>(std::vector<Json>{});  // `true`
     const Json& b = merged[j];
     std::vector<Json> next;

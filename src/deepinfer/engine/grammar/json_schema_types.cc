@@ -101,6 +101,8 @@ std::optional<ClassRun> single_class_run(std::string p) {
   return run;
 }
 
+}  // namespace
+
 bool spec_defined_format(const std::string& f) {
   static const std::set<std::string> kSpec = {
       "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname",
@@ -108,6 +110,8 @@ bool spec_defined_format(const std::string& f) {
       "json-pointer", "relative-json-pointer", "regex"};
   return kSpec.count(f) > 0;
 }
+
+namespace {
 
 size_t utf8_length(const std::string& s) {
   size_t n = 0;
@@ -132,6 +136,8 @@ ByteSet digit_set() {
   s.set_range('0', '9');
   return s;
 }
+
+}  // namespace
 
 // The strings matching the pattern (search semantics) and the format (whole string) with
 // between lo and hi code points (hi < 0: unbounded), as one automaton.
@@ -158,12 +164,24 @@ Result<CodePointDfa> string_automaton(const std::optional<std::string>& pattern,
   if (hi >= 0 && longest >= 0 && longest <= hi) hi = -1;
   if (lo > 0 || hi >= 0) {
     if (lo > kMaxLengthExpand) return unsupported("minLength {} is above {}", lo, kMaxLengthExpand);
-    DI_ASSIGN_OR_RETURN(lang, dfa_with_length(lang, lo, hi));
+    auto bounded = dfa_with_length(lang, lo, hi);
+    if (!bounded.is_ok() && hi > lo) {
+      // Past the state cap, maxLength is tightened to the largest bound that fits: fewer
+      // strings, all still valid (as maxLength above 5000 is capped elsewhere).
+      int64_t good = -1, a = lo, z = hi - 1;
+      while (a <= z) {
+        int64_t mid = a + (z - a) / 2;
+        auto t = dfa_with_length(lang, lo, mid);
+        if (t.is_ok() && !dfa_is_empty(*t)) { good = mid; bounded = std::move(t); a = mid + 1; }
+        else z = mid - 1;
+      }
+      if (good < 0) return bounded.status();
+    }
+    if (!bounded.is_ok()) return bounded.status();
+    lang = std::move(*bounded);
   }
   return lang;
 }
-
-}  // namespace
 
 Result<Element> SchemaCompiler::gen_typed(const Json& s, const std::string& ptr) {
   static const std::vector<std::string> kAll = {"null", "boolean", "object", "array", "string", "number"};
