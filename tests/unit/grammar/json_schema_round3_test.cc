@@ -297,5 +297,21 @@ TEST(GrammarJsonSchema, LengthBoundsPastTheStateCapAreTightened) {
   EXPECT_FALSE(accepts(g, "\"" + std::string(1100, 'a') + "@b.io\""));
 }
 
+TEST(GrammarJsonSchema, PropertyCountsWithOptionalProperties) {
+  auto g = compile(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},
+      "c":{"type":"integer"}},"minProperties":2,"maxProperties":3})");
+  EXPECT_TRUE(accepts(g, R"({"a":1,"c":3})"));
+  EXPECT_TRUE(accepts(g, R"({"b":2,"x":true})"));   // extras count too
+  EXPECT_TRUE(accepts(g, R"({"a":1,"b":2,"c":3})"));
+  EXPECT_FALSE(accepts(g, R"({"a":1})"));
+  EXPECT_FALSE(accepts(g, R"({})"));
+  EXPECT_FALSE(accepts(g, R"({"a":1,"b":2,"c":3,"x":4})"));
+  // Closed, with a required name: at least one optional one must join it.
+  auto c = compile(R"({"type":"object","properties":{"id":{"type":"string"},"p":{},"q":{}},
+      "required":["id"],"minProperties":2,"additionalProperties":false})");
+  EXPECT_TRUE(accepts(c, R"({"id":"x","q":1})"));
+  EXPECT_FALSE(accepts(c, R"({"id":"x"})"));
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

@@ -25,6 +25,8 @@ namespace deepinfer::engine::grammar::detail {
 using Json = nlohmann::ordered_json;
 
 inline constexpr int64_t kMaxObjectExpand = 1000;
+// min/maxProperties counted along a layout of declared properties (one rule per count).
+inline constexpr int64_t kMaxCountedProperties = 64;
 
 // json_schema_types.cc: the strings matching the pattern (search semantics) and the format
 // (whole string) with between lo and hi code points (hi < 0: unbounded), as one automaton.

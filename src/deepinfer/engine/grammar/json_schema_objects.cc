@@ -98,46 +98,61 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
     if (p.required && p.schema->is_boolean() && !p.schema->get<bool>()) return never();
   std::erase_if(props, [](const Prop& p) { return p.schema->is_boolean() && !p.schema->get<bool>(); });
 
-  // Count bounds: checked against what the layout already guarantees, else applied to extras.
+  // Count bounds: ignored when the layout already meets them, applied to the extras when
+  // there are no declared properties, else counted along the layout below.
   int64_t n_req = 0;
   for (const auto& p : props) n_req += p.required;
-  int64_t tmin = 0, tmax = -1;
-  if (s.contains("minProperties") && s["minProperties"].is_number()) {
-    int64_t m = static_cast<int64_t>(std::ceil(s["minProperties"].get<double>()));
-    if (m > n_req) {
-      if (!props.empty() || !extra)
-        return unsupported("json schema: keyword 'minProperties' at '{}/minProperties' is not "
-                           "supported with optional properties", ptr);
-      tmin = m;
-    }
-  }
-  if (s.contains("maxProperties") && s["maxProperties"].is_number()) {
-    int64_t m = static_cast<int64_t>(std::floor(s["maxProperties"].get<double>()));
-    if (extra || static_cast<int64_t>(props.size()) > m) {
-      if (!props.empty())
-        return unsupported("json schema: keyword 'maxProperties' at '{}/maxProperties' is not "
-                           "supported with declared properties", ptr);
-      tmax = m;
-    }
-  }
-  if (tmax >= 0 && tmin > tmax) return never();
-  if (tmin > kMaxObjectExpand || tmax > kMaxObjectExpand)
+  int64_t min_props = 0, max_props = -1;
+  if (s.contains("minProperties") && s["minProperties"].is_number())
+    min_props = std::max<int64_t>(0, static_cast<int64_t>(std::ceil(s["minProperties"].get<double>())));
+  if (s.contains("maxProperties") && s["maxProperties"].is_number())
+    max_props = std::max<int64_t>(0, static_cast<int64_t>(std::floor(s["maxProperties"].get<double>())));
+  if (min_props <= n_req) min_props = 0;
+  if (max_props >= 0 && !extra && static_cast<int64_t>(props.size()) <= max_props) max_props = -1;
+  if (max_props >= 0 && min_props > max_props) return never();
+  if (min_props > kMaxObjectExpand || max_props > kMaxObjectExpand)
     return unsupported("json schema: property count bound at '{}' is too large", ptr);
+  const bool count_layout = !props.empty() && (min_props > 0 || max_props >= 0);
+  if (count_layout && std::max(min_props, max_props) > kMaxCountedProperties)
+    return unsupported("json schema: minProperties/maxProperties at '{}' above {} with declared properties",
+                       ptr, kMaxCountedProperties);
 
-  // s_next[f]: the rest of the members, f = a member was already written (comma needed).
-  std::array<Sequence, 2> s_next;
-  if (extra) {
+  // extras(f, lo, hi): between lo and hi extra members (hi < 0: unbounded); f = a member was
+  // already written (comma needed). nullopt when none may follow but lo > 0.
+  std::map<std::tuple<int, int64_t, int64_t>, Sequence> extras_memo;
+  auto extras = [&](int f, int64_t lo, int64_t hi) -> std::optional<Sequence> {
+    if (!extra || hi == 0) {
+      if (lo > 0) return std::nullopt;
+      return Sequence{};
+    }
+    auto key = std::make_tuple(f, lo, hi);
+    if (auto it = extras_memo.find(key); it != extras_memo.end()) return it->second;
     const Element add = *extra;
-    s_next[1] = {b_.repeat(cat({sep, {add}}), tmin, tmax, "extra")};
-    Sequence first = {add, b_.repeat(cat({sep, {add}}), std::max<int64_t>(0, tmin - 1),
-                                     tmax < 0 ? -1 : tmax - 1, "extra")};
-    if (tmax == 0) s_next[0] = {};
-    else s_next[0] = tmin > 0 ? Sequence{rule("extra1", {first})} : Sequence{b_.optional(first, "extra0")};
+    Sequence out;
+    if (f) {
+      out = {b_.repeat(cat({sep, {add}}), lo, hi, "extra")};
+    } else {
+      Sequence first = {add, b_.repeat(cat({sep, {add}}), std::max<int64_t>(0, lo - 1), hi < 0 ? -1 : hi - 1, "extra")};
+      out = lo > 0 ? Sequence{rule("extra1", {first})} : Sequence{b_.optional(first, "extra0")};
+    }
+    extras_memo[key] = out;
+    return out;
+  };
+  // s_next[f]: the rest of the members after the declared ones (no count tracking).
+  std::array<Sequence, 2> s_next;
+  if (!count_layout) {
+    for (int f = 0; f < 2; ++f) {
+      auto e = extras(f, props.empty() ? min_props : 0, props.empty() ? max_props : -1);
+      if (!e) return never();
+      s_next[f] = *e;
+    }
   }
-  if (!deps.empty()) {
-    // Schema order, one rule per (position, which trigger/dependent names are written, comma
-    // needed): a trigger is written only when the dependents before it were, and a dependent
-    // after a written trigger cannot be skipped. Dead ends are pruned.
+  if (!deps.empty() || count_layout) {
+    // Schema order, one rule per (position, which trigger/dependent names are written, members
+    // written so far when counted, comma needed): a trigger is written only when the
+    // dependents before it were, a dependent after a written trigger cannot be skipped, and
+    // the count ends within [minProperties, maxProperties] with the extras. Dead ends are
+    // pruned.
     std::map<std::string, size_t> index;
     for (size_t i = 0; i < props.size(); ++i) index[props[i].name] = i;
     std::vector<std::vector<size_t>> needs(props.size());  // [props] names prop i brings along
@@ -165,34 +180,40 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
       DI_ASSIGN_OR_RETURN(Element m, member(lit(Json(p.name).dump()), *p.schema, p.ptr));
       members.push_back(m);
     }
+    // Counts saturate at minProperties when there is no maximum.
+    const int64_t count_cap = !count_layout ? 0 : max_props >= 0 ? max_props : min_props;
     auto written = [&](uint32_t w, size_t i) { return bit[i] >= 0 && ((w >> bit[i]) & 1); };
-    std::map<std::tuple<size_t, uint32_t, int>, std::optional<Element>> memo;
-    std::function<std::optional<Element>(size_t, uint32_t, int)> after =
-        [&](size_t i, uint32_t w, int f) -> std::optional<Element> {
-      auto key = std::make_tuple(i, w, f);
+    std::map<std::tuple<size_t, uint32_t, int64_t, int>, std::optional<Element>> memo;
+    std::function<std::optional<Element>(size_t, uint32_t, int64_t, int)> after =
+        [&](size_t i, uint32_t w, int64_t c, int f) -> std::optional<Element> {
+      auto key = std::make_tuple(i, w, c, f);
       if (auto it = memo.find(key); it != memo.end()) return it->second;
       std::vector<Sequence> alts;
       if (i == props.size()) {
-        alts.push_back(s_next[f]);
+        std::optional<Sequence> tail = count_layout
+            ? extras(f, std::max<int64_t>(0, min_props - c), max_props < 0 ? -1 : max_props - c)
+            : std::optional<Sequence>(s_next[f]);
+        if (tail) alts.push_back(*tail);
       } else {
-        bool can_write = !forbidden[i];
+        bool can_write = !forbidden[i] && (max_props < 0 || !count_layout || c < max_props);
         for (size_t d : needs[i]) if (d < i && !written(w, d)) can_write = false;
         if (can_write) {
           uint32_t w2 = bit[i] >= 0 ? w | (1u << bit[i]) : w;
-          if (auto rest = after(i + 1, w2, 1)) alts.push_back(cat({f ? sep : Sequence{}, {members[i], *rest}}));
+          int64_t c2 = count_layout ? std::min(c + 1, count_cap) : 0;
+          if (auto rest = after(i + 1, w2, c2, 1)) alts.push_back(cat({f ? sep : Sequence{}, {members[i], *rest}}));
         }
         bool owed = props[i].required;
         for (size_t t = 0; t < i && !owed; ++t)
           if (written(w, t)) owed = std::find(needs[t].begin(), needs[t].end(), i) != needs[t].end();
         if (!owed)
-          if (auto rest = after(i + 1, w, f)) alts.push_back({*rest});
+          if (auto rest = after(i + 1, w, c, f)) alts.push_back({*rest});
       }
       std::optional<Element> r;
       if (!alts.empty()) r = rule("props_dep", std::move(alts));
       memo[key] = r;
       return r;
     };
-    std::optional<Element> top = after(0, 0, 0);
+    std::optional<Element> top = after(0, 0, 0, 0);
     if (!top) return never();
     return rule("object", {cat({lit("{"), ws_, {*top}, ws_, lit("}")})});
   }
