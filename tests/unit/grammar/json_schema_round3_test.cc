@@ -313,5 +313,38 @@ TEST(GrammarJsonSchema, PropertyCountsWithOptionalProperties) {
   EXPECT_FALSE(accepts(c, R"({"id":"x"})"));
 }
 
+TEST(GrammarJsonSchema, EnumValuesAreDecidedByValidation) {
+  auto n = compile(R"({"allOf":[{"enum":[1,2.5,"x",true]},{"not":{"anyOf":[{"type":"integer"},{"type":"number","minimum":2}]}}]})");
+  EXPECT_TRUE(accepts(n, R"("x")"));
+  EXPECT_TRUE(accepts(n, "true"));
+  EXPECT_FALSE(accepts(n, "1"));    // an integer
+  EXPECT_FALSE(accepts(n, "2.5"));  // >= 2
+  auto p = compile(R"({"enum":["ab","b1","c"],"pattern":"^[a-z]+$","minLength":2})");
+  EXPECT_TRUE(accepts(p, R"("ab")"));
+  EXPECT_FALSE(accepts(p, R"("b1")"));
+  EXPECT_FALSE(accepts(p, R"("c")"));
+  auto m = compile(R"({"enum":[3,4,9,0.5],"multipleOf":3})");
+  EXPECT_TRUE(accepts(m, "9"));
+  EXPECT_FALSE(accepts(m, "4"));
+  EXPECT_FALSE(accepts(m, "0.5"));
+  auto o = compile(R"({"enum":[{"a":1},{"a":"s"},{"b":1}],"required":["a"],"properties":{"a":{"type":"integer"}}})");
+  EXPECT_TRUE(accepts(o, R"({"a":1})"));
+  EXPECT_FALSE(accepts(o, R"({"a":"s"})"));
+  EXPECT_FALSE(accepts(o, R"({"b":1})"));
+  // oneOf counts matches: 6 is a multiple of both.
+  auto one = compile(R"({"enum":[2,3,6],"oneOf":[{"multipleOf":2},{"multipleOf":3}]})");
+  EXPECT_TRUE(accepts(one, "2"));
+  EXPECT_TRUE(accepts(one, "3"));
+  EXPECT_FALSE(accepts(one, "6"));
+  auto u = compile(R"({"enum":[[1,2],[1,1]],"uniqueItems":true})");
+  EXPECT_TRUE(accepts(u, "[1,2]"));
+  EXPECT_FALSE(accepts(u, "[1,1]"));
+  // A keyword the validator does not implement keeps the refusal.
+  auto r = compile_grammar({GrammarSpec::kJsonSchema, R"({"enum":[{"a":1}],"unevaluatedProperties":false})", {}},
+                           synthetic_vocabulary());
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

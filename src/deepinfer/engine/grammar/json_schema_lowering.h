@@ -18,6 +18,7 @@
 #include "deepinfer/engine/grammar/json_schema_compiler.h"
 #include "deepinfer/engine/grammar/json_schema_merge.h"
 #include "deepinfer/engine/grammar/json_schema_parts.h"
+#include "deepinfer/engine/grammar/json_schema_validate.h"
 #include "deepinfer/engine/grammar/regex_compiler.h"
 
 namespace deepinfer::engine::grammar::detail {
@@ -144,6 +145,10 @@ class SchemaCompiler {
   Result<Element> gen_inner(const Json& s, const std::string& ptr) {
     if (s.is_boolean()) return s.get<bool>() ? any_value() : never();
     if (!s.is_object()) return invalid_argument("json schema: schema at '{}' is not an object", ptr);
+    if (s.contains("enum") || s.contains("const")) {
+      // A finite set of values: every other keyword is decided per value by validation.
+      if (auto e = enum_by_validation(s)) return *e;
+    }
     if (s.contains("not")) {
       std::optional<Json> without = drop_simple_not(s);
       if (!without) return unsupported("json schema: keyword 'not' at '{}/not' is not supported", ptr);
@@ -166,6 +171,20 @@ class SchemaCompiler {
     }
     if (s.contains("anyOf") || s.contains("oneOf")) return gen_union(s, ptr);
     return gen_typed(s, ptr);
+  }
+
+  // The enum/const values that validate against all of `s`; nullopt when a verdict is unknown.
+  std::optional<Element> enum_by_validation(const Json& s) {
+    Json values = s.contains("const") ? Json::array({s["const"]}) : s["enum"];
+    if (!values.is_array()) return std::nullopt;
+    InstanceValidator validator(root_, o_.enforce_formats);
+    std::vector<Sequence> alts;
+    for (const auto& v : values) {
+      Verdict verdict = validator.validate(s, v);
+      if (verdict == Verdict::kUnknown) return std::nullopt;
+      if (verdict == Verdict::kValid) alts.push_back({literal_value(v)});
+    }
+    return rule("enum", std::move(alts));
   }
 
   // `not` in the decidable cases: not true/{} (nothing matches), not false (no constraint),
