@@ -346,5 +346,15 @@ TEST(GrammarJsonSchema, EnumValuesAreDecidedByValidation) {
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
 }
 
+TEST(GrammarJsonSchema, RecursionThroughRefWithSiblings) {
+  // The $ref has a sibling keyword, so it is merged rather than called; the merged schema is
+  // still one rule, so the recursion terminates.
+  auto g = compile(R"({"$ref":"#/definitions/node","definitions":{"node":{"type":"object",
+      "properties":{"name":{"type":"string"},"children":{"type":"object",
+      "additionalProperties":{"type":"object","$ref":"#/definitions/node"}}},"required":["name"]}}})");
+  EXPECT_TRUE(accepts(g, R"({"name":"a","children":{"x":{"name":"b","children":{}}}})"));
+  EXPECT_FALSE(accepts(g, R"({"name":"a","children":{"x":{"children":{}}}})"));
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

@@ -166,8 +166,16 @@ class SchemaCompiler {
         if (!s["$ref"].is_string()) return invalid_argument("json schema: $ref at '{}' is not a string", ptr);
         return gen_ref(s["$ref"].get<std::string>(), ptr + "/$ref");
       }
+      // $ref with siblings is inlined; one rule per distinct schema text, so a recursive
+      // definition reached this way becomes a recursive rule instead of endless inlining.
+      std::string key = s.dump();
+      if (auto it = merged_rules_.find(key); it != merged_rules_.end()) return GrammarBuilder::call(it->second);
+      uint32_t r = b_.new_rule("merged");
+      merged_rules_[key] = r;
       DI_ASSIGN_OR_RETURN(Json merged, merger.flatten(s, ptr));
-      return gen(merged, ptr);
+      DI_ASSIGN_OR_RETURN(Element e, gen(merged, ptr));
+      b_.add_alt(r, {e});
+      return GrammarBuilder::call(r);
     }
     if (s.contains("anyOf") || s.contains("oneOf")) return gen_union(s, ptr);
     return gen_typed(s, ptr);
@@ -322,6 +330,7 @@ class SchemaCompiler {
   Sequence ws_;
   std::optional<Element> any_value_, any_string_;
   std::map<std::string, uint32_t> ref_rules_;
+  std::map<std::string, uint32_t> merged_rules_;  // schema text of $ref-with-siblings / allOf
   int depth_ = 0;
 
 };
