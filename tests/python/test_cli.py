@@ -185,6 +185,35 @@ def test_kv_store_survives_restart(model, tmp_path):
     assert third["token_ids"] == first["token_ids"]
 
 
+def test_kv_store_traffic_class_and_tier_bench(model, tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    flags = []
+    for d in dirs:
+        flags += ["--kv-store", d]
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps({"prompt": "alpha " * 40, "traffic_class": "chat"}) + "\n" +
+                   json.dumps({"prompt": "beta " * 40}) + "\n")
+    r = run("generate", "--model", model, "--input", inp, "--max-tokens", "2", "--traffic-class", "agent",
+            *flags)
+    assert r.returncode == 0, r.stderr
+    stat = json.loads(run("kvstore", "stat", "--json", *dirs).stdout)
+    assert stat["entries_by_class"]["agent"] > 0 and stat["entries_by_class"]["chat"] > 0, stat
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"prompt": "x", "traffic_class": "forever"}) + "\n")
+    r = run("generate", "--model", model, "--input", bad, *flags)
+    assert r.returncode == 2 and "traffic_class" in r.stderr
+    r = run("generate", "--model", model, "--prompt", "x", "--kv-store-ram-gb", "1")
+    assert r.returncode == 2 and "--kv-store" in r.stderr
+    # Time to first token per tier: the three hits supply every full block but the last token's.
+    r = run("bench", "--model", model, "--mode", "kvstore", "--prompt-lens", "100", *flags)
+    assert r.returncode == 0, r.stderr
+    recs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [x["tier"] for x in recs] == ["cold", "engine_ram", "store_ram", "store_ssd"]
+    assert recs[0]["cached_tokens"] == 0
+    assert all(x["cached_tokens"] == 96 and x["ttft_ms"] > 0 for x in recs[1:]), recs
+    assert sorted(p.name for p in tmp_path.joinpath("a").iterdir()) == ["kv1"]  # bench cleaned up
+
+
 def test_out_of_range_sampling_field_in_input_is_a_usage_error(model, tmp_path):
     inp = tmp_path / "bad.jsonl"
     inp.write_text('{"prompt": "ok"}\n{"prompt": "x", "top_p": 5}\n')

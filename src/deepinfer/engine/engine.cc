@@ -117,7 +117,7 @@ Result<int64_t> Engine::add_request(const GenerationRequest& request) {
   seq.max_tokens = static_cast<int>(std::min<int64_t>(request.max_tokens, mc.max_position - prompt_len));
   seq.eos_token_ids = tokenizer_->eos_ids();
   seq.ignore_eos = request.ignore_eos;
-  seq.traffic_class = request.traffic_class;
+  seq.traffic_class = request.traffic_class.value_or(config_.default_traffic_class);
   if (seq.max_tokens == 0) {
     // Nothing to generate: answer at once without touching the model.
     requests_[id] = std::move(state);

@@ -22,8 +22,9 @@ struct GenerationRequest {
   bool ignore_eos = false;
   // Structured output: the text must match this grammar (JSON Schema, any JSON, regex, EBNF).
   std::optional<grammar::GrammarSpec> grammar;
-  // KV store lifetime of this request's prefix blocks (agent: 3 days, chat: 7 by default).
-  kvstore::TrafficClass traffic_class = kvstore::TrafficClass::kChat;
+  // KV store lifetime class of this request's prefix blocks (agent: 3 days, chat: 7 by
+  // default); unset = the engine's default_traffic_class.
+  std::optional<kvstore::TrafficClass> traffic_class;
 };
 
 struct LogprobEntry {

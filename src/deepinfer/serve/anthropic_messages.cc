@@ -183,7 +183,8 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
   const json body = parse_body(req.body);
   const std::string model = check_model(ctx, body);
   auto turn = std::make_shared<ChatTurn>(read_messages_turn(body));
-  const engine::GenerationRequest request = read_request(ctx, body, *turn);
+  engine::GenerationRequest request = read_request(ctx, body, *turn);
+  read_traffic_class(body, req.get_header_value("X-Traffic-Class"), request);
   const std::string id = make_id("msg_");
   const bool stream = opt_bool(body, "stream", "").value_or(false);
 

@@ -145,6 +145,7 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
   auto turn = std::make_shared<ChatTurn>(read_chat_turn(body));
   engine::GenerationRequest base;
   read_sampling(body, base);
+  read_traffic_class(body, req.get_header_value("X-Traffic-Class"), base);
   read_stop(body, "stop", base);
   read_logit_bias(body, tok.vocab_size(), base);
   base.max_tokens = read_max_tokens(body, {"max_completion_tokens", "max_tokens"}, 0);

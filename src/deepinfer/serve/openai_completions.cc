@@ -65,6 +65,7 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
 
   engine::GenerationRequest base;
   read_sampling(body, base);
+  read_traffic_class(body, req.get_header_value("X-Traffic-Class"), base);
   read_stop(body, "stop", base);
   read_logit_bias(body, tok.vocab_size(), base);
   base.max_tokens = read_max_tokens(body, {"max_tokens"}, 16);

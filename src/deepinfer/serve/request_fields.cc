@@ -27,6 +27,20 @@ void read_sampling(const json& body, engine::GenerationRequest& r) {
   }
 }
 
+void read_traffic_class(const json& body, const std::string& header_value, engine::GenerationRequest& r) {
+  if (auto v = opt_string(body, "traffic_class", "")) {
+    r.traffic_class = kvstore::traffic_class_from_name(*v);
+    if (!r.traffic_class)
+      bad_request("traffic_class", "'traffic_class' must be 'agent' or 'chat', got '{}'", *v);
+    return;
+  }
+  if (header_value.empty()) return;
+  r.traffic_class = kvstore::traffic_class_from_name(header_value);
+  if (!r.traffic_class)
+    bad_request("X-Traffic-Class", "header 'X-Traffic-Class' must be 'agent' or 'chat', got '{}'",
+                header_value);
+}
+
 void read_stop(const json& body, const char* key, engine::GenerationRequest& r) {
   const json* f = field(body, key);
   if (!f) return;

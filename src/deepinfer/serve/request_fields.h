@@ -14,6 +14,10 @@ namespace deepinfer::serve {
 // temperature, top_p, top_k, min_p, seed, frequency_penalty, presence_penalty,
 // repetition_penalty, ignore_eos (the names are the same in all three APIs; absent fields keep defaults).
 void read_sampling(const nlohmann::json& body, engine::GenerationRequest& r);
+// The KV store traffic class: body field "traffic_class" ("agent" | "chat"), else the
+// X-Traffic-Class header (`header_value`, empty when absent), else the server's default.
+void read_traffic_class(const nlohmann::json& body, const std::string& header_value,
+                        engine::GenerationRequest& r);
 // `key` as a string or a list of strings (OpenAI "stop", Anthropic "stop_sequences").
 void read_stop(const nlohmann::json& body, const char* key, engine::GenerationRequest& r);
 // OpenAI logit_bias: {"token id": bias in [-100, 100]}.

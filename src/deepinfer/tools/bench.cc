@@ -17,6 +17,7 @@
 #include "deepinfer/engine/grammar/vocabulary_from_tokenizer.h"
 #include "deepinfer/model/format/gguf.h"
 #include "deepinfer/model/model_path.h"
+#include "deepinfer/tools/bench_kvstore.h"
 #include "deepinfer/tools/bench_plot.h"
 #include "deepinfer/tools/cli_common.h"
 #include "deepinfer/tools/membw.h"
@@ -36,6 +37,7 @@ struct BenchFlags {
   std::string data = "../shared/data/jsonschemabench";
   int limit = 0;
   int stride = 1;
+  std::string prompt_lens = "2000,8000";
 };
 
 // Structured outputs: compile time and per-token mask time over JSONSchemaBench.
@@ -74,7 +76,8 @@ int run_mask_bench(const BenchFlags& f) {
   return kExitOk;
 }
 
-Result<std::vector<int>> parse_batches(const std::string& s) {
+// A comma-separated list of positive integers up to `max` (flag names the option in errors).
+Result<std::vector<int>> parse_int_list(const std::string& s, const char* flag, int max) {
   std::vector<int> out;
   std::stringstream ss(s);
   std::string item;
@@ -82,13 +85,13 @@ Result<std::vector<int>> parse_batches(const std::string& s) {
     try {
       size_t used = 0;
       int v = std::stoi(item, &used);
-      if (used != item.size() || v <= 0 || v > 4096) throw std::invalid_argument(item);
+      if (used != item.size() || v <= 0 || v > max) throw std::invalid_argument(item);
       out.push_back(v);
     } catch (const std::exception&) {
-      return invalid_argument("--batch: '{}' is not a positive integer", item);
+      return invalid_argument("{}: '{}' is not an integer in [1, {}]", flag, item, max);
     }
   }
-  if (out.empty()) return invalid_argument("--batch: empty list");
+  if (out.empty()) return invalid_argument("{}: empty list", flag);
   return out;
 }
 
@@ -181,11 +184,20 @@ int run_bench(BenchFlags& f) {
     return kExitOk;
   }
   if (f.mode == "mask") return run_mask_bench(f);
+  if (f.mode == "kvstore") {
+    auto lens = parse_int_list(f.prompt_lens, "--prompt-lens", 1 << 20);
+    if (!lens.is_ok()) return report_error(lens.status());
+    KvStoreBenchOptions o;
+    o.engine = f.engine;
+    o.prompt_lens = *lens;
+    o.repeat = f.repeat;
+    return run_kvstore_ttft_bench(o);
+  }
   if (f.mode != "prefill" && f.mode != "decode")
     return report_error(f.mode == "serve" || f.mode == "tokenize"
                             ? unsupported("bench: --mode {} is not available in this build yet", f.mode)
-                            : invalid_argument("bench: unknown --mode '{}' (prefill|decode|membw|mask)", f.mode));
-  auto batches = parse_batches(f.batches);
+                            : invalid_argument("bench: unknown --mode '{}' (prefill|decode|membw|mask|kvstore)", f.mode));
+  auto batches = parse_int_list(f.batches, "--batch", 4096);
   if (!batches.is_ok()) return report_error(batches.status());
   if (!f.plot.empty() && !plot_format_supported(f.plot))
     return report_error(invalid_argument("--plot: '{}' must end in .png or .svg", f.plot));
@@ -229,7 +241,10 @@ Subcommand make_bench_command() {
     add_engine_flags(*cmd, f->engine);
     cmd->add_option("--mode", f->mode,
                     "prefill | decode | membw (memory read bandwidth, the decode roofline) | "
-                    "mask (structured-output compile and mask time over JSONSchemaBench)");
+                    "mask (structured-output compile and mask time over JSONSchemaBench) | "
+                    "kvstore (time to first token cold vs a hit in each KV tier; needs --kv-store)");
+    cmd->add_option("--prompt-lens", f->prompt_lens,
+                    "kvstore: prompt lengths in tokens, comma-separated (default 2000,8000)");
     cmd->add_option("--data", f->data, "mask: JSONSchemaBench directory");
     cmd->add_option("--limit", f->limit, "mask: at most this many schemas (0 = all)")->check(CLI::Range(0, 1000000));
     cmd->add_option("--stride", f->stride, "mask: every N-th schema file")->check(CLI::Range(1, 1000000));

@@ -98,6 +98,14 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--kv-store", f.kv_store,
                  "KV store directory (repeatable; one storage target each, same order in every process)");
+  app.add_option("--kv-store-ram-gb", f.kv_store_ram_gb,
+                 "RAM tier of the KV store in GiB, between the KV cache and the --kv-store targets "
+                 "(default 0.25); prefetched prefixes land here")
+      ->check(CLI::Range(0.0, 65536.0));
+  app.add_option("--traffic-class", f.traffic_class,
+                 "KV store lifetime class of requests that do not name one: agent (3 days) or "
+                 "chat (7 days, default)")
+      ->check(CLI::IsMember({"agent", "chat"}));
 }
 
 Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const EngineFlags& f) {
@@ -108,12 +116,17 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
   config.enable_prefix_caching = f.prefix_caching;
   config.int8_activations = f.matmul_precision == "int8";
   config.overlap_scheduling = f.overlap == "on";
+  if (f.kv_store_ram_gb > 0 && f.kv_store.empty())
+    return invalid_argument("--kv-store-ram-gb needs at least one --kv-store directory");
   for (const auto& dir : f.kv_store) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return io_error("--kv-store {}: cannot create: {}", dir, ec.message());
     config.kv_store_dirs.push_back(dir);
   }
+  config.kv_store_host_bytes = static_cast<size_t>(f.kv_store_ram_gb * double(size_t{1} << 30));
+  config.default_traffic_class =
+      kvstore::traffic_class_from_name(f.traffic_class).value_or(kvstore::TrafficClass::kChat);
   if (!config.kv_store_dirs.empty())
     config.kv_store_namespace = loaded.model->config().name + "|" + loaded.identity;
   return engine::Engine::create(std::move(loaded.model), loaded.tokenizer, config);

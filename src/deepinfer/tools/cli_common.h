@@ -60,6 +60,8 @@ struct EngineFlags {
   std::string matmul_precision = "high";
   std::string overlap = "off";  // overlap scheduling: on | off
   std::vector<std::string> kv_store;
+  double kv_store_ram_gb = 0;         // 0 = the store's default (256 MiB)
+  std::string traffic_class = "chat";  // default for requests that do not name one
 };
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
 Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const EngineFlags& flags);

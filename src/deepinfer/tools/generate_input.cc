@@ -80,6 +80,10 @@ Result<engine::GenerationRequest> parse_generate_line(const nlohmann::json& j, c
       return invalid_argument("{}: 'stop' must be a string or an array of strings", where);
     }
   }
+  if (auto it = j.find("traffic_class"); it != j.end() && !it->is_null()) {
+    r.traffic_class = it->is_string() ? kvstore::traffic_class_from_name(it->get<std::string>()) : std::nullopt;
+    if (!r.traffic_class) return invalid_argument("{}: 'traffic_class' must be \"agent\" or \"chat\"", where);
+  }
   if (r.max_tokens < 0) return invalid_argument("{}: 'max_tokens' must be >= 0", where);
   return r;
 }
