@@ -204,6 +204,8 @@ def test_kv_store_traffic_class_and_tier_bench(model, tmp_path):
     assert r.returncode == 2 and "traffic_class" in r.stderr
     r = run("generate", "--model", model, "--prompt", "x", "--kv-store-ram-gb", "1")
     assert r.returncode == 2 and "--kv-store" in r.stderr
+    r = run("generate", "--model", model, "--prompt", "x", "--kv-store-capacity-gb", "1")
+    assert r.returncode == 2 and "--kv-store-capacity-gb needs" in r.stderr
     # Time to first token per tier: the three hits supply every full block but the last token's.
     r = run("bench", "--model", model, "--mode", "kvstore", "--prompt-lens", "100", *flags)
     assert r.returncode == 0, r.stderr

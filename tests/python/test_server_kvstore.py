@@ -2,6 +2,7 @@
 surviving a server restart (cached_tokens and identical output), and its /metrics counters."""
 import json
 import subprocess
+import time
 import urllib.error
 import urllib.request
 
@@ -81,6 +82,11 @@ def test_traffic_class_per_request_and_restart(model, tmp_path):
         assert again["choices"][0]["message"]["content"] == first["choices"][0]["message"]["content"]
         m = server.metrics()
         assert m["deepinfer_kv_store_hit_tokens_total"] >= cached
+        time.sleep(1.5)  # the store's own counters refresh once a second
+        m = server.metrics()
+        assert m["deepinfer_kv_store_ssd_read_blocks_total"] * 16 >= cached, m
+        assert m["deepinfer_kv_store_write_dropped_total"] == 0
+        assert m["deepinfer_kv_store_corrupt_shards_total"] == 0
     finally:
         assert server.stop() == 0
 

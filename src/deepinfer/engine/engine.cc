@@ -70,6 +70,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
     to.dirs = config.kv_store_dirs;
     to.model_namespace = kv.cache_namespace;
     if (config.kv_store_host_bytes > 0) to.host_tier_bytes = config.kv_store_host_bytes;
+    to.store_overrides.target_capacity_bytes = config.kv_store_target_capacity_bytes;
     DI_ASSIGN_OR_RETURN(e->kv_tier_, make_kv_store_tier(to, e->kv_storage_));
     hook = e->kv_tier_.get();
   }

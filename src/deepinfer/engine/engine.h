@@ -43,6 +43,9 @@ struct EngineConfig {
   std::vector<std::string> kv_store_dirs;
   // RAM tier of the KV store (between the engine's blocks and the targets); 0 = default 256 MiB.
   size_t kv_store_host_bytes = 0;
+  // Per-target byte limit of the KV store's SSD tier (the sweeper evicts the entries with the
+  // least lifetime left beyond it, every minute); 0 = unlimited.
+  uint64_t kv_store_target_capacity_bytes = 0;
   // Traffic class of requests that do not name one (decides how long the store keeps blocks).
   kvstore::TrafficClass default_traffic_class = kvstore::TrafficClass::kChat;
   // Names the weights the KV was computed with (file identity, quantization); blocks never

@@ -1,6 +1,7 @@
 #include "deepinfer/serve/engine_loop.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "deepinfer/base/log.h"
 
@@ -182,8 +183,8 @@ void EngineLoop::abort_all(const std::string& reason) {
 
 void EngineLoop::update_gauges() {
   const auto& kv = engine_->kv_stats();
-  // Expert load summary (MoE models): copying [layers x experts] counts is not free on a
-  // 61 x 384 model, so it is refreshed at most once a second, not every step.
+  // Expert load summary (MoE models; copying [layers x experts] counts is not free on a
+  // 61 x 384 model) and the KV store's counters are refreshed at most once a second.
   const auto now = Clock::now();
   const bool refresh_experts = now - experts_refreshed_ >= std::chrono::seconds(1);
   uint64_t assignments = 0;
@@ -202,6 +203,8 @@ void EngineLoop::update_gauges() {
       if (sum > 0) imbalance = std::max(imbalance, double(top) * double(layer.size()) / double(sum));
     }
   }
+  std::optional<kvstore::KvStoreStats> store;
+  if (refresh_experts && engine_->kv_store_tier()) store = engine_->kv_store_tier()->store_stats();
   std::lock_guard<std::mutex> lock(mu_);
   gauges_.waiting = engine_->num_waiting();
   gauges_.running = engine_->num_running();
@@ -212,6 +215,16 @@ void EngineLoop::update_gauges() {
   gauges_.kv_store_written_blocks = kv.tier_written_blocks;
   gauges_.kv_evictions = kv.evictions;
   gauges_.steps = engine_->stats().steps;
+  if (refresh_experts && store) {
+    gauges_.kv_store = true;
+    gauges_.kv_store_ssd_read_blocks = store->ssd_hits;
+    gauges_.kv_store_write_dropped = store->puts_dropped;
+    gauges_.kv_store_write_queue = store->write_queue_depth;
+    gauges_.kv_store_ram_bytes = store->host_bytes;
+    gauges_.kv_store_corrupt_shards = store->ssd.corrupt_shards;
+    gauges_.kv_store_reconstructions = store->ssd.reconstructions;
+    gauges_.kv_store_swept = store->swept_expired + store->swept_evicted;
+  }
   if (refresh_experts) {
     gauges_.moe = !experts.empty();
     gauges_.moe_routed_assignments = assignments;
@@ -225,10 +238,17 @@ void EngineLoop::run() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] {
+      // Idle: wake once a second so the slowly refreshed gauges (KV store, experts) catch up
+      // with the last steps.
+      const bool work = cv_.wait_for(lock, std::chrono::seconds(1), [&] {
         return stopping_ || !submissions_.empty() || !aborts_.empty() || engine_->has_unfinished();
       });
       if (stopping_) break;
+      if (!work) {
+        lock.unlock();
+        update_gauges();
+        continue;
+      }
     }
     drain_commands();
     if (!engine_->has_unfinished()) {

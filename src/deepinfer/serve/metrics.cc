@@ -73,6 +73,22 @@ std::string ServerMetrics::render(const EngineGauges& g, const std::string& mode
           double(g.kv_store_loaded_blocks));
   counter(out, "deepinfer_kv_store_written_blocks_total", "KV blocks handed to the KV store",
           double(g.kv_store_written_blocks));
+  if (g.kv_store) {
+    counter(out, "deepinfer_kv_store_ssd_read_blocks_total", "KV blocks read from the SSD targets",
+            double(g.kv_store_ssd_read_blocks));
+    counter(out, "deepinfer_kv_store_write_dropped_total",
+            "KV store SSD writes dropped because the write queue was full", double(g.kv_store_write_dropped));
+    gauge(out, "deepinfer_kv_store_write_queue", "KV store SSD writes queued or in flight",
+          double(g.kv_store_write_queue));
+    gauge(out, "deepinfer_kv_store_ram_bytes", "Bytes held in the KV store's RAM tier",
+          double(g.kv_store_ram_bytes));
+    counter(out, "deepinfer_kv_store_corrupt_shards_total",
+            "KV store shards that failed validation (treated as lost)", double(g.kv_store_corrupt_shards));
+    counter(out, "deepinfer_kv_store_reconstructions_total", "KV store reads rebuilt from parity",
+            double(g.kv_store_reconstructions));
+    counter(out, "deepinfer_kv_store_swept_total", "KV store entries deleted by the sweeper",
+            double(g.kv_store_swept));
+  }
   counter(out, "deepinfer_kv_cache_evictions_total", "Cached KV blocks reclaimed for new use",
           double(g.kv_evictions));
   if (g.moe) {

@@ -39,6 +39,15 @@ struct EngineGauges {
   int64_t kv_store_loaded_blocks = 0;
   int64_t kv_store_written_blocks = 0;
   int64_t kv_evictions = 0;          // cached blocks reclaimed for new use
+  // The KV store's own tiers (with --kv-store; refreshed at most once a second).
+  bool kv_store = false;
+  uint64_t kv_store_ssd_read_blocks = 0;   // blocks read from the SSD targets
+  uint64_t kv_store_write_dropped = 0;     // SSD writes dropped because the queue was full
+  uint64_t kv_store_write_queue = 0;       // SSD writes queued or in flight now
+  uint64_t kv_store_ram_bytes = 0;         // bytes in the store's RAM tier
+  uint64_t kv_store_corrupt_shards = 0;    // shards that failed their checksum (treated as lost)
+  uint64_t kv_store_reconstructions = 0;   // reads rebuilt from parity
+  uint64_t kv_store_swept = 0;             // entries deleted by the sweeper (expired or evicted)
   int64_t steps = 0;
   int kv_blocks = 0;            // KV pool size in blocks
   int kv_blocks_in_use = 0;     // held by running sequences (not reclaimable now)

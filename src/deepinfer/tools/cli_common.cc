@@ -102,6 +102,10 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                  "RAM tier of the KV store in GiB, between the KV cache and the --kv-store targets "
                  "(default 0.25); prefetched prefixes land here")
       ->check(CLI::Range(0.0, 65536.0));
+  app.add_option("--kv-store-capacity-gb", f.kv_store_capacity_gb,
+                 "Most GiB the KV store keeps on each --kv-store target; beyond it the sweeper "
+                 "(every minute) evicts the entries with the least lifetime left (default: no limit)")
+      ->check(CLI::Range(0.0, 1e9));
   app.add_option("--traffic-class", f.traffic_class,
                  "KV store lifetime class of requests that do not name one: agent (3 days) or "
                  "chat (7 days, default)")
@@ -116,8 +120,9 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
   config.enable_prefix_caching = f.prefix_caching;
   config.int8_activations = f.matmul_precision == "int8";
   config.overlap_scheduling = f.overlap == "on";
-  if (f.kv_store_ram_gb > 0 && f.kv_store.empty())
-    return invalid_argument("--kv-store-ram-gb needs at least one --kv-store directory");
+  if ((f.kv_store_ram_gb > 0 || f.kv_store_capacity_gb > 0) && f.kv_store.empty())
+    return invalid_argument("{} needs at least one --kv-store directory",
+                            f.kv_store_ram_gb > 0 ? "--kv-store-ram-gb" : "--kv-store-capacity-gb");
   for (const auto& dir : f.kv_store) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
@@ -125,6 +130,8 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
     config.kv_store_dirs.push_back(dir);
   }
   config.kv_store_host_bytes = static_cast<size_t>(f.kv_store_ram_gb * double(size_t{1} << 30));
+  config.kv_store_target_capacity_bytes =
+      static_cast<uint64_t>(f.kv_store_capacity_gb * double(uint64_t{1} << 30));
   config.default_traffic_class =
       kvstore::traffic_class_from_name(f.traffic_class).value_or(kvstore::TrafficClass::kChat);
   if (!config.kv_store_dirs.empty())

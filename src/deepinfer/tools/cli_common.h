@@ -61,6 +61,7 @@ struct EngineFlags {
   std::string overlap = "off";  // overlap scheduling: on | off
   std::vector<std::string> kv_store;
   double kv_store_ram_gb = 0;         // 0 = the store's default (256 MiB)
+  double kv_store_capacity_gb = 0;    // per target; 0 = unlimited
   std::string traffic_class = "chat";  // default for requests that do not name one
 };
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
