@@ -356,5 +356,26 @@ TEST(GrammarJsonSchema, RecursionThroughRefWithSiblings) {
   EXPECT_FALSE(accepts(g, R"({"name":"a","children":{"x":{"children":{}}}})"));
 }
 
+TEST(GrammarJsonSchema, UniqueItems) {
+  // A small enum domain is exact: one rule per set of values already written.
+  auto e = compile(R"({"type":"array","items":{"enum":["r","g","b"]},"uniqueItems":true,"minItems":2})");
+  EXPECT_TRUE(accepts(e, R"(["r","b"])"));
+  EXPECT_TRUE(accepts(e, R"(["b","g","r"])"));
+  EXPECT_FALSE(accepts(e, R"(["r","r"])"));
+  EXPECT_FALSE(accepts(e, R"(["g"])"));
+  auto b = compile(R"({"type":"array","items":{"type":"boolean"},"uniqueItems":true})");
+  EXPECT_TRUE(accepts(b, "[true,false]"));
+  EXPECT_FALSE(accepts(b, "[true,true]"));
+  // Unbounded item domains: at most one item (trivially unique), never a duplicate.
+  auto s = compile(R"({"type":"array","items":{"type":"string"},"uniqueItems":true})");
+  EXPECT_TRUE(accepts(s, R"(["a"])"));
+  EXPECT_TRUE(accepts(s, "[]"));
+  EXPECT_FALSE(accepts(s, R"(["a","a"])"));
+  auto r = compile_grammar({GrammarSpec::kJsonSchema, R"({"type":"array","items":{"type":"string"},"uniqueItems":true,"minItems":2})", {}},
+                           synthetic_vocabulary());
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

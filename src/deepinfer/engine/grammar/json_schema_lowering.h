@@ -158,8 +158,6 @@ class SchemaCompiler {
       if (kRefused.count(k))
         return unsupported("json schema: keyword '{}' at '{}/{}' is not supported", k, ptr, k);
     }
-    if (s.contains("uniqueItems") && s["uniqueItems"] == true)
-      return unsupported("json schema: keyword 'uniqueItems' at '{}/uniqueItems' is not supported", ptr);
     if (s.contains("$ref") || s.contains("allOf")) {
       SchemaMerger merger([this](const std::string& r, const std::string& p) { return resolve(r, p); });
       if (s.contains("$ref") && !has_validation_siblings(s)) {
@@ -303,6 +301,8 @@ class SchemaCompiler {
   Result<Element> gen_number(const Json& s, const std::string& ptr, bool integer);
   Element integer_multiple_of(int k);
   Result<Element> gen_array(const Json& s, const std::string& ptr);
+  // uniqueItems over a small finite item domain: one rule per set of values already written.
+  Result<std::optional<Element>> unique_array(const Json& items, int64_t min, int64_t max);
   Result<Element> gen_object(const Json& s, const std::string& ptr);
   // json_schema_pattern_members.cc: patternProperties.
   Result<std::optional<Json>> pattern_conjunction(const Json& pp, const std::string& name,
