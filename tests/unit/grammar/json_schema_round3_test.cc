@@ -377,5 +377,34 @@ TEST(GrammarJsonSchema, UniqueItems) {
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
 }
 
+TEST(GrammarJsonSchema, NotTypeByType) {
+  auto str = compile(R"({"type":"string","pattern":"^[a-z]+$","not":{"enum":["test","source"]}})");
+  EXPECT_TRUE(accepts(str, R"("tests")"));
+  EXPECT_FALSE(accepts(str, R"("test")"));
+  auto pat = compile(R"({"type":"string","not":{"pattern":"^tmp"}})");
+  EXPECT_TRUE(accepts(pat, R"("a-tmp")"));
+  EXPECT_FALSE(accepts(pat, R"("tmp1")"));
+  auto port = compile(R"({"type":"integer","minimum":1024,"maximum":65535,"not":{"enum":[6379,6380]}})");
+  EXPECT_TRUE(accepts(port, "6378"));
+  EXPECT_TRUE(accepts(port, "6381"));
+  EXPECT_FALSE(accepts(port, "6379"));
+  EXPECT_FALSE(accepts(port, "6380"));
+  EXPECT_FALSE(accepts(port, "80"));
+  auto obj = compile(R"({"type":"object","properties":{"a":{},"b":{}},"not":{"required":["a","b"]}})");
+  EXPECT_TRUE(accepts(obj, R"({"a":1})"));
+  EXPECT_TRUE(accepts(obj, R"({"b":1})"));
+  EXPECT_FALSE(accepts(obj, R"({"a":1,"b":2})"));
+  // Without a type, every type is complemented on its own: not {required} holds for no
+  // non-object, not {minLength: 2} for strings of length < 2 and everything else.
+  auto any = compile(R"({"not":{"type":["string","number"],"minLength":2}})");
+  EXPECT_TRUE(accepts(any, R"("a")"));
+  EXPECT_TRUE(accepts(any, "null"));
+  EXPECT_FALSE(accepts(any, R"("ab")"));
+  auto r = compile_grammar({GrammarSpec::kJsonSchema, R"({"type":"array","not":{"minItems":2}})", {}},
+                           synthetic_vocabulary());
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

@@ -151,7 +151,7 @@ class SchemaCompiler {
     }
     if (s.contains("not")) {
       std::optional<Json> without = drop_simple_not(s);
-      if (!without) return unsupported("json schema: keyword 'not' at '{}/not' is not supported", ptr);
+      if (!without) return gen_not(s, ptr);
       return gen(*without, ptr);
     }
     for (const auto& [k, v] : s.items()) {
@@ -298,7 +298,11 @@ class SchemaCompiler {
 
   Result<Element> gen_typed(const Json& s, const std::string& ptr);
   Result<Element> gen_string(const Json& s, const std::string& ptr);
-  Result<Element> gen_number(const Json& s, const std::string& ptr, bool integer);
+  // `excluded`: integer values left out (integer mode only; `not` with an enum).
+  Result<Element> gen_number(const Json& s, const std::string& ptr, bool integer,
+                             const std::set<int64_t>* excluded = nullptr);
+  // json_schema_not.cc: `not` beyond the cases drop_simple_not removes, type by type.
+  Result<Element> gen_not(const Json& s, const std::string& ptr);
   Element integer_multiple_of(int k);
   Result<Element> gen_array(const Json& s, const std::string& ptr);
   // uniqueItems over a small finite item domain: one rule per set of values already written.

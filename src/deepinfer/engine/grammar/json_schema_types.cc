@@ -245,7 +245,8 @@ Result<Element> SchemaCompiler::gen_typed(const Json& s, const std::string& ptr)
   return rule("typed", std::move(alts));
 }
 
-Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr, bool integer) {
+Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr, bool integer,
+                                           const std::set<int64_t>* excluded) {
   bool bounded = s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
                  s.contains("exclusiveMaximum");
   if (s.contains("multipleOf")) {
@@ -299,6 +300,20 @@ Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr
   if (auto v = num("exclusiveMinimum")) raise_lo(*v, true);
   if (auto v = num("maximum")) lower_hi(*v, draft4_ex_max);
   if (auto v = num("exclusiveMaximum")) lower_hi(*v, true);
+  if (integer && excluded && !excluded->empty()) {
+    // The range minus single values: the pieces between them.
+    if (lo && lo_ex) *lo += 1;
+    if (hi && hi_ex) *hi -= 1;
+    std::vector<Sequence> pieces;
+    std::optional<int64_t> from = lo;
+    for (int64_t x : *excluded) {
+      if ((lo && x < *lo) || (hi && x > *hi)) continue;
+      if (!from || *from <= x - 1) pieces.push_back({integer_range(b_, from, x - 1)});
+      from = x + 1;
+    }
+    if (!from || !hi || *from <= *hi) pieces.push_back({integer_range(b_, from, hi)});
+    return rule("integer_except", std::move(pieces));
+  }
   if (!lo && !hi) return integer ? any_integer(b_) : any_number(b_);
   if (integer) {
     if (lo && lo_ex) *lo += 1;

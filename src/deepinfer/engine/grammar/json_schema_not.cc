@@ -1,0 +1,131 @@
+// `not` beyond the cases drop_simple_not removes: the instance types are taken one at a time,
+// and each is complemented where that is exact (literals by validation, strings by automaton
+// difference, integers minus listed values) or under-approximated soundly (objects: the
+// reasons an object fails the negated schema, as in overlapping oneOf). Anything else is
+// refused.
+#include "deepinfer/engine/grammar/json_schema_lowering.h"
+
+namespace deepinfer::engine::grammar::detail {
+namespace {
+
+std::vector<std::string> schema_types(const Json& s) {
+  if (!s.is_object() || !s.contains("type")) return {"null", "boolean", "object", "array", "string", "number"};
+  std::vector<std::string> out;
+  const Json& t = s["type"];
+  if (t.is_string()) out.push_back(t.get<std::string>());
+  else if (t.is_array()) for (const auto& x : t) if (x.is_string()) out.push_back(x.get<std::string>());
+  return out;
+}
+
+bool json_type_is(const Json& v, const std::string& t) {
+  if (t == "null") return v.is_null();
+  if (t == "boolean") return v.is_boolean();
+  if (t == "object") return v.is_object();
+  if (t == "array") return v.is_array();
+  if (t == "string") return v.is_string();
+  if (t == "integer") return v.is_number() && std::floor(v.get<double>()) == v.get<double>();
+  return v.is_number();
+}
+
+// Whether an instance of type t can match n (false: `not n` holds for every such instance).
+bool may_match(const Json& n, const std::string& t) {
+  if (n.is_boolean()) return n.get<bool>();
+  std::vector<std::string> nt = schema_types(n);
+  bool typed = std::find(nt.begin(), nt.end(), t) != nt.end() ||
+               (t == "integer" && std::find(nt.begin(), nt.end(), "number") != nt.end()) ||
+               (t == "number" && std::find(nt.begin(), nt.end(), "integer") != nt.end());
+  if (!typed) return false;
+  if (n.contains("enum") || n.contains("const")) {
+    Json values = n.contains("const") ? Json::array({n["const"]}) : n["enum"];
+    if (!values.is_array()) return true;
+    for (const auto& v : values) if (json_type_is(v, t == "integer" ? "number" : t)) return true;
+    return false;
+  }
+  return true;
+}
+
+// Whether n says nothing about instances of type t beyond their type (so all of them match).
+bool vacuous_for(const Json& n, const std::string& t) {
+  static const std::set<std::string> kAny = {"enum", "const", "not", "allOf", "anyOf", "oneOf", "$ref",
+                                             "if", "then", "else", "$dynamicRef", "$recursiveRef"};
+  static const std::set<std::string> kNumber = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                                                "multipleOf"};
+  static const std::set<std::string> kArray = {"items", "prefixItems", "additionalItems", "minItems", "maxItems",
+                                               "uniqueItems", "contains", "minContains", "maxContains",
+                                               "unevaluatedItems"};
+  if (!n.is_object()) return false;
+  std::vector<std::string> nt = schema_types(n);
+  if (t == "number" && std::find(nt.begin(), nt.end(), "number") == nt.end()) return false;  // only integers
+  for (const auto& [k, v] : n.items()) {
+    if (kAny.count(k)) return false;
+    if ((t == "number" || t == "integer") && kNumber.count(k)) return false;
+    if (t == "array" && kArray.count(k)) return false;
+  }
+  return t == "number" || t == "integer" || t == "array";
+}
+
+}  // namespace
+
+Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
+  auto refuse = [&] { return unsupported("json schema: keyword 'not' at '{}/not' is not supported", ptr); };
+  Json rest = s;
+  rest.erase("not");
+  SchemaMerger merger([this](const std::string& r, const std::string& p) { return resolve(r, p); });
+  DI_ASSIGN_OR_RETURN(Json n, merger.flatten(s["not"], ptr + "/not"));
+  if (rest.contains("$ref") || rest.contains("allOf") || rest.contains("anyOf") || rest.contains("oneOf"))
+    return refuse();
+  std::vector<std::string> types = schema_types(rest);
+  bool has_number = std::find(types.begin(), types.end(), "number") != types.end();
+  InstanceValidator validator(root_, o_.enforce_formats);
+  std::vector<Sequence> alts;
+  for (const auto& t : types) {
+    if (t == "integer" && has_number) continue;  // number covers it
+    Json rt = rest;
+    rt["type"] = t;
+    if (!may_match(n, t)) {
+      DI_ASSIGN_OR_RETURN(Element e, gen(rt, ptr));
+      alts.push_back({e});
+      continue;
+    }
+    if (vacuous_for(n, t)) continue;  // every instance of this type matches n
+    if (t == "null" || t == "boolean") {
+      std::vector<Json> literals = t == "null" ? std::vector<Json>{nullptr} : std::vector<Json>{true, false};
+      for (const auto& v : literals) {
+        Verdict own = validator.validate(rt, v), neg = validator.validate(n, v);
+        if (own == Verdict::kUnknown || neg == Verdict::kUnknown) return refuse();
+        if (own == Verdict::kValid && neg == Verdict::kInvalid) alts.push_back({literal_value(v)});
+      }
+    } else if (t == "string") {
+      DI_ASSIGN_OR_RETURN(auto own, string_language(rt));
+      DI_ASSIGN_OR_RETURN(auto neg, string_language(n));
+      if (!own || !neg) return refuse();
+      DI_ASSIGN_OR_RETURN(CodePointDfa only, dfa_product({&*own, &*neg}, [](const std::vector<bool>& a) {
+        return a[0] && !a[1];
+      }));
+      alts.push_back({rule("not_string", {cat({lit("\""), {dfa_to_rule(b_, only, true, "str_dfa")}, lit("\"")})})});
+    } else if (t == "object") {
+      DI_ASSIGN_OR_RETURN(auto cases, one_of_cases({rt, n}, 0, {1}));
+      if (!cases) return refuse();
+      for (const Json& c : *cases) {
+        DI_ASSIGN_OR_RETURN(Element e, gen(c, ptr));
+        alts.push_back({e});
+      }
+    } else if (t == "integer" && n.is_object() && (n.contains("enum") || n.contains("const")) &&
+               !rt.contains("multipleOf")) {
+      // Integers minus the listed values; any other keyword of n only narrows what it
+      // matches, so excluding all listed integers is sound (and exact when n is the list).
+      Json values = n.contains("const") ? Json::array({n["const"]}) : n["enum"];
+      std::set<int64_t> excluded;
+      for (const auto& v : values)
+        if (v.is_number() && std::floor(v.get<double>()) == v.get<double>() && std::abs(v.get<double>()) < 9e18)
+          excluded.insert(static_cast<int64_t>(v.get<double>()));
+      DI_ASSIGN_OR_RETURN(Element e, gen_number(rt, ptr, true, &excluded));
+      alts.push_back({e});
+    } else {
+      return refuse();
+    }
+  }
+  return rule("not", std::move(alts));
+}
+
+}  // namespace deepinfer::engine::grammar::detail
