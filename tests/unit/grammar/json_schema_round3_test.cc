@@ -406,5 +406,13 @@ TEST(GrammarJsonSchema, NotTypeByType) {
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
 }
 
+TEST(GrammarJsonSchema, UriReferenceFormat) {
+  auto g = compile(R"({"type":"string","format":"uri-reference"})");
+  for (const char* ok : {R"("")", R"("a/b")", R"("../x")", R"("/x?y#z")", R"("http://h:80/p?q")", R"("#frag")"})
+    EXPECT_TRUE(accepts(g, ok)) << ok;
+  for (const char* bad : {R"("1:b")", R"("a b")", R"("a#b#c")", R"("%zz")", R"("//host")"})
+    EXPECT_FALSE(accepts(g, bad)) << bad;
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

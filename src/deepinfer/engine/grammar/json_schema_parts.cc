@@ -174,6 +174,21 @@ std::optional<std::string> format_regex(std::string_view f) {
       re += "|(" + h + ":){" + std::to_string(k) + "}(:" + h + "){1," + std::to_string(7 - k) + "}";
     return re;
   }
+  if (f == "uri-reference") {
+    // RFC 3986 URI-reference, a subset: no userinfo, no IP literals, no network-path
+    // relative references; every string it matches is a valid URI-reference.
+    const std::string pct = "%[0-9A-Fa-f]{2}";
+    const std::string pchar = "([A-Za-z0-9._~!$&'()*+,;=:@-]|" + pct + ")";
+    const std::string pchar_nc = "([A-Za-z0-9._~!$&'()*+,;=@-]|" + pct + ")";
+    const std::string qf = "([A-Za-z0-9._~!$&'()*+,;=:@/?-]|" + pct + ")*";
+    const std::string tail = "(\\?" + qf + ")?(#" + qf + ")?";
+    const std::string abs_path = "/(" + pchar + "+(/" + pchar + "*)*)?";
+    const std::string authority = "//([A-Za-z0-9._~!$&'()*+,;=-]|" + pct + ")*(:[0-9]*)?(/" + pchar + "*)*";
+    const std::string uri = "[A-Za-z][A-Za-z0-9+.-]*:(" + authority + "|" + abs_path + "|" + pchar + "+(/" +
+                            pchar + "*)*)?" + tail;
+    const std::string rel = "(" + abs_path + "|" + pchar_nc + "+(/" + pchar + "*)*)?" + tail;
+    return "(" + uri + ")|(" + rel + ")";
+  }
   if (f == "uri")
     return "[A-Za-z][A-Za-z0-9+.-]*:([A-Za-z0-9._~:/?#@!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*";
   return std::nullopt;
