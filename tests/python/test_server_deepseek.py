@@ -117,3 +117,56 @@ def test_forced_tool_call_parses_over_the_deepseek_vocabulary(client):
                                        tools=tools, tool_choice="required", max_tokens=40, temperature=0)
     call = r.choices[0].message.tool_calls[0]
     assert call.function.name == "pick" and 0 <= json.loads(call.function.arguments)["n"] <= 9
+
+
+@pytest.fixture(scope="module")
+def v3_client(model_dir, tmp_path_factory):
+    """The same checkpoint with a DeepSeek-V3 chat format (no template = V3.1; a template with
+    DeepSeek's markers and no reasoning block selects V3, which has no thinking mode)."""
+    out = tmp_path_factory.mktemp("deepseek_v3_template")
+    for f in model_dir.iterdir():
+        if f.name != "tokenizer_config.json":
+            (out / f.name).symlink_to(f)
+    config = json.loads((model_dir / "tokenizer_config.json").read_text())
+    config["chat_template"] = "{# DeepSeek-V3: <｜User｜> <｜Assistant｜> #}"
+    (out / "tokenizer_config.json").write_text(json.dumps(config))
+    s = Server(out, "--served-model-name", "tiny-v3-template")
+    yield openai.OpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0, timeout=120)
+    s.stop()
+
+
+def test_thinking_mode_returns_reasoning_content(client):
+    ask = dict(model="tiny-v3", messages=[{"role": "user", "content": "Think first"}], max_tokens=8,
+               temperature=0, extra_body={"ignore_eos": True, "chat_template_kwargs": {"thinking": True}})
+    r = client.chat.completions.create(**ask)
+    msg = r.choices[0].message
+    reasoning = getattr(msg, "reasoning_content", None)
+    # The prompt opened <think> (V3.1 thinking mode): what the random model writes is reasoning
+    # until it closes the block.
+    assert isinstance(reasoning, str) and reasoning
+    # Streaming gives the same split, in deltas.
+    parts = {"reasoning_content": "", "content": ""}
+    for chunk in client.chat.completions.create(stream=True, **ask):
+        for choice in chunk.choices:
+            delta = choice.delta.model_dump()
+            for k in parts:
+                parts[k] += delta.get(k) or ""
+    assert parts["reasoning_content"] == reasoning
+    assert parts["content"] == (msg.content or "")
+    # Without thinking mode the prompt closes the block: no reasoning_content.
+    plain = client.chat.completions.create(
+        model="tiny-v3", messages=[{"role": "user", "content": "Think first"}], max_tokens=8, temperature=0,
+        extra_body={"ignore_eos": True})
+    assert getattr(plain.choices[0].message, "reasoning_content", None) is None
+    assert plain.choices[0].message.content
+
+
+def test_thinking_mode_errors_name_the_field(client, v3_client):
+    with pytest.raises(openai.BadRequestError) as e:  # DeepSeek-V3's format has no thinking mode
+        v3_client.chat.completions.create(model="tiny-v3-template", messages=[{"role": "user", "content": "x"}],
+                                          max_tokens=1, extra_body={"chat_template_kwargs": {"thinking": True}})
+    assert "thinking mode" in str(e.value)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="tiny-v3", messages=[{"role": "user", "content": "x"}],
+                                       max_tokens=1, extra_body={"chat_template_kwargs": {"thinking": "yes"}})
+    assert "chat_template_kwargs.thinking" in str(e.value)

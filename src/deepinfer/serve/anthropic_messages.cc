@@ -203,13 +203,15 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
   }
 
   struct State {
+    explicit State(const ChatTurn& turn) : output(turn) {}
+    ChatOutputStream output;
     std::string text;
     size_t sent = 0;
     bool text_block_open = false;
     int blocks = 0;
     std::vector<int32_t> token_ids;
   };
-  auto state = std::make_shared<State>();
+  auto state = std::make_shared<State>(*turn);
   const int prompt_tokens = int(request.prompt_ids.size());
   StreamHandlers handlers;
   handlers.on_start = [=](SseWriter& sse) {
@@ -228,7 +230,8 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
   handlers.on_output = [=, &ctx](SseWriter& sse, int, const engine::RequestOutput& out) {
     state->text += out.new_text;
     state->token_ids.insert(state->token_ids.end(), out.new_token_ids.begin(), out.new_token_ids.end());
-    const std::string content = streamable_content(*turn, state->text);
+    state->output.push(out.new_text);
+    const std::string& content = state->output.content();
     if (content.size() > state->sent) {
       if (!open_text(sse)) return false;
       if (!sse.event("content_block_delta", {{"type", "content_block_delta"}, {"index", state->blocks},
@@ -237,7 +240,7 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
       state->sent = content.size();
     }
     if (!out.finished) return true;
-    ParsedChatOutput parsed = parse_chat_output(*turn, state->text);
+    const ParsedChatOutput parsed = state->output.finish();
     if (parsed.content.size() > state->sent) {
       if (!open_text(sse)) return false;
       if (!sse.event("content_block_delta", {{"type", "content_block_delta"}, {"index", state->blocks},

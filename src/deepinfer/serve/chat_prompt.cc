@@ -110,14 +110,23 @@ void encode_chat_turn(const recipe::Tokenizer& tok, const std::string& architect
     // DeepSeek's own format: tools in its system-prompt layout, calls with its markers.
     recipe::DeepseekChatOptions ds;
     ds.style = *style;
+    if (turn.thinking && ds.style == recipe::DeepseekChatStyle::kV3)
+      bad_request("chat_template_kwargs.thinking", "'chat_template_kwargs.thinking': this model's chat format (DeepSeek-V3) has no thinking mode");
+    ds.thinking = turn.thinking;
     if (use_tools) ds.tools_json = tools_as_openai_json(turn.tools).dump();
     auto ids = recipe::encode_deepseek_chat(tok, messages, ds);
     if (!ids.is_ok()) bad_request("messages", "the conversation cannot be encoded: {}", ids.status().message());
     request.prompt_ids = std::move(ids).value();
-    turn.parser = recipe::output_parser_options_for("deepseek_v3", tok.chat_template(), use_tools, false);
+    turn.parser = recipe::output_parser_options_for("deepseek_v3", tok.chat_template(), use_tools, turn.thinking);
     if (tool_call_forced(turn)) request.grammar = json_schema_grammar(forced_call_schema(turn), true);
     return;
   }
+  if (turn.thinking)
+    bad_request("chat_template_kwargs.thinking",
+                "'chat_template_kwargs.thinking': thinking mode is supported for DeepSeek V3.1 / R1 "
+                "chat formats only");
+  // Reasoning markers the template knows (<think>...</think>) split reasoning_content off.
+  turn.parser = recipe::output_parser_options_for(architecture, tok.chat_template(), false, false);
   if (use_tools && recipe::chat_template_renders_tools(tok)) {
     options.tools_json = tools_as_openai_json(turn.tools).dump();
     turn.parser = recipe::output_parser_options_for(architecture, tok.chat_template(), true, false);
@@ -155,32 +164,69 @@ void encode_chat_turn(const recipe::Tokenizer& tok, const std::string& architect
   if (tool_call_forced(turn)) request.grammar = json_schema_grammar(forced_call_schema(turn), true);
 }
 
-ParsedChatOutput parse_chat_output(const ChatTurn& turn, const std::string& text) {
-  ParsedChatOutput out;
-  if (turn.tools.empty() || turn.tool_choice.mode == ToolChoice::kNone) {
-    out.content = text;
-    return out;
-  }
-  if (tool_call_forced(turn)) {
-    ToolCall call;
-    if (parse_call_json(text, call)) {
-      out.tool_calls.push_back(call);
-    } else {
-      out.content = text;  // cut by max_tokens: not a complete call
+namespace {
+
+bool plain_output(const ChatTurn& turn) {
+  const bool tools = !turn.tools.empty() && turn.tool_choice.mode != ToolChoice::kNone;
+  return !tools && !turn.parser.reasoning_tags;
+}
+
+}  // namespace
+
+ChatOutputStream::ChatOutputStream(const ChatTurn& turn)
+    : mode_(tool_call_forced(turn) ? Mode::kForcedCall : plain_output(turn) ? Mode::kPlain : Mode::kParsed),
+      parser_(turn.parser) {}
+
+void ChatOutputStream::push(std::string_view text) {
+  switch (mode_) {
+    case Mode::kPlain:
+      content_ += text;
+      return;
+    case Mode::kForcedCall:
+      text_ += text;
+      return;
+    case Mode::kParsed: {
+      recipe::OutputDelta d = parser_.push(text);
+      content_ += d.content;
+      reasoning_ += d.reasoning_content;
+      return;
     }
-    return out;
   }
-  recipe::ParsedOutput parsed = recipe::OutputParser::parse(turn.parser, text);
-  out.content = std::move(parsed.content);
-  out.tool_calls = std::move(parsed.tool_calls);
+}
+
+ParsedChatOutput ChatOutputStream::finish() {
+  ParsedChatOutput out;
+  switch (mode_) {
+    case Mode::kPlain:
+      out.content = content_;
+      break;
+    case Mode::kForcedCall: {
+      ToolCall call;
+      if (parse_call_json(text_, call)) {
+        out.tool_calls.push_back(call);
+      } else {
+        out.content = text_;  // cut by max_tokens: not a complete call
+      }
+      break;
+    }
+    case Mode::kParsed: {
+      parser_.finish();
+      const recipe::ParsedOutput& all = parser_.result();
+      out.content = all.content;
+      out.reasoning_content = all.reasoning_content;
+      out.tool_calls = all.tool_calls;
+      break;
+    }
+  }
+  content_ = out.content;
+  reasoning_ = out.reasoning_content;
   return out;
 }
 
-std::string streamable_content(const ChatTurn& turn, const std::string& text) {
-  if (turn.tools.empty() || turn.tool_choice.mode == ToolChoice::kNone) return text;
-  if (tool_call_forced(turn)) return "";
-  recipe::OutputParser parser(turn.parser);
-  return parser.push(text).content;
+ParsedChatOutput parse_chat_output(const ChatTurn& turn, const std::string& text) {
+  ChatOutputStream s(turn);
+  s.push(text);
+  return s.finish();
 }
 
 }  // namespace deepinfer::serve

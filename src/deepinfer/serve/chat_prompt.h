@@ -32,6 +32,9 @@ struct ChatTurn {
   std::vector<recipe::ChatMessage> messages;
   std::vector<ToolSpec> tools;
   ToolChoice tool_choice;
+  // Thinking mode (chat_template_kwargs.thinking): the prompt opens the model's reasoning
+  // block. DeepSeek V3.1 / R1 chat formats only (others refuse it).
+  bool thinking = false;
   // Set by encode_chat_turn: how the model's reply marks tool calls (and reasoning).
   recipe::OutputParserOptions parser;
 };
@@ -49,15 +52,30 @@ bool tool_call_forced(const ChatTurn& turn);
 
 struct ParsedChatOutput {
   std::string content;
+  std::string reasoning_content;  // the model's reasoning block (<think>...</think>), if any
   std::vector<ToolCall> tool_calls;
 };
-// Splits generated text into content and tool calls (forced: the whole text is one call;
-// auto: <tool_call> blocks). Unparseable calls stay in the content.
+// Splits generated text into content, reasoning and tool calls (forced: the whole text is one
+// call; auto: the model's call markup). Unparseable calls stay in the content.
 ParsedChatOutput parse_chat_output(const ChatTurn& turn, const std::string& text);
 
-// Streaming: the content of the text generated so far that can go out now (a prefix of the
-// final content: what may be, or is, a tool call or reasoning is held back).
-std::string streamable_content(const ChatTurn& turn, const std::string& text);
+// The same split while streaming, one per choice: each push() extends content() and
+// reasoning() by what can go out now (prefixes of the final ones: what may still be a tool
+// call or a marker is held back); finish() gives the whole result. Linear in the reply length.
+class ChatOutputStream {
+ public:
+  explicit ChatOutputStream(const ChatTurn& turn);
+  void push(std::string_view text);
+  const std::string& content() const { return content_; }
+  const std::string& reasoning() const { return reasoning_; }
+  ParsedChatOutput finish();
+
+ private:
+  enum class Mode { kPlain, kForcedCall, kParsed } mode_;
+  recipe::OutputParser parser_;
+  std::string text_;  // kForcedCall: everything, parsed at the end
+  std::string content_, reasoning_;
+};
 
 // How an assistant's earlier tool calls are written back into the prompt for templates that
 // do not render tools themselves.

@@ -121,6 +121,18 @@ ChatTurn read_chat_turn(const json& body) {
   }
   turn.tools = read_chat_tools(body);
   turn.tool_choice = read_chat_tool_choice(body, !turn.tools.empty());
+  // vLLM/SGLang's way to switch a template's thinking mode (DeepSeek V3.1: "thinking", Qwen3
+  // and others: "enable_thinking").
+  if (const json* kw = field(body, "chat_template_kwargs")) {
+    if (!kw->is_object()) bad_request("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    for (auto it = kw->begin(); it != kw->end(); ++it) {
+      const std::string path = "chat_template_kwargs." + it.key();
+      if (it.key() != "thinking" && it.key() != "enable_thinking")
+        bad_request(path, "'{}' is not supported (thinking, enable_thinking)", path);
+      if (!it.value().is_boolean()) bad_request(path, "'{}' must be true or false", path);
+      turn.thinking = it.value().get<bool>();
+    }
+  }
   return turn;
 }
 
@@ -176,6 +188,7 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
       completion_tokens += c.completion_tokens;
       ParsedChatOutput parsed = parse_chat_output(*turn, c.text);
       json message = {{"role", "assistant"}, {"content", parsed.content}};
+      if (!parsed.reasoning_content.empty()) message["reasoning_content"] = parsed.reasoning_content;
       if (!parsed.tool_calls.empty()) {
         message["tool_calls"] = tool_calls_json(parsed.tool_calls, false);
         if (parsed.content.empty()) message["content"] = nullptr;
@@ -196,13 +209,14 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
 
   // Streaming: one chunk per engine output; content held back while it may be a tool call.
   struct State {
-    std::vector<std::string> text;
-    std::vector<size_t> sent;
+    std::vector<ChatOutputStream> output;
+    std::vector<size_t> sent, reasoning_sent;
     int prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
   };
   auto state = std::make_shared<State>();
-  state->text.resize(size_t(n));
+  state->output.assign(size_t(n), ChatOutputStream(*turn));
   state->sent.assign(size_t(n), 0);
+  state->reasoning_sent.assign(size_t(n), 0);
   auto chunk = [=](json choice) {
     return json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model},
                 {"system_fingerprint", nullptr}, {"choices", json::array({std::move(choice)})}};
@@ -218,13 +232,15 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
     return true;
   };
   handlers.on_output = [=, &tok](SseWriter& sse, int i, const engine::RequestOutput& out) {
-    std::string& text = state->text[size_t(i)];
-    text += out.new_text;
+    ChatOutputStream& output = state->output[size_t(i)];
+    output.push(out.new_text);
     size_t& sent = state->sent[size_t(i)];
-    const std::string content = streamable_content(*turn, text);
+    size_t& reasoning_sent = state->reasoning_sent[size_t(i)];
     json delta = json::object();
-    if (content.size() > sent) delta["content"] = content.substr(sent);
-    sent = std::max(sent, content.size());
+    if (output.reasoning().size() > reasoning_sent) delta["reasoning_content"] = output.reasoning().substr(reasoning_sent);
+    reasoning_sent = output.reasoning().size();
+    if (output.content().size() > sent) delta["content"] = output.content().substr(sent);
+    sent = output.content().size();
     json choice = {{"index", i}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
     if (want_logprobs && !out.new_logprobs.empty()) choice["logprobs"] = {{"content", chat_logprobs(tok, out.new_logprobs)}};
     if (!delta.empty() || !choice["logprobs"].is_null()) {
@@ -238,13 +254,13 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
     state->completion_tokens += out.completion_tokens;
     std::string finish = openai_finish_reason(out.finish_reason);
     json final_delta = json::object();
-    if (has_tools) {
-      ParsedChatOutput parsed = parse_chat_output(*turn, text);
-      if (parsed.content.size() > sent) final_delta["content"] = parsed.content.substr(sent);  // held back
-      if (!parsed.tool_calls.empty()) {
-        final_delta["tool_calls"] = tool_calls_json(parsed.tool_calls, true);
-        if (out.finish_reason != engine::FinishReason::kLength) finish = "tool_calls";
-      }
+    const ParsedChatOutput parsed = output.finish();  // text held back until now
+    if (parsed.reasoning_content.size() > reasoning_sent)
+      final_delta["reasoning_content"] = parsed.reasoning_content.substr(reasoning_sent);
+    if (parsed.content.size() > sent) final_delta["content"] = parsed.content.substr(sent);
+    if (has_tools && !parsed.tool_calls.empty()) {
+      final_delta["tool_calls"] = tool_calls_json(parsed.tool_calls, true);
+      if (out.finish_reason != engine::FinishReason::kLength) finish = "tool_calls";
     }
     json c = chunk({{"index", i}, {"delta", final_delta}, {"logprobs", nullptr}, {"finish_reason", finish}});
     if (include_usage) c["usage"] = nullptr;

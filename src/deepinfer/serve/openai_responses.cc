@@ -254,12 +254,14 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
   }
 
   struct State {
+    explicit State(const ChatTurn& turn) : output(turn) {}
+    ChatOutputStream output;  // what can be streamed now (finish() parses the whole text below)
     int seq = 0;
     std::string text;
     size_t sent = 0;
     bool message_open = false;
   };
-  auto state = std::make_shared<State>();
+  auto state = std::make_shared<State>(*turn);
   auto emit = [state](SseWriter& sse, const std::string& type, json payload) {
     payload["type"] = type;
     payload["sequence_number"] = state->seq++;
@@ -280,7 +282,8 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
   };
   handlers.on_output = [=](SseWriter& sse, int, const engine::RequestOutput& out) {
     state->text += out.new_text;
-    const std::string content = streamable_content(*turn, state->text);
+    state->output.push(out.new_text);
+    const std::string& content = state->output.content();
     if (content.size() > state->sent) {
       if (!open_message(sse)) return false;
       if (!emit(sse, "response.output_text.delta",
