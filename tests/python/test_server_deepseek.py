@@ -170,3 +170,42 @@ def test_thinking_mode_errors_name_the_field(client, v3_client):
         client.chat.completions.create(model="tiny-v3", messages=[{"role": "user", "content": "x"}],
                                        max_tokens=1, extra_body={"chat_template_kwargs": {"thinking": "yes"}})
     assert "chat_template_kwargs.thinking" in str(e.value)
+
+
+def test_anthropic_thinking_blocks(server):
+    import anthropic
+    claude = anthropic.Anthropic(base_url=server.url, api_key="x", max_retries=0, timeout=120)
+    ask = dict(model="tiny-v3", max_tokens=8, messages=[{"role": "user", "content": "Think first"}],
+               thinking={"type": "enabled", "budget_tokens": 1024}, extra_body={"ignore_eos": True, "temperature": 0})
+    m = claude.messages.create(**ask)
+    assert m.content[0].type == "thinking" and m.content[0].thinking
+    with claude.messages.stream(**ask) as s:
+        streamed = s.get_final_message()
+    assert [b.type for b in streamed.content] == [b.type for b in m.content]
+    assert streamed.content[0].thinking == m.content[0].thinking
+    plain = claude.messages.create(model="tiny-v3", max_tokens=8, messages=[{"role": "user", "content": "Think first"}],
+                                   extra_body={"ignore_eos": True, "temperature": 0})
+    assert [b.type for b in plain.content] == ["text"]
+    with pytest.raises(anthropic.BadRequestError) as e:
+        claude.messages.create(model="tiny-v3", max_tokens=8, messages=[{"role": "user", "content": "x"}],
+                               thinking={"type": "enabled"})
+    assert "thinking.budget_tokens" in str(e.value)
+
+
+def test_responses_reasoning_item(client):
+    ask = dict(model="tiny-v3", input="Think first", max_output_tokens=8, temperature=0,
+               reasoning={"effort": "high"}, extra_body={"ignore_eos": True})
+    r = client.responses.create(**ask)
+    assert r.output[0].type == "reasoning" and r.output[0].content[0].text
+    deltas, final = "", None
+    for event in client.responses.create(stream=True, **ask):
+        if event.type == "response.reasoning_text.delta":
+            assert event.output_index == 0
+            deltas += event.delta
+        elif event.type in ("response.completed", "response.incomplete"):
+            final = event.response
+    assert deltas == r.output[0].content[0].text
+    assert [o.type for o in final.output] == [o.type for o in r.output]
+    plain = client.responses.create(model="tiny-v3", input="Think first", max_output_tokens=8, temperature=0,
+                                    reasoning={"effort": "none"}, extra_body={"ignore_eos": True})
+    assert [o.type for o in plain.output] == ["message"]

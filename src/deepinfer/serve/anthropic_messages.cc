@@ -105,6 +105,18 @@ ChatTurn read_messages_turn(const json& body) {
       turn.tools.push_back(std::move(spec));
     }
   }
+  // Extended thinking: {"type": "enabled", "budget_tokens": N} | {"type": "adaptive"} |
+  // {"type": "disabled"}. budget_tokens is validated but not enforced (max_tokens bounds the
+  // whole reply).
+  if (const json* th = field(body, "thinking")) {
+    if (!th->is_object()) bad_request("thinking", "thinking: must be an object");
+    const std::string type = req_string(*th, "type", "thinking");
+    if (type != "enabled" && type != "adaptive" && type != "disabled")
+      bad_request("thinking.type", "thinking.type: must be enabled, adaptive or disabled, got '{}'", type);
+    if (type == "enabled" && !opt_int(*th, "budget_tokens", "thinking", 1, 1 << 24))
+      bad_request("thinking.budget_tokens", "thinking.budget_tokens: field required (an integer >= 1)");
+    turn.thinking = type != "disabled";
+  }
   turn.tool_choice.mode = turn.tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
   if (const json* tc = field(body, "tool_choice")) {
     if (!tc->is_object()) bad_request("tool_choice", "tool_choice: must be an object");
@@ -138,6 +150,9 @@ json usage_json(int input, int output, int cached) {
 
 json content_blocks(const ParsedChatOutput& parsed) {
   json blocks = json::array();
+  // No signature: the reasoning is ours to read back, not a provider-signed artifact.
+  if (!parsed.reasoning_content.empty())
+    blocks.push_back({{"type", "thinking"}, {"thinking", parsed.reasoning_content}, {"signature", ""}});
   if (!parsed.content.empty() || parsed.tool_calls.empty()) blocks.push_back({{"type", "text"}, {"text", parsed.content}});
   for (const ToolCall& c : parsed.tool_calls) {
     json input = json::parse(c.arguments_json, nullptr, false);
@@ -206,8 +221,9 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
     explicit State(const ChatTurn& turn) : output(turn) {}
     ChatOutputStream output;
     std::string text;
-    size_t sent = 0;
-    bool text_block_open = false;
+    size_t sent = 0, thinking_sent = 0;
+    const char* open_block = nullptr;  // "text" | "thinking" | nullptr
+    bool had_text_block = false;
     int blocks = 0;
     std::vector<int32_t> token_ids;
   };
@@ -221,37 +237,50 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
     return sse.event("message_start", {{"type", "message_start"}, {"message", message}}) &&
            sse.event("ping", {{"type", "ping"}});
   };
-  auto open_text = [=](SseWriter& sse) {
-    if (state->text_block_open) return true;
-    state->text_block_open = true;
-    return sse.event("content_block_start", {{"type", "content_block_start"}, {"index", state->blocks},
-                                             {"content_block", {{"type", "text"}, {"text", ""}}}});
+  auto close_block = [=](SseWriter& sse) {
+    if (!state->open_block) return true;
+    state->open_block = nullptr;
+    return sse.event("content_block_stop", {{"type", "content_block_stop"}, {"index", state->blocks++}});
+  };
+  // Thinking and text arrive as consecutive blocks; a change of kind closes the open one.
+  auto append = [=](SseWriter& sse, const char* kind, const std::string& delta) {
+    const bool thinking = std::string_view(kind) == "thinking";
+    if (!state->open_block || std::string_view(state->open_block) != kind) {
+      if (!close_block(sse)) return false;
+      state->open_block = kind;
+      if (!thinking) state->had_text_block = true;
+      json start = thinking ? json{{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}
+                            : json{{"type", "text"}, {"text", ""}};
+      if (!sse.event("content_block_start", {{"type", "content_block_start"}, {"index", state->blocks},
+                                             {"content_block", start}}))
+        return false;
+    }
+    if (delta.empty()) return true;
+    json d = thinking ? json{{"type", "thinking_delta"}, {"thinking", delta}} : json{{"type", "text_delta"}, {"text", delta}};
+    return sse.event("content_block_delta", {{"type", "content_block_delta"}, {"index", state->blocks}, {"delta", d}});
+  };
+  auto flush = [=](SseWriter& sse, const std::string& reasoning, const std::string& content) {
+    if (reasoning.size() > state->thinking_sent) {
+      if (!append(sse, "thinking", reasoning.substr(state->thinking_sent))) return false;
+      state->thinking_sent = reasoning.size();
+    }
+    if (content.size() > state->sent) {
+      if (!append(sse, "text", content.substr(state->sent))) return false;
+      state->sent = content.size();
+    }
+    return true;
   };
   handlers.on_output = [=, &ctx](SseWriter& sse, int, const engine::RequestOutput& out) {
     state->text += out.new_text;
     state->token_ids.insert(state->token_ids.end(), out.new_token_ids.begin(), out.new_token_ids.end());
     state->output.push(out.new_text);
-    const std::string& content = state->output.content();
-    if (content.size() > state->sent) {
-      if (!open_text(sse)) return false;
-      if (!sse.event("content_block_delta", {{"type", "content_block_delta"}, {"index", state->blocks},
-                                             {"delta", {{"type", "text_delta"}, {"text", content.substr(state->sent)}}}}))
-        return false;
-      state->sent = content.size();
-    }
+    if (!flush(sse, state->output.reasoning(), state->output.content())) return false;
     if (!out.finished) return true;
     const ParsedChatOutput parsed = state->output.finish();
-    if (parsed.content.size() > state->sent) {
-      if (!open_text(sse)) return false;
-      if (!sse.event("content_block_delta", {{"type", "content_block_delta"}, {"index", state->blocks},
-                                             {"delta", {{"type", "text_delta"}, {"text", parsed.content.substr(state->sent)}}}}))
-        return false;
-    }
-    if (parsed.tool_calls.empty() && !state->text_block_open && !open_text(sse)) return false;
-    if (state->text_block_open) {
-      if (!sse.event("content_block_stop", {{"type", "content_block_stop"}, {"index", state->blocks}})) return false;
-      state->blocks += 1;
-    }
+    if (!flush(sse, parsed.reasoning_content, parsed.content)) return false;
+    // Like the non-streaming reply: a text block unless the answer is only tool calls.
+    if (parsed.tool_calls.empty() && !state->had_text_block && !append(sse, "text", "")) return false;
+    if (!close_block(sse)) return false;
     for (const json& block : content_blocks(parsed)) {
       if (block["type"] != "tool_use") continue;
       json start = block;

@@ -147,6 +147,13 @@ json message_item(const std::string& id, const std::string& text, const std::str
   return {{"type", "message"}, {"id", id}, {"status", status}, {"role", "assistant"}, {"content", content}};
 }
 
+// The model's reasoning block, as the Responses API's reasoning item with its text.
+json reasoning_item(const std::string& id, const std::string& text, const std::string& status) {
+  json content = json::array();
+  if (status == "completed") content.push_back({{"type", "reasoning_text"}, {"text", text}});
+  return {{"type", "reasoning"}, {"id", id}, {"status", status}, {"summary", json::array()}, {"content", content}};
+}
+
 json call_item(const ToolCall& c, const std::string& status) {
   return {{"type", "function_call"}, {"id", "fc_" + c.id.substr(c.id.find('_') + 1)}, {"call_id", c.id},
           {"name", c.name}, {"arguments", c.arguments_json}, {"status", status}};
@@ -182,6 +189,16 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
   if (instructions && !instructions->empty()) turn->messages.push_back({"system", *instructions});
   turn->messages.insert(turn->messages.end(), conversation.begin(), conversation.end());
   read_tools(body, *turn);
+  // reasoning.effort: any effort but none/minimal switches on the model's thinking mode
+  // (DeepSeek V3.1 / R1 formats; others refuse it).
+  if (const json* reasoning = field(body, "reasoning")) {
+    if (!reasoning->is_object()) bad_request("reasoning", "'reasoning' must be an object");
+    if (auto effort = opt_string(*reasoning, "effort", "reasoning")) {
+      if (*effort != "none" && *effort != "minimal" && *effort != "low" && *effort != "medium" && *effort != "high")
+        bad_request("reasoning.effort", "'reasoning.effort' must be none, minimal, low, medium or high, got '{}'", *effort);
+      turn->thinking = *effort != "none" && *effort != "minimal";
+    }
+  }
 
   engine::GenerationRequest request;
   read_sampling(body, request);
@@ -222,10 +239,14 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
   // Builds the final output items and stores the response (with its conversation) when asked.
   auto finish = [ctx_responses = ctx.responses, shell, turn, conversation, store](
                     const std::string& text, engine::FinishReason reason, int prompt, int completion, int cached,
-                    const std::string& msg_id, std::vector<ToolCall>* calls_out) {
+                    const std::string& msg_id, const std::string& rs_id, bool reasoning_first,
+                    std::vector<ToolCall>* calls_out) {
     ParsedChatOutput parsed = parse_chat_output(*turn, text);
     json output = json::array();
+    const bool reasoning = !parsed.reasoning_content.empty();
+    if (reasoning && reasoning_first) output.push_back(reasoning_item(rs_id, parsed.reasoning_content, "completed"));
     if (!parsed.content.empty() || parsed.tool_calls.empty()) output.push_back(message_item(msg_id, parsed.content, "completed"));
+    if (reasoning && !reasoning_first) output.push_back(reasoning_item(rs_id, parsed.reasoning_content, "completed"));
     for (const ToolCall& c : parsed.tool_calls) output.push_back(call_item(c, "completed"));
     const bool cut = reason == engine::FinishReason::kLength;
     json r = response_json(shell, cut ? "incomplete" : "completed", output, response_usage(prompt, completion, cached),
@@ -244,10 +265,12 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
   };
 
   const std::string msg_id = make_id("msg_");
+  const std::string rs_id = make_id("rs_");
   if (!stream) {
     respond_when_done(ctx, {request}, res, [=](const std::vector<Completion>& done) {
     const Completion& c = done[0];
-    json r = finish(c.text, c.finish_reason, c.prompt_tokens, c.completion_tokens, c.cached_tokens, msg_id, nullptr);
+    json r = finish(c.text, c.finish_reason, c.prompt_tokens, c.completion_tokens, c.cached_tokens, msg_id, rs_id,
+                    true, nullptr);
       return r;
     });
     return;
@@ -258,8 +281,12 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
     ChatOutputStream output;  // what can be streamed now (finish() parses the whole text below)
     int seq = 0;
     std::string text;
-    size_t sent = 0;
-    bool message_open = false;
+    size_t sent = 0, reasoning_sent = 0;
+    // Output items get their index when they open, in the order they open (a reasoning block
+    // usually comes first); the final output keeps that order.
+    int next_index = 0, message_index = -1, reasoning_index = -1;
+    bool message_open() const { return message_index >= 0; }
+    bool reasoning_open() const { return reasoning_index >= 0; }
   };
   auto state = std::make_shared<State>(*turn);
   auto emit = [state](SseWriter& sse, const std::string& type, json payload) {
@@ -267,12 +294,27 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
     payload["sequence_number"] = state->seq++;
     return sse.event(type, payload);
   };
+  auto open_reasoning = [=](SseWriter& sse) {
+    if (state->reasoning_open()) return true;
+    state->reasoning_index = state->next_index++;
+    return emit(sse, "response.output_item.added",
+                {{"output_index", state->reasoning_index}, {"item", reasoning_item(rs_id, "", "in_progress")}});
+  };
+  auto reasoning_delta = [=](SseWriter& sse, const std::string& reasoning) {
+    if (reasoning.size() <= state->reasoning_sent) return true;
+    if (!open_reasoning(sse)) return false;
+    const std::string delta = reasoning.substr(state->reasoning_sent);
+    state->reasoning_sent = reasoning.size();
+    return emit(sse, "response.reasoning_text.delta",
+                {{"item_id", rs_id}, {"output_index", state->reasoning_index}, {"content_index", 0}, {"delta", delta}});
+  };
   auto open_message = [=](SseWriter& sse) {
-    if (state->message_open) return true;
-    state->message_open = true;
-    return emit(sse, "response.output_item.added", {{"output_index", 0}, {"item", message_item(msg_id, "", "in_progress")}}) &&
+    if (state->message_open()) return true;
+    state->message_index = state->next_index++;
+    return emit(sse, "response.output_item.added",
+                {{"output_index", state->message_index}, {"item", message_item(msg_id, "", "in_progress")}}) &&
            emit(sse, "response.content_part.added",
-                {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0},
+                {{"item_id", msg_id}, {"output_index", state->message_index}, {"content_index", 0},
                  {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", json::array()}, {"logprobs", json::array()}}}});
   };
   StreamHandlers handlers;
@@ -283,21 +325,31 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
   handlers.on_output = [=](SseWriter& sse, int, const engine::RequestOutput& out) {
     state->text += out.new_text;
     state->output.push(out.new_text);
+    if (!reasoning_delta(sse, state->output.reasoning())) return false;
     const std::string& content = state->output.content();
     if (content.size() > state->sent) {
       if (!open_message(sse)) return false;
       if (!emit(sse, "response.output_text.delta",
-                {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0},
+                {{"item_id", msg_id}, {"output_index", state->message_index}, {"content_index", 0},
                  {"delta", content.substr(state->sent)}, {"logprobs", json::array()}}))
         return false;
       state->sent = content.size();
     }
     if (!out.finished) return true;
     std::vector<ToolCall> calls;
-    json r = finish(state->text, out.finish_reason, out.prompt_tokens, out.completion_tokens, out.cached_tokens, msg_id, &calls);
+    const bool reasoning_first = !state->message_open() || state->reasoning_open();
+    json r = finish(state->text, out.finish_reason, out.prompt_tokens, out.completion_tokens, out.cached_tokens, msg_id,
+                    rs_id, reasoning_first, &calls);
     int index = 0;
     for (const json& item : r["output"]) {
-      if (item["type"] == "message") {
+      if (item["type"] == "reasoning") {
+        const std::string full = item["content"][0]["text"];
+        if (!reasoning_delta(sse, full) ||
+            !emit(sse, "response.reasoning_text.done",
+                  {{"item_id", rs_id}, {"output_index", index}, {"content_index", 0}, {"text", full}}) ||
+            !emit(sse, "response.output_item.done", {{"output_index", index}, {"item", item}}))
+          return false;
+      } else if (item["type"] == "message") {
         const std::string full = item["content"][0]["text"];
         if (!open_message(sse)) return false;
         if (full.size() > state->sent &&
