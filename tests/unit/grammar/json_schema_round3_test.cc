@@ -69,7 +69,8 @@ TEST(CodePointDfa, ProductDifferenceAndLength) {
   EXPECT_FALSE(dfa_matches(*len, "abcd"));
   EXPECT_EQ(dfa_length_range(pattern("^[0-9]{2,5}$")), std::make_pair(int64_t{2}, int64_t{5}));
   EXPECT_EQ(dfa_length_range(pattern("^a+$")).second, -1);
-  EXPECT_TRUE(dfa_is_empty(*dfa_product({&a, &a}, [](const std::vector<bool>& m) { return m[0] && !m[1]; })));
+  EXPECT_TRUE(dfa_is_empty(
+      *dfa_product({&a, &a}, [](const std::vector<bool>& m) { return m[0] && !m[1]; })));
 }
 
 TEST(CodePointDfa, StateCapIsARefusal) {
@@ -110,9 +111,9 @@ TEST(GrammarJsonSchema, SeveralPatternProperties) {
       "b$":{"type":"string"}},"additionalProperties":false})");
   EXPECT_TRUE(accepts(g, R"({"ax":1,"xb":"s"})"));
   EXPECT_TRUE(accepts(g, R"({})"));
-  EXPECT_FALSE(accepts(g, R"({"ab":1})"));    // matches both: must be integer and string
+  EXPECT_FALSE(accepts(g, R"({"ab":1})"));  // matches both: must be integer and string
   EXPECT_FALSE(accepts(g, R"({"ab":"s"})"));
-  EXPECT_FALSE(accepts(g, R"({"c":1})"));     // matches none, additionalProperties false
+  EXPECT_FALSE(accepts(g, R"({"c":1})"));  // matches none, additionalProperties false
   EXPECT_FALSE(accepts(g, R"({"xb":1})"));
 }
 
@@ -132,12 +133,13 @@ TEST(GrammarJsonSchema, DeclaredNamesAlsoMeetMatchingPatterns) {
   auto g = compile(R"({"type":"object","properties":{"x-id":{"type":"string","maxLength":3}},
       "patternProperties":{"^x-":{"type":"string","minLength":2}}})");
   EXPECT_TRUE(accepts(g, R"({"x-id":"ab"})"));
-  EXPECT_FALSE(accepts(g, R"({"x-id":"a"})"));     // declared schema alone would allow it
+  EXPECT_FALSE(accepts(g, R"({"x-id":"a"})"));  // declared schema alone would allow it
   EXPECT_FALSE(accepts(g, R"({"x-id":"abcd"})"));
   EXPECT_TRUE(accepts(g, R"({"x-id":"ab","x-z":"cd","y":null})"));
   EXPECT_FALSE(accepts(g, R"({"x-id":"ab","x-z":"c"})"));
   // A required name that is not declared takes the matching pattern's schema.
-  auto r = compile(R"({"type":"object","required":["x-a"],"patternProperties":{"^x-":{"type":"integer"}}})");
+  auto r = compile(
+      R"({"type":"object","required":["x-a"],"patternProperties":{"^x-":{"type":"integer"}}})");
   EXPECT_TRUE(accepts(r, R"({"x-a":1})"));
   EXPECT_FALSE(accepts(r, R"({"x-a":"s"})"));
   EXPECT_FALSE(accepts(r, R"({})"));
@@ -161,7 +163,7 @@ TEST(GrammarJsonSchema, DependenciesBringTheirNames) {
   EXPECT_TRUE(accepts(g, R"({"name":"a","card":1,"billing":"b"})"));
   EXPECT_TRUE(accepts(g, R"({"name":"a","billing":"b"})"));  // dependents alone are fine
   EXPECT_TRUE(accepts(g, R"({"name":"a","city":"c","zip":"z"})"));
-  EXPECT_FALSE(accepts(g, R"({"name":"a","card":1})"));       // trigger without its dependent
+  EXPECT_FALSE(accepts(g, R"({"name":"a","card":1})"));  // trigger without its dependent
   EXPECT_FALSE(accepts(g, R"({"name":"a","zip":"z"})"));
   EXPECT_FALSE(accepts(g, R"({"name":"a","zip":"z","card":1})"));
   // dependentRequired (2019-09+) and a `false` dependency schema (the name may not appear).
@@ -180,10 +182,10 @@ TEST(GrammarJsonSchema, DependenciesOnUndeclaredNames) {
   EXPECT_TRUE(accepts(g, R"({"a":1,"zz":"z"})"));
   EXPECT_TRUE(accepts(g, R"({"a":1,"zz":"z","q":"x","other":"o"})"));
   EXPECT_TRUE(accepts(g, R"({"other":"o"})"));
-  EXPECT_FALSE(accepts(g, R"({"a":1})"));          // a needs zz
-  EXPECT_FALSE(accepts(g, R"({"q":"x"})"));        // q needs a
+  EXPECT_FALSE(accepts(g, R"({"a":1})"));    // a needs zz
+  EXPECT_FALSE(accepts(g, R"({"q":"x"})"));  // q needs a
   EXPECT_FALSE(accepts(g, R"({"zz":"z","q":"x"})"));
-  EXPECT_FALSE(accepts(g, R"({"a":1,"zz":2})"));   // zz is still an additional member
+  EXPECT_FALSE(accepts(g, R"({"a":1,"zz":2})"));  // zz is still an additional member
   // Closed object: a dependent that can never appear forbids its trigger.
   auto c = compile(R"({"type":"object","properties":{"a":{},"b":{}},"additionalProperties":false,
       "dependencies":{"a":["zz"]}})");
@@ -192,9 +194,10 @@ TEST(GrammarJsonSchema, DependenciesOnUndeclaredNames) {
 }
 
 TEST(GrammarJsonSchema, DependenciesBeyondRequiredNamesAreRefused) {
-  for (const char* src : {
-           R"({"type":"object","properties":{"a":{}},"dependencies":{"a":{"properties":{"b":{"type":"string"}}}}})",
-           R"({"type":"object","properties":{"a":{}},"dependentSchemas":{"a":{"minProperties":2}}})"}) {
+  for (
+      const char* src :
+      {R"({"type":"object","properties":{"a":{}},"dependencies":{"a":{"properties":{"b":{"type":"string"}}}}})",
+       R"({"type":"object","properties":{"a":{}},"dependentSchemas":{"a":{"minProperties":2}}})"}) {
     auto r = compile_grammar({GrammarSpec::kJsonSchema, src, {}}, synthetic_vocabulary());
     ASSERT_FALSE(r.is_ok()) << src;
     EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << src;
@@ -231,9 +234,9 @@ TEST(GrammarJsonSchema, OverlappingOneOfOverRequiredSets) {
       "oneOf":[{"required":["radius"]},{"required":["length","width"]}]})");
   EXPECT_TRUE(accepts(g, R"({"radius":1})"));
   EXPECT_TRUE(accepts(g, R"({"length":1,"width":2})"));
-  EXPECT_TRUE(accepts(g, R"({"radius":1,"length":1})"));  // second set incomplete
+  EXPECT_TRUE(accepts(g, R"({"radius":1,"length":1})"));             // second set incomplete
   EXPECT_FALSE(accepts(g, R"({"radius":1,"length":1,"width":2})"));  // both match
-  EXPECT_FALSE(accepts(g, R"({"length":1})"));  // neither matches
+  EXPECT_FALSE(accepts(g, R"({"length":1})"));                       // neither matches
   EXPECT_FALSE(accepts(g, R"({})"));
 }
 
@@ -245,13 +248,13 @@ TEST(GrammarJsonSchema, OverlappingOneOfToldApartByValues) {
   EXPECT_TRUE(accepts(g, R"({"shape":"circle","radius":1})"));
   EXPECT_TRUE(accepts(g, R"({"radius":1})"));
   EXPECT_TRUE(accepts(g, R"({"shape":"circle","radius":1,"side":2})"));  // branch 1 fails on shape
-  EXPECT_FALSE(accepts(g, R"({"radius":1,"side":2})"));  // matches both
+  EXPECT_FALSE(accepts(g, R"({"radius":1,"side":2})"));                  // matches both
   EXPECT_FALSE(accepts(g, R"({"shape":"square","radius":1})"));
   // A property typed differently in the two branches tells them apart when present.
   auto t = compile(R"({"oneOf":[{"type":"object","properties":{"v":{"type":"string"}}},
       {"type":"object","properties":{"v":{"type":["string","integer"]}},"required":["v"]}]})");
-  EXPECT_TRUE(accepts(t, R"({})"));        // only branch 0 (branch 1 requires v)
-  EXPECT_TRUE(accepts(t, R"({"v":3})"));   // only branch 1
+  EXPECT_TRUE(accepts(t, R"({})"));          // only branch 0 (branch 1 requires v)
+  EXPECT_TRUE(accepts(t, R"({"v":3})"));     // only branch 1
   EXPECT_FALSE(accepts(t, R"({"v":"a"})"));  // both
 }
 
@@ -283,8 +286,9 @@ TEST(GrammarJsonSchema, OverlappingOneOfOverStrings) {
   EXPECT_TRUE(accepts(e, R"("bz")"));
   EXPECT_FALSE(accepts(e, R"("b")"));
   // Overlapping numbers are still refused.
-  auto r = compile_grammar({GrammarSpec::kJsonSchema, R"({"type":"number","oneOf":[{"maximum":2},{"maximum":5}]})", {}},
-                           synthetic_vocabulary());
+  auto r = compile_grammar(
+      {GrammarSpec::kJsonSchema, R"({"type":"number","oneOf":[{"maximum":2},{"maximum":5}]})", {}},
+      synthetic_vocabulary());
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
 }
@@ -301,7 +305,7 @@ TEST(GrammarJsonSchema, PropertyCountsWithOptionalProperties) {
   auto g = compile(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},
       "c":{"type":"integer"}},"minProperties":2,"maxProperties":3})");
   EXPECT_TRUE(accepts(g, R"({"a":1,"c":3})"));
-  EXPECT_TRUE(accepts(g, R"({"b":2,"x":true})"));   // extras count too
+  EXPECT_TRUE(accepts(g, R"({"b":2,"x":true})"));  // extras count too
   EXPECT_TRUE(accepts(g, R"({"a":1,"b":2,"c":3})"));
   EXPECT_FALSE(accepts(g, R"({"a":1})"));
   EXPECT_FALSE(accepts(g, R"({})"));
@@ -314,7 +318,8 @@ TEST(GrammarJsonSchema, PropertyCountsWithOptionalProperties) {
 }
 
 TEST(GrammarJsonSchema, EnumValuesAreDecidedByValidation) {
-  auto n = compile(R"({"allOf":[{"enum":[1,2.5,"x",true]},{"not":{"anyOf":[{"type":"integer"},{"type":"number","minimum":2}]}}]})");
+  auto n = compile(
+      R"({"allOf":[{"enum":[1,2.5,"x",true]},{"not":{"anyOf":[{"type":"integer"},{"type":"number","minimum":2}]}}]})");
   EXPECT_TRUE(accepts(n, R"("x")"));
   EXPECT_TRUE(accepts(n, "true"));
   EXPECT_FALSE(accepts(n, "1"));    // an integer
@@ -327,7 +332,8 @@ TEST(GrammarJsonSchema, EnumValuesAreDecidedByValidation) {
   EXPECT_TRUE(accepts(m, "9"));
   EXPECT_FALSE(accepts(m, "4"));
   EXPECT_FALSE(accepts(m, "0.5"));
-  auto o = compile(R"({"enum":[{"a":1},{"a":"s"},{"b":1}],"required":["a"],"properties":{"a":{"type":"integer"}}})");
+  auto o = compile(
+      R"({"enum":[{"a":1},{"a":"s"},{"b":1}],"required":["a"],"properties":{"a":{"type":"integer"}}})");
   EXPECT_TRUE(accepts(o, R"({"a":1})"));
   EXPECT_FALSE(accepts(o, R"({"a":"s"})"));
   EXPECT_FALSE(accepts(o, R"({"b":1})"));
@@ -340,8 +346,9 @@ TEST(GrammarJsonSchema, EnumValuesAreDecidedByValidation) {
   EXPECT_TRUE(accepts(u, "[1,2]"));
   EXPECT_FALSE(accepts(u, "[1,1]"));
   // A keyword the validator does not implement keeps the refusal.
-  auto r = compile_grammar({GrammarSpec::kJsonSchema, R"({"enum":[{"a":1}],"unevaluatedProperties":false})", {}},
-                           synthetic_vocabulary());
+  auto r = compile_grammar(
+      {GrammarSpec::kJsonSchema, R"({"enum":[{"a":1}],"unevaluatedProperties":false})", {}},
+      synthetic_vocabulary());
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
 }
@@ -358,7 +365,8 @@ TEST(GrammarJsonSchema, RecursionThroughRefWithSiblings) {
 
 TEST(GrammarJsonSchema, UniqueItems) {
   // A small enum domain is exact: one rule per set of values already written.
-  auto e = compile(R"({"type":"array","items":{"enum":["r","g","b"]},"uniqueItems":true,"minItems":2})");
+  auto e =
+      compile(R"({"type":"array","items":{"enum":["r","g","b"]},"uniqueItems":true,"minItems":2})");
   EXPECT_TRUE(accepts(e, R"(["r","b"])"));
   EXPECT_TRUE(accepts(e, R"(["b","g","r"])"));
   EXPECT_FALSE(accepts(e, R"(["r","r"])"));
@@ -371,8 +379,11 @@ TEST(GrammarJsonSchema, UniqueItems) {
   EXPECT_TRUE(accepts(s, R"(["a"])"));
   EXPECT_TRUE(accepts(s, "[]"));
   EXPECT_FALSE(accepts(s, R"(["a","a"])"));
-  auto r = compile_grammar({GrammarSpec::kJsonSchema, R"({"type":"array","items":{"type":"string"},"uniqueItems":true,"minItems":2})", {}},
-                           synthetic_vocabulary());
+  auto r = compile_grammar(
+      {GrammarSpec::kJsonSchema,
+       R"({"type":"array","items":{"type":"string"},"uniqueItems":true,"minItems":2})",
+       {}},
+      synthetic_vocabulary());
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
 }
@@ -384,13 +395,15 @@ TEST(GrammarJsonSchema, NotTypeByType) {
   auto pat = compile(R"({"type":"string","not":{"pattern":"^tmp"}})");
   EXPECT_TRUE(accepts(pat, R"("a-tmp")"));
   EXPECT_FALSE(accepts(pat, R"("tmp1")"));
-  auto port = compile(R"({"type":"integer","minimum":1024,"maximum":65535,"not":{"enum":[6379,6380]}})");
+  auto port =
+      compile(R"({"type":"integer","minimum":1024,"maximum":65535,"not":{"enum":[6379,6380]}})");
   EXPECT_TRUE(accepts(port, "6378"));
   EXPECT_TRUE(accepts(port, "6381"));
   EXPECT_FALSE(accepts(port, "6379"));
   EXPECT_FALSE(accepts(port, "6380"));
   EXPECT_FALSE(accepts(port, "80"));
-  auto obj = compile(R"({"type":"object","properties":{"a":{},"b":{}},"not":{"required":["a","b"]}})");
+  auto obj =
+      compile(R"({"type":"object","properties":{"a":{},"b":{}},"not":{"required":["a","b"]}})");
   EXPECT_TRUE(accepts(obj, R"({"a":1})"));
   EXPECT_TRUE(accepts(obj, R"({"b":1})"));
   EXPECT_FALSE(accepts(obj, R"({"a":1,"b":2})"));
@@ -400,15 +413,17 @@ TEST(GrammarJsonSchema, NotTypeByType) {
   EXPECT_TRUE(accepts(any, R"("a")"));
   EXPECT_TRUE(accepts(any, "null"));
   EXPECT_FALSE(accepts(any, R"("ab")"));
-  auto r = compile_grammar({GrammarSpec::kJsonSchema, R"({"type":"array","not":{"minItems":2}})", {}},
-                           synthetic_vocabulary());
+  auto r =
+      compile_grammar({GrammarSpec::kJsonSchema, R"({"type":"array","not":{"minItems":2}})", {}},
+                      synthetic_vocabulary());
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
 }
 
 TEST(GrammarJsonSchema, UriReferenceFormat) {
   auto g = compile(R"({"type":"string","format":"uri-reference"})");
-  for (const char* ok : {R"("")", R"("a/b")", R"("../x")", R"("/x?y#z")", R"("http://h:80/p?q")", R"("#frag")"})
+  for (const char* ok :
+       {R"("")", R"("a/b")", R"("../x")", R"("/x?y#z")", R"("http://h:80/p?q")", R"("#frag")"})
     EXPECT_TRUE(accepts(g, ok)) << ok;
   for (const char* bad : {R"("1:b")", R"("a b")", R"("a#b#c")", R"("%zz")", R"("//host")"})
     EXPECT_FALSE(accepts(g, bad)) << bad;

@@ -30,7 +30,8 @@ Atoms atoms_from_boundaries(std::vector<uint32_t> starts) {
   Atoms atoms;
   for (size_t i = 0; i < starts.size(); ++i) {
     if (starts[i] > kMaxCp) break;
-    uint32_t end = i + 1 < starts.size() && starts[i + 1] <= kMaxCp + 1 ? starts[i + 1] - 1 : kMaxCp;
+    uint32_t end =
+        i + 1 < starts.size() && starts[i + 1] <= kMaxCp + 1 ? starts[i + 1] - 1 : kMaxCp;
     if (starts[i] >= 0xD800 && starts[i] <= 0xDFFF) continue;
     atoms.emplace_back(starts[i], end);
   }
@@ -61,8 +62,8 @@ CodePointDfa refine(const CodePointDfa& d, const Atoms& atoms) {
 }
 
 struct Nfa {
-  std::vector<std::vector<int>> eps;                         // [states]
-  std::vector<std::vector<std::pair<int, int>>> edges;       // [states] (class node, target)
+  std::vector<std::vector<int>> eps;                    // [states]
+  std::vector<std::vector<std::pair<int, int>>> edges;  // [states] (class node, target)
   int add() {
     eps.emplace_back();
     edges.emplace_back();
@@ -149,7 +150,8 @@ std::vector<uint32_t> decode_utf8(std::string_view s) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     int n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
     uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
-    for (int k = 1; k < n && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    for (int k = 1; k < n && i + k < s.size(); ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
     out.push_back(cp);
     i += n;
   }
@@ -267,17 +269,20 @@ Result<CodePointDfa> dfa_product(const std::vector<const CodePointDfa*>& parts,
     std::vector<int32_t> row(atoms.size());
     for (size_t a = 0; a < atoms.size(); ++a) {
       std::vector<int32_t> t(parts.size());
-      for (size_t i = 0; i < parts.size(); ++i) t[i] = tuples[q][i] < 0 ? -1 : fine[i].next[tuples[q][i]][a];
+      for (size_t i = 0; i < parts.size(); ++i)
+        t[i] = tuples[q][i] < 0 ? -1 : fine[i].next[tuples[q][i]][a];
       row[a] = intern(std::move(t));  // dead parts stay as -1: the tuple may still accept
     }
-    for (size_t i = 0; i < parts.size(); ++i) acc[i] = tuples[q][i] >= 0 && fine[i].accept[tuples[q][i]];
+    for (size_t i = 0; i < parts.size(); ++i)
+      acc[i] = tuples[q][i] >= 0 && fine[i].accept[tuples[q][i]];
     d.next.push_back(std::move(row));
     d.accept.push_back(accept(acc));
   }
   return dfa_minimize(d);
 }
 
-Result<CodePointDfa> dfa_with_length(const CodePointDfa& d, int64_t lo, int64_t hi, size_t max_states) {
+Result<CodePointDfa> dfa_with_length(const CodePointDfa& d, int64_t lo, int64_t hi,
+                                     size_t max_states) {
   const int64_t cap = hi >= 0 ? hi : lo;  // unbounded: counts saturate at lo
   CodePointDfa out;
   out.atoms = d.atoms;
@@ -295,7 +300,8 @@ Result<CodePointDfa> dfa_with_length(const CodePointDfa& d, int64_t lo, int64_t 
     auto [q, n] = states[i];
     std::vector<int32_t> row(d.atoms.size(), -1);
     if (hi < 0 || n < hi)
-      for (size_t a = 0; a < d.atoms.size(); ++a) row[a] = intern(d.next[q][a], std::min(n + 1, cap));
+      for (size_t a = 0; a < d.atoms.size(); ++a)
+        row[a] = intern(d.next[q][a], std::min(n + 1, cap));
     out.next.push_back(std::move(row));
     out.accept.push_back(d.accept[q] && n >= lo);
   }
@@ -312,16 +318,28 @@ CodePointDfa dfa_minimize(const CodePointDfa& d) {
     int32_t q = work.back();
     work.pop_back();
     for (int32_t t : d.next[q])
-      if (t >= 0 && !reach[t]) { reach[t] = 1; work.push_back(t); }
+      if (t >= 0 && !reach[t]) {
+        reach[t] = 1;
+        work.push_back(t);
+      }
   }
   std::vector<std::vector<int32_t>> preds(n);
   for (size_t q = 0; q < n; ++q)
-    for (int32_t t : d.next[q]) if (t >= 0) preds[t].push_back(static_cast<int32_t>(q));
-  for (size_t q = 0; q < n; ++q) if (d.accept[q]) { coreach[q] = 1; work.push_back(static_cast<int32_t>(q)); }
+    for (int32_t t : d.next[q])
+      if (t >= 0) preds[t].push_back(static_cast<int32_t>(q));
+  for (size_t q = 0; q < n; ++q)
+    if (d.accept[q]) {
+      coreach[q] = 1;
+      work.push_back(static_cast<int32_t>(q));
+    }
   while (!work.empty()) {
     int32_t q = work.back();
     work.pop_back();
-    for (int32_t p : preds[q]) if (!coreach[p]) { coreach[p] = 1; work.push_back(p); }
+    for (int32_t p : preds[q])
+      if (!coreach[p]) {
+        coreach[p] = 1;
+        work.push_back(p);
+      }
   }
   CodePointDfa out;
   out.atoms = d.atoms;
@@ -333,7 +351,8 @@ CodePointDfa dfa_minimize(const CodePointDfa& d) {
   auto live = [&](int32_t q) { return q >= 0 && reach[q] && coreach[q]; };
   // Moore refinement: blocks split by (block, blocks of successors) until stable.
   std::vector<int32_t> block(n, -1);
-  for (size_t q = 0; q < n; ++q) if (live(static_cast<int32_t>(q))) block[q] = d.accept[q];
+  for (size_t q = 0; q < n; ++q)
+    if (live(static_cast<int32_t>(q))) block[q] = d.accept[q];
   size_t num_blocks = 0;
   while (true) {
     std::map<std::vector<int32_t>, int32_t> sig;
@@ -372,7 +391,8 @@ CodePointDfa dfa_minimize(const CodePointDfa& d) {
 
 bool dfa_is_empty(const CodePointDfa& d) {
   CodePointDfa m = dfa_minimize(d);
-  return !m.accept[0] && std::all_of(m.next[0].begin(), m.next[0].end(), [](int32_t t) { return t < 0; });
+  return !m.accept[0] &&
+         std::all_of(m.next[0].begin(), m.next[0].end(), [](int32_t t) { return t < 0; });
 }
 
 std::pair<int64_t, int64_t> dfa_length_range(const CodePointDfa& d) {
@@ -386,7 +406,10 @@ std::pair<int64_t, int64_t> dfa_length_range(const CodePointDfa& d) {
     int32_t q = queue[i];
     if (d.accept[q] && shortest < 0) shortest = dist[q];
     for (int32_t t : d.next[q])
-      if (t >= 0 && dist[t] < 0) { dist[t] = dist[q] + 1; queue.push_back(t); }
+      if (t >= 0 && dist[t] < 0) {
+        dist[t] = dist[q] + 1;
+        queue.push_back(t);
+      }
   }
   if (shortest < 0) return {-1, -1};
   std::vector<int64_t> longest(n, -2);  // -2 unvisited, -3 on the DFS path
@@ -398,7 +421,10 @@ std::pair<int64_t, int64_t> dfa_length_range(const CodePointDfa& d) {
     for (int32_t t : d.next[q]) {
       if (t < 0) continue;
       int64_t l = walk(t);
-      if (l == -1) { longest[q] = -1; return -1; }
+      if (l == -1) {
+        longest[q] = -1;
+        return -1;
+      }
       if (l >= 0) best = std::max(best, l + 1);
     }
     longest[q] = best;
@@ -418,7 +444,8 @@ bool dfa_matches(const CodePointDfa& d, std::string_view s) {
   return d.accept[q];
 }
 
-Element dfa_to_rule(GrammarBuilder& b, const CodePointDfa& in, bool json_string, const std::string& name) {
+Element dfa_to_rule(GrammarBuilder& b, const CodePointDfa& in, bool json_string,
+                    const std::string& name) {
   CodePointDfa d = dfa_minimize(in);
   std::vector<uint32_t> rules(d.num_states());
   for (size_t q = 0; q < d.num_states(); ++q) rules[q] = b.new_rule(name);

@@ -8,8 +8,8 @@ namespace deepinfer::engine::grammar::detail {
 namespace {
 
 bool only_annotations_besides(const Json& s, const char* keep) {
-  static const std::set<std::string> kNote = {"title", "description", "$comment", "examples",
-                                              "default", "deprecated", "readOnly", "writeOnly"};
+  static const std::set<std::string> kNote = {"title",   "description", "$comment", "examples",
+                                              "default", "deprecated",  "readOnly", "writeOnly"};
   for (const auto& [k, v] : s.items())
     if (k != keep && !kNote.count(k)) return false;
   return true;
@@ -22,7 +22,8 @@ Result<std::map<std::string, std::optional<std::vector<std::string>>>> SchemaCom
   std::map<std::string, std::optional<std::vector<std::string>>> out;
   for (const char* kw : {"dependentRequired", "dependentSchemas", "dependencies"}) {
     if (!s.contains(kw)) continue;
-    if (!s[kw].is_object()) return invalid_argument("json schema: '{}' at '{}/{}' is not an object", kw, ptr, kw);
+    if (!s[kw].is_object())
+      return invalid_argument("json schema: '{}' at '{}/{}' is not an object", kw, ptr, kw);
     for (const auto& [name, v] : s[kw].items()) {
       std::string where = fmt::format("{}/{}/{}", ptr, kw, name);
       const Json* names = nullptr;
@@ -31,21 +32,30 @@ Result<std::map<std::string, std::optional<std::vector<std::string>>>> SchemaCom
       if (v.is_array() && array_ok) {
         names = &v;
       } else if (v.is_boolean() && schema_ok) {
-        if (!v.get<bool>()) out[name] = std::nullopt;
-        else out.try_emplace(name, std::vector<std::string>{});
+        if (!v.get<bool>())
+          out[name] = std::nullopt;
+        else
+          out.try_emplace(name, std::vector<std::string>{});
         continue;
       } else if (v.is_object() && schema_ok && only_annotations_besides(v, "required")) {
-        if (!v.contains("required")) { out.try_emplace(name, std::vector<std::string>{}); continue; }
+        if (!v.contains("required")) {
+          out.try_emplace(name, std::vector<std::string>{});
+          continue;
+        }
         names = &v["required"];
       } else {
-        return unsupported("json schema: keyword '{}' at '{}' is supported only as a list of "
-                           "required names", kw, where);
+        return unsupported(
+            "json schema: keyword '{}' at '{}' is supported only as a list of "
+            "required names",
+            kw, where);
       }
-      if (!names->is_array()) return invalid_argument("json schema: '{}' at '{}' is not a list of names", kw, where);
+      if (!names->is_array())
+        return invalid_argument("json schema: '{}' at '{}' is not a list of names", kw, where);
       auto [it, fresh] = out.try_emplace(name, std::vector<std::string>{});
       if (!it->second) continue;  // already forbidden
       for (const auto& n : *names) {
-        if (!n.is_string()) return invalid_argument("json schema: '{}' at '{}' lists a non-string", kw, where);
+        if (!n.is_string())
+          return invalid_argument("json schema: '{}' at '{}' lists a non-string", kw, where);
         it->second->push_back(n.get<std::string>());
       }
     }

@@ -9,11 +9,15 @@ namespace deepinfer::engine::grammar::detail {
 namespace {
 
 std::vector<std::string> schema_types(const Json& s) {
-  if (!s.is_object() || !s.contains("type")) return {"null", "boolean", "object", "array", "string", "number"};
+  if (!s.is_object() || !s.contains("type"))
+    return {"null", "boolean", "object", "array", "string", "number"};
   std::vector<std::string> out;
   const Json& t = s["type"];
-  if (t.is_string()) out.push_back(t.get<std::string>());
-  else if (t.is_array()) for (const auto& x : t) if (x.is_string()) out.push_back(x.get<std::string>());
+  if (t.is_string())
+    out.push_back(t.get<std::string>());
+  else if (t.is_array())
+    for (const auto& x : t)
+      if (x.is_string()) out.push_back(x.get<std::string>());
   return out;
 }
 
@@ -38,7 +42,8 @@ bool may_match(const Json& n, const std::string& t) {
   if (n.contains("enum") || n.contains("const")) {
     Json values = n.contains("const") ? Json::array({n["const"]}) : n["enum"];
     if (!values.is_array()) return true;
-    for (const auto& v : values) if (json_type_is(v, t == "integer" ? "number" : t)) return true;
+    for (const auto& v : values)
+      if (json_type_is(v, t == "integer" ? "number" : t)) return true;
     return false;
   }
   return true;
@@ -46,16 +51,18 @@ bool may_match(const Json& n, const std::string& t) {
 
 // Whether n says nothing about instances of type t beyond their type (so all of them match).
 bool vacuous_for(const Json& n, const std::string& t) {
-  static const std::set<std::string> kAny = {"enum", "const", "not", "allOf", "anyOf", "oneOf", "$ref",
-                                             "if", "then", "else", "$dynamicRef", "$recursiveRef"};
-  static const std::set<std::string> kNumber = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                                                "multipleOf"};
-  static const std::set<std::string> kArray = {"items", "prefixItems", "additionalItems", "minItems", "maxItems",
-                                               "uniqueItems", "contains", "minContains", "maxContains",
-                                               "unevaluatedItems"};
+  static const std::set<std::string> kAny = {"enum",  "const", "not",         "allOf",
+                                             "anyOf", "oneOf", "$ref",        "if",
+                                             "then",  "else",  "$dynamicRef", "$recursiveRef"};
+  static const std::set<std::string> kNumber = {"minimum", "maximum", "exclusiveMinimum",
+                                                "exclusiveMaximum", "multipleOf"};
+  static const std::set<std::string> kArray = {
+      "items",       "prefixItems", "additionalItems", "minItems",    "maxItems",
+      "uniqueItems", "contains",    "minContains",     "maxContains", "unevaluatedItems"};
   if (!n.is_object()) return false;
   std::vector<std::string> nt = schema_types(n);
-  if (t == "number" && std::find(nt.begin(), nt.end(), "number") == nt.end()) return false;  // only integers
+  if (t == "number" && std::find(nt.begin(), nt.end(), "number") == nt.end())
+    return false;  // only integers
   for (const auto& [k, v] : n.items()) {
     if (kAny.count(k)) return false;
     if ((t == "number" || t == "integer") && kNumber.count(k)) return false;
@@ -67,12 +74,15 @@ bool vacuous_for(const Json& n, const std::string& t) {
 }  // namespace
 
 Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
-  auto refuse = [&] { return unsupported("json schema: keyword 'not' at '{}/not' is not supported", ptr); };
+  auto refuse = [&] {
+    return unsupported("json schema: keyword 'not' at '{}/not' is not supported", ptr);
+  };
   Json rest = s;
   rest.erase("not");
   SchemaMerger merger([this](const std::string& r, const std::string& p) { return resolve(r, p); });
   DI_ASSIGN_OR_RETURN(Json n, merger.flatten(s["not"], ptr + "/not"));
-  if (rest.contains("$ref") || rest.contains("allOf") || rest.contains("anyOf") || rest.contains("oneOf"))
+  if (rest.contains("$ref") || rest.contains("allOf") || rest.contains("anyOf") ||
+      rest.contains("oneOf"))
     return refuse();
   std::vector<std::string> types = schema_types(rest);
   bool has_number = std::find(types.begin(), types.end(), "number") != types.end();
@@ -89,7 +99,8 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
     }
     if (vacuous_for(n, t)) continue;  // every instance of this type matches n
     if (t == "null" || t == "boolean") {
-      std::vector<Json> literals = t == "null" ? std::vector<Json>{nullptr} : std::vector<Json>{true, false};
+      std::vector<Json> literals =
+          t == "null" ? std::vector<Json>{nullptr} : std::vector<Json>{true, false};
       for (const auto& v : literals) {
         Verdict own = validator.validate(rt, v), neg = validator.validate(n, v);
         if (own == Verdict::kUnknown || neg == Verdict::kUnknown) return refuse();
@@ -99,10 +110,11 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
       DI_ASSIGN_OR_RETURN(auto own, string_language(rt));
       DI_ASSIGN_OR_RETURN(auto neg, string_language(n));
       if (!own || !neg) return refuse();
-      DI_ASSIGN_OR_RETURN(CodePointDfa only, dfa_product({&*own, &*neg}, [](const std::vector<bool>& a) {
-        return a[0] && !a[1];
-      }));
-      alts.push_back({rule("not_string", {cat({lit("\""), {dfa_to_rule(b_, only, true, "str_dfa")}, lit("\"")})})});
+      DI_ASSIGN_OR_RETURN(
+          CodePointDfa only,
+          dfa_product({&*own, &*neg}, [](const std::vector<bool>& a) { return a[0] && !a[1]; }));
+      alts.push_back({rule(
+          "not_string", {cat({lit("\""), {dfa_to_rule(b_, only, true, "str_dfa")}, lit("\"")})})});
     } else if (t == "object") {
       DI_ASSIGN_OR_RETURN(auto cases, one_of_cases({rt, n}, 0, {1}));
       if (!cases) return refuse();
@@ -117,7 +129,8 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
       Json values = n.contains("const") ? Json::array({n["const"]}) : n["enum"];
       std::set<int64_t> excluded;
       for (const auto& v : values)
-        if (v.is_number() && std::floor(v.get<double>()) == v.get<double>() && std::abs(v.get<double>()) < 9e18)
+        if (v.is_number() && std::floor(v.get<double>()) == v.get<double>() &&
+            std::abs(v.get<double>()) < 9e18)
           excluded.insert(static_cast<int64_t>(v.get<double>()));
       DI_ASSIGN_OR_RETURN(Element e, gen_number(rt, ptr, true, &excluded));
       alts.push_back({e});

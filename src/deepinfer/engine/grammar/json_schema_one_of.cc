@@ -12,14 +12,20 @@ constexpr size_t kMaxCasesPerBranch = 64;
 
 std::vector<std::string> type_names(const Json& s) {
   std::vector<std::string> out;
-  if (!s.is_object() || !s.contains("type")) return {"null", "boolean", "object", "array", "string", "number"};
+  if (!s.is_object() || !s.contains("type"))
+    return {"null", "boolean", "object", "array", "string", "number"};
   const Json& t = s["type"];
-  if (t.is_string()) out.push_back(t.get<std::string>());
-  else if (t.is_array()) for (const auto& x : t) if (x.is_string()) out.push_back(x.get<std::string>());
+  if (t.is_string())
+    out.push_back(t.get<std::string>());
+  else if (t.is_array())
+    for (const auto& x : t)
+      if (x.is_string()) out.push_back(x.get<std::string>());
   return out;
 }
 
-bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 bool object_capable(const Json& m) {
   if (!m.is_object()) return m.is_boolean() && m.get<bool>();
@@ -28,10 +34,12 @@ bool object_capable(const Json& m) {
 
 bool value_of_type(const Json& v, const std::vector<std::string>& types) {
   for (const auto& t : types) {
-    if ((t == "null" && v.is_null()) || (t == "boolean" && v.is_boolean()) || (t == "object" && v.is_object()) ||
-        (t == "array" && v.is_array()) || (t == "string" && v.is_string()) || (t == "number" && v.is_number()))
+    if ((t == "null" && v.is_null()) || (t == "boolean" && v.is_boolean()) ||
+        (t == "object" && v.is_object()) || (t == "array" && v.is_array()) ||
+        (t == "string" && v.is_string()) || (t == "number" && v.is_number()))
       return true;
-    if (t == "integer" && v.is_number() && std::floor(v.get<double>()) == v.get<double>()) return true;
+    if (t == "integer" && v.is_number() && std::floor(v.get<double>()) == v.get<double>())
+      return true;
   }
   return false;
 }
@@ -81,8 +89,9 @@ bool string_capable(const Json& m) {
 // The language a schema gives strings, as an automaton; nullopt when keywords we cannot
 // write as one apply to strings.
 Result<std::optional<CodePointDfa>> SchemaCompiler::string_language(const Json& m) {
-  static const std::set<std::string> kOpaque = {"not", "anyOf", "oneOf", "allOf", "$ref", "if", "then",
-                                                "else", "$dynamicRef", "$recursiveRef"};
+  static const std::set<std::string> kOpaque = {"not",         "anyOf",        "oneOf", "allOf",
+                                                "$ref",        "if",           "then",  "else",
+                                                "$dynamicRef", "$recursiveRef"};
   if (m.is_boolean()) return std::optional<CodePointDfa>(*dfa_from_pattern("", true));
   for (const auto& [k, v] : m.items())
     if (kOpaque.count(k)) return std::optional<CodePointDfa>();
@@ -113,14 +122,18 @@ Result<std::optional<CodePointDfa>> SchemaCompiler::string_language(const Json& 
     Json values = m.contains("const") ? Json::array({m["const"]}) : m["enum"];
     std::vector<std::string> strings;
     if (values.is_array())
-      for (const auto& v : values) if (v.is_string()) strings.push_back(v.get<std::string>());
+      for (const auto& v : values)
+        if (v.is_string()) strings.push_back(v.get<std::string>());
     DI_ASSIGN_OR_RETURN(CodePointDfa listed, dfa_of_strings(strings));
-    DI_ASSIGN_OR_RETURN(*lang, dfa_product({&*lang, &listed}, [](const std::vector<bool>& a) { return a[0] && a[1]; }));
+    DI_ASSIGN_OR_RETURN(*lang, dfa_product({&*lang, &listed}, [](const std::vector<bool>& a) {
+      return a[0] && a[1];
+    }));
   }
   return std::optional<CodePointDfa>(std::move(*lang));
 }
 
-Result<std::optional<Element>> SchemaCompiler::one_of_strings(const std::vector<Json>& merged, size_t i,
+Result<std::optional<Element>> SchemaCompiler::one_of_strings(const std::vector<Json>& merged,
+                                                              size_t i,
                                                               const std::vector<size_t>& others) {
   if (!string_capable(merged[i])) return std::optional<Element>();
   std::vector<CodePointDfa> langs;
@@ -136,15 +149,17 @@ Result<std::optional<Element>> SchemaCompiler::one_of_strings(const std::vector<
   std::vector<const CodePointDfa*> parts;
   for (const auto& l : langs) parts.push_back(&l);
   DI_ASSIGN_OR_RETURN(CodePointDfa only, dfa_product(parts, [](const std::vector<bool>& a) {
-    for (size_t k = 1; k < a.size(); ++k) if (a[k]) return false;
-    return a[0];
-  }));
+                        for (size_t k = 1; k < a.size(); ++k)
+                          if (a[k]) return false;
+                        return a[0];
+                      }));
   if (dfa_is_empty(only)) return std::optional<Element>(never());
-  return std::optional<Element>(rule("one_of_string", {cat({lit("\""), {dfa_to_rule(b_, only, true, "str_dfa")}, lit("\"")})}));
+  return std::optional<Element>(rule(
+      "one_of_string", {cat({lit("\""), {dfa_to_rule(b_, only, true, "str_dfa")}, lit("\"")})}));
 }
 
-Result<std::optional<std::vector<Json>>> SchemaCompiler::one_of_cases(const std::vector<Json>& merged,
-                                                                    size_t i, const std::vector<size_t>& others) {
+Result<std::optional<std::vector<Json>>> SchemaCompiler::one_of_cases(
+    const std::vector<Json>& merged, size_t i, const std::vector<size_t>& others) {
   if (!object_capable(merged[i])) return std::optional<std::vector<Json>>();
   Json start = merged[i].is_object() ? merged[i] : Json::object();
   start["type"] = "object";  // other types would match every overlapping branch alike
@@ -156,7 +171,8 @@ Result<std::optional<std::vector<Json>>> SchemaCompiler::one_of_cases(const std:
   auto required_of = [](const Json& c) {
     std::set<std::string> r;
     if (c.contains("required") && c["required"].is_array())
-      for (const auto& x : c["required"]) if (x.is_string()) r.insert(x.get<std::string>());
+      for (const auto& x : c["required"])
+        if (x.is_string()) r.insert(x.get<std::string>());
     return r;
   };
   // Whether case c can hold a property named p, and the schema its value then takes (unknown
@@ -176,7 +192,8 @@ Result<std::optional<std::vector<Json>>> SchemaCompiler::one_of_cases(const std:
   };
   for (size_t j : others) {
     if (!object_capable(merged[j])) continue;  // an object never matches it
-    if (!merged[j].is_object()) return std::optional<std::vector<Json>>(std::vector<Json>{});  // `true`
+    if (!merged[j].is_object())
+      return std::optional<std::vector<Json>>(std::vector<Json>{});  // `true`
     const Json& b = merged[j];
     std::vector<Json> next;
     for (const Json& c : cases) {
@@ -191,7 +208,10 @@ Result<std::optional<std::vector<Json>>> SchemaCompiler::one_of_cases(const std:
       };
       for (const auto& r : required_of(b)) {  // a name B requires is absent
         if (req.count(r)) continue;
-        if (holds(c, r).first == Hold::kNo) { already = true; break; }
+        if (holds(c, r).first == Hold::kNo) {
+          already = true;
+          break;
+        }
         Json x = c;
         x["properties"][r] = false;
         reasons.push_back(std::move(x));
@@ -202,19 +222,30 @@ Result<std::optional<std::vector<Json>>> SchemaCompiler::one_of_cases(const std:
           if (hold != Hold::kYes) continue;
           auto bad = values_failing(v, sp);
           if (!bad) continue;
-          if (req.count(p) && *bad == v) { already = true; break; }
+          if (req.count(p) && *bad == v) {
+            already = true;
+            break;
+          }
           require(c, p, *bad);
         }
-      Json ba = b.contains("additionalProperties") ? b["additionalProperties"] : Json(!o_.strict_properties);
+      Json ba = b.contains("additionalProperties") ? b["additionalProperties"]
+                                                   : Json(!o_.strict_properties);
       if (!already && ba.is_boolean() && !ba.get<bool>() && !b.contains("patternProperties") &&
           c.contains("properties"))
         for (const auto& [p, v] : c["properties"].items()) {  // a name B cannot hold
-          if ((v.is_boolean() && !v.get<bool>()) || (b.contains("properties") && b["properties"].contains(p))) continue;
-          if (req.count(p)) { already = true; break; }
+          if ((v.is_boolean() && !v.get<bool>()) ||
+              (b.contains("properties") && b["properties"].contains(p)))
+            continue;
+          if (req.count(p)) {
+            already = true;
+            break;
+          }
           require(c, p, v);
         }
-      if (already) next.push_back(c);
-      else for (auto& x : reasons) next.push_back(std::move(x));
+      if (already)
+        next.push_back(c);
+      else
+        for (auto& x : reasons) next.push_back(std::move(x));
       if (next.size() > kMaxCasesPerBranch) break;  // fewer cases: fewer instances, still exact
     }
     // Dedupe; a case whose own required names are forbidden is empty and dropped.
@@ -223,7 +254,9 @@ Result<std::optional<std::vector<Json>>> SchemaCompiler::one_of_cases(const std:
     for (auto& x : next) {
       bool empty = false;
       for (const auto& r : required_of(x))
-        if (x.contains("properties") && x["properties"].contains(r) && x["properties"][r] == Json(false)) empty = true;
+        if (x.contains("properties") && x["properties"].contains(r) &&
+            x["properties"][r] == Json(false))
+          empty = true;
       if (!empty && seen.insert(x.dump()).second) cases.push_back(std::move(x));
     }
     if (cases.size() > kMaxCasesPerBranch) cases.resize(kMaxCasesPerBranch);

@@ -14,8 +14,10 @@ constexpr size_t kMaxPatternProperties = 4;  // 2^k name classes
 // The schema a property named `name` must satisfy given its declared schema (nullptr when
 // undeclared): every matching pattern's schema, and additionalProperties only when neither
 // declared nor matched. Returns nullptr when that is the declared schema unchanged.
-Result<std::optional<Json>> SchemaCompiler::pattern_conjunction(const Json& pp, const std::string& name,
-                                                                const Json* declared, const Json* addl) {
+Result<std::optional<Json>> SchemaCompiler::pattern_conjunction(const Json& pp,
+                                                                const std::string& name,
+                                                                const Json* declared,
+                                                                const Json* addl) {
   Json all = Json::array();
   if (declared) all.push_back(*declared);
   for (const auto& [pattern, schema] : pp.items()) {
@@ -28,9 +30,9 @@ Result<std::optional<Json>> SchemaCompiler::pattern_conjunction(const Json& pp, 
   return std::optional<Json>(Json{{"allOf", all}});
 }
 
-Result<std::optional<Element>> SchemaCompiler::pattern_members(const Json& pp, const Json* addl,
-                                                               const std::vector<std::string>& names,
-                                                               const std::string& ptr) {
+Result<std::optional<Element>> SchemaCompiler::pattern_members(
+    const Json& pp, const Json* addl, const std::vector<std::string>& names,
+    const std::string& ptr) {
   const std::string pp_ptr = ptr + "/patternProperties";
   if (pp.size() > kMaxPatternProperties)
     return unsupported("json schema: keyword 'patternProperties' at '{}' has more than {} patterns",
@@ -61,7 +63,8 @@ Result<std::optional<Element>> SchemaCompiler::pattern_members(const Json& pp, c
       return !a[k];
     });
     if (!keys.is_ok())
-      return Status(keys.status().code(), fmt::format("json schema: property names at '{}': {}", pp_ptr, keys.status().message()));
+      return Status(keys.status().code(), fmt::format("json schema: property names at '{}': {}",
+                                                      pp_ptr, keys.status().message()));
     if (dfa_is_empty(*keys)) continue;
     Json value;
     std::string value_ptr;

@@ -20,15 +20,18 @@ const std::set<std::string> kOpaque = {"$dynamicRef", "$recursiveRef", "unevalua
 struct All {
   Verdict v = Verdict::kValid;
   void add(Verdict x) {
-    if (x == Verdict::kInvalid || v == Verdict::kInvalid) v = Verdict::kInvalid;
-    else if (x == Verdict::kUnknown) v = Verdict::kUnknown;
+    if (x == Verdict::kInvalid || v == Verdict::kInvalid)
+      v = Verdict::kInvalid;
+    else if (x == Verdict::kUnknown)
+      v = Verdict::kUnknown;
   }
   bool invalid() const { return v == Verdict::kInvalid; }
 };
 
 bool is_integer_value(const Json& v) {
   return v.is_number_integer() || v.is_number_unsigned() ||
-         (v.is_number_float() && std::isfinite(v.get<double>()) && std::floor(v.get<double>()) == v.get<double>());
+         (v.is_number_float() && std::isfinite(v.get<double>()) &&
+          std::floor(v.get<double>()) == v.get<double>());
 }
 
 bool has_type(const Json& v, const std::string& t) {
@@ -48,12 +51,14 @@ bool json_equal(const Json& a, const Json& b) {
   if (a.type() != b.type()) return false;
   if (a.is_array()) {
     if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i) if (!json_equal(a[i], b[i])) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!json_equal(a[i], b[i])) return false;
     return true;
   }
   if (a.is_object()) {
     if (a.size() != b.size()) return false;
-    for (const auto& [k, x] : a.items()) if (!b.contains(k) || !json_equal(x, b[k])) return false;
+    for (const auto& [k, x] : a.items())
+      if (!b.contains(k) || !json_equal(x, b[k])) return false;
     return true;
   }
   return a == b;
@@ -67,14 +72,19 @@ size_t code_points(const std::string& s) {
 
 }  // namespace
 
-Verdict InstanceValidator::validate(const Json& schema, const Json& instance) { return check(schema, instance, 0); }
+Verdict InstanceValidator::validate(const Json& schema, const Json& instance) {
+  return check(schema, instance, 0);
+}
 
-Verdict InstanceValidator::matches(const std::string& pattern, const std::string& text, bool search) {
+Verdict InstanceValidator::matches(const std::string& pattern, const std::string& text,
+                                   bool search) {
   auto key = std::make_pair(pattern, search);
   auto it = regex_cache_.find(key);
   if (it == regex_cache_.end()) {
     auto d = dfa_from_pattern(pattern, search);
-    it = regex_cache_.emplace(key, d.is_ok() ? std::optional<CodePointDfa>(std::move(*d)) : std::nullopt).first;
+    it = regex_cache_
+             .emplace(key, d.is_ok() ? std::optional<CodePointDfa>(std::move(*d)) : std::nullopt)
+             .first;
   }
   if (!it->second) return Verdict::kUnknown;
   return dfa_matches(*it->second, text) ? Verdict::kValid : Verdict::kInvalid;
@@ -91,7 +101,8 @@ Verdict InstanceValidator::check(const Json& s, const Json& v, int depth) {
     const Json& r = s["$ref"];
     if (!r.is_string() || r.get<std::string>().rfind("#", 0) != 0) return Verdict::kUnknown;
     std::string frag = r.get<std::string>().substr(1);
-    if (frag.find('%') != std::string::npos || (!frag.empty() && frag[0] != '/')) return Verdict::kUnknown;
+    if (frag.find('%') != std::string::npos || (!frag.empty() && frag[0] != '/'))
+      return Verdict::kUnknown;
     try {
       all.add(check(root_.at(Json::json_pointer(frag)), v, depth + 1));
     } catch (const std::exception&) {
@@ -101,9 +112,12 @@ Verdict InstanceValidator::check(const Json& s, const Json& v, int depth) {
   if (s.contains("type")) {
     const Json& t = s["type"];
     bool ok = false;
-    if (t.is_string()) ok = has_type(v, t.get<std::string>());
-    else if (t.is_array()) for (const auto& x : t) ok = ok || (x.is_string() && has_type(v, x.get<std::string>()));
-    else return Verdict::kUnknown;
+    if (t.is_string())
+      ok = has_type(v, t.get<std::string>());
+    else if (t.is_array())
+      for (const auto& x : t) ok = ok || (x.is_string() && has_type(v, x.get<std::string>()));
+    else
+      return Verdict::kUnknown;
     all.add(ok ? Verdict::kValid : Verdict::kInvalid);
   }
   if (s.contains("const")) all.add(json_equal(s["const"], v) ? Verdict::kValid : Verdict::kInvalid);
@@ -116,7 +130,9 @@ Verdict InstanceValidator::check(const Json& s, const Json& v, int depth) {
   if (all.invalid()) return all.v;
   if (s.contains("not")) {
     Verdict n = check(s["not"], v, depth + 1);
-    all.add(n == Verdict::kValid ? Verdict::kInvalid : n == Verdict::kInvalid ? Verdict::kValid : Verdict::kUnknown);
+    all.add(n == Verdict::kValid     ? Verdict::kInvalid
+            : n == Verdict::kInvalid ? Verdict::kValid
+                                     : Verdict::kUnknown);
   }
   if (s.contains("allOf")) {
     if (!s["allOf"].is_array()) return Verdict::kUnknown;
@@ -132,15 +148,23 @@ Verdict InstanceValidator::check(const Json& s, const Json& v, int depth) {
         valid += b == Verdict::kValid;
         unknown += b == Verdict::kUnknown;
       }
-      if (std::string(kw) == "anyOf") all.add(valid > 0 ? Verdict::kValid : unknown ? Verdict::kUnknown : Verdict::kInvalid);
-      else all.add(valid > 1 ? Verdict::kInvalid : unknown ? Verdict::kUnknown : valid == 1 ? Verdict::kValid : Verdict::kInvalid);
+      if (std::string(kw) == "anyOf")
+        all.add(valid > 0 ? Verdict::kValid : unknown ? Verdict::kUnknown : Verdict::kInvalid);
+      else
+        all.add(valid > 1    ? Verdict::kInvalid
+                : unknown    ? Verdict::kUnknown
+                : valid == 1 ? Verdict::kValid
+                             : Verdict::kInvalid);
     }
   }
   if (s.contains("if")) {
     Verdict c = check(s["if"], v, depth + 1);
-    if (c == Verdict::kUnknown) all.add(c);
-    else if (c == Verdict::kValid && s.contains("then")) all.add(check(s["then"], v, depth + 1));
-    else if (c == Verdict::kInvalid && s.contains("else")) all.add(check(s["else"], v, depth + 1));
+    if (c == Verdict::kUnknown)
+      all.add(c);
+    else if (c == Verdict::kValid && s.contains("then"))
+      all.add(check(s["then"], v, depth + 1));
+    else if (c == Verdict::kInvalid && s.contains("else"))
+      all.add(check(s["else"], v, depth + 1));
   }
   if (v.is_number()) all.add(check_number(s, v));
   if (v.is_string()) all.add(check_string(s, v));
@@ -153,25 +177,32 @@ Verdict InstanceValidator::check_number(const Json& s, const Json& v) {
   const double x = v.get<double>();
   All all;
   auto bound = [&](const char* k, auto ok) {
-    if (s.contains(k) && s[k].is_number()) all.add(ok(s[k].get<double>()) ? Verdict::kValid : Verdict::kInvalid);
+    if (s.contains(k) && s[k].is_number())
+      all.add(ok(s[k].get<double>()) ? Verdict::kValid : Verdict::kInvalid);
   };
-  bool ex_min = s.contains("exclusiveMinimum") && s["exclusiveMinimum"].is_boolean() && s["exclusiveMinimum"].get<bool>();
-  bool ex_max = s.contains("exclusiveMaximum") && s["exclusiveMaximum"].is_boolean() && s["exclusiveMaximum"].get<bool>();
+  bool ex_min = s.contains("exclusiveMinimum") && s["exclusiveMinimum"].is_boolean() &&
+                s["exclusiveMinimum"].get<bool>();
+  bool ex_max = s.contains("exclusiveMaximum") && s["exclusiveMaximum"].is_boolean() &&
+                s["exclusiveMaximum"].get<bool>();
   bound("minimum", [&](double m) { return ex_min ? x > m : x >= m; });
   bound("maximum", [&](double m) { return ex_max ? x < m : x <= m; });
   bound("exclusiveMinimum", [&](double m) { return x > m; });
   bound("exclusiveMaximum", [&](double m) { return x < m; });
   if (s.contains("multipleOf") && s["multipleOf"].is_number()) {
     const Json& m = s["multipleOf"];
-    if (is_integer_value(v) && (m.is_number_integer() || m.is_number_unsigned()) && std::abs(x) < 9e15) {
+    if (is_integer_value(v) && (m.is_number_integer() || m.is_number_unsigned()) &&
+        std::abs(x) < 9e15) {
       int64_t a = static_cast<int64_t>(x), b = m.get<int64_t>();
       all.add(b != 0 && a % b == 0 ? Verdict::kValid : Verdict::kInvalid);
     } else {
       double q = x / m.get<double>();
       double r = std::abs(q - std::round(q));
-      if (r < 1e-9) all.add(Verdict::kValid);
-      else if (r > 1e-6) all.add(Verdict::kInvalid);
-      else all.add(Verdict::kUnknown);  // too close to call in floating point
+      if (r < 1e-9)
+        all.add(Verdict::kValid);
+      else if (r > 1e-6)
+        all.add(Verdict::kInvalid);
+      else
+        all.add(Verdict::kUnknown);  // too close to call in floating point
     }
   }
   return all.v;
@@ -191,8 +222,10 @@ Verdict InstanceValidator::check_string(const Json& s, const Json& v) {
   }
   if (enforce_formats_ && s.contains("format") && s["format"].is_string()) {
     const std::string f = s["format"].get<std::string>();
-    if (auto re = format_regex(f)) all.add(matches(*re, x, false));
-    else if (detail::spec_defined_format(f)) all.add(Verdict::kUnknown);  // others are annotations
+    if (auto re = format_regex(f))
+      all.add(matches(*re, x, false));
+    else if (detail::spec_defined_format(f))
+      all.add(Verdict::kUnknown);  // others are annotations
   }
   return all.v;
 }
@@ -204,8 +237,9 @@ Verdict InstanceValidator::check_array(const Json& s, const Json& v, int depth) 
     all.add(n >= s["minItems"].get<double>() ? Verdict::kValid : Verdict::kInvalid);
   if (s.contains("maxItems") && s["maxItems"].is_number())
     all.add(n <= s["maxItems"].get<double>() ? Verdict::kValid : Verdict::kInvalid);
-  const Json* tuple = s.contains("prefixItems") ? &s["prefixItems"]
-                      : (s.contains("items") && s["items"].is_array()) ? &s["items"] : nullptr;
+  const Json* tuple = s.contains("prefixItems")                        ? &s["prefixItems"]
+                      : (s.contains("items") && s["items"].is_array()) ? &s["items"]
+                                                                       : nullptr;
   if (tuple) {
     if (!tuple->is_array()) return Verdict::kUnknown;
     prefix = std::min(n, tuple->size());
@@ -227,10 +261,16 @@ Verdict InstanceValidator::check_array(const Json& s, const Json& v, int depth) 
       hits += c == Verdict::kValid;
       unknown += c == Verdict::kUnknown;
     }
-    double lo = s.contains("minContains") && s["minContains"].is_number() ? s["minContains"].get<double>() : 1;
-    double hi = s.contains("maxContains") && s["maxContains"].is_number() ? s["maxContains"].get<double>() : 1e18;
-    if (unknown) all.add(Verdict::kUnknown);
-    else all.add(hits >= lo && hits <= hi ? Verdict::kValid : Verdict::kInvalid);
+    double lo = s.contains("minContains") && s["minContains"].is_number()
+                    ? s["minContains"].get<double>()
+                    : 1;
+    double hi = s.contains("maxContains") && s["maxContains"].is_number()
+                    ? s["maxContains"].get<double>()
+                    : 1e18;
+    if (unknown)
+      all.add(Verdict::kUnknown);
+    else
+      all.add(hits >= lo && hits <= hi ? Verdict::kValid : Verdict::kInvalid);
   }
   return all.v;
 }
@@ -243,7 +283,8 @@ Verdict InstanceValidator::check_object(const Json& s, const Json& v, int depth)
     all.add(v.size() <= s["maxProperties"].get<double>() ? Verdict::kValid : Verdict::kInvalid);
   if (s.contains("required") && s["required"].is_array())
     for (const auto& r : s["required"])
-      if (r.is_string()) all.add(v.contains(r.get<std::string>()) ? Verdict::kValid : Verdict::kInvalid);
+      if (r.is_string())
+        all.add(v.contains(r.get<std::string>()) ? Verdict::kValid : Verdict::kInvalid);
   for (const auto& [name, x] : v.items()) {
     bool matched = false;
     if (s.contains("properties") && s["properties"].is_object() && s["properties"].contains(name)) {
@@ -259,7 +300,8 @@ Verdict InstanceValidator::check_object(const Json& s, const Json& v, int depth)
           all.add(check(ps, x, depth + 1));
         }
       }
-    if (!matched && s.contains("additionalProperties")) all.add(check(s["additionalProperties"], x, depth + 1));
+    if (!matched && s.contains("additionalProperties"))
+      all.add(check(s["additionalProperties"], x, depth + 1));
     if (s.contains("propertyNames")) all.add(check(s["propertyNames"], Json(name), depth + 1));
   }
   for (const char* kw : {"dependentRequired", "dependentSchemas", "dependencies"}) {
@@ -268,7 +310,8 @@ Verdict InstanceValidator::check_object(const Json& s, const Json& v, int depth)
       if (!v.contains(t)) continue;
       if (d.is_array()) {
         for (const auto& r : d)
-          if (r.is_string()) all.add(v.contains(r.get<std::string>()) ? Verdict::kValid : Verdict::kInvalid);
+          if (r.is_string())
+            all.add(v.contains(r.get<std::string>()) ? Verdict::kValid : Verdict::kInvalid);
       } else {
         all.add(check(d, v, depth + 1));
       }

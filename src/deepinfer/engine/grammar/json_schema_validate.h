@@ -5,9 +5,8 @@
 #pragma once
 
 #include <map>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "deepinfer/engine/grammar/code_point_dfa.h"
 
@@ -19,7 +18,8 @@ class InstanceValidator {
  public:
   using Json = nlohmann::ordered_json;
   // `root` resolves local $ref; formats are checked only when enforce_formats (as compiled).
-  InstanceValidator(const Json& root, bool enforce_formats) : root_(root), enforce_formats_(enforce_formats) {}
+  InstanceValidator(const Json& root, bool enforce_formats)
+      : root_(root), enforce_formats_(enforce_formats) {}
 
   Verdict validate(const Json& schema, const Json& instance);
 

@@ -17,9 +17,15 @@ class RegexParser {
   Result<RegexAst> parse_top() {
     while (true) {
       bool anchored_start = false, anchored_end = false;
-      if (peek('^')) { ++i_; anchored_start = true; }
+      if (peek('^')) {
+        ++i_;
+        anchored_start = true;
+      }
       DI_ASSIGN_OR_RETURN(std::vector<int> body, parse_concat(/*top=*/true));
-      if (peek('$')) { ++i_; anchored_end = true; }
+      if (peek('$')) {
+        ++i_;
+        anchored_end = true;
+      }
       std::vector<int> seq;
       if (search_ && !anchored_start) seq.push_back(any_star());
       seq.insert(seq.end(), body.begin(), body.end());
@@ -82,10 +88,19 @@ class RegexParser {
     while (i_ < p_.size()) {
       int64_t lo, hi;
       char c = p_[i_];
-      if (c == '*') { lo = 0; hi = -1; ++i_; }
-      else if (c == '+') { lo = 1; hi = -1; ++i_; }
-      else if (c == '?') { lo = 0; hi = 1; ++i_; }
-      else if (c == '{') {
+      if (c == '*') {
+        lo = 0;
+        hi = -1;
+        ++i_;
+      } else if (c == '+') {
+        lo = 1;
+        hi = -1;
+        ++i_;
+      } else if (c == '?') {
+        lo = 0;
+        hi = 1;
+        ++i_;
+      } else if (c == '{') {
         size_t save = i_;
         ++i_;
         auto num = [&](int64_t& out) {
@@ -95,7 +110,10 @@ class RegexParser {
             out = out * 10 + (p_[i_++] - '0');
           return i_ > st;
         };
-        if (!num(lo)) { i_ = save; return atom; }  // a literal '{'
+        if (!num(lo)) {
+          i_ = save;
+          return atom;
+        }  // a literal '{'
         hi = lo;
         if (peek(',')) {
           ++i_;
@@ -108,8 +126,10 @@ class RegexParser {
       } else {
         return atom;
       }
-      if (peek('?')) ++i_;  // lazy: same language
-      else if (peek('+')) return refuse("possessive quantifier");
+      if (peek('?'))
+        ++i_;  // lazy: same language
+      else if (peek('+'))
+        return refuse("possessive quantifier");
       atom = add(RegexNode::of(Kind::kRepeat, {atom}, lo, hi));
     }
     return atom;
@@ -121,7 +141,8 @@ class RegexParser {
       ++i_;
       if (peek('?')) {
         ++i_;
-        if (peek(':')) ++i_;
+        if (peek(':'))
+          ++i_;
         else if (peek('<') && i_ + 1 < p_.size() && p_[i_ + 1] != '=' && p_[i_ + 1] != '!') {
           while (i_ < p_.size() && p_[i_] != '>') ++i_;
           ++i_;
@@ -171,7 +192,9 @@ class RegexParser {
     for (int k = 0; k < digits; ++k) {
       char h = p_[at + k];
       int d = isdigit(static_cast<unsigned char>(h)) ? h - '0'
-              : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+              : (h >= 'a' && h <= 'f')               ? h - 'a' + 10
+              : (h >= 'A' && h <= 'F')               ? h - 'A' + 10
+                                                     : -1;
       if (d < 0) return -1;
       v = v * 16 + d;
     }
@@ -184,23 +207,47 @@ class RegexParser {
     char e = p_[i_++];
     CodePointSet s;
     switch (e) {
-      case 'd': return CodePointSet::digit();
-      case 'D': return CodePointSet::digit().complement();
-      case 'w': return CodePointSet::word();
-      case 'W': return CodePointSet::word().complement();
-      case 's': return CodePointSet::space();
-      case 'S': return CodePointSet::space().complement();
-      case 'n': s.add('\n'); return s;
-      case 't': s.add('\t'); return s;
-      case 'r': s.add('\r'); return s;
-      case 'f': s.add('\f'); return s;
-      case 'v': s.add('\v'); return s;
-      case '0': s.add(0); return s;
+      case 'd':
+        return CodePointSet::digit();
+      case 'D':
+        return CodePointSet::digit().complement();
+      case 'w':
+        return CodePointSet::word();
+      case 'W':
+        return CodePointSet::word().complement();
+      case 's':
+        return CodePointSet::space();
+      case 'S':
+        return CodePointSet::space().complement();
+      case 'n':
+        s.add('\n');
+        return s;
+      case 't':
+        s.add('\t');
+        return s;
+      case 'r':
+        s.add('\r');
+        return s;
+      case 'f':
+        s.add('\f');
+        return s;
+      case 'v':
+        s.add('\v');
+        return s;
+      case '0':
+        s.add(0);
+        return s;
       case 'b':
-        if (in_class) { s.add('\b'); return s; }
+        if (in_class) {
+          s.add('\b');
+          return s;
+        }
         return refuse("word boundary \\b");
-      case 'B': return refuse("\\B");
-      case 'p': case 'P': return refuse("Unicode property escape");
+      case 'B':
+        return refuse("\\B");
+      case 'p':
+      case 'P':
+        return refuse("Unicode property escape");
       case 'x': {
         int v = hex_value(i_, 2);
         if (v < 0) return error("bad \\x escape");
@@ -212,7 +259,8 @@ class RegexParser {
         int v = -1;
         if (peek('{')) {
           size_t end = p_.find('}', i_);
-          if (end != std::string_view::npos && end - i_ - 1 <= 6) v = hex_value(i_ + 1, end - i_ - 1);
+          if (end != std::string_view::npos && end - i_ - 1 <= 6)
+            v = hex_value(i_ + 1, end - i_ - 1);
           if (v >= 0) i_ = end + 1;
         } else {
           v = hex_value(i_, 4);
