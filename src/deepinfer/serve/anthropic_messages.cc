@@ -85,7 +85,7 @@ ChatTurn read_messages_turn(const json& body) {
         bad_request(bp + ".type", "{}.type: content block type '{}' is not supported by this model", bp, type);
       }
     }
-    if (!calls.empty()) msg.tool_calls_json = tool_calls_as_json(calls);
+    if (!calls.empty()) msg.tool_calls_json = template_tool_calls_json(calls);
     if (!msg.content.empty() || !msg.tool_calls_json.empty()) turn.messages.push_back(std::move(msg));
   }
   if (const json* tools = field(body, "tools")) {

@@ -85,7 +85,7 @@ std::string tool_calls_as_text(const std::vector<ToolCall>& calls) {
   return s;
 }
 
-std::string tool_calls_as_json(const std::vector<ToolCall>& calls) {
+std::string template_tool_calls_json(const std::vector<ToolCall>& calls) {
   json arr = json::array();
   for (const ToolCall& c : calls) {
     json args = json::parse(c.arguments_json, nullptr, false);

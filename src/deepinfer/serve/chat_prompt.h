@@ -80,7 +80,8 @@ class ChatOutputStream {
 // How an assistant's earlier tool calls are written back into the prompt for templates that
 // do not render tools themselves.
 std::string tool_calls_as_text(const std::vector<ToolCall>& calls);
-// OpenAI-style JSON array for ChatMessage::tool_calls_json.
-std::string tool_calls_as_json(const std::vector<ToolCall>& calls);
+// The chat template's form of calls (ChatMessage::tool_calls_json): an OpenAI-style array
+// whose arguments are parsed JSON objects, not the API's JSON strings.
+std::string template_tool_calls_json(const std::vector<ToolCall>& calls);
 
 }  // namespace deepinfer::serve

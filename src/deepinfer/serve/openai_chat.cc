@@ -113,7 +113,7 @@ ChatTurn read_chat_turn(const json& body) {
         call.arguments_json = opt_string(*fn, "arguments", cpath + ".function").value_or("{}");
         parsed.push_back(std::move(call));
       }
-      msg.tool_calls_json = tool_calls_as_json(parsed);
+      msg.tool_calls_json = template_tool_calls_json(parsed);
     }
     if (msg.role == "tool") msg.tool_call_id = opt_string(m, "tool_call_id", path).value_or("");
     msg.name = opt_string(m, "name", path).value_or("");
@@ -136,7 +136,8 @@ ChatTurn read_chat_turn(const json& body) {
   return turn;
 }
 
-json tool_calls_json(const std::vector<ToolCall>& calls, bool with_index) {
+// The API form of calls: arguments as a JSON string, "index" on streaming deltas.
+json api_tool_calls(const std::vector<ToolCall>& calls, bool with_index) {
   json arr = json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
     json c = {{"id", calls[i].id}, {"type", "function"},
@@ -190,7 +191,7 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
       json message = {{"role", "assistant"}, {"content", parsed.content}};
       if (!parsed.reasoning_content.empty()) message["reasoning_content"] = parsed.reasoning_content;
       if (!parsed.tool_calls.empty()) {
-        message["tool_calls"] = tool_calls_json(parsed.tool_calls, false);
+        message["tool_calls"] = api_tool_calls(parsed.tool_calls, false);
         if (parsed.content.empty()) message["content"] = nullptr;
       }
       json choice = {{"index", i}, {"message", message}, {"logprobs", nullptr},
@@ -259,7 +260,7 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
       final_delta["reasoning_content"] = parsed.reasoning_content.substr(reasoning_sent);
     if (parsed.content.size() > sent) final_delta["content"] = parsed.content.substr(sent);
     if (has_tools && !parsed.tool_calls.empty()) {
-      final_delta["tool_calls"] = tool_calls_json(parsed.tool_calls, true);
+      final_delta["tool_calls"] = api_tool_calls(parsed.tool_calls, true);
       if (out.finish_reason != engine::FinishReason::kLength) finish = "tool_calls";
     }
     json c = chunk({{"index", i}, {"delta", final_delta}, {"logprobs", nullptr}, {"finish_reason", finish}});

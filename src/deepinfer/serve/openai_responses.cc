@@ -59,11 +59,11 @@ void read_input(const json& body, std::vector<recipe::ChatMessage>& conversation
       // Consecutive calls belong to one assistant turn.
       if (!conversation.empty() && conversation.back().role == "assistant" && !conversation.back().tool_calls_json.empty()) {
         json calls = json::parse(conversation.back().tool_calls_json);
-        calls.push_back(json::parse(tool_calls_as_json({call}))[0]);
+        calls.push_back(json::parse(template_tool_calls_json({call}))[0]);
         conversation.back().tool_calls_json = calls.dump();
       } else {
         recipe::ChatMessage m{"assistant", ""};
-        m.tool_calls_json = tool_calls_as_json({call});
+        m.tool_calls_json = template_tool_calls_json({call});
         conversation.push_back(std::move(m));
       }
     } else if (type == "function_call_output") {
@@ -256,7 +256,7 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
       sr.response = r;
       sr.conversation = conversation;
       recipe::ChatMessage reply{"assistant", parsed.content};
-      if (!parsed.tool_calls.empty()) reply.tool_calls_json = tool_calls_as_json(parsed.tool_calls);
+      if (!parsed.tool_calls.empty()) reply.tool_calls_json = template_tool_calls_json(parsed.tool_calls);
       sr.conversation.push_back(std::move(reply));
       ctx_responses->put(shell.id, std::move(sr));
     }
