@@ -6,7 +6,7 @@
 #include <cstring>
 #include <random>
 
-#include "../common/test_model.h"
+#include "../common/default_engine.h"
 #include "deepinfer/engine/engine.h"
 #include "deepinfer/model/format/gguf.h"
 #include "deepinfer/recipe/tokenizer.h"
@@ -28,21 +28,12 @@ class Determinism : public ::testing::Test {
  protected:
   void SetUp() override {
     DI_REQUIRE_DEFAULT_MODEL();
-    auto g = format::GgufFile::open(testing::default_model_path());
-    ASSERT_TRUE(g.is_ok());
-    gguf_ = *g;
-    auto t = recipe::Tokenizer::from_gguf(*gguf_);
-    ASSERT_TRUE(t.is_ok());
-    tokenizer_ = std::shared_ptr<recipe::Tokenizer>(std::move(t).value());
+    model_ = testing::DefaultModel::open();
+    ASSERT_TRUE(model_.tokenizer);
   }
 
   std::unique_ptr<engine::Engine> make_engine(int max_num_seqs, bool batch_invariant,
                                               bool prefix_caching = true, int budget = 512) {
-    model::WeightSource src;
-    src.gguf = gguf_;
-    src.description = testing::default_model_path();
-    auto m = model::load_model(src);
-    EXPECT_TRUE(m.is_ok());
     engine::EngineConfig cfg;
     cfg.num_threads = 2;
     cfg.max_num_seqs = max_num_seqs;
@@ -50,9 +41,7 @@ class Determinism : public ::testing::Test {
     cfg.enable_prefix_caching = prefix_caching;
     cfg.max_num_batched_tokens = budget;
     cfg.kv_cache_bytes = size_t{256} << 20;
-    auto e = engine::Engine::create(std::move(*m), tokenizer_, cfg);
-    EXPECT_TRUE(e.is_ok());
-    return std::move(e).value();
+    return model_.engine(cfg);
   }
 
   static engine::GenerationRequest needle() {
@@ -107,8 +96,7 @@ class Determinism : public ::testing::Test {
     return v;
   }
 
-  std::shared_ptr<format::GgufFile> gguf_;
-  std::shared_ptr<recipe::Tokenizer> tokenizer_;
+  testing::DefaultModel model_;
 };
 
 TEST_F(Determinism, NeedleIsBitwiseIdenticalAloneAndInRandomBatches) {

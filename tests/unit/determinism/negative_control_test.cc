@@ -9,7 +9,7 @@
 #include <cstring>
 #include <random>
 
-#include "../common/test_model.h"
+#include "../common/default_engine.h"
 #include "deepinfer/engine/engine.h"
 #include "deepinfer/model/format/gguf.h"
 #include "deepinfer/model/format/safetensors.h"
@@ -142,24 +142,15 @@ TEST(NegativeControl, F32ModelNeedleIsBitwiseIdenticalWithBatchInvariance) {
 
 TEST(NegativeControl, DefaultModelWithoutBatchInvarianceIsReported) {
   DI_REQUIRE_DEFAULT_MODEL();
-  auto g = format::GgufFile::open(testing::default_model_path());
-  ASSERT_TRUE(g.is_ok());
-  auto tok = recipe::Tokenizer::from_gguf(**g);
-  ASSERT_TRUE(tok.is_ok());
-  model::WeightSource src;
-  src.gguf = *g;
-  src.description = testing::default_model_path();
-  auto m = model::load_model(src);
-  ASSERT_TRUE(m.is_ok());
   engine::EngineConfig cfg;
   cfg.num_threads = 2;
   cfg.batch_invariant = false;
   cfg.kv_cache_bytes = size_t{256} << 20;
-  auto e = engine::Engine::create(std::move(*m), std::shared_ptr<const recipe::Tokenizer>(std::move(*tok)), cfg);
-  ASSERT_TRUE(e.is_ok());
+  auto e = testing::DefaultModel::open().engine(cfg);
+  ASSERT_TRUE(e);
   std::printf("SmolLM2-135M Q4_1, batch_invariant=false:\n");
   // One batch past the 32 rows where an f32 model would switch to sgemm (kept small: slow model).
-  const int differing = count_differing_batches(**e, 20000, {40});
+  const int differing = count_differing_batches(*e, 20000, {40});
   // Not asserted either way: every quantized kernel reduces rows in a fixed order, so the flag
   // has nothing to change on this model (docs/engine.md).
   std::printf("  -> %d of 1 batches differ%s\n", differing,

@@ -2,7 +2,10 @@
 // "sampled" token depends only on (sequence id, output length), so reruns are comparable.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <map>
 #include <numeric>
 #include <vector>
 
@@ -49,6 +52,30 @@ inline KvCacheConfig kv_config(int num_blocks, int block_size, bool prefix = tru
   c.enable_prefix_caching = prefix;
   c.cache_namespace = "test-model";
   return c;
+}
+
+// Limits of the random-traffic simulations: with kv_config(24, 4) they must preempt.
+inline SchedulerConfig simulation_config(int long_prefill_threshold) {
+  SchedulerConfig sc;
+  sc.max_num_seqs = 6;
+  sc.max_num_batched_tokens = 32;
+  sc.long_prefill_token_threshold = long_prefill_threshold;
+  return sc;
+}
+
+// Every finished sequence produced exactly the fake runner's tokens, and one cut by length has
+// all max_tokens of them.
+inline void expect_fake_outputs(const std::map<int64_t, FinishedSeq>& finished,
+                                const std::map<int64_t, Sequence>& submitted) {
+  EXPECT_EQ(finished.size(), submitted.size());
+  for (const auto& [id, f] : finished) {
+    for (size_t i = 0; i < f.output.size(); ++i) {
+      ASSERT_EQ(f.output[i], fake_token(id, i)) << "seq " << id << " token " << i;
+    }
+    if (f.reason == FinishReason::kLength) {
+      EXPECT_EQ(static_cast<int>(f.output.size()), submitted.at(id).max_tokens) << "seq " << id;
+    }
+  }
 }
 
 }  // namespace deepinfer::engine::testing

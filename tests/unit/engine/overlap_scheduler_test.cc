@@ -93,11 +93,7 @@ void simulate_overlapped(uint32_t seed, bool prefix_caching, int threshold) {
   auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const int block_size = 4;
   KvCacheManager kv(kv_config(24, block_size, prefix_caching));
-  SchedulerConfig sc;
-  sc.max_num_seqs = 6;
-  sc.max_num_batched_tokens = 32;
-  sc.long_prefill_token_threshold = threshold;
-  Scheduler sched(sc, kv);
+  Scheduler sched(testing::simulation_config(threshold), kv);
   std::map<int64_t, Sequence> submitted;
   std::map<int64_t, FinishedSeq> finished;
   int64_t next_id = 1;
@@ -145,16 +141,8 @@ void simulate_overlapped(uint32_t seed, bool prefix_caching, int threshold) {
     if (!next.empty()) in_flight = std::move(next);
   }
   ASSERT_FALSE(sched.has_unfinished());
-  EXPECT_EQ(finished.size(), submitted.size());
   EXPECT_EQ(kv.num_available_blocks(), kv.num_blocks());
-  for (const auto& [id, f] : finished) {
-    for (size_t i = 0; i < f.output.size(); ++i) {
-      ASSERT_EQ(f.output[i], fake_token(id, i)) << "seq " << id << " token " << i;
-    }
-    if (f.reason == FinishReason::kLength) {
-      EXPECT_EQ(static_cast<int>(f.output.size()), submitted.at(id).max_tokens);
-    }
-  }
+  testing::expect_fake_outputs(finished, submitted);
   std::printf("seed %u: %zu requests, %d preemptions, %d in-flight samples discarded\n", seed,
               submitted.size(), preemptions, discarded);
   EXPECT_GT(preemptions, 0);

@@ -21,10 +21,7 @@ void simulate(uint32_t seed, bool prefix_caching, int threshold) {
   auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const int block_size = 4;
   KvCacheManager kv(kv_config(24, block_size, prefix_caching));
-  SchedulerConfig sc;
-  sc.max_num_seqs = 6;
-  sc.max_num_batched_tokens = 32;
-  sc.long_prefill_token_threshold = threshold;
+  const SchedulerConfig sc = testing::simulation_config(threshold);
   Scheduler sched(sc, kv);
 
   std::vector<std::vector<int32_t>> prefixes;
@@ -90,16 +87,10 @@ void simulate(uint32_t seed, bool prefix_caching, int threshold) {
   }
 
   ASSERT_FALSE(sched.has_unfinished());
-  EXPECT_EQ(finished.size(), submitted.size());
   EXPECT_EQ(kv.num_available_blocks(), kv.num_blocks());
+  testing::expect_fake_outputs(finished, submitted);
   for (const auto& [id, f] : finished) {
     const Sequence& s = submitted.at(id);
-    for (size_t i = 0; i < f.output.size(); ++i) {
-      ASSERT_EQ(f.output[i], fake_token(id, i)) << "seq " << id << " token " << i;
-    }
-    if (f.reason == FinishReason::kLength) {
-      EXPECT_EQ(static_cast<int>(f.output.size()), s.max_tokens);
-    }
     if (f.reason == FinishReason::kStop && !s.eos_token_ids.empty() &&
         f.output.back() == s.eos_token_ids[0]) {
       EXPECT_LE(static_cast<int>(f.output.size()), s.max_tokens);

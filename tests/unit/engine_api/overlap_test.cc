@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "../common/test_model.h"
+#include "../common/default_engine.h"
 #include "deepinfer/engine/engine.h"
 #include "deepinfer/model/format/gguf.h"
 #include "deepinfer/recipe/tokenizer.h"
@@ -36,21 +36,12 @@ class Overlap : public ::testing::Test {
  protected:
   void SetUp() override {
     DI_REQUIRE_DEFAULT_MODEL();
-    auto g = format::GgufFile::open(testing::default_model_path());
-    ASSERT_TRUE(g.is_ok());
-    gguf_ = *g;
-    auto t = recipe::Tokenizer::from_gguf(*gguf_);
-    ASSERT_TRUE(t.is_ok());
-    tokenizer_ = std::shared_ptr<recipe::Tokenizer>(std::move(t).value());
+    model_ = testing::DefaultModel::open();
+    ASSERT_TRUE(model_.tokenizer);
   }
 
   std::unique_ptr<engine::Engine> make_engine(bool overlap, size_t kv_bytes, int max_num_seqs,
                                               int budget, int block_size = 16) {
-    model::WeightSource src;
-    src.gguf = gguf_;
-    src.description = testing::default_model_path();
-    auto m = model::load_model(src);
-    EXPECT_TRUE(m.is_ok());
     engine::EngineConfig cfg;
     cfg.num_threads = 2;
     cfg.max_num_seqs = max_num_seqs;
@@ -59,16 +50,17 @@ class Overlap : public ::testing::Test {
     cfg.kv_cache_bytes = kv_bytes;
     cfg.block_size = block_size;
     cfg.overlap_scheduling = overlap;
-    auto e = engine::Engine::create(std::move(*m), tokenizer_, cfg);
-    EXPECT_TRUE(e.is_ok());
-    EXPECT_EQ((*e)->overlap_scheduling(), overlap);
-    return std::move(e).value();
+    auto e = model_.engine(cfg);
+    if (e) {
+      EXPECT_EQ(e->overlap_scheduling(), overlap);
+    }
+    return e;
   }
 
   engine::GenerationRequest request(const std::string& text, int max_tokens, float temperature,
                                     uint64_t seed) const {
     engine::GenerationRequest r;
-    r.prompt_ids = tokenizer_->encode(text);
+    r.prompt_ids = model_.tokenizer->encode(text);
     r.max_tokens = max_tokens;
     r.sampling.temperature = temperature;
     r.sampling.seed = seed;
@@ -139,8 +131,7 @@ class Overlap : public ::testing::Test {
     return res;
   }
 
-  std::shared_ptr<format::GgufFile> gguf_;
-  std::shared_ptr<recipe::Tokenizer> tokenizer_;
+  testing::DefaultModel model_;
 };
 
 void expect_same(const std::map<int, Result>& off, const std::map<int, Result>& on) {
