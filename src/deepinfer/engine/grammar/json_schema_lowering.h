@@ -26,6 +26,21 @@ namespace deepinfer::engine::grammar::detail {
 using Json = nlohmann::ordered_json;
 
 inline constexpr int64_t kMaxObjectExpand = 1000;
+inline constexpr int64_t kMaxLengthExpand = 5000;  // maxLength / maxItems cap (sound: fewer)
+inline constexpr int64_t kIntClamp = 9'000'000'000'000'000'000LL;
+
+inline int64_t clamp_i64(double v) {
+  if (v > static_cast<double>(kIntClamp)) return kIntClamp;
+  if (v < -static_cast<double>(kIntClamp)) return -kIntClamp;
+  return static_cast<int64_t>(v);
+}
+
+// A non-negative count keyword (minLength, maxItems, ...), clamped.
+inline std::optional<int64_t> get_count(const Json& s, const char* k) {
+  if (!s.contains(k) || !s[k].is_number()) return std::nullopt;
+  double v = s[k].get<double>();
+  return v < 0 ? 0 : clamp_i64(v);
+}
 // min/maxProperties counted along a layout of declared properties (one rule per count).
 inline constexpr int64_t kMaxCountedProperties = 64;
 

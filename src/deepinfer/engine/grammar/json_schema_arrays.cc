@@ -1,0 +1,154 @@
+// Array lowering for the JSON Schema compiler: prefix items, counted items and uniqueItems.
+#include <bit>
+
+#include "deepinfer/engine/grammar/json_schema_lowering.h"
+
+namespace deepinfer::engine::grammar::detail {
+
+Result<std::optional<Element>> SchemaCompiler::unique_array(const Json& items, int64_t min,
+                                                            int64_t max) {
+  constexpr size_t kMaxUniqueDomain = 8;
+  // The finite item domain: enum/const values (validated against the item schema), or the
+  // literals of boolean/null-only types.
+  std::vector<Json> domain;
+  if (items.is_object() && (items.contains("enum") || items.contains("const"))) {
+    Json values = items.contains("const") ? Json::array({items["const"]}) : items["enum"];
+    if (!values.is_array()) return std::optional<Element>();
+    InstanceValidator validator(root_, o_.enforce_formats);
+    for (const auto& v : values) {
+      Verdict verdict = validator.validate(items, v);
+      if (verdict == Verdict::kUnknown) return std::optional<Element>();
+      bool dup = false;
+      for (const auto& d : domain) dup = dup || d == v;
+      if (verdict == Verdict::kValid && !dup) domain.push_back(v);
+    }
+  } else if (items.is_object() && items.contains("type") && items.size() == 1) {
+    std::vector<std::string> types;
+    if (items["type"].is_string())
+      types.push_back(items["type"].get<std::string>());
+    else if (items["type"].is_array())
+      for (const auto& t : items["type"])
+        if (t.is_string()) types.push_back(t.get<std::string>());
+    for (const auto& t : types) {
+      if (t == "boolean") {
+        domain.push_back(true);
+        domain.push_back(false);
+      } else if (t == "null")
+        domain.push_back(nullptr);
+      else
+        return std::optional<Element>();
+    }
+  } else {
+    return std::optional<Element>();
+  }
+  if (domain.size() > kMaxUniqueDomain) return std::optional<Element>();
+  const int64_t hi =
+      max < 0 ? static_cast<int64_t>(domain.size()) : std::min<int64_t>(max, domain.size());
+  if (min > hi) return std::optional<Element>(never());
+  Sequence sep = cat({ws_, lit(","), ws_});
+  std::map<uint32_t, Element> memo;
+  // after(done): the rest of the array once the values in `done` were written (>= 1 of them).
+  std::function<Element(uint32_t)> after = [&](uint32_t done) -> Element {
+    if (auto it = memo.find(done); it != memo.end()) return it->second;
+    const int64_t n = std::popcount(done);
+    std::vector<Sequence> alts;
+    if (n < hi)
+      for (size_t i = 0; i < domain.size(); ++i)
+        if (!(done & (1u << i)))
+          alts.push_back(cat({sep, {literal_value(domain[i]), after(done | (1u << i))}}));
+    if (n >= min) alts.push_back(cat({ws_, lit("]")}));
+    Element e = rule("unique_items", std::move(alts));
+    memo.emplace(done, e);
+    return e;
+  };
+  std::vector<Sequence> alts;
+  if (hi > 0)
+    for (size_t i = 0; i < domain.size(); ++i)
+      alts.push_back(cat({lit("["), ws_, {literal_value(domain[i]), after(1u << i)}}));
+  if (min == 0) alts.push_back(cat({lit("["), ws_, lit("]")}));
+  return std::optional<Element>(rule("unique_array", std::move(alts)));
+}
+
+Result<Element> SchemaCompiler::gen_array(const Json& s, const std::string& ptr) {
+  std::vector<const Json*> prefix;
+  std::vector<std::string> prefix_ptr;
+  const Json* items = nullptr;
+  std::string items_ptr;
+  Json any = true;
+  if (s.contains("prefixItems") && s["prefixItems"].is_array()) {
+    for (size_t i = 0; i < s["prefixItems"].size(); ++i) {
+      prefix.push_back(&s["prefixItems"][i]);
+      prefix_ptr.push_back(fmt::format("{}/prefixItems/{}", ptr, i));
+    }
+    if (s.contains("items")) {
+      items = &s["items"];
+      items_ptr = ptr + "/items";
+    }
+  } else if (s.contains("items") && s["items"].is_array()) {  // draft 4-2019 tuple form
+    for (size_t i = 0; i < s["items"].size(); ++i) {
+      prefix.push_back(&s["items"][i]);
+      prefix_ptr.push_back(fmt::format("{}/items/{}", ptr, i));
+    }
+    if (s.contains("additionalItems")) {
+      items = &s["additionalItems"];
+      items_ptr = ptr + "/additionalItems";
+    }
+  } else if (s.contains("items")) {
+    items = &s["items"];
+    items_ptr = ptr + "/items";
+  }
+  if (!items) items = &any;
+  int64_t min = get_count(s, "minItems").value_or(0);
+  int64_t max = get_count(s, "maxItems").value_or(-1);
+  int64_t np = static_cast<int64_t>(prefix.size());
+  if (items->is_boolean() && !items->get<bool>()) max = max < 0 ? np : std::min(max, np);
+  if (max >= 0 && min > max) return never();
+  if (min > kMaxLengthExpand)
+    return unsupported("json schema: minItems {} at '{}' is too large", min, ptr);
+  if (max > kMaxLengthExpand) max = std::max(min, kMaxLengthExpand);
+  if (s.contains("uniqueItems") && s["uniqueItems"] == true && (max < 0 || max > 1)) {
+    // Exact when the items come from a small finite set; otherwise arrays of at most one item
+    // (trivially unique: a sound subset), refused when minItems asks for more.
+    if (prefix.empty()) {
+      DI_ASSIGN_OR_RETURN(auto exact, unique_array(*items, min, max));
+      if (exact) return *exact;
+    }
+    if (min > 1 || np > 1)
+      return unsupported(
+          "json schema: keyword 'uniqueItems' at '{}/uniqueItems' is supported only for "
+          "small enum item sets or at most one item",
+          ptr);
+    max = 1;
+  }
+
+  std::vector<Element> elems;
+  for (int64_t i = 0; i < np && (max < 0 || i < max); ++i) {
+    DI_ASSIGN_OR_RETURN(Element e, gen(*prefix[i], prefix_ptr[i]));
+    elems.push_back(e);
+  }
+  std::optional<Element> item;
+  if (max < 0 || max > np) {
+    DI_ASSIGN_OR_RETURN(Element e, gen(*items, items_ptr));
+    item = e;
+  }
+  Sequence sep = cat({ws_, lit(","), ws_});
+  // rest(k): elements k.. each preceded by a comma; optional once k >= minItems.
+  auto element_at = [&](int64_t k) { return k < np ? elems[k] : *item; };
+  std::function<Sequence(int64_t)> rest = [&](int64_t k) -> Sequence {
+    if (max >= 0 && k >= max) return {};
+    if (k >= np) {
+      int64_t lo = std::max<int64_t>(0, min - k);
+      int64_t hi = max < 0 ? -1 : max - k;
+      return {b_.repeat(cat({sep, {*item}}), lo, hi, "items_rep")};
+    }
+    Sequence body = cat({sep, {element_at(k)}, rest(k + 1)});
+    if (k >= min) return {b_.optional(body, "item_opt")};
+    return {rule("item", {body})};
+  };
+  if (max == 0) return rule("array", {cat({lit("["), ws_, lit("]")})});
+  Sequence list = cat({{element_at(0)}, rest(1)});
+  std::vector<Sequence> alts = {cat({lit("["), ws_, list, ws_, lit("]")})};
+  if (min == 0) alts.push_back(cat({lit("["), ws_, lit("]")}));
+  return rule("array", std::move(alts));
+}
+}  // namespace deepinfer::engine::grammar::detail
