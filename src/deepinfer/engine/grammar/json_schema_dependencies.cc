@@ -17,6 +17,51 @@ bool only_annotations_besides(const Json& s, const char* keep) {
 
 }  // namespace
 
+Result<std::optional<Element>> SchemaCompiler::dependent_schema_cases(const Json& s,
+                                                                      const std::string& ptr) {
+  constexpr size_t kMaxDependentSchemas = 3;  // 2^k cases
+  // Schema-valued dependencies beyond required names: "if name is present, the object also
+  // matches d" == (name absent) or (name present and d), exact as a union of cases.
+  std::vector<std::tuple<std::string, std::string, Json>> split;  // keyword, name, schema
+  Json rest = s;
+  for (const char* kw : {"dependentSchemas", "dependencies"}) {
+    if (!s.contains(kw) || !s[kw].is_object()) continue;
+    for (const auto& [name, d] : s[kw].items())
+      if (d.is_object() && !only_annotations_besides(d, "required")) {
+        split.emplace_back(kw, name, d);
+        rest[kw].erase(name);
+      }
+    if (rest[kw].empty()) rest.erase(kw);
+  }
+  if (split.empty()) return std::optional<Element>();
+  if (split.size() > kMaxDependentSchemas)
+    return unsupported("json schema: more than {} schema-valued dependencies at '{}'",
+                       kMaxDependentSchemas, ptr);
+  std::vector<Sequence> alts;
+  for (uint32_t present = 0; present < (1u << split.size()); ++present) {
+    Json c = rest;
+    Json all = Json::array();
+    for (size_t i = 0; i < split.size(); ++i) {
+      const auto& [kw, name, d] = split[i];
+      if ((present >> i) & 1) {
+        all.push_back(Json{{"required", Json::array({name})}});
+        all.push_back(d);
+      } else {
+        if (!c.contains("properties") || !c["properties"].is_object())
+          c["properties"] = Json::object();
+        c["properties"][name] = false;  // absent
+      }
+    }
+    if (!all.empty()) {
+      all.insert(all.begin(), c);
+      c = Json{{"allOf", all}};
+    }
+    DI_ASSIGN_OR_RETURN(Element e, gen(c, ptr));
+    alts.push_back({e});
+  }
+  return std::optional<Element>(rule("dependent_cases", std::move(alts)));
+}
+
 Result<std::map<std::string, std::optional<std::vector<std::string>>>> SchemaCompiler::dependencies(
     const Json& s, const std::string& ptr) {
   std::map<std::string, std::optional<std::vector<std::string>>> out;

@@ -191,6 +191,8 @@ class SchemaCompiler {
       return GrammarBuilder::call(r);
     }
     if (s.contains("anyOf") || s.contains("oneOf")) return gen_union(s, ptr);
+    DI_ASSIGN_OR_RETURN(auto cases, dependent_schema_cases(s, ptr));
+    if (cases) return *cases;
     return gen_typed(s, ptr);
   }
 
@@ -337,6 +339,9 @@ class SchemaCompiler {
                                                         const std::vector<size_t>& others);
   // json_schema_dependencies.cc: dependentRequired / dependencies, as names each present
   // property requires; nullopt entry = the property may not appear at all.
+  // Schema-valued dependencies beyond required names, as a union of cases over which
+  // trigger names are present; nullopt when there are none.
+  Result<std::optional<Element>> dependent_schema_cases(const Json& s, const std::string& ptr);
   Result<std::map<std::string, std::optional<std::vector<std::string>>>> dependencies(
       const Json& s, const std::string& ptr);
   Result<std::optional<Element>> pattern_members(const Json& pp, const Json* addl,
