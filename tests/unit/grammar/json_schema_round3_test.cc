@@ -226,7 +226,14 @@ TEST(GrammarJsonSchema, MultipleOf) {
   EXPECT_TRUE(accepts(cents, "-7"));
   EXPECT_FALSE(accepts(cents, "12.345"));
   EXPECT_FALSE(accepts(cents, "1e-3"));
-  // Bounds and other steps would need a product with the range automaton: refused.
+  // 10^-d with bounds: the bounded number grammar with at most d decimals.
+  auto price = compile(R"({"type":"number","multipleOf":0.01,"minimum":0,"maximum":10})");
+  EXPECT_TRUE(accepts(price, "9.99"));
+  EXPECT_TRUE(accepts(price, "10"));
+  EXPECT_FALSE(accepts(price, "9.999"));
+  EXPECT_FALSE(accepts(price, "10.5"));
+  EXPECT_FALSE(accepts(price, "-0.5"));
+  // Integer steps with bounds and other steps would need a product with the range: refused.
   for (const char* src : {R"({"type":"integer","multipleOf":12,"minimum":1})",
                           R"({"type":"number","multipleOf":0.25})"}) {
     auto r = compile_grammar({GrammarSpec::kJsonSchema, src, {}}, synthetic_vocabulary());

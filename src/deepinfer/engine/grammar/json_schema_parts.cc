@@ -97,21 +97,36 @@ Element integer_range(GrammarBuilder& b, std::optional<int64_t> lo, std::optiona
 }
 
 Element number_range(GrammarBuilder& b, std::optional<int64_t> lo, std::optional<int64_t> hi,
-                     bool lo_exclusive, bool hi_exclusive) {
+                     bool lo_exclusive, bool hi_exclusive, int max_fraction_digits) {
   std::vector<Sequence> alts;
   // Integer values, optionally written with a zero fraction (1.0); exclusive ends drop out.
   std::optional<int64_t> ilo = lo, ihi = hi;
   if (ilo && lo_exclusive) *ilo += 1;
   if (ihi && hi_exclusive) *ihi -= 1;
   if (!ilo || !ihi || *ilo <= *ihi) {
-    Element zero_frac = b.optional({b.byte('.'), b.plus({b.byte('0')}, "zeros")}, "zero_frac");
+    Element zeros = max_fraction_digits < 0 ? b.plus({b.byte('0')}, "zeros")
+                                            : b.repeat({b.byte('0')}, 1, max_fraction_digits, "zeros");
+    Element zero_frac = b.optional({b.byte('.'), zeros}, "zero_frac");
     alts.push_back({signed_range(b, ilo, ihi), zero_frac});
   }
+  if (max_fraction_digits == 0) return GrammarBuilder::call(b.rule_with_alts("num_range", std::move(alts)));
   // A non-zero fraction keeps the value strictly inside (ip, ip+1), so these alternatives
   // hold for inclusive and exclusive bounds alike.
-  Element frac = GrammarBuilder::call(b.rule_with_alts(
-      "nz_frac", {{b.star({b.byte('0')}, "zeros"), b.bytes(digit_set('1', '9')),
-                   b.star({b.bytes(digit_set('0', '9'))}, "digits")}}));
+  Element frac;
+  if (max_fraction_digits < 0) {
+    frac = GrammarBuilder::call(b.rule_with_alts(
+        "nz_frac", {{b.star({b.byte('0')}, "zeros"), b.bytes(digit_set('1', '9')),
+                     b.star({b.bytes(digit_set('0', '9'))}, "digits")}}));
+  } else {
+    // nz(k): at most k digits, not all zero: [1-9] [0-9]{0,k-1} | 0 nz(k-1).
+    uint32_t prev = 0;
+    for (int k = 1; k <= max_fraction_digits; ++k) {
+      std::vector<Sequence> a = {{b.bytes(digit_set('1', '9')), b.repeat({b.bytes(digit_set('0', '9'))}, 0, k - 1, "digits")}};
+      if (k > 1) a.push_back({b.byte('0'), GrammarBuilder::call(prev)});
+      prev = b.rule_with_alts("nz_frac", std::move(a));
+    }
+    frac = GrammarBuilder::call(prev);
+  }
   // ip.f in (ip, ip+1): needs ip >= lo and ip + 1 <= hi.
   {
     std::vector<Sequence> ips;

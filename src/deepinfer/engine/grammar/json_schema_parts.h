@@ -16,8 +16,9 @@ namespace deepinfer::engine::grammar {
 // JSON integers (no exponent, no leading zeros) in [lo, hi]; nullopt = unbounded.
 Element integer_range(GrammarBuilder& b, std::optional<int64_t> lo, std::optional<int64_t> hi);
 // JSON numbers (no exponent) between integer bounds lo and hi, each inclusive or exclusive.
+// max_fraction_digits >= 0 limits the decimals (multipleOf 10^-d); -1: any.
 Element number_range(GrammarBuilder& b, std::optional<int64_t> lo, std::optional<int64_t> hi,
-                     bool lo_exclusive, bool hi_exclusive);
+                     bool lo_exclusive, bool hi_exclusive, int max_fraction_digits = -1);
 // Unconstrained JSON number / integer.
 Element any_number(GrammarBuilder& b);
 Element any_integer(GrammarBuilder& b);

@@ -115,13 +115,14 @@ Result<Element> SchemaCompiler::gen_typed(const Json& s, const std::string& ptr)
 
 Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr, bool integer,
                                            const std::set<int64_t>* excluded) {
+  int fraction_digits = -1;  // multipleOf 10^-d with bounds
   bool bounded = s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
                  s.contains("exclusiveMaximum");
   if (s.contains("multipleOf")) {
     const Json& m = s["multipleOf"];
     auto refuse = [&] {
       return unsupported("json schema: keyword 'multipleOf' at '{}/multipleOf' is supported only as 1, "
-                         "an integer without bounds, or 10^-d on unbounded numbers", ptr);
+                         "10^-d, or an integer without bounds", ptr);
     };
     if (!m.is_number() || m.get<double>() <= 0) return refuse();
     const double v = m.get<double>();
@@ -132,8 +133,9 @@ Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr
       return integer_multiple_of(static_cast<int>(v));  // integers only: a sound subset for numbers
     } else if (auto d = decimal_places(v)) {
       // Every integer is a multiple of 10^-d; a number is one iff it has at most d decimals.
-      if (!integer) {
-        if (bounded) return refuse();
+      if (!integer && bounded) {
+        fraction_digits = *d;
+      } else if (!integer) {
         Element frac = b_.optional(cat({lit("."), {b_.repeat({b_.bytes(digit_set())}, 1, *d, "frac_digit")}}), "frac");
         return rule("decimal", {{any_integer(b_), frac}});
       }
@@ -182,6 +184,7 @@ Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr
     if (!from || !hi || *from <= *hi) pieces.push_back({integer_range(b_, from, hi)});
     return rule("integer_except", std::move(pieces));
   }
+  if (!lo && !hi && fraction_digits >= 0) return number_range(b_, lo, hi, false, false, fraction_digits);
   if (!lo && !hi) return integer ? any_integer(b_) : any_number(b_);
   if (integer) {
     if (lo && lo_ex) *lo += 1;
@@ -190,7 +193,7 @@ Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr
     return integer_range(b_, lo, hi);
   }
   if (lo && hi && (*lo > *hi || (*lo == *hi && (lo_ex || hi_ex)))) return never();
-  return number_range(b_, lo, hi, lo_ex, hi_ex);
+  return number_range(b_, lo, hi, lo_ex, hi_ex, fraction_digits);
 }
 
 // Integers divisible by k: the digits run an automaton over the remainder mod k.
