@@ -44,7 +44,7 @@ PrefixMatch KvCacheManager::get_computed_blocks(Sequence& seq) {
   ensure_block_keys(seq, max_blocks);
   std::span<const BlockKey> keys(seq.block_keys.data(), max_blocks);
   match.blocks = tree_.match(keys);
-  if (hook_ != nullptr && static_cast<int>(match.blocks.size()) < max_blocks) {
+  if (hook_ != nullptr && !seq.skip_tier && static_cast<int>(match.blocks.size()) < max_blocks) {
     const int first = static_cast<int>(match.blocks.size());
     int n = hook_->lookup_prefix(seq, first, max_blocks - first);
     match.num_tier_blocks = std::clamp(n, 0, max_blocks - static_cast<int>(match.blocks.size()));

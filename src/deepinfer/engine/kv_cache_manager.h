@@ -41,8 +41,10 @@ class KvTierHook {
   // (so that load_blocks at admission is quick). Returns true when admission can go ahead now
   // (nothing to read, or the read already finished), false while it is still reading.
   virtual bool start_prefetch(Sequence& seq, int first, int count) { return true; }
-  // After start_prefetch returned false: whether that read has finished.
-  virtual bool prefetch_done(const Sequence& seq) { return true; }
+  // After start_prefetch returned false: whether that read has finished. A tier that gives up
+  // on a read (storage not answering) sets seq.skip_tier and returns true: the sequence is then
+  // admitted without the tier and computes its prefix.
+  virtual bool prefetch_done(Sequence& seq) { return true; }
   // The sequence's blocks were released (finished, aborted or preempted): forget its prefetch.
   virtual void on_sequence_released(const Sequence& seq) {}
 };

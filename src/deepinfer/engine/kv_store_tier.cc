@@ -20,12 +20,13 @@ constexpr size_t kStagingBytes = size_t{64} << 20;
 }  // namespace
 
 KvStoreTier::KvStoreTier(std::unique_ptr<kvstore::KvStore> store, const kvstore::Namespace& ns,
-                         model::KvCache& storage)
+                         model::KvCache& storage, std::chrono::milliseconds prefetch_timeout)
     : store_(std::move(store)),
       ns_(ns),
       root_(kvstore::root_key(ns)),
       storage_(storage),
-      block_bytes_(storage.bytes_per_block()) {
+      block_bytes_(storage.bytes_per_block()),
+      prefetch_timeout_(prefetch_timeout) {
   DI_CHECK(store_->config().block_bytes == block_bytes_, "store block_bytes {} != KV block {}",
            store_->config().block_bytes, block_bytes_);
 }
@@ -114,15 +115,22 @@ bool KvStoreTier::start_prefetch(Sequence& seq, int first, int count) {
     stats_.prefetched_blocks += static_cast<int64_t>(f.get());
     return true;
   }
-  prefetches_[seq.id] = std::move(f);
+  prefetches_[seq.id] = Prefetch{std::move(f), std::chrono::steady_clock::now()};
   return false;
 }
 
-bool KvStoreTier::prefetch_done(const Sequence& seq) {
+bool KvStoreTier::prefetch_done(Sequence& seq) {
   auto it = prefetches_.find(seq.id);
   if (it == prefetches_.end()) return true;
-  if (it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
-  stats_.prefetched_blocks += static_cast<int64_t>(it->second.get());
+  if (it->second.done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    if (std::chrono::steady_clock::now() - it->second.started < prefetch_timeout_) return false;
+    // The read is abandoned (it finishes on the reader thread whenever storage answers).
+    ++stats_.prefetch_timeouts;
+    seq.skip_tier = true;
+    prefetches_.erase(it);
+    return true;
+  }
+  stats_.prefetched_blocks += static_cast<int64_t>(it->second.done.get());
   prefetches_.erase(it);
   return true;
 }
@@ -135,7 +143,7 @@ void KvStoreTier::on_sequence_released(const Sequence& seq) {
 
 void KvStoreTier::wait_for_prefetch(std::chrono::milliseconds timeout) {
   if (prefetches_.empty()) return;
-  prefetches_.begin()->second.wait_for(timeout);
+  prefetches_.begin()->second.done.wait_for(timeout);
 }
 
 void KvStoreTier::on_blocks_cached(Sequence& seq, std::span<const int> indices,
@@ -184,7 +192,7 @@ Result<std::unique_ptr<KvStoreTier>> make_kv_store_tier(const KvStoreTierOptions
   cfg.block_bytes = storage.bytes_per_block();
   cfg.host_tier_bytes = opts.host_tier_bytes;
   DI_ASSIGN_OR_RETURN(std::unique_ptr<kvstore::KvStore> store, kvstore::KvStore::open(cfg));
-  return std::make_unique<KvStoreTier>(std::move(store), ns, storage);
+  return std::make_unique<KvStoreTier>(std::move(store), ns, storage, opts.prefetch_timeout);
 }
 
 }  // namespace deepinfer::engine

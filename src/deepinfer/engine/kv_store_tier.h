@@ -28,6 +28,7 @@ struct KvStoreTierOptions {
   std::string model_namespace;  // model id (+ revision): blocks never cross it
   // Advanced: passed through to the store (tests shorten the sweeper, inject clocks...).
   kvstore::KvStoreConfig store_overrides;
+  std::chrono::milliseconds prefetch_timeout = std::chrono::seconds(10);
 };
 
 struct KvStoreTierStats {
@@ -39,12 +40,16 @@ struct KvStoreTierStats {
   int64_t write_rejects = 0;   // handed to batch_put but not accepted (queue full)
   int64_t prefetches = 0;      // background prefix reads started for waiting sequences
   int64_t prefetched_blocks = 0;  // blocks those reads found (now in the host tier)
+  int64_t prefetch_timeouts = 0;  // reads given up on: those sequences computed their prefix
 };
 
 class KvStoreTier : public KvTierHook {
  public:
+  // A prefix read still running after `prefetch_timeout` is given up on (a hung storage
+  // target must not hold a request forever; it computes its prefix instead).
   KvStoreTier(std::unique_ptr<kvstore::KvStore> store, const kvstore::Namespace& ns,
-              model::KvCache& storage);
+              model::KvCache& storage,
+              std::chrono::milliseconds prefetch_timeout = std::chrono::seconds(10));
 
   void on_blocks_cached(Sequence& seq, std::span<const int> indices,
                         std::span<const int32_t> blocks) override;
@@ -53,7 +58,7 @@ class KvStoreTier : public KvTierHook {
   // Reads the prefix into the store's host tier on the store's reader thread (at most half the
   // host tier's capacity; admission loads anything beyond that directly).
   bool start_prefetch(Sequence& seq, int first, int count) override;
-  bool prefetch_done(const Sequence& seq) override;
+  bool prefetch_done(Sequence& seq) override;
   void on_sequence_released(const Sequence& seq) override;
   // Blocks the calling thread until some started prefetch finishes or `timeout` passes (the
   // engine calls it when every runnable sequence waits on a read, instead of spinning).
@@ -81,7 +86,12 @@ class KvStoreTier : public KvTierHook {
   size_t block_bytes_;
   std::vector<uint8_t> staging_;
   KvStoreTierStats stats_;
-  std::unordered_map<int64_t, std::future<size_t>> prefetches_;  // by sequence id
+  struct Prefetch {
+    std::future<size_t> done;
+    std::chrono::steady_clock::time_point started;
+  };
+  std::unordered_map<int64_t, Prefetch> prefetches_;  // by sequence id
+  std::chrono::milliseconds prefetch_timeout_;
 };
 
 // Opens (creating if needed) the store over opts.dirs for blocks of `storage`. The namespace is

@@ -48,6 +48,8 @@ Status Scheduler::add(Sequence seq) {
   seq.num_committed_blocks = 0;
   seq.block_keys.clear();
   seq.tier_keys.clear();
+  seq.tier_prefetch = TierPrefetch::kNotStarted;
+  seq.skip_tier = false;
   const int64_t id = seq.id;
   seqs_.emplace(id, std::make_unique<Sequence>(std::move(seq)));
   waiting_.push_back(id);

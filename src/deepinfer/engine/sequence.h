@@ -53,6 +53,7 @@ struct Sequence {
   std::vector<std::array<uint8_t, 32>> tier_keys;  // the lower tier's keys of the same blocks
                                                    // (its cache, same lifetime as block_keys)
   TierPrefetch tier_prefetch = TierPrefetch::kNotStarted;  // reset whenever blocks are freed
+  bool skip_tier = false;  // the lower tier timed out reading its prefix: compute it instead
 
   static constexpr int32_t kPendingToken = -1;  // a token an in-flight step is sampling
 

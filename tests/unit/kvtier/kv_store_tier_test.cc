@@ -334,13 +334,22 @@ TEST_F(KvStoreTierTest, ResetPrefixCacheLeavesTheStore) {
 // A tier whose background reads finish only when the test says so.
 class GatedTier : public KvTierHook {
  public:
-  int lookup_prefix(Sequence&, int, int) override { return 0; }
+  int lookup_prefix(Sequence&, int, int count) override {
+    ++lookups;
+    return offer ? count : 0;
+  }
   int load_blocks(Sequence&, int, std::span<const int32_t>) override { return 0; }
   bool start_prefetch(Sequence& seq, int first, int count) override {
     started.push_back({seq.id, first, count});
     return false;
   }
-  bool prefetch_done(const Sequence& seq) override { return open_for == seq.id; }
+  bool prefetch_done(Sequence& seq) override {
+    if (give_up_on == seq.id) {
+      seq.skip_tier = true;
+      return true;
+    }
+    return open_for == seq.id;
+  }
   void on_sequence_released(const Sequence& seq) override { released.push_back(seq.id); }
   struct Start {
     int64_t seq;
@@ -349,6 +358,9 @@ class GatedTier : public KvTierHook {
   std::vector<Start> started;
   std::vector<int64_t> released;
   int64_t open_for = -1;
+  int64_t give_up_on = -1;
+  bool offer = false;
+  int lookups = 0;
 };
 
 TEST(KvTierPrefetch, OthersRunWhileAPrefixIsBeingRead) {
@@ -387,6 +399,26 @@ TEST(KvTierPrefetch, OthersRunWhileAPrefixIsBeingRead) {
   // Aborting tells the tier to forget the sequence.
   (void)sched.abort(1);
   EXPECT_NE(std::find(tier.released.begin(), tier.released.end(), 1), tier.released.end());
+}
+
+TEST(KvTierPrefetch, ASequenceWhoseReadWasGivenUpOnComputesItsPrefix) {
+  GatedTier tier;
+  tier.offer = true;  // the tier claims every block, but its read never finishes
+  KvCacheConfig kc;
+  kc.num_blocks = 32;
+  kc.block_size = kBlockSize;
+  kc.cache_namespace = "test/tiny";
+  KvCacheManager kv(kc, &tier);
+  Scheduler sched(SchedulerConfig{}, kv);
+  ASSERT_TRUE(sched.add(make_seq(1, tokens(18, 1))).is_ok());
+  EXPECT_TRUE(sched.schedule().empty());
+  tier.give_up_on = 1;  // e.g. a storage target stopped answering
+  ScheduleOutput out = sched.schedule();
+  ASSERT_EQ(out.seqs.size(), 1u);
+  EXPECT_EQ(out.seqs[0].first_position, 0);  // nothing taken from the tier
+  EXPECT_EQ(out.seqs[0].num_new_tokens, 18);
+  EXPECT_EQ(tier.lookups, 0);
+  EXPECT_TRUE(sched.get(1)->skip_tier);
 }
 
 TEST(KvTierPrefetch, NothingToReadWhenThePrefixIsInMemory) {
