@@ -444,5 +444,25 @@ TEST(GrammarJsonSchema, UriReferenceFormat) {
     EXPECT_FALSE(accepts(g, bad)) << bad;
 }
 
+TEST(GrammarJsonSchema, IfThenElseAsTwoCases) {
+  auto g = compile(R"({"type":"object","properties":{"kind":{"enum":["a","b"]},"x":{}},
+      "if":{"properties":{"kind":{"const":"a"}},"required":["kind"]},
+      "then":{"required":["x"]},"else":{"properties":{"x":{"type":"string"}}}})");
+  EXPECT_TRUE(accepts(g, R"({"kind":"a","x":1})"));
+  EXPECT_FALSE(accepts(g, R"({"kind":"a"})"));        // then: x required
+  EXPECT_TRUE(accepts(g, R"({"kind":"b","x":"s"})"));
+  EXPECT_FALSE(accepts(g, R"({"kind":"b","x":1})"));  // else: x a string
+  EXPECT_TRUE(accepts(g, R"({"x":"s"})"));
+  EXPECT_FALSE(accepts(g, R"({"x":1})"));
+  auto s = compile(R"({"type":"string","if":{"pattern":"^a"},"then":{"maxLength":2},"else":{"minLength":3}})");
+  EXPECT_TRUE(accepts(s, R"("ab")"));
+  EXPECT_FALSE(accepts(s, R"("abc")"));
+  EXPECT_TRUE(accepts(s, R"("bcd")"));
+  EXPECT_FALSE(accepts(s, R"("bc")"));
+  // then/else without if have no effect.
+  auto t = compile(R"({"type":"integer","then":{"minimum":5}})");
+  EXPECT_TRUE(accepts(t, "1"));
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

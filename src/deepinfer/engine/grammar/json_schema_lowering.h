@@ -53,7 +53,7 @@ bool spec_defined_format(const std::string& f);
 
 // Validation keywords we do not implement: refused rather than silently dropped.
 inline const std::set<std::string> kRefused = {
-    "not", "if", "then", "else", "contains", "minContains", "maxContains", "unevaluatedProperties",
+    "not", "contains", "minContains", "maxContains", "unevaluatedProperties",
     "unevaluatedItems", "propertyNames", "$dynamicRef", "$recursiveRef"};
 
 class SchemaCompiler {
@@ -169,6 +169,7 @@ class SchemaCompiler {
       if (!without) return gen_not(s, ptr);
       return gen(*without, ptr);
     }
+    if (s.contains("if") || s.contains("then") || s.contains("else")) return gen_if(s, ptr);
     for (const auto& [k, v] : s.items()) {
       if (kRefused.count(k))
         return unsupported("json schema: keyword '{}' at '{}/{}' is not supported", k, ptr, k);
@@ -194,6 +195,20 @@ class SchemaCompiler {
     DI_ASSIGN_OR_RETURN(auto cases, dependent_schema_cases(s, ptr));
     if (cases) return *cases;
     return gen_typed(s, ptr);
+  }
+
+  // if/then/else == (if and then) or (not if and else); then/else without if do nothing.
+  Result<Element> gen_if(const Json& s, const std::string& ptr) {
+    Json rest = s;
+    for (const char* k : {"if", "then", "else"}) rest.erase(k);
+    if (!s.contains("if")) return gen(rest, ptr);
+    Json yes = Json::array({rest, s["if"]});
+    if (s.contains("then")) yes.push_back(s["then"]);
+    Json no = Json::array({rest, Json{{"not", s["if"]}}});
+    if (s.contains("else")) no.push_back(s["else"]);
+    DI_ASSIGN_OR_RETURN(Element a, gen(Json{{"allOf", yes}}, ptr + "/then"));
+    DI_ASSIGN_OR_RETURN(Element b, gen(Json{{"allOf", no}}, ptr + "/else"));
+    return rule("if_then_else", {{a}, {b}});
   }
 
   // The enum/const values that validate against all of `s`; nullopt when a verdict is unknown.
