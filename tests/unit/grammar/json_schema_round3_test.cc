@@ -464,5 +464,20 @@ TEST(GrammarJsonSchema, IfThenElseAsTwoCases) {
   EXPECT_TRUE(accepts(t, "1"));
 }
 
+TEST(GrammarJsonSchema, AllOfWithAdditionalProperties) {
+  // 'b' is declared only by the second branch; the first, closed, cannot hold it.
+  auto g = compile(R"({"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":false},
+      {"properties":{"b":{"type":"string"}}}]})");
+  EXPECT_TRUE(accepts(g, R"({"a":1})"));
+  EXPECT_FALSE(accepts(g, R"({"a":1,"b":"s"})"));
+  // With a schema for additional properties, 'b' must satisfy both.
+  auto h = compile(R"({"allOf":[{"type":"object","properties":{"a":{}},"additionalProperties":{"type":"string"}},
+      {"properties":{"b":{"maxLength":2}}}]})");
+  EXPECT_TRUE(accepts(h, R"({"a":1,"b":"xy"})"));
+  EXPECT_FALSE(accepts(h, R"({"b":"xyz"})"));
+  EXPECT_FALSE(accepts(h, R"({"b":1})"));  // the second branch alone would allow it
+  EXPECT_FALSE(accepts(h, R"({"c":1})"));
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

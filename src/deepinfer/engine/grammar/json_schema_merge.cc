@@ -162,27 +162,37 @@ Result<Json> SchemaMerger::flatten(const Json& s, const std::string& ptr) {
 Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) {
   if (b.is_boolean()) return b.get<bool>() ? a : Json(false);
   if (a.is_boolean()) return a.get<bool>() ? b : a;
-  const Json* sides[2] = {&a, &b};
+  // A name the other side declares is governed here by additionalProperties: declare it
+  // with that schema (the same language), so the per-property conjunction below is exact.
+  Json bb = b;
+  Json* sides[2] = {&a, &bb};
   for (int side = 0; side < 2; ++side) {
-    const Json& x = *sides[side];
+    Json& x = *sides[side];
     const Json& y = *sides[1 - side];
-    bool closed = x.contains("additionalProperties") || x.contains("patternProperties");
-    if (closed && y.contains("properties") && !subset_keys(y["properties"], x))
-      return unsupported("json schema: allOf at '{}' combines additionalProperties with other "
+    if (!y.contains("properties") || subset_keys(y["properties"], x)) continue;
+    if (x.contains("patternProperties"))
+      return unsupported("json schema: allOf at '{}' combines patternProperties with other "
                          "properties", ptr);
+    if (!x.contains("additionalProperties")) continue;
+    if (!x.contains("properties") || !x["properties"].is_object()) x["properties"] = Json::object();
+    for (const auto& [k, v] : y["properties"].items())
+      if (!x["properties"].contains(k)) x["properties"][k] = x["additionalProperties"];
   }
+  const Json& b_ref = bb;
   // `items` means "after prefixItems" only next to its own prefixItems.
-  if ((a.contains("prefixItems") && b.contains("items")) || (b.contains("prefixItems") && a.contains("items")) ||
-      (a.contains("items") && a["items"].is_array() && b.contains("additionalItems")) ||
-      (b.contains("items") && b["items"].is_array() && a.contains("additionalItems")))
+  if ((a.contains("prefixItems") && b_ref.contains("items")) || (b_ref.contains("prefixItems") && a.contains("items")) ||
+      (a.contains("items") && a["items"].is_array() && b_ref.contains("additionalItems")) ||
+      (b_ref.contains("items") && b_ref["items"].is_array() && a.contains("additionalItems")))
     return unsupported("json schema: allOf at '{}' splits prefixItems and items across branches", ptr);
-  for (const auto& [k, v] : b.items()) {
+  for (const auto& [k, v] : b_ref.items()) {
     if (!a.contains(k)) { a[k] = v; continue; }
     Json& cur = a[k];
     if (cur == v || kAnnotations.count(k)) continue;
     if (k == "properties" && cur.is_object() && v.is_object()) {
       for (const auto& [pk, pv] : v.items())
-        cur[pk] = cur.contains(pk) && cur[pk] != pv ? Json{{"allOf", Json::array({cur[pk], pv})}} : pv;
+        if (!cur.contains(pk) || cur[pk] == pv) cur[pk] = pv;
+        else if (pv == Json(false) || cur[pk] == Json(false)) cur[pk] = false;
+        else cur[pk] = Json{{"allOf", Json::array({cur[pk], pv})}};
     } else if (k == "required" && cur.is_array() && v.is_array()) {
       for (const auto& r : v) if (std::find(cur.begin(), cur.end(), r) == cur.end()) cur.push_back(r);
     } else if (k == "type") {
