@@ -72,8 +72,16 @@ int KvStoreTier::lookup_prefix(Sequence& seq, int first, int count) {
   ++stats_.lookups;
   if (count <= 0) return 0;
   ensure_keys(seq, first + count);
-  const size_t n = store_->batch_exists(
-      std::span<const kvstore::BlockKey>(seq.tier_keys.data() + first, count));
+  const std::span<const kvstore::BlockKey> keys(seq.tier_keys.data() + first, count);
+  size_t n = 0;
+  if (auto it = prefetched_.find(seq.id); it != prefetched_.end()) {
+    // After a prefetch only its blocks count, and only while still in RAM: no storage I/O here.
+    const Prefetched& p = it->second;
+    if (first >= p.first && first < p.end)
+      n = store_->host_prefix_length(keys.first(std::min(count, p.end - first)));
+  } else {
+    n = store_->batch_exists(keys);
+  }
   stats_.offered_blocks += static_cast<int64_t>(n);
   return static_cast<int>(n);
 }
@@ -112,10 +120,12 @@ bool KvStoreTier::start_prefetch(Sequence& seq, int first, int count) {
   ++stats_.prefetches;
   std::future<size_t> f = store_->prefetch(std::move(keys));
   if (f.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-    stats_.prefetched_blocks += static_cast<int64_t>(f.get());
+    const int got = static_cast<int>(f.get());
+    stats_.prefetched_blocks += got;
+    prefetched_[seq.id] = Prefetched{first, first + got};
     return true;
   }
-  prefetches_[seq.id] = Prefetch{std::move(f), std::chrono::steady_clock::now()};
+  prefetches_[seq.id] = Prefetch{std::move(f), std::chrono::steady_clock::now(), first};
   return false;
 }
 
@@ -130,7 +140,9 @@ bool KvStoreTier::prefetch_done(Sequence& seq) {
     prefetches_.erase(it);
     return true;
   }
-  stats_.prefetched_blocks += static_cast<int64_t>(it->second.done.get());
+  const int got = static_cast<int>(it->second.done.get());
+  stats_.prefetched_blocks += got;
+  prefetched_[seq.id] = Prefetched{it->second.first, it->second.first + got};
   prefetches_.erase(it);
   return true;
 }
@@ -139,6 +151,7 @@ void KvStoreTier::on_sequence_released(const Sequence& seq) {
   // An abandoned read still completes on the reader thread (its blocks stay in the host tier);
   // the future does not block on destruction (it comes from a packaged_task).
   prefetches_.erase(seq.id);
+  prefetched_.erase(seq.id);
 }
 
 void KvStoreTier::wait_for_prefetch(std::chrono::milliseconds timeout) {

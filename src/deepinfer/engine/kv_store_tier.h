@@ -89,8 +89,15 @@ class KvStoreTier : public KvTierHook {
   struct Prefetch {
     std::future<size_t> done;
     std::chrono::steady_clock::time_point started;
+    int first = 0;  // the sequence's first block it reads
   };
-  std::unordered_map<int64_t, Prefetch> prefetches_;  // by sequence id
+  std::unordered_map<int64_t, Prefetch> prefetches_;  // by sequence id, while reading
+  // Blocks [first, end) of a sequence that its finished prefetch put in the host tier: its
+  // admission looks only there, so the engine thread never waits on storage for it.
+  struct Prefetched {
+    int first = 0, end = 0;
+  };
+  std::unordered_map<int64_t, Prefetched> prefetched_;
   std::chrono::milliseconds prefetch_timeout_;
 };
 

@@ -162,6 +162,13 @@ size_t KvStore::batch_exists(std::span<const BlockKey> keys) {
   return i;
 }
 
+size_t KvStore::host_prefix_length(std::span<const BlockKey> keys) {
+  const int64_t t = now();
+  size_t i = 0;
+  while (i < keys.size() && impl_->host.contains(keys[i], t)) ++i;
+  return i;
+}
+
 size_t KvStore::load_prefix(IoEngine& io, std::span<const BlockKey> keys,
                             std::span<uint8_t* const> dst) {
   Impl& im = *impl_;

@@ -66,6 +66,8 @@ class KvStore {
 
   // Length of the longest prefix of `keys` that is cached (host or SSD).
   size_t batch_exists(std::span<const BlockKey> keys);
+  // The same, counting the host (RAM) tier only: never touches storage.
+  size_t host_prefix_length(std::span<const BlockKey> keys);
   // Reads keys[0..) into dst[i] (block_bytes each) until the first miss; returns how many.
   size_t batch_get(std::span<const BlockKey> keys, std::span<uint8_t* const> dst);
   // Copies each block into the host tier and queues its SSD write. Never blocks on I/O; when
