@@ -479,5 +479,17 @@ TEST(GrammarJsonSchema, AllOfWithAdditionalProperties) {
   EXPECT_FALSE(accepts(h, R"({"c":1})"));
 }
 
+TEST(GrammarJsonSchema, PropertyNames) {
+  auto g = compile(R"({"type":"object","properties":{"ok":{},"Bad":{}},
+      "propertyNames":{"pattern":"^[a-z]+$","maxLength":3}})");
+  EXPECT_TRUE(accepts(g, R"({"ok":1,"abc":2})"));
+  EXPECT_FALSE(accepts(g, R"({"Bad":1})"));   // declared, but its name is rejected
+  EXPECT_FALSE(accepts(g, R"({"abcd":1})"));  // extra name too long
+  EXPECT_FALSE(accepts(g, R"({"x1":1})"));
+  auto none = compile(R"({"type":"object","propertyNames":false})");
+  EXPECT_TRUE(accepts(none, "{}"));
+  EXPECT_FALSE(accepts(none, R"({"a":1})"));
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

@@ -54,7 +54,7 @@ bool spec_defined_format(const std::string& f);
 // Validation keywords we do not implement: refused rather than silently dropped.
 inline const std::set<std::string> kRefused = {
     "not", "contains", "minContains", "maxContains", "unevaluatedProperties",
-    "unevaluatedItems", "propertyNames", "$dynamicRef", "$recursiveRef"};
+    "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
 
 class SchemaCompiler {
  public:
@@ -359,9 +359,11 @@ class SchemaCompiler {
   Result<std::optional<Element>> dependent_schema_cases(const Json& s, const std::string& ptr);
   Result<std::map<std::string, std::optional<std::vector<std::string>>>> dependencies(
       const Json& s, const std::string& ptr);
+  // `name_filter`: extra names must also be in this language (propertyNames), or nullptr.
   Result<std::optional<Element>> pattern_members(const Json& pp, const Json* addl,
                                                  const std::vector<std::string>& names,
-                                                 const std::string& ptr);
+                                                 const std::string& ptr,
+                                                 const CodePointDfa* name_filter = nullptr);
 
   const Json& root_;
   JsonSchemaOptions o_;

@@ -62,15 +62,44 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
     DI_ASSIGN_OR_RETURN(Element v, gen(schema, p));
     return rule("member", {cat({key, ws_, lit(":"), ws_, {v}})});
   };
+  // propertyNames: declared names are checked one by one (a name it rejects cannot appear);
+  // extra names are intersected with its string language in the key automaton.
+  std::optional<CodePointDfa> name_filter;
+  if (s.contains("propertyNames")) {
+    const Json& pn = s["propertyNames"];
+    InstanceValidator validator(root_, o_.enforce_formats);
+    for (auto& p : props) {
+      Verdict v = validator.validate(pn, Json(p.name));
+      if (v == Verdict::kUnknown)
+        return unsupported("json schema: keyword 'propertyNames' at '{}/propertyNames' is not supported here", ptr);
+      if (v == Verdict::kInvalid) {
+        if (p.required) return never();
+        p.schema = &none;
+      }
+    }
+    DI_ASSIGN_OR_RETURN(auto lang, string_language(pn));
+    if (!lang) return unsupported("json schema: keyword 'propertyNames' at '{}/propertyNames' is not supported here", ptr);
+    bool strings = true;  // string_language ignores `type`; a non-string type admits no name
+    if (pn.is_object() && pn.contains("type")) {
+      const Json& t = pn["type"];
+      strings = t == "string" || (t.is_array() && std::find(t.begin(), t.end(), "string") != t.end());
+    }
+    if (!strings) {
+      DI_ASSIGN_OR_RETURN(*lang, dfa_of_strings({}));
+    }
+    name_filter = std::move(*lang);
+  }
   // One extra member (key and value), or none when no extra members are allowed.
   std::optional<Element> extra;
   std::deque<Json> conjunctions;  // stable storage for the schemas props point to
-  if (s.contains("patternProperties") && s["patternProperties"].is_object() &&
-      !s["patternProperties"].empty()) {
+  if (name_filter || (s.contains("patternProperties") && s["patternProperties"].is_object() &&
+                      !s["patternProperties"].empty())) {
     // A name matching patterns must satisfy their schemas as well as its declared one (or,
     // when undeclared and matched, instead of additionalProperties).
-    const Json& pp = s["patternProperties"];
+    const Json no_patterns = Json::object();
+    const Json& pp = s.contains("patternProperties") && s["patternProperties"].is_object() ? s["patternProperties"] : no_patterns;
     for (auto& p : props) {
+      if (p.schema->is_boolean() && !p.schema->get<bool>()) continue;  // cannot appear
       bool undeclared = !declared.count(p.name);
       DI_ASSIGN_OR_RETURN(std::optional<Json> c, pattern_conjunction(pp, p.name, undeclared ? nullptr : p.schema, addl));
       if (c) {
@@ -80,7 +109,7 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
     }
     std::vector<std::string> names;
     for (const auto& p : props) names.push_back(p.name);
-    DI_ASSIGN_OR_RETURN(extra, pattern_members(pp, addl, names, ptr));
+    DI_ASSIGN_OR_RETURN(extra, pattern_members(pp, addl, names, ptr, name_filter ? &*name_filter : nullptr));
   } else if (!(addl->is_boolean() && !addl->get<bool>())) {
     std::vector<std::string> names;
     for (const auto& p : props) {

@@ -92,7 +92,10 @@ Result<std::optional<CodePointDfa>> SchemaCompiler::string_language(const Json& 
   static const std::set<std::string> kOpaque = {"not",         "anyOf",        "oneOf", "allOf",
                                                 "$ref",        "if",           "then",  "else",
                                                 "$dynamicRef", "$recursiveRef"};
-  if (m.is_boolean()) return std::optional<CodePointDfa>(*dfa_from_pattern("", true));
+  if (m.is_boolean()) {
+    DI_ASSIGN_OR_RETURN(CodePointDfa d, m.get<bool>() ? dfa_from_pattern("", true) : dfa_of_strings({}));
+    return std::optional<CodePointDfa>(std::move(d));
+  }
   for (const auto& [k, v] : m.items())
     if (kOpaque.count(k)) return std::optional<CodePointDfa>();
   std::optional<std::string> pattern, format;

@@ -32,7 +32,7 @@ Result<std::optional<Json>> SchemaCompiler::pattern_conjunction(const Json& pp,
 
 Result<std::optional<Element>> SchemaCompiler::pattern_members(
     const Json& pp, const Json* addl, const std::vector<std::string>& names,
-    const std::string& ptr) {
+    const std::string& ptr, const CodePointDfa* name_filter) {
   const std::string pp_ptr = ptr + "/patternProperties";
   if (pp.size() > kMaxPatternProperties)
     return unsupported("json schema: keyword 'patternProperties' at '{}' has more than {} patterns",
@@ -50,6 +50,7 @@ Result<std::optional<Element>> SchemaCompiler::pattern_members(
   parts.push_back(std::move(declared));
   std::vector<const CodePointDfa*> ptrs;
   for (const auto& p : parts) ptrs.push_back(&p);
+  if (name_filter) ptrs.push_back(name_filter);  // last: every extra name must be in it
   const size_t k = patterns.size();
   const bool addl_false = addl->is_boolean() && !addl->get<bool>();
 
@@ -60,7 +61,7 @@ Result<std::optional<Element>> SchemaCompiler::pattern_members(
     auto keys = dfa_product(ptrs, [&](const std::vector<bool>& a) {
       for (size_t i = 0; i < k; ++i)
         if (a[i] != ((sig >> i) & 1)) return false;
-      return !a[k];
+      return !a[k] && (!name_filter || a[k + 1]);
     });
     if (!keys.is_ok())
       return Status(keys.status().code(), fmt::format("json schema: property names at '{}': {}",
