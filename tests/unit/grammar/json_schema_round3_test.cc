@@ -200,13 +200,16 @@ TEST(GrammarJsonSchema, SchemaValuedDependenciesAsCases) {
   EXPECT_TRUE(accepts(g, R"({"a":1,"b":"x"})"));
   EXPECT_TRUE(accepts(g, R"({"b":2})"));  // no trigger: b is unconstrained
   EXPECT_FALSE(accepts(g, R"({"a":1,"b":2})"));
-  auto m = compile(R"({"type":"object","properties":{"a":{}},"dependentSchemas":{"a":{"minProperties":2}}})");
+  auto m = compile(
+      R"({"type":"object","properties":{"a":{}},"dependentSchemas":{"a":{"minProperties":2}}})");
   EXPECT_TRUE(accepts(m, R"({"a":1,"x":2})"));
   EXPECT_TRUE(accepts(m, R"({"x":2})"));
   EXPECT_FALSE(accepts(m, R"({"a":1})"));
   // More than three schema-valued dependencies (2^k cases) are refused by name.
-  auto r = compile_grammar({GrammarSpec::kJsonSchema, R"({"type":"object","dependentSchemas":{
-      "a":{"minProperties":2},"b":{"minProperties":2},"c":{"minProperties":2},"d":{"minProperties":2}}})", {}},
+  auto r = compile_grammar({GrammarSpec::kJsonSchema,
+                            R"({"type":"object","dependentSchemas":{
+      "a":{"minProperties":2},"b":{"minProperties":2},"c":{"minProperties":2},"d":{"minProperties":2}}})",
+                            {}},
                            synthetic_vocabulary());
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
@@ -449,12 +452,13 @@ TEST(GrammarJsonSchema, IfThenElseAsTwoCases) {
       "if":{"properties":{"kind":{"const":"a"}},"required":["kind"]},
       "then":{"required":["x"]},"else":{"properties":{"x":{"type":"string"}}}})");
   EXPECT_TRUE(accepts(g, R"({"kind":"a","x":1})"));
-  EXPECT_FALSE(accepts(g, R"({"kind":"a"})"));        // then: x required
+  EXPECT_FALSE(accepts(g, R"({"kind":"a"})"));  // then: x required
   EXPECT_TRUE(accepts(g, R"({"kind":"b","x":"s"})"));
   EXPECT_FALSE(accepts(g, R"({"kind":"b","x":1})"));  // else: x a string
   EXPECT_TRUE(accepts(g, R"({"x":"s"})"));
   EXPECT_FALSE(accepts(g, R"({"x":1})"));
-  auto s = compile(R"({"type":"string","if":{"pattern":"^a"},"then":{"maxLength":2},"else":{"minLength":3}})");
+  auto s = compile(
+      R"({"type":"string","if":{"pattern":"^a"},"then":{"maxLength":2},"else":{"minLength":3}})");
   EXPECT_TRUE(accepts(s, R"("ab")"));
   EXPECT_FALSE(accepts(s, R"("abc")"));
   EXPECT_TRUE(accepts(s, R"("bcd")"));
@@ -466,12 +470,14 @@ TEST(GrammarJsonSchema, IfThenElseAsTwoCases) {
 
 TEST(GrammarJsonSchema, AllOfWithAdditionalProperties) {
   // 'b' is declared only by the second branch; the first, closed, cannot hold it.
-  auto g = compile(R"({"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":false},
+  auto g = compile(
+      R"({"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":false},
       {"properties":{"b":{"type":"string"}}}]})");
   EXPECT_TRUE(accepts(g, R"({"a":1})"));
   EXPECT_FALSE(accepts(g, R"({"a":1,"b":"s"})"));
   // With a schema for additional properties, 'b' must satisfy both.
-  auto h = compile(R"({"allOf":[{"type":"object","properties":{"a":{}},"additionalProperties":{"type":"string"}},
+  auto h = compile(
+      R"({"allOf":[{"type":"object","properties":{"a":{}},"additionalProperties":{"type":"string"}},
       {"properties":{"b":{"maxLength":2}}}]})");
   EXPECT_TRUE(accepts(h, R"({"a":1,"b":"xy"})"));
   EXPECT_FALSE(accepts(h, R"({"b":"xyz"})"));
@@ -486,6 +492,10 @@ TEST(GrammarJsonSchema, PropertyNames) {
   EXPECT_FALSE(accepts(g, R"({"Bad":1})"));   // declared, but its name is rejected
   EXPECT_FALSE(accepts(g, R"({"abcd":1})"));  // extra name too long
   EXPECT_FALSE(accepts(g, R"({"x1":1})"));
+  auto ref = compile(
+      R"({"type":"object","propertyNames":{"$ref":"#/$defs/n"},"$defs":{"n":{"enum":["up","down"]}}})");
+  EXPECT_TRUE(accepts(ref, R"({"up":1})"));
+  EXPECT_FALSE(accepts(ref, R"({"left":1})"));
   auto none = compile(R"({"type":"object","propertyNames":false})");
   EXPECT_TRUE(accepts(none, "{}"));
   EXPECT_FALSE(accepts(none, R"({"a":1})"));

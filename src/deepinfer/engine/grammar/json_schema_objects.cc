@@ -66,7 +66,8 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
   // extra names are intersected with its string language in the key automaton.
   std::optional<CodePointDfa> name_filter;
   if (s.contains("propertyNames")) {
-    const Json& pn = s["propertyNames"];
+    SchemaMerger merger([this](const std::string& r, const std::string& q) { return resolve(r, q); });
+    DI_ASSIGN_OR_RETURN(const Json pn, merger.flatten(s["propertyNames"], ptr + "/propertyNames"));
     InstanceValidator validator(root_, o_.enforce_formats);
     for (auto& p : props) {
       Verdict v = validator.validate(pn, Json(p.name));

@@ -93,7 +93,8 @@ Result<std::optional<CodePointDfa>> SchemaCompiler::string_language(const Json& 
                                                 "$ref",        "if",           "then",  "else",
                                                 "$dynamicRef", "$recursiveRef"};
   if (m.is_boolean()) {
-    DI_ASSIGN_OR_RETURN(CodePointDfa d, m.get<bool>() ? dfa_from_pattern("", true) : dfa_of_strings({}));
+    DI_ASSIGN_OR_RETURN(CodePointDfa d,
+                        m.get<bool>() ? dfa_from_pattern("", true) : dfa_of_strings({}));
     return std::optional<CodePointDfa>(std::move(d));
   }
   for (const auto& [k, v] : m.items())

@@ -31,8 +31,8 @@ Result<std::optional<Json>> SchemaCompiler::pattern_conjunction(const Json& pp,
 }
 
 Result<std::optional<Element>> SchemaCompiler::pattern_members(
-    const Json& pp, const Json* addl, const std::vector<std::string>& names,
-    const std::string& ptr, const CodePointDfa* name_filter) {
+    const Json& pp, const Json* addl, const std::vector<std::string>& names, const std::string& ptr,
+    const CodePointDfa* name_filter) {
   const std::string pp_ptr = ptr + "/patternProperties";
   if (pp.size() > kMaxPatternProperties)
     return unsupported("json schema: keyword 'patternProperties' at '{}' has more than {} patterns",
