@@ -483,6 +483,10 @@ TEST(GrammarJsonSchema, AllOfWithAdditionalProperties) {
   EXPECT_FALSE(accepts(h, R"({"b":"xyz"})"));
   EXPECT_FALSE(accepts(h, R"({"b":1})"));  // the second branch alone would allow it
   EXPECT_FALSE(accepts(h, R"({"c":1})"));
+  // Keys no draft defines are annotations: different values do not conflict.
+  auto n = compile(R"({"allOf":[{"type":"integer","x-note":"a"},{"minimum":2,"x-note":"b"}]})");
+  EXPECT_TRUE(accepts(n, "3"));
+  EXPECT_FALSE(accepts(n, "1"));
 }
 
 TEST(GrammarJsonSchema, PropertyNames) {

@@ -11,6 +11,15 @@ using Json = nlohmann::ordered_json;
 const std::set<std::string> kAnnotations = {"title", "description", "$comment", "examples",
     "default", "deprecated", "readOnly", "writeOnly", "$schema", "$id", "$defs", "definitions",
     "$anchor", "contentMediaType", "contentEncoding"};
+// Keywords with a meaning in some draft; any other key is an annotation (2020-12), so two
+// different values of it do not conflict.
+const std::set<std::string> kKeywords = {"type", "enum", "const", "multipleOf", "maximum",
+    "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength", "pattern",
+    "maxItems", "minItems", "uniqueItems", "maxContains", "minContains", "maxProperties",
+    "minProperties", "required", "dependentRequired", "allOf", "anyOf", "oneOf", "not", "if",
+    "then", "else", "dependentSchemas", "dependencies", "prefixItems", "items", "additionalItems",
+    "contains", "properties", "patternProperties", "additionalProperties", "propertyNames",
+    "unevaluatedItems", "unevaluatedProperties", "$ref", "$dynamicRef", "$recursiveRef", "format"};
 
 // Bit per JSON type; integer folds into number.
 int type_bits(const Json& v) {
@@ -187,7 +196,7 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
   for (const auto& [k, v] : b_ref.items()) {
     if (!a.contains(k)) { a[k] = v; continue; }
     Json& cur = a[k];
-    if (cur == v || kAnnotations.count(k)) continue;
+    if (cur == v || kAnnotations.count(k) || !kKeywords.count(k)) continue;
     if (k == "properties" && cur.is_object() && v.is_object()) {
       for (const auto& [pk, pv] : v.items())
         if (!cur.contains(pk) || cur[pk] == pv) cur[pk] = pv;
