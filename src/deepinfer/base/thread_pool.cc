@@ -30,7 +30,7 @@ int ThreadPool::default_num_threads() {
 
 ThreadPool::ThreadPool(int num_threads)
     : num_threads_(num_threads > 0 ? num_threads : default_num_threads()) {
-  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -40,19 +40,35 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
+bool ThreadPool::run_claimed_item() {
+  // A claim that lands after this run's last item, or between runs, gets an index past the item
+  // count and touches nothing else. A successful claim belongs to the run whose publication it
+  // read (acquire), so fn_/ctx_ are that run's, and the run cannot end before the item is done.
+  const uint64_t c = claim_.fetch_add(1, std::memory_order_acq_rel);
+  const uint32_t index = static_cast<uint32_t>(c), items = static_cast<uint32_t>(c >> 32);
+  if (index >= items) return false;
+  fn_(ctx_, static_cast<int>(index), static_cast<int>(items));
+  done_.fetch_add(1, std::memory_order_release);
+  return true;
+}
+
 void ThreadPool::run_raw(RawFn fn, void* ctx) {
   if (num_threads_ == 1) {
     fn(ctx, 0, 1);
     return;
   }
+  const auto items = static_cast<uint32_t>(num_threads_);
   fn_ = fn;
   ctx_ = ctx;
-  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  claim_.store(uint64_t{items} << 32, std::memory_order_release);  // publishes fn_, ctx_
   generation_.fetch_add(1, std::memory_order_release);
   futex_wake_all(&generation_);
-  fn(ctx, 0, num_threads_);
+  while (run_claimed_item()) {
+  }
+  // Only items other threads are running remain.
   int spins = 0;
-  while (pending_.load(std::memory_order_acquire) != 0) {
+  while (done_.load(std::memory_order_acquire) != items) {
     if (++spins < kSpinIterations) {
       _mm_pause();
     } else {
@@ -61,7 +77,7 @@ void ThreadPool::run_raw(RawFn fn, void* ctx) {
   }
 }
 
-void ThreadPool::worker_loop(int index) {
+void ThreadPool::worker_loop() {
   uint32_t seen = 0;  // the generation at construction; a run may start before we get here
   for (;;) {
     int spins = 0;
@@ -75,8 +91,8 @@ void ThreadPool::worker_loop(int index) {
     }
     seen = g;
     if (stop_.load(std::memory_order_acquire)) return;
-    fn_(ctx_, index, num_threads_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    while (run_claimed_item()) {
+    }
   }
 }
 

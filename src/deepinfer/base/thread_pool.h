@@ -1,5 +1,7 @@
 // A persistent pool of worker threads for the per-layer compute path: no thread creation, no
-// allocation and no locks per call; workers spin briefly, then sleep on a futex.
+// allocation and no locks per call; workers spin briefly, then sleep on a futex. Work items are
+// claimed, not assigned: a thread that the OS has descheduled (other processes on the cores)
+// delays nothing it has not started, because the running threads take its items.
 #pragma once
 
 #include <algorithm>
@@ -20,7 +22,10 @@ class ThreadPool {
 
   int num_threads() const { return num_threads_; }
 
-  // Runs fn(thread_index, num_threads) once on every thread; returns when all have finished.
+  // Runs fn(i, num_threads) once for every i in [0, num_threads), on whichever threads claim
+  // them (usually one each; the caller's thread takes part and takes over items that idle
+  // workers have not claimed); returns when all have finished. fn must not wait for another
+  // index to run (no barriers inside).
   template <typename F>
   void run(F&& fn) {
     using Fn = std::remove_reference_t<F>;
@@ -49,14 +54,17 @@ class ThreadPool {
  private:
   using RawFn = void (*)(void*, int, int);
   void run_raw(RawFn fn, void* ctx);
-  void worker_loop(int index);
+  // Claims the next item of the current run and runs it; false when none is left.
+  bool run_claimed_item();
+  void worker_loop();
 
   int num_threads_;
   std::vector<std::thread> workers_;
-  RawFn fn_ = nullptr;
+  RawFn fn_ = nullptr;  // written before claim_ is published, read only after a claim succeeds
   void* ctx_ = nullptr;
-  std::atomic<uint32_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::atomic<uint32_t> generation_{0};  // bumped per run to wake sleeping workers
+  std::atomic<uint64_t> claim_{0};       // (items << 32) | next item of the current run
+  std::atomic<uint32_t> done_{0};        // items of the current run finished
   std::atomic<bool> stop_{false};
 };
 

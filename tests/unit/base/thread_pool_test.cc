@@ -35,5 +35,23 @@ TEST(ThreadPool, RunCallsEveryThreadIndex) {
   }
 }
 
+// More threads than cores: workers are often descheduled when a run starts, so items are claimed
+// by whoever runs. Every index must still run exactly once per run, and its plain (non-atomic)
+// writes must be visible to the caller when run() returns.
+TEST(ThreadPool, OversubscribedRunsEveryItemOnceAndPublishesItsWrites) {
+  ThreadPool pool(8);
+  std::vector<int64_t> value(8, 0);
+  for (int rep = 1; rep <= 20000; ++rep) {
+    pool.run([&](int i, int n) {
+      ASSERT_EQ(n, 8);
+      value[i] += i + rep;  // each index is run by one thread per run
+    });
+    for (int i = 0; i < 8; ++i) {
+      int64_t want = int64_t{rep} * i + int64_t{rep} * (rep + 1) / 2;
+      ASSERT_EQ(value[i], want) << "rep " << rep << " index " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace deepinfer
