@@ -305,10 +305,80 @@ Result<CodePointDfa> dfa_with_length(const CodePointDfa& d, int64_t lo, int64_t 
     out.next.push_back(std::move(row));
     out.accept.push_back(d.accept[q] && n >= lo);
   }
-  return dfa_minimize(out);
+  if (hi < 0) return dfa_minimize(out);
+  // Bounded: every transition raises the count, so the automaton is acyclic and states are
+  // in BFS (count) order. One pass from the deepest level merges equivalent states (Revuz),
+  // where Moore refinement would need one round per level.
+  const size_t n = out.num_states(), na = out.atoms.size();
+  std::vector<int32_t> cls(n, -1);
+  std::map<std::vector<int32_t>, int32_t> sig;
+  std::vector<size_t> rep;
+  for (size_t i = n; i-- > 0;) {
+    std::vector<int32_t> key(na + 1);
+    key[0] = out.accept[i];
+    bool live = out.accept[i];
+    for (size_t a = 0; a < na; ++a) {
+      int32_t t = out.next[i][a];
+      key[a + 1] = t < 0 ? -1 : cls[t];
+      live = live || key[a + 1] >= 0;
+    }
+    if (!live) continue;
+    auto [it, fresh] = sig.try_emplace(std::move(key), static_cast<int32_t>(rep.size()));
+    if (fresh) rep.push_back(i);
+    cls[i] = it->second;
+  }
+  CodePointDfa m;
+  m.atoms = out.atoms;
+  if (cls[0] < 0) {
+    m.next.assign(1, std::vector<int32_t>(na, -1));
+    m.accept.assign(1, 0);
+    return m;
+  }
+  std::vector<int32_t> id(rep.size(), -1);
+  std::vector<int32_t> order = {cls[0]};
+  id[cls[0]] = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    size_t i = rep[order[k]];
+    std::vector<int32_t> row(na, -1);
+    for (size_t a = 0; a < na; ++a) {
+      int32_t t = out.next[i][a];
+      if (t < 0 || cls[t] < 0) continue;
+      if (id[cls[t]] < 0) {
+        id[cls[t]] = static_cast<int32_t>(order.size());
+        order.push_back(cls[t]);
+      }
+      row[a] = id[cls[t]];
+    }
+    m.next.push_back(std::move(row));
+    m.accept.push_back(out.accept[i]);
+  }
+  return m;
 }
 
-CodePointDfa dfa_minimize(const CodePointDfa& d) {
+int64_t dfa_length_fit(const CodePointDfa& d, int64_t hi, size_t max_states) {
+  // States of the length product at count n are (q, n) for q reachable in exactly n steps.
+  std::vector<uint8_t> level(d.num_states(), 0), next_level(d.num_states(), 0);
+  level[0] = 1;
+  size_t total = 0;
+  for (int64_t n = 0; n <= hi; ++n) {
+    size_t here = 0;
+    for (uint8_t x : level) here += x;
+    if (here == 0) return hi;  // no longer strings: every bound fits
+    total += here;
+    if (total + 1 > max_states) return n - 1;
+    std::fill(next_level.begin(), next_level.end(), 0);
+    for (size_t q = 0; q < level.size(); ++q)
+      if (level[q])
+        for (int32_t t : d.next[q])
+          if (t >= 0) next_level[t] = 1;
+    level.swap(next_level);
+  }
+  return hi;
+}
+
+CodePointDfa dfa_minimize(const CodePointDfa& d) { return dfa_reduce(d, true); }
+
+CodePointDfa dfa_reduce(const CodePointDfa& d, bool merge) {
   const size_t n = d.num_states(), na = d.atoms.size();
   // Live = reachable from the start and able to reach acceptance.
   std::vector<uint8_t> reach(n, 0), coreach(n, 0);
@@ -352,9 +422,9 @@ CodePointDfa dfa_minimize(const CodePointDfa& d) {
   // Moore refinement: blocks split by (block, blocks of successors) until stable.
   std::vector<int32_t> block(n, -1);
   for (size_t q = 0; q < n; ++q)
-    if (live(static_cast<int32_t>(q))) block[q] = d.accept[q];
-  size_t num_blocks = 0;
-  while (true) {
+    if (live(static_cast<int32_t>(q))) block[q] = merge ? d.accept[q] : static_cast<int32_t>(q);
+  size_t num_blocks = merge ? 0 : n;
+  while (merge) {
     std::map<std::vector<int32_t>, int32_t> sig;
     std::vector<int32_t> nb(n, -1);
     for (size_t q = 0; q < n; ++q) {
@@ -433,6 +503,12 @@ std::pair<int64_t, int64_t> dfa_length_range(const CodePointDfa& d) {
   return {shortest, walk(0)};
 }
 
+bool dfa_is_universal(const CodePointDfa& d) {
+  CodePointDfa m = dfa_minimize(d);
+  if (m.num_states() != 1 || !m.accept[0]) return false;
+  return std::all_of(m.next[0].begin(), m.next[0].end(), [](int32_t t) { return t == 0; });
+}
+
 bool dfa_matches(const CodePointDfa& d, std::string_view s) {
   int32_t q = 0;
   for (uint32_t cp : decode_utf8(s)) {
@@ -446,7 +522,7 @@ bool dfa_matches(const CodePointDfa& d, std::string_view s) {
 
 Element dfa_to_rule(GrammarBuilder& b, const CodePointDfa& in, bool json_string,
                     const std::string& name) {
-  CodePointDfa d = dfa_minimize(in);
+  CodePointDfa d = dfa_reduce(in, /*merge=*/false);  // inputs come minimized; trim only
   std::vector<uint32_t> rules(d.num_states());
   for (size_t q = 0; q < d.num_states(); ++q) rules[q] = b.new_rule(name);
   for (size_t q = 0; q < d.num_states(); ++q) {

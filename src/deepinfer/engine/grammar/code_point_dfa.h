@@ -46,9 +46,16 @@ Result<CodePointDfa> dfa_product(const std::vector<const CodePointDfa*>& parts,
 // Strings of `d` with between lo and hi code points (hi < 0: no upper bound).
 Result<CodePointDfa> dfa_with_length(const CodePointDfa& d, int64_t lo, int64_t hi,
                                      size_t max_states = kMaxDfaStates);
+// The largest bound h <= hi for which dfa_with_length(d, lo, h) stays within max_states
+// (hi >= 0), found in one pass over the strings' lengths.
+int64_t dfa_length_fit(const CodePointDfa& d, int64_t hi, size_t max_states = kMaxDfaStates);
 // Drops states that are unreachable or cannot reach acceptance and merges equivalent ones.
 CodePointDfa dfa_minimize(const CodePointDfa& d);
+// dfa_minimize without merging when !merge (only the dead and unreachable states go).
+CodePointDfa dfa_reduce(const CodePointDfa& d, bool merge);
 bool dfa_is_empty(const CodePointDfa& d);
+// Whether `d` accepts every string.
+bool dfa_is_universal(const CodePointDfa& d);
 // Shortest and longest accepted length in code points (longest -1: unbounded) of a minimized
 // automaton; {-1, -1} for the empty language. Lets length bounds the pattern already implies
 // be dropped instead of multiplying states.

@@ -116,23 +116,13 @@ Result<CodePointDfa> string_automaton(const std::optional<std::string>& pattern,
   if (hi >= 0 && longest >= 0 && longest <= hi) hi = -1;
   if (lo > 0 || hi >= 0) {
     if (lo > kMaxLengthExpand) return unsupported("minLength {} is above {}", lo, kMaxLengthExpand);
-    auto bounded = dfa_with_length(lang, lo, hi);
-    if (!bounded.is_ok() && hi > lo) {
+    if (hi > lo) {
       // Past the state cap, maxLength is tightened to the largest bound that fits: fewer
       // strings, all still valid (as maxLength above 5000 is capped elsewhere).
-      int64_t good = -1, a = lo, z = hi - 1;
-      while (a <= z) {
-        int64_t mid = a + (z - a) / 2;
-        auto t = dfa_with_length(lang, lo, mid);
-        if (t.is_ok() && !dfa_is_empty(*t)) {
-          good = mid;
-          bounded = std::move(t);
-          a = mid + 1;
-        } else
-          z = mid - 1;
-      }
-      if (good < 0) return bounded.status();
+      int64_t fit = dfa_length_fit(lang, hi);
+      if (fit < hi) hi = std::max(fit, lo);
     }
+    auto bounded = dfa_with_length(lang, lo, hi);
     if (!bounded.is_ok()) return bounded.status();
     lang = std::move(*bounded);
   }
@@ -172,6 +162,15 @@ Result<Element> SchemaCompiler::gen_string(const Json& s, const std::string& ptr
           fmt::format("^{}{{{},{}}}$", run->atom, lo, hi < 0 ? std::string() : std::to_string(hi));
       min.reset();
       max.reset();
+    }
+  }
+  if ((pattern || format) && (min || max)) {
+    // A pattern every string matches (`.*`, `(x+)?` unanchored) adds nothing: the length
+    // bounds alone keep the cheap counted run.
+    auto base = string_automaton(pattern, format, 0, -1);
+    if (base.is_ok() && dfa_is_universal(*base)) {
+      pattern.reset();
+      format.reset();
     }
   }
   if ((pattern || format) && (min || max || (pattern && format))) {
