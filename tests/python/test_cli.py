@@ -210,6 +210,7 @@ def test_kv_store_traffic_class_and_tier_bench(model, tmp_path):
     assert r.returncode == 0, r.stderr
     recs = [json.loads(x) for x in r.stdout.splitlines()]
     assert [x["tier"] for x in recs] == ["cold", "engine_ram", "store_ram", "store_ssd"]
+    assert all(x["mode"] == "kvstore" and x["batch"] == 1 and x["prompt_tokens"] == 100 for x in recs)
     assert recs[0]["cached_tokens"] == 0
     assert all(x["cached_tokens"] == 96 and x["ttft_ms"] > 0 for x in recs[1:]), recs
     assert sorted(p.name for p in tmp_path.joinpath("a").iterdir()) == ["kv1"]  # bench cleaned up

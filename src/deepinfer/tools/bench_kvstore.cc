@@ -114,7 +114,7 @@ int run_kvstore_ttft_bench(const KvStoreBenchOptions& opts) {
       const int32_t vocab = static_cast<int32_t>((*first)->model_config().vocab_size);
       const std::vector<int32_t> prompt = random_prompt(len, len * 100 + rep, vocab);
       auto report = [&](const char* tier, const Ttft& t, const engine::Engine& e) {
-        nlohmann::json j = {{"mode", "kvstore"}, {"prompt_tokens", len}, {"tier", tier},
+        nlohmann::json j = {{"mode", "kvstore"}, {"batch", 1}, {"prompt_tokens", len}, {"tier", tier},
                             {"repeat", rep}, {"ttft_ms", t.ms}, {"cached_tokens", t.cached_tokens},
                             {"threads", e.num_threads()}, {"targets", ef.kv_store.size()}};
         if (const engine::KvStoreTier* tier_ptr = e.kv_store_tier()) {
