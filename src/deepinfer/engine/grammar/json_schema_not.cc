@@ -4,37 +4,15 @@
 // reasons an object fails the negated schema, as in overlapping oneOf). Anything else is
 // refused.
 #include "deepinfer/engine/grammar/json_schema_lowering.h"
+#include "deepinfer/engine/grammar/json_schema_validate.h"
 
 namespace deepinfer::engine::grammar::detail {
 namespace {
 
-std::vector<std::string> schema_types(const Json& s) {
-  if (!s.is_object() || !s.contains("type"))
-    return {"null", "boolean", "object", "array", "string", "number"};
-  std::vector<std::string> out;
-  const Json& t = s["type"];
-  if (t.is_string())
-    out.push_back(t.get<std::string>());
-  else if (t.is_array())
-    for (const auto& x : t)
-      if (x.is_string()) out.push_back(x.get<std::string>());
-  return out;
-}
-
-bool json_type_is(const Json& v, const std::string& t) {
-  if (t == "null") return v.is_null();
-  if (t == "boolean") return v.is_boolean();
-  if (t == "object") return v.is_object();
-  if (t == "array") return v.is_array();
-  if (t == "string") return v.is_string();
-  if (t == "integer") return v.is_number() && std::floor(v.get<double>()) == v.get<double>();
-  return v.is_number();
-}
-
 // Whether an instance of type t can match n (false: `not n` holds for every such instance).
 bool may_match(const Json& n, const std::string& t) {
   if (n.is_boolean()) return n.get<bool>();
-  std::vector<std::string> nt = schema_types(n);
+  std::vector<std::string> nt = declared_types(n);
   bool typed = std::find(nt.begin(), nt.end(), t) != nt.end() ||
                (t == "integer" && std::find(nt.begin(), nt.end(), "number") != nt.end()) ||
                (t == "number" && std::find(nt.begin(), nt.end(), "integer") != nt.end());
@@ -43,7 +21,7 @@ bool may_match(const Json& n, const std::string& t) {
     Json values = n.contains("const") ? Json::array({n["const"]}) : n["enum"];
     if (!values.is_array()) return true;
     for (const auto& v : values)
-      if (json_type_is(v, t == "integer" ? "number" : t)) return true;
+      if (value_has_type(v, t == "integer" ? "number" : t)) return true;
     return false;
   }
   return true;
@@ -60,7 +38,7 @@ bool vacuous_for(const Json& n, const std::string& t) {
       "items",       "prefixItems", "additionalItems", "minItems",    "maxItems",
       "uniqueItems", "contains",    "minContains",     "maxContains", "unevaluatedItems"};
   if (!n.is_object()) return false;
-  std::vector<std::string> nt = schema_types(n);
+  std::vector<std::string> nt = declared_types(n);
   if (t == "number" && std::find(nt.begin(), nt.end(), "number") == nt.end())
     return false;  // only integers
   for (const auto& [k, v] : n.items()) {
@@ -84,7 +62,7 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
   if (rest.contains("$ref") || rest.contains("allOf") || rest.contains("anyOf") ||
       rest.contains("oneOf"))
     return refuse();
-  std::vector<std::string> types = schema_types(rest);
+  std::vector<std::string> types = declared_types(rest);
   bool has_number = std::find(types.begin(), types.end(), "number") != types.end();
   InstanceValidator validator(root_, o_.enforce_formats);
   std::vector<Sequence> alts;

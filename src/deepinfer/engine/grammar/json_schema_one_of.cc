@@ -4,24 +4,12 @@
 // B's closed layout cannot hold is present) gives one case. Using only some of the reasons
 // under-approximates "not B", so every generated instance still matches exactly one branch.
 #include "deepinfer/engine/grammar/json_schema_lowering.h"
+#include "deepinfer/engine/grammar/json_schema_validate.h"
 
 namespace deepinfer::engine::grammar::detail {
 namespace {
 
 constexpr size_t kMaxCasesPerBranch = 64;
-
-std::vector<std::string> type_names(const Json& s) {
-  std::vector<std::string> out;
-  if (!s.is_object() || !s.contains("type"))
-    return {"null", "boolean", "object", "array", "string", "number"};
-  const Json& t = s["type"];
-  if (t.is_string())
-    out.push_back(t.get<std::string>());
-  else if (t.is_array())
-    for (const auto& x : t)
-      if (x.is_string()) out.push_back(x.get<std::string>());
-  return out;
-}
 
 bool has(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
@@ -29,19 +17,11 @@ bool has(const std::vector<std::string>& v, const std::string& x) {
 
 bool object_capable(const Json& m) {
   if (!m.is_object()) return m.is_boolean() && m.get<bool>();
-  return has(type_names(m), "object");
+  return has(declared_types(m), "object");
 }
 
 bool value_of_type(const Json& v, const std::vector<std::string>& types) {
-  for (const auto& t : types) {
-    if ((t == "null" && v.is_null()) || (t == "boolean" && v.is_boolean()) ||
-        (t == "object" && v.is_object()) || (t == "array" && v.is_array()) ||
-        (t == "string" && v.is_string()) || (t == "number" && v.is_number()))
-      return true;
-    if (t == "integer" && v.is_number() && std::floor(v.get<double>()) == v.get<double>())
-      return true;
-  }
-  return false;
+  return std::any_of(types.begin(), types.end(), [&](const std::string& t) { return value_has_type(v, t); });
 }
 
 // A schema for the values of V that certainly fail S, or nullopt when we cannot write one.
@@ -58,7 +38,7 @@ std::optional<Json> values_failing(const Json& v, const Json& s) {
       if (s.contains("const")) fails = x != s["const"];
       if (s.contains("enum") && s["enum"].is_array())
         fails = fails || std::find(s["enum"].begin(), s["enum"].end(), x) == s["enum"].end();
-      if (s.contains("type")) fails = fails || !value_of_type(x, type_names(s));
+      if (s.contains("type")) fails = fails || !value_of_type(x, declared_types(s));
       if (fails) out.push_back(x);
     }
     if (out.empty()) return std::nullopt;
@@ -68,8 +48,8 @@ std::optional<Json> values_failing(const Json& v, const Json& s) {
   }
   if (s.contains("enum") || s.contains("const") || !s.contains("type")) return std::nullopt;
   // Types S does not allow; "number but not integer" has no schema, so it is left out.
-  std::vector<std::string> st = type_names(s), keep;
-  for (const auto& t : type_names(base)) {
+  std::vector<std::string> st = declared_types(s), keep;
+  for (const auto& t : declared_types(base)) {
     if (has(st, t) || (t == "integer" && has(st, "number"))) continue;
     if (t == "number" && has(st, "integer")) continue;
     keep.push_back(t);
@@ -81,7 +61,7 @@ std::optional<Json> values_failing(const Json& v, const Json& s) {
 
 bool string_capable(const Json& m) {
   if (!m.is_object()) return m.is_boolean() && m.get<bool>();
-  return has(type_names(m), "string");
+  return has(declared_types(m), "string");
 }
 
 }  // namespace

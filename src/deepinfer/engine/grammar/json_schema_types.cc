@@ -3,21 +3,10 @@
 #include <cmath>
 
 #include "deepinfer/engine/grammar/json_schema_lowering.h"
+#include "deepinfer/engine/grammar/json_schema_validate.h"
 
 namespace deepinfer::engine::grammar::detail {
 namespace {
-
-bool value_has_type(const Json& v, const std::string& t) {
-  if (t == "null") return v.is_null();
-  if (t == "boolean") return v.is_boolean();
-  if (t == "object") return v.is_object();
-  if (t == "array") return v.is_array();
-  if (t == "string") return v.is_string();
-  if (t == "number") return v.is_number();
-  if (t == "integer")
-    return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
-  return false;
-}
 
 // Validation keywords whose effect on an enum/const value we do not check (so we refuse).
 const std::set<std::string> kEnumUnchecked = {

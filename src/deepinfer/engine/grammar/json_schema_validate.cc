@@ -34,16 +34,6 @@ bool is_integer_value(const Json& v) {
           std::floor(v.get<double>()) == v.get<double>());
 }
 
-bool has_type(const Json& v, const std::string& t) {
-  if (t == "null") return v.is_null();
-  if (t == "boolean") return v.is_boolean();
-  if (t == "object") return v.is_object();
-  if (t == "array") return v.is_array();
-  if (t == "string") return v.is_string();
-  if (t == "number") return v.is_number();
-  if (t == "integer") return v.is_number() && is_integer_value(v);
-  return false;
-}
 
 // JSON equality with 1 == 1.0, recursively.
 bool json_equal(const Json& a, const Json& b) {
@@ -71,6 +61,30 @@ size_t code_points(const std::string& s) {
 }
 
 }  // namespace
+
+std::vector<std::string> declared_types(const nlohmann::ordered_json& s) {
+  if (!s.is_object() || !s.contains("type")) return {"null", "boolean", "object", "array", "string", "number"};
+  std::vector<std::string> out;
+  const auto& t = s["type"];
+  if (t.is_string()) {
+    out.push_back(t.get<std::string>());
+  } else if (t.is_array()) {
+    for (const auto& x : t)
+      if (x.is_string()) out.push_back(x.get<std::string>());
+  }
+  return out;
+}
+
+bool value_has_type(const nlohmann::ordered_json& v, const std::string& t) {
+  if (t == "null") return v.is_null();
+  if (t == "boolean") return v.is_boolean();
+  if (t == "object") return v.is_object();
+  if (t == "array") return v.is_array();
+  if (t == "string") return v.is_string();
+  if (t == "number") return v.is_number();
+  if (t == "integer") return v.is_number() && is_integer_value(v);
+  return false;
+}
 
 Verdict InstanceValidator::validate(const Json& schema, const Json& instance) {
   return check(schema, instance, 0);
@@ -113,9 +127,9 @@ Verdict InstanceValidator::check(const Json& s, const Json& v, int depth) {
     const Json& t = s["type"];
     bool ok = false;
     if (t.is_string())
-      ok = has_type(v, t.get<std::string>());
+      ok = value_has_type(v, t.get<std::string>());
     else if (t.is_array())
-      for (const auto& x : t) ok = ok || (x.is_string() && has_type(v, x.get<std::string>()));
+      for (const auto& x : t) ok = ok || (x.is_string() && value_has_type(v, x.get<std::string>()));
     else
       return Verdict::kUnknown;
     all.add(ok ? Verdict::kValid : Verdict::kInvalid);

@@ -7,12 +7,18 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "deepinfer/engine/grammar/code_point_dfa.h"
 
 namespace deepinfer::engine::grammar {
 
 enum class Verdict { kValid, kInvalid, kUnknown };
+
+// The type names `schema` allows ("type" as a string or a list); all six when it names none.
+std::vector<std::string> declared_types(const nlohmann::ordered_json& schema);
+// Whether `value` is of JSON Schema type `type` ("integer": a number without a fraction).
+bool value_has_type(const nlohmann::ordered_json& value, const std::string& type);
 
 class InstanceValidator {
  public:
