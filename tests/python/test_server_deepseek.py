@@ -165,7 +165,19 @@ def test_thinking_mode_errors_name_the_field(client, v3_client):
     with pytest.raises(openai.BadRequestError) as e:  # DeepSeek-V3's format has no thinking mode
         v3_client.chat.completions.create(model="tiny-v3-template", messages=[{"role": "user", "content": "x"}],
                                           max_tokens=1, extra_body={"chat_template_kwargs": {"thinking": True}})
-    assert "thinking mode" in str(e.value)
+    assert "thinking mode" in str(e.value) and "chat_template_kwargs.thinking" in str(e.value)
+    # Each API names its own field.
+    with pytest.raises(openai.BadRequestError) as e:
+        v3_client.responses.create(model="tiny-v3-template", input="x", max_output_tokens=1,
+                                   reasoning={"effort": "high"})
+    assert "reasoning.effort" in str(e.value)
+    import anthropic
+    claude = anthropic.Anthropic(base_url=str(v3_client.base_url).rstrip("/").removesuffix("/v1"), api_key="x",
+                                 max_retries=0, timeout=120)
+    with pytest.raises(anthropic.BadRequestError) as e:
+        claude.messages.create(model="tiny-v3-template", max_tokens=1, messages=[{"role": "user", "content": "x"}],
+                               thinking={"type": "enabled", "budget_tokens": 1024})
+    assert "thinking.type" in str(e.value)
     with pytest.raises(openai.BadRequestError) as e:
         client.chat.completions.create(model="tiny-v3", messages=[{"role": "user", "content": "x"}],
                                        max_tokens=1, extra_body={"chat_template_kwargs": {"thinking": "yes"}})

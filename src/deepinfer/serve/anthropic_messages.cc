@@ -116,6 +116,7 @@ ChatTurn read_messages_turn(const json& body) {
     if (type == "enabled" && !opt_int(*th, "budget_tokens", "thinking", 1, 1 << 24))
       bad_request("thinking.budget_tokens", "thinking.budget_tokens: field required (an integer >= 1)");
     turn.thinking = type != "disabled";
+    turn.thinking_param = "thinking.type";
   }
   turn.tool_choice.mode = turn.tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
   if (const json* tc = field(body, "tool_choice")) {

@@ -111,7 +111,8 @@ void encode_chat_turn(const recipe::Tokenizer& tok, const std::string& architect
     recipe::DeepseekChatOptions ds;
     ds.style = *style;
     if (turn.thinking && ds.style == recipe::DeepseekChatStyle::kV3)
-      bad_request("chat_template_kwargs.thinking", "'chat_template_kwargs.thinking': this model's chat format (DeepSeek-V3) has no thinking mode");
+      bad_request(turn.thinking_param, "'{}': this model's chat format (DeepSeek-V3) has no thinking mode",
+                  turn.thinking_param);
     ds.thinking = turn.thinking;
     if (use_tools) ds.tools_json = tools_as_openai_json(turn.tools).dump();
     auto ids = recipe::encode_deepseek_chat(tok, messages, ds);
@@ -122,9 +123,9 @@ void encode_chat_turn(const recipe::Tokenizer& tok, const std::string& architect
     return;
   }
   if (turn.thinking)
-    bad_request("chat_template_kwargs.thinking",
-                "'chat_template_kwargs.thinking': thinking mode is supported for DeepSeek V3.1 / R1 "
-                "chat formats only");
+    bad_request(turn.thinking_param,
+                "'{}': thinking mode is supported for DeepSeek V3.1 / R1 chat formats only",
+                turn.thinking_param);
   // Reasoning markers the template knows (<think>...</think>) split reasoning_content off.
   turn.parser = recipe::output_parser_options_for(architecture, tok.chat_template(), false, false);
   if (use_tools && recipe::chat_template_renders_tools(tok)) {

@@ -32,9 +32,10 @@ struct ChatTurn {
   std::vector<recipe::ChatMessage> messages;
   std::vector<ToolSpec> tools;
   ToolChoice tool_choice;
-  // Thinking mode (chat_template_kwargs.thinking): the prompt opens the model's reasoning
-  // block. DeepSeek V3.1 / R1 chat formats only (others refuse it).
+  // Thinking mode: the prompt opens the model's reasoning block. DeepSeek V3.1 / R1 chat
+  // formats only (others refuse it, naming `thinking_param`, the request field that asked).
   bool thinking = false;
+  std::string thinking_param;
   // Set by encode_chat_turn: how the model's reply marks tool calls (and reasoning).
   recipe::OutputParserOptions parser;
 };

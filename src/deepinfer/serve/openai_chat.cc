@@ -131,6 +131,7 @@ ChatTurn read_chat_turn(const json& body) {
         bad_request(path, "'{}' is not supported (thinking, enable_thinking)", path);
       if (!it.value().is_boolean()) bad_request(path, "'{}' must be true or false", path);
       turn.thinking = it.value().get<bool>();
+      turn.thinking_param = path;
     }
   }
   return turn;

@@ -197,6 +197,7 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
       if (*effort != "none" && *effort != "minimal" && *effort != "low" && *effort != "medium" && *effort != "high")
         bad_request("reasoning.effort", "'reasoning.effort' must be none, minimal, low, medium or high, got '{}'", *effort);
       turn->thinking = *effort != "none" && *effort != "minimal";
+      turn->thinking_param = "reasoning.effort";
     }
   }
 
