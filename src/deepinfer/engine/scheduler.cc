@@ -162,12 +162,12 @@ ScheduleOutput Scheduler::schedule() {
 
   // Every waiting sequence's prefix read from the lower KV tier starts as soon as it is queued
   // (here, on the first step after add), and runs while other sequences compute.
-  bool any_ready = false;
-  for (int64_t id : waiting_) any_ready = kv_.prefetch_ready(*seqs_.at(id)) || any_ready;
+  // Admission below takes only ready sequences, so what is loading now is still loading after.
   num_prefetching_ = 0;
+  for (int64_t id : waiting_) num_prefetching_ += kv_.prefetch_ready(*seqs_.at(id)) ? 0 : 1;
 
   // Admitting while preempting would only trade one sequence's blocks for another's.
-  if (out.preempted.empty() && any_ready) {
+  if (out.preempted.empty()) {
     size_t w = 0;
     while (w < waiting_.size() && budget > 0 &&
            static_cast<int>(running_.size()) < config_.max_num_seqs) {
@@ -193,8 +193,6 @@ ScheduleOutput Scheduler::schedule() {
       budget -= n;
     }
   }
-  for (int64_t id : waiting_)
-    if (seqs_.at(id)->tier_prefetch == TierPrefetch::kLoading) ++num_prefetching_;
   for (const auto& s : out.seqs) out.total_tokens += s.num_new_tokens;
   return out;
 }
