@@ -5,6 +5,7 @@ import subprocess
 import tempfile
 import time
 
+import json
 import urllib.error
 import urllib.request
 
@@ -64,3 +65,19 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
         return self.proc.returncode
+
+
+def post_json(server, path, body, key=None, raw=None, headers=None, timeout=300):
+    """POSTs `body` (or the bytes `raw`) to the server; returns (status, parsed JSON reply)."""
+    data = raw if raw is not None else json.dumps(body).encode()
+    req = urllib.request.Request(server.url + path, data=data, method="POST")
+    req.add_header("Content-Type", "application/json")
+    if key:
+        req.add_header("Authorization", f"Bearer {key}")
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())

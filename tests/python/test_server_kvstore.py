@@ -3,26 +3,12 @@ surviving a server restart (cached_tokens and identical output), and its /metric
 import json
 import subprocess
 import time
-import urllib.error
-import urllib.request
 
 from conftest import BINARY
-from server_util import Server
+from server_util import Server, post_json
 
 LONG = ("Background: " + "The river flows past the old mill and the stone bridge. " * 12 +
         "Question: what flows?")
-
-
-def post(server, path, body, headers=None):
-    req = urllib.request.Request(server.url + path, data=json.dumps(body).encode(), method="POST")
-    req.add_header("Content-Type", "application/json")
-    for k, v in (headers or {}).items():
-        req.add_header(k, v)
-    try:
-        with urllib.request.urlopen(req, timeout=300) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def store_stat(dirs):
@@ -36,7 +22,7 @@ def chat(server, text, **extra):
     body = {"messages": [{"role": "user", "content": text}], "max_tokens": 8, "temperature": 0}
     headers = extra.pop("headers", None)
     body.update(extra)
-    return post(server, "/v1/chat/completions", body, headers)
+    return post_json(server, "/v1/chat/completions", body, headers=headers)
 
 
 def test_traffic_class_per_request_and_restart(model, tmp_path):
@@ -52,7 +38,7 @@ def test_traffic_class_per_request_and_restart(model, tmp_path):
         # Different prompts, so each request writes its own blocks under its own class.
         status, _ = chat(server, "Another topic: " + "a b c d e f g h " * 20, headers={"X-Traffic-Class": "chat"})
         assert status == 200
-        status, _ = post(server, "/v1/completions",
+        status, _ = post_json(server, "/v1/completions",
                          {"prompt": "Third: " + "one two three four " * 20, "max_tokens": 2,
                           "traffic_class": "agent"})
         assert status == 200
@@ -61,7 +47,7 @@ def test_traffic_class_per_request_and_restart(model, tmp_path):
         assert status == 400 and "traffic_class" in err["error"]["message"], err
         status, err = chat(server, "x", headers={"X-Traffic-Class": "forever"})
         assert status == 400 and "X-Traffic-Class" in err["error"]["message"], err
-        status, err = post(server, "/v1/messages",
+        status, err = post_json(server, "/v1/messages",
                            {"max_tokens": 4, "traffic_class": 7,
                             "messages": [{"role": "user", "content": "hi"}]})
         assert status == 400 and "traffic_class" in err["error"]["message"], err

@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from server_util import Server
+from server_util import Server, post_json
 
 MODEL = "smollm2-135m-instruct"
 
@@ -24,18 +24,7 @@ def server(model):
 
 
 def post(server, path, body, key="k1", raw=None, headers=None):
-    data = raw if raw is not None else json.dumps(body).encode()
-    req = urllib.request.Request(server.url + path, data=data, method="POST")
-    req.add_header("Content-Type", "application/json")
-    if key:
-        req.add_header("Authorization", f"Bearer {key}")
-    for k, v in (headers or {}).items():
-        req.add_header(k, v)
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
+    return post_json(server, path, body, key=key, raw=raw, headers=headers, timeout=120)
 
 
 CHAT = {"model": MODEL, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}

@@ -22,6 +22,7 @@
 #include "deepinfer/tools/cli_common.h"
 #include "deepinfer/tools/membw.h"
 #include "deepinfer/tools/subcommands.h"
+#include "deepinfer/tools/synthetic_prompt.h"
 
 namespace deepinfer::tools {
 namespace {
@@ -93,16 +94,6 @@ Result<std::vector<int>> parse_int_list(const std::string& s, const char* flag, 
   }
   if (out.empty()) return invalid_argument("{}: empty list", flag);
   return out;
-}
-
-// Deterministic pseudo-random prompts of ordinary tokens (distinct per sequence, so the
-// prefix cache cannot help).
-std::vector<int32_t> synthetic_prompt(int len, int seq, int32_t vocab) {
-  std::mt19937 rng(1000 + seq);
-  std::uniform_int_distribution<int32_t> dist(100, std::min<int32_t>(vocab - 1, 30000));
-  std::vector<int32_t> ids(len);
-  for (auto& t : ids) t = dist(rng);
-  return ids;
 }
 
 nlohmann::json measure(engine::Engine& engine, const std::string& mode, int batch, int prompt_len,

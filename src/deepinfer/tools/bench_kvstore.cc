@@ -13,16 +13,20 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <random>
 
 #include <nlohmann/json.hpp>
 
 #include "deepinfer/base/timer.h"
+#include "deepinfer/tools/synthetic_prompt.h"
 
 namespace deepinfer::tools {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Prompt seeds apart from the other benchmark modes' (0, 1, ...).
+constexpr int kWarmupSeq = 99'999;
+constexpr int kFirstSeq = 100'000;
 
 struct Ttft {
   double ms = 0;
@@ -60,14 +64,6 @@ Ttft time_to_first_token(engine::Engine& engine, const std::vector<int32_t>& pro
   return t;
 }
 
-std::vector<int32_t> random_prompt(int len, int seed, int32_t vocab) {
-  std::mt19937 rng(7777 + seed);
-  std::uniform_int_distribution<int32_t> dist(100, std::min<int32_t>(vocab - 1, 30000));
-  std::vector<int32_t> ids(len);
-  for (auto& t : ids) t = dist(rng);
-  return ids;
-}
-
 }  // namespace
 
 int run_kvstore_ttft_bench(const KvStoreBenchOptions& opts) {
@@ -102,7 +98,7 @@ int run_kvstore_ttft_bench(const KvStoreBenchOptions& opts) {
     DI_ASSIGN_OR_RETURN(auto eng, make_engine(loaded, e));
     // Warm-up on an unrelated prompt: page faults and first-touch costs stay out of the numbers.
     const auto vocab = static_cast<int32_t>(eng->model_config().vocab_size);
-    Ttft w = time_to_first_token(*eng, random_prompt(48, -1, vocab));
+    Ttft w = time_to_first_token(*eng, synthetic_prompt(48, kWarmupSeq, vocab));
     if (!w.error.empty()) return Status(StatusCode::kInternal, "bench warm-up: " + w.error);
     return eng;
   };
@@ -112,7 +108,7 @@ int run_kvstore_ttft_bench(const KvStoreBenchOptions& opts) {
       auto first = open_engine();
       if (!first.is_ok()) return report_error(first.status());
       const int32_t vocab = static_cast<int32_t>((*first)->model_config().vocab_size);
-      const std::vector<int32_t> prompt = random_prompt(len, len * 100 + rep, vocab);
+      const std::vector<int32_t> prompt = synthetic_prompt(len, kFirstSeq + len * 100 + rep, vocab);
       auto report = [&](const char* tier, const Ttft& t, const engine::Engine& e) {
         nlohmann::json j = {{"mode", "kvstore"}, {"batch", 1}, {"prompt_tokens", len}, {"tier", tier},
                             {"repeat", rep}, {"ttft_ms", t.ms}, {"cached_tokens", t.cached_tokens},

@@ -363,13 +363,17 @@ class GatedTier : public KvTierHook {
   int lookups = 0;
 };
 
-TEST(KvTierPrefetch, OthersRunWhileAPrefixIsBeingRead) {
-  GatedTier tier;
+KvCacheConfig gated_config() {
   KvCacheConfig kc;
   kc.num_blocks = 32;
   kc.block_size = kBlockSize;
   kc.cache_namespace = "test/tiny";
-  KvCacheManager kv(kc, &tier);
+  return kc;
+}
+
+TEST(KvTierPrefetch, OthersRunWhileAPrefixIsBeingRead) {
+  GatedTier tier;
+  KvCacheManager kv(gated_config(), &tier);
   Scheduler sched(SchedulerConfig{}, kv);
   ASSERT_TRUE(sched.add(make_seq(1, tokens(18, 1))).is_ok());   // 4 full blocks to read
   ASSERT_TRUE(sched.add(make_seq(2, tokens(6, 900))).is_ok());  // 1 full block
@@ -404,11 +408,7 @@ TEST(KvTierPrefetch, OthersRunWhileAPrefixIsBeingRead) {
 TEST(KvTierPrefetch, ASequenceWhoseReadWasGivenUpOnComputesItsPrefix) {
   GatedTier tier;
   tier.offer = true;  // the tier claims every block, but its read never finishes
-  KvCacheConfig kc;
-  kc.num_blocks = 32;
-  kc.block_size = kBlockSize;
-  kc.cache_namespace = "test/tiny";
-  KvCacheManager kv(kc, &tier);
+  KvCacheManager kv(gated_config(), &tier);
   Scheduler sched(SchedulerConfig{}, kv);
   ASSERT_TRUE(sched.add(make_seq(1, tokens(18, 1))).is_ok());
   EXPECT_TRUE(sched.schedule().empty());
@@ -423,11 +423,7 @@ TEST(KvTierPrefetch, ASequenceWhoseReadWasGivenUpOnComputesItsPrefix) {
 
 TEST(KvTierPrefetch, NothingToReadWhenThePrefixIsInMemory) {
   GatedTier tier;
-  KvCacheConfig kc;
-  kc.num_blocks = 32;
-  kc.block_size = kBlockSize;
-  kc.cache_namespace = "test/tiny";
-  KvCacheManager kv(kc, &tier);
+  KvCacheManager kv(gated_config(), &tier);
   Sequence a = make_seq(1, tokens(9, 1));
   ASSERT_TRUE(kv.allocate_slots(a, 9).has_value());
   a.num_computed_tokens = 9;
