@@ -186,11 +186,11 @@ void EngineLoop::update_gauges() {
   // Expert load summary (MoE models; copying [layers x experts] counts is not free on a
   // 61 x 384 model) and the KV store's counters are refreshed at most once a second.
   const auto now = Clock::now();
-  const bool refresh_experts = now - experts_refreshed_ >= std::chrono::seconds(1);
+  const bool refresh_slow_gauges = now - experts_refreshed_ >= std::chrono::seconds(1);
   uint64_t assignments = 0;
   double imbalance = 0;
   std::vector<std::vector<uint64_t>> experts;
-  if (refresh_experts) {
+  if (refresh_slow_gauges) {
     experts_refreshed_ = now;
     experts = engine_->expert_token_counts();
     for (const auto& layer : experts) {
@@ -204,7 +204,7 @@ void EngineLoop::update_gauges() {
     }
   }
   std::optional<kvstore::KvStoreStats> store;
-  if (refresh_experts && engine_->kv_store_tier()) store = engine_->kv_store_tier()->store_stats();
+  if (refresh_slow_gauges && engine_->kv_store_tier()) store = engine_->kv_store_tier()->store_stats();
   std::lock_guard<std::mutex> lock(mu_);
   gauges_.waiting = engine_->num_waiting();
   gauges_.running = engine_->num_running();
@@ -215,7 +215,7 @@ void EngineLoop::update_gauges() {
   gauges_.kv_store_written_blocks = kv.tier_written_blocks;
   gauges_.kv_evictions = kv.evictions;
   gauges_.steps = engine_->stats().steps;
-  if (refresh_experts && store) {
+  if (refresh_slow_gauges && store) {
     gauges_.kv_store = true;
     gauges_.kv_store_ssd_read_blocks = store->ssd_hits;
     gauges_.kv_store_write_dropped = store->puts_dropped;
@@ -225,7 +225,7 @@ void EngineLoop::update_gauges() {
     gauges_.kv_store_reconstructions = store->ssd.reconstructions;
     gauges_.kv_store_swept = store->swept_expired + store->swept_evicted;
   }
-  if (refresh_experts) {
+  if (refresh_slow_gauges) {
     gauges_.moe = !experts.empty();
     gauges_.moe_routed_assignments = assignments;
     gauges_.moe_max_layer_imbalance = imbalance;
