@@ -7,6 +7,7 @@
 #include <random>
 
 #include "../common/default_engine.h"
+#include "needle_run.h"
 #include "deepinfer/engine/engine.h"
 #include "deepinfer/model/format/gguf.h"
 #include "deepinfer/recipe/tokenizer.h"
@@ -14,15 +15,7 @@
 namespace deepinfer {
 namespace {
 
-struct Output {
-  std::vector<int32_t> tokens;
-  std::vector<float> logprobs;  // chosen token's logprob, then its top-3, per step
-  int cached = 0;
-  bool operator==(const Output& o) const {
-    return tokens == o.tokens && logprobs.size() == o.logprobs.size() &&
-           std::memcmp(logprobs.data(), o.logprobs.data(), logprobs.size() * sizeof(float)) == 0;
-  }
-};
+using Output = testing::NeedleOutput;
 
 class Determinism : public ::testing::Test {
  protected:
@@ -61,27 +54,7 @@ class Determinism : public ::testing::Test {
   // needle's output.
   static Output run(engine::Engine& e, const engine::GenerationRequest& n,
                     const std::vector<engine::GenerationRequest>& others, std::mt19937& rng) {
-    const size_t at = others.empty() ? 0 : rng() % (others.size() + 1);
-    int64_t needle_id = -1;
-    for (size_t i = 0; i <= others.size(); ++i) {
-      if (i == at) needle_id = *e.add_request(n);
-      if (i < others.size()) {
-        EXPECT_TRUE(e.add_request(others[i]).is_ok());
-      }
-    }
-    Output out;
-    while (e.has_unfinished()) {
-      for (const auto& o : e.step()) {
-        if (o.request_id != needle_id) continue;
-        out.tokens.insert(out.tokens.end(), o.new_token_ids.begin(), o.new_token_ids.end());
-        for (const auto& lp : o.new_logprobs) {
-          out.logprobs.push_back(lp.logprob);
-          for (const auto& [id, p] : lp.top) out.logprobs.push_back(p);
-        }
-        if (o.finished) out.cached = o.cached_tokens;
-      }
-    }
-    return out;
+    return testing::run_needle(e, n, others, others.empty() ? 0 : rng() % (others.size() + 1));
   }
 
   static std::vector<engine::GenerationRequest> random_batch(int n, std::mt19937& rng) {

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "../common/default_engine.h"
+#include "needle_run.h"
 #include "deepinfer/engine/engine.h"
 #include "deepinfer/model/format/gguf.h"
 #include "deepinfer/model/format/safetensors.h"
@@ -18,14 +19,7 @@
 namespace deepinfer {
 namespace {
 
-struct Output {
-  std::vector<int32_t> tokens;
-  std::vector<float> logprobs;  // chosen token's logprob, then its top-3, per step
-  bool operator==(const Output& o) const {
-    return tokens == o.tokens && logprobs.size() == o.logprobs.size() &&
-           std::memcmp(logprobs.data(), o.logprobs.data(), logprobs.size() * sizeof(float)) == 0;
-  }
-};
+using Output = testing::NeedleOutput;
 
 engine::GenerationRequest needle(int32_t max_id) {
   engine::GenerationRequest r;
@@ -51,27 +45,10 @@ std::vector<engine::GenerationRequest> random_batch(int n, int32_t max_id, std::
   return v;
 }
 
+// The needle in the middle of `others`.
 Output run(engine::Engine& e, const engine::GenerationRequest& n,
            const std::vector<engine::GenerationRequest>& others) {
-  int64_t needle_id = -1;
-  for (size_t i = 0; i <= others.size(); ++i) {
-    if (i == others.size() / 2) needle_id = *e.add_request(n);
-    if (i < others.size()) {
-      EXPECT_TRUE(e.add_request(others[i]).is_ok());
-    }
-  }
-  Output out;
-  while (e.has_unfinished()) {
-    for (const auto& o : e.step()) {
-      if (o.request_id != needle_id) continue;
-      out.tokens.insert(out.tokens.end(), o.new_token_ids.begin(), o.new_token_ids.end());
-      for (const auto& lp : o.new_logprobs) {
-        out.logprobs.push_back(lp.logprob);
-        for (const auto& [id, p] : lp.top) out.logprobs.push_back(p);
-      }
-    }
-  }
-  return out;
+  return testing::run_needle(e, n, others, others.size() / 2);
 }
 
 // How many of the batches (the needle among `sizes` others) change the needle's output.
