@@ -64,9 +64,13 @@ CodePointDfa refine(const CodePointDfa& d, const Atoms& atoms) {
 struct Nfa {
   std::vector<std::vector<int>> eps;                    // [states]
   std::vector<std::vector<std::pair<int, int>>> edges;  // [states] (class node, target)
+  // Empty moves allowed only before the first character (`^`) / after the last one (`$`).
+  std::vector<std::vector<int>> start_eps, end_eps;  // [states]
   int add() {
     eps.emplace_back();
     edges.emplace_back();
+    start_eps.emplace_back();
+    end_eps.emplace_back();
     return static_cast<int>(eps.size()) - 1;
   }
 };
@@ -102,6 +106,12 @@ class NfaBuilder {
         }
         return end;
       }
+      case Kind::kStart:
+      case Kind::kEnd: {
+        int to = nfa_.add();
+        (n.kind == Kind::kStart ? nfa_.start_eps : nfa_.end_eps)[from].push_back(to);
+        return to;
+      }
       case Kind::kRepeat: {
         int cur = from;
         for (int64_t i = 0; i < n.lo; ++i) {
@@ -133,13 +143,25 @@ class NfaBuilder {
   Nfa& nfa_;
 };
 
-void eps_closure(const Nfa& nfa, std::vector<int>& set, std::vector<uint8_t>& seen) {
-  for (size_t i = 0; i < set.size(); ++i)
-    for (int t : nfa.eps[set[i]])
+// Closes `set` under empty moves, and also under `^` moves when at_start and `$` moves
+// when at_end (a state reached through `$` can only accept, so the subset construction
+// closes with at_end only to decide acceptance).
+void eps_closure(const Nfa& nfa, std::vector<int>& set, std::vector<uint8_t>& seen,
+                 bool at_start = false, bool at_end = false) {
+  for (int s : set) seen[s] = 1;
+  auto visit = [&](const std::vector<int>& targets) {
+    for (int t : targets)
       if (!seen[t]) {
         seen[t] = 1;
         set.push_back(t);
       }
+  };
+  for (size_t i = 0; i < set.size(); ++i) {
+    int q = set[i];
+    visit(nfa.eps[q]);
+    if (at_start) visit(nfa.start_eps[q]);
+    if (at_end) visit(nfa.end_eps[q]);
+  }
   for (int s : set) seen[s] = 0;
   std::sort(set.begin(), set.end());
 }
@@ -160,7 +182,13 @@ std::vector<uint32_t> decode_utf8(std::string_view s) {
 
 }  // namespace
 
-Result<CodePointDfa> dfa_from_regex(const RegexAst& ast, size_t max_states) {
+namespace {
+
+// The union of the languages of `roots` (nodes of `ast`), by subset construction. Positions
+// matter only at the ends: the start state (at_start) also follows `^` moves, and a state
+// accepts when acceptance is reachable with `$` moves allowed.
+Result<CodePointDfa> dfa_from_roots(const RegexAst& ast, const std::vector<int>& roots,
+                                    size_t max_states) {
   std::vector<uint32_t> starts;
   for (const auto& n : ast.nodes)
     if (n.kind == Kind::kClass)
@@ -176,7 +204,7 @@ Result<CodePointDfa> dfa_from_regex(const RegexAst& ast, size_t max_states) {
   int start = nfa.add();
   int accept = nfa.add();
   NfaBuilder nb(ast, nfa);
-  for (int br : ast.branches) {
+  for (int br : roots) {
     int s = nfa.add();
     nfa.eps[start].push_back(s);
     DI_ASSIGN_OR_RETURN(int e, nb.build(br, s));
@@ -191,16 +219,21 @@ Result<CodePointDfa> dfa_from_regex(const RegexAst& ast, size_t max_states) {
     }
 
   std::vector<uint8_t> seen(nfa.eps.size(), 0);
-  std::map<std::vector<int>, int32_t> index;
+  // Key: (is the start state, closed set); the start state follows `^` moves, others never.
+  std::map<std::pair<bool, std::vector<int>>, int32_t> index;
   std::vector<std::vector<int>> sets;
-  auto intern = [&](std::vector<int> set) -> int32_t {
+  std::vector<uint8_t> initial;
+  auto intern = [&](std::vector<int> set, bool at_start) -> int32_t {
     if (set.empty()) return -1;
-    eps_closure(nfa, set, seen);
-    auto [it, inserted] = index.try_emplace(set, static_cast<int32_t>(sets.size()));
-    if (inserted) sets.push_back(std::move(set));
+    eps_closure(nfa, set, seen, at_start);
+    auto [it, inserted] = index.try_emplace({at_start, set}, static_cast<int32_t>(sets.size()));
+    if (inserted) {
+      sets.push_back(std::move(set));
+      initial.push_back(at_start);
+    }
     return it->second;
   };
-  intern({start});
+  intern({start}, true);
   for (size_t q = 0; q < sets.size(); ++q) {
     if (sets.size() > max_states) return too_many_states(max_states);
     std::vector<int32_t> row(na, -1);
@@ -213,12 +246,49 @@ Result<CodePointDfa> dfa_from_regex(const RegexAst& ast, size_t max_states) {
             to.push_back(t);
           }
       for (int t : to) seen[t] = 0;
-      row[a] = intern(std::move(to));
+      row[a] = intern(std::move(to), false);
     }
     d.next.push_back(std::move(row));
-    d.accept.push_back(std::binary_search(sets[q].begin(), sets[q].end(), accept));
+    std::vector<int> final_set = sets[q];
+    if (ast.has_assertions) eps_closure(nfa, final_set, seen, initial[q], true);
+    d.accept.push_back(std::binary_search(final_set.begin(), final_set.end(), accept));
   }
   return d;
+}
+
+}  // namespace
+
+Result<CodePointDfa> dfa_from_regex(const RegexAst& ast, size_t max_states) {
+  bool looks = false;
+  for (const auto& l : ast.lookaheads) looks = looks || !l.empty();
+  if (!looks) return dfa_from_roots(ast, ast.branches, max_states);
+  // A branch with leading lookaheads is its body intersected with (or minus) each lookahead's
+  // whole-string language; branches are then united.
+  std::vector<CodePointDfa> branches;
+  for (size_t b = 0; b < ast.branches.size(); ++b) {
+    std::vector<CodePointDfa> parts;
+    DI_ASSIGN_OR_RETURN(CodePointDfa body, dfa_from_roots(ast, {ast.branches[b]}, max_states));
+    parts.push_back(dfa_minimize(body));
+    std::vector<bool> negative = {false};
+    for (const auto& l : b < ast.lookaheads.size() ? ast.lookaheads[b] : std::vector<RegexAst::Lookahead>{}) {
+      DI_ASSIGN_OR_RETURN(CodePointDfa x, dfa_from_roots(ast, {l.node}, max_states));
+      parts.push_back(dfa_minimize(x));
+      negative.push_back(l.negative);
+    }
+    std::vector<const CodePointDfa*> ptrs;
+    for (const auto& p : parts) ptrs.push_back(&p);
+    DI_ASSIGN_OR_RETURN(CodePointDfa both, dfa_product(ptrs, [&](const std::vector<bool>& m) {
+      for (size_t i = 0; i < m.size(); ++i)
+        if (m[i] == negative[i]) return false;
+      return true;
+    }, max_states));
+    branches.push_back(std::move(both));
+  }
+  std::vector<const CodePointDfa*> ptrs;
+  for (const auto& p : branches) ptrs.push_back(&p);
+  return dfa_product(ptrs, [](const std::vector<bool>& m) {
+    return std::find(m.begin(), m.end(), true) != m.end();
+  }, max_states);
 }
 
 Result<CodePointDfa> dfa_from_pattern(std::string_view pattern, bool search, size_t max_states) {
@@ -262,7 +332,10 @@ Result<CodePointDfa> dfa_product(const std::vector<const CodePointDfa*>& parts,
     if (inserted) tuples.push_back(std::move(t));
     return it->second;
   };
-  intern(std::vector<int32_t>(parts.size(), 0));
+  std::vector<int32_t> first(parts.size(), 0);
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (parts[i]->num_states() == 0) first[i] = -1;  // the empty language has no states
+  intern(std::move(first));
   std::vector<bool> acc(parts.size());
   for (size_t q = 0; q < tuples.size(); ++q) {
     if (tuples.size() > max_states) return too_many_states(max_states);

@@ -17,9 +17,21 @@ class RegexParser {
   Result<RegexAst> parse_top() {
     while (true) {
       bool anchored_start = false, anchored_end = false;
+      std::vector<RegexAst::Lookahead> looks;
       if (peek('^')) {
         ++i_;
         anchored_start = true;
+        // Lookaheads right after a top-level `^` constrain the whole string from its start.
+        while (lookaround_at(i_) && p_[i_ + 2] != '<') {
+          bool negative = p_[i_ + 2] == '!';
+          i_ += 3;
+          DI_ASSIGN_OR_RETURN(int inner, parse_alt());
+          if (!peek(')')) return error("missing ')'");
+          ++i_;
+          if (i_ < p_.size() && std::string_view("*+?{").find(p_[i_]) != std::string_view::npos)
+            return refuse("quantified lookahead");
+          looks.push_back({add(RegexNode::of(Kind::kConcat, {inner, any_star()})), negative});
+        }
       }
       DI_ASSIGN_OR_RETURN(std::vector<int> body, parse_concat(/*top=*/true));
       if (peek('$')) {
@@ -31,6 +43,7 @@ class RegexParser {
       seq.insert(seq.end(), body.begin(), body.end());
       if (search_ && !anchored_end) seq.push_back(any_star());
       ast_.branches.push_back(add(RegexNode::of(Kind::kConcat, std::move(seq))));
+      ast_.lookaheads.push_back(std::move(looks));
       if (i_ >= p_.size()) break;
       if (p_[i_] != '|') return error("unexpected character");
       ++i_;
@@ -49,6 +62,12 @@ class RegexParser {
     return add(RegexNode::of(Kind::kRepeat, {c}, 0, -1));
   }
   bool peek(char c) const { return i_ < p_.size() && p_[i_] == c; }
+  // `(?=`, `(?!`, `(?<=` or `(?<!` at offset `at`.
+  bool lookaround_at(size_t at) const {
+    std::string_view r = p_.substr(std::min(at, p_.size()));
+    return r.starts_with("(?=") || r.starts_with("(?!") || r.starts_with("(?<=") ||
+           r.starts_with("(?<!");
+  }
   Status error(std::string_view what) const {
     return invalid_argument("regex '{}': {} at offset {}", p_, what, i_);
   }
@@ -70,11 +89,26 @@ class RegexParser {
   Result<std::vector<int>> parse_concat(bool top) {
     std::vector<int> seq;
     while (i_ < p_.size() && p_[i_] != '|' && p_[i_] != ')') {
-      if (p_[i_] == '$') {
-        if (top && (i_ + 1 == p_.size() || p_[i_ + 1] == '|')) break;
-        return refuse("'$' anchor inside the pattern");
+      if (p_[i_] == '$' && top && (i_ + 1 == p_.size() || p_[i_ + 1] == '|')) break;
+      if (p_[i_] == '^' || p_[i_] == '$') {
+        // Inside the pattern: a zero-width assertion. Not quantifiable (ECMAScript).
+        seq.push_back(add(RegexNode::of(p_[i_] == '^' ? Kind::kStart : Kind::kEnd)));
+        ast_.has_assertions = true;
+        ++i_;
+        if (i_ < p_.size() && std::string_view("*+?{").find(p_[i_]) != std::string_view::npos)
+          return error("quantified anchor");
+        continue;
       }
-      if (p_[i_] == '^') return refuse("'^' anchor inside the pattern");
+      if (top && search_ && p_.substr(i_).starts_with("(?=")) {
+        // A lookahead ending an unanchored top-level branch: R(?=Y)[^]* == RY[^]*.
+        i_ += 3;
+        DI_ASSIGN_OR_RETURN(int inner, parse_alt());
+        if (!peek(')')) return error("missing ')'");
+        ++i_;
+        if (i_ < p_.size() && p_[i_] != '|') return refuse("lookahead inside the pattern");
+        seq.push_back(inner);
+        continue;
+      }
       DI_ASSIGN_OR_RETURN(int atom, parse_atom());
       DI_ASSIGN_OR_RETURN(int rep, parse_quantifier(atom));
       seq.push_back(rep);
@@ -169,7 +203,7 @@ class RegexParser {
       return cls(s);
     }
     if (c == '*' || c == '+' || c == '?') return error("quantifier without an operand");
-    uint32_t cp;
+    uint32_t cp = 0;
     DI_RETURN_IF_ERROR(next_utf8(cp));
     CodePointSet s;
     s.add(cp);
@@ -274,7 +308,7 @@ class RegexParser {
         if (isdigit(static_cast<unsigned char>(e))) return refuse("backreference");
         if (isalpha(static_cast<unsigned char>(e))) return refuse(std::string("escape \\") + e);
         --i_;
-        uint32_t cp;
+        uint32_t cp = 0;
         DI_RETURN_IF_ERROR(next_utf8(cp));
         s.add(cp);
         return s;

@@ -14,7 +14,9 @@
 namespace deepinfer::engine::grammar {
 
 struct RegexNode {
-  enum class Kind : uint8_t { kClass, kConcat, kAlt, kRepeat };
+  // kStart / kEnd: `^` / `$` inside the pattern (zero-width: only at the first / past the
+  // last character); only the automaton construction (code_point_dfa.h) understands them.
+  enum class Kind : uint8_t { kClass, kConcat, kAlt, kRepeat, kStart, kEnd };
   Kind kind = Kind::kConcat;
   CodePointSet set;        // kClass: one character of the set
   std::vector<int> kids;   // kConcat (empty = the empty string), kAlt, kRepeat (one kid)
@@ -41,6 +43,22 @@ struct RegexAst {
   // Top-level alternatives, each a kConcat with search padding (`[^]*`) already added where
   // `search` semantics leave an end unanchored.
   std::vector<int> branches;
+  // `^(?=X)` / `^(?!X)` at the start of a top-level branch: the branch's strings must (not)
+  // begin with a match of X. `node` is X followed by `[^]*`, so it is a whole-string language
+  // intersected with (or subtracted from) the branch's.
+  struct Lookahead {
+    int node = -1;
+    bool negative = false;
+  };
+  std::vector<std::vector<Lookahead>> lookaheads;  // [branches]
+  bool has_assertions = false;                      // some kStart / kEnd node
+  // Whether only an automaton can express the pattern (not the grammar-rule lowering).
+  bool needs_automaton() const {
+    if (has_assertions) return true;
+    for (const auto& l : lookaheads)
+      if (!l.empty()) return true;
+    return false;
+  }
 };
 
 // Parses `pattern`; `search` = JSON Schema `pattern` semantics (unanchored unless ^ / $).

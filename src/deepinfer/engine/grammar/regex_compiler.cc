@@ -2,6 +2,7 @@
 #include "deepinfer/engine/grammar/regex_compiler.h"
 
 #include "deepinfer/engine/grammar/char_class.h"
+#include "deepinfer/engine/grammar/code_point_dfa.h"
 #include "deepinfer/engine/grammar/regex_ast.h"
 
 namespace deepinfer::engine::grammar {
@@ -51,6 +52,10 @@ class RegexLowering {
         if (n.lo == 0 && n.hi < 0) return Sequence{b_.star(body, "regex_star")};
         return Sequence{b_.repeat(body, n.lo, n.hi, "regex_rep")};
       }
+      case Kind::kStart:
+      case Kind::kEnd:
+        break;  // compile_regex sends patterns with assertions to the automaton
+
     }
     return Sequence{};
   }
@@ -64,6 +69,11 @@ class RegexLowering {
 
 Result<Element> compile_regex(GrammarBuilder& b, std::string_view pattern, const RegexOptions& o) {
   DI_ASSIGN_OR_RETURN(RegexAst ast, parse_regex(pattern, o.search));
+  if (ast.needs_automaton()) {
+    // Inner anchors and lookaheads have no rule form; their automaton does.
+    DI_ASSIGN_OR_RETURN(CodePointDfa d, dfa_from_regex(ast));
+    return dfa_to_rule(b, dfa_minimize(d), o.json_string, "regex_dfa");
+  }
   RegexLowering lowering(b, ast, o.json_string);
   return lowering.top();
 }

@@ -1,5 +1,6 @@
-// ECMAScript-style regular expressions (no lookaround or backreferences) lowered to the
-// grammar IR, either over raw text or over the escaped characters of a JSON string body.
+// ECMAScript-style regular expressions (no backreferences; lookahead only where regex_ast.h
+// says) lowered to the grammar IR, either over raw text or over the escaped characters of a
+// JSON string body.
 #pragma once
 
 #include <string_view>
