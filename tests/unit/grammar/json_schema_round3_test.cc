@@ -431,9 +431,9 @@ TEST(GrammarJsonSchema, NotTypeByType) {
   EXPECT_TRUE(accepts(any, R"("a")"));
   EXPECT_TRUE(accepts(any, "null"));
   EXPECT_FALSE(accepts(any, R"("ab")"));
-  auto r =
-      compile_grammar({GrammarSpec::kJsonSchema, R"({"type":"array","not":{"minItems":2}})", {}},
-                      synthetic_vocabulary());
+  auto r = compile_grammar(
+      {GrammarSpec::kJsonSchema, R"({"type":"array","not":{"uniqueItems":true}})", {}},
+      synthetic_vocabulary());
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
 }

@@ -106,6 +106,12 @@ Result<Element> SchemaCompiler::gen_array(const Json& s, const std::string& ptr)
   if (min > kMaxLengthExpand)
     return unsupported("json schema: minItems {} at '{}' is too large", min, ptr);
   if (max > kMaxLengthExpand) max = std::max(min, kMaxLengthExpand);
+  if (s.contains("contains")) {
+    if (!prefix.empty() || (s.contains("uniqueItems") && s["uniqueItems"] == true))
+      return unsupported("json schema: keyword 'contains' at '{}/contains' is supported only "
+                         "without prefixItems and uniqueItems", ptr);
+    return contains_array(s, *items, min, max, ptr);
+  }
   if (s.contains("uniqueItems") && s["uniqueItems"] == true && (max < 0 || max > 1)) {
     // Exact when the items come from a small finite set; otherwise arrays of at most one item
     // (trivially unique: a sound subset), refused when minItems asks for more.
@@ -151,4 +157,32 @@ Result<Element> SchemaCompiler::gen_array(const Json& s, const std::string& ptr)
   if (min == 0) alts.push_back(cat({lit("["), ws_, lit("]")}));
   return rule("array", std::move(alts));
 }
+
+// "[" T,...,T, U, T,...,T "]" with U = items and contains: the array holds at least one item
+// matching `contains`, and the grammar may place that item anywhere (ambiguity is harmless to
+// the matcher). With item bounds, one alternative per number k of items before U (k < K),
+// the last one open-ended when maxItems is absent.
+Result<Element> SchemaCompiler::contains_array(const Json& s, const Json& items, int64_t min,
+                                               int64_t max, const std::string& ptr) {
+  constexpr int64_t kMaxContainsSplit = 32;
+  if (max == 0) return never();
+  const int64_t last = max < 0 ? std::max<int64_t>(min - 1, 0) : max - 1;
+  if (last > kMaxContainsSplit)
+    return unsupported("json schema: keyword 'contains' at '{}/contains' with item bounds above "
+                       "{}", ptr, kMaxContainsSplit);
+  DI_ASSIGN_OR_RETURN(Element t, gen(items, ptr + "/items"));
+  DI_ASSIGN_OR_RETURN(Element u,
+                      gen(Json{{"allOf", Json::array({items, s["contains"]})}}, ptr + "/contains"));
+  Sequence sep = cat({ws_, lit(","), ws_});
+  std::vector<Sequence> alts;
+  for (int64_t k = 0; k <= last; ++k) {
+    bool open = max < 0 && k == last;  // k or more items before U
+    int64_t lo = std::max<int64_t>(0, min - 1 - k), hi = max < 0 ? -1 : max - 1 - k;
+    Sequence before = {b_.repeat(cat({{t}, sep}), k, open ? -1 : k, "items_before")};
+    Sequence after = {b_.repeat(cat({sep, {t}}), open ? 0 : lo, hi, "items_after")};
+    alts.push_back(cat({lit("["), ws_, before, {u}, after, ws_, lit("]")}));
+  }
+  return rule("contains_array", std::move(alts));
+}
+
 }  // namespace deepinfer::engine::grammar::detail

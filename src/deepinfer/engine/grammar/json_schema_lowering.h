@@ -53,7 +53,7 @@ bool spec_defined_format(const std::string& f);
 
 // Validation keywords we do not implement: refused rather than silently dropped.
 inline const std::set<std::string> kRefused = {
-    "not", "contains", "minContains", "maxContains", "unevaluatedProperties",
+    "not", "minContains", "maxContains", "unevaluatedProperties",
     "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
 
 class SchemaCompiler {
@@ -337,6 +337,9 @@ class SchemaCompiler {
   Result<Element> gen_not(const Json& s, const std::string& ptr);
   Element integer_multiple_of(int k);
   Result<Element> gen_array(const Json& s, const std::string& ptr);
+  // `contains` (json_schema_arrays.cc): items with one of them also matching `contains`.
+  Result<Element> contains_array(const Json& s, const Json& items, int64_t min, int64_t max,
+                                 const std::string& ptr);
   // uniqueItems over a small finite item domain: one rule per set of values already written.
   Result<std::optional<Element>> unique_array(const Json& items, int64_t min, int64_t max);
   Result<Element> gen_object(const Json& s, const std::string& ptr);

@@ -49,6 +49,60 @@ bool vacuous_for(const Json& n, const std::string& t) {
   return t == "number" || t == "integer" || t == "array";
 }
 
+// The ways an array can fail n, one schema each (their union is exactly "not n" over
+// arrays): an item failing `items`, too few or too many items. nullopt when n has array
+// keywords beyond those, or keywords that apply to every type.
+std::optional<std::vector<Json>> array_reasons(const Json& n) {
+  static const std::set<std::string> kHandled = {"items", "minItems", "maxItems", "type"};
+  static const std::set<std::string> kOther = {
+      "prefixItems", "additionalItems", "uniqueItems", "contains", "minContains", "maxContains",
+      "unevaluatedItems", "enum", "const", "not", "allOf", "anyOf", "oneOf", "$ref", "if",
+      "then", "else", "$dynamicRef", "$recursiveRef"};
+  if (!n.is_object()) return std::nullopt;
+  std::vector<Json> out;
+  for (const auto& [k, v] : n.items()) {
+    if (kOther.count(k)) return std::nullopt;
+    if (!kHandled.count(k)) continue;  // other types' keywords say nothing about arrays
+    if (k == "items") {
+      if (!v.is_object() && !v.is_boolean()) return std::nullopt;  // tuple form
+      out.push_back(Json{{"contains", Json{{"not", v}}}});
+    } else if (k == "minItems" || k == "maxItems") {
+      if (!v.is_number()) return std::nullopt;
+      double x = v.get<double>();
+      if (k == "minItems" && x > 0) out.push_back(Json{{"maxItems", std::ceil(x) - 1}});
+      if (k == "maxItems") out.push_back(Json{{"minItems", std::floor(x) + 1}});
+    }
+  }
+  return out;
+}
+
+// The ways a number can fail n's bounds, one schema each: below a minimum, above a maximum
+// (draft-4 boolean exclusives included). Failing an integer type is left out (non-integers
+// have no grammar here), which only narrows "not n": sound. nullopt when n has multipleOf or
+// keywords that apply to every type.
+std::optional<std::vector<Json>> number_reasons(const Json& n) {
+  static const std::set<std::string> kOther = {
+      "multipleOf", "enum", "const", "not", "allOf", "anyOf", "oneOf", "$ref", "if", "then",
+      "else", "$dynamicRef", "$recursiveRef"};
+  if (!n.is_object()) return std::nullopt;
+  auto flag = [&](const char* k) { return n.contains(k) && n[k].is_boolean() && n[k].get<bool>(); };
+  std::vector<Json> out;
+  for (const auto& [k, v] : n.items()) {
+    if (kOther.count(k)) return std::nullopt;
+    if (k == "minimum" || k == "maximum" || k == "exclusiveMinimum" || k == "exclusiveMaximum") {
+      if (v.is_boolean()) continue;  // draft 4: read with its bound below
+      if (!v.is_number()) return std::nullopt;
+      bool lower = k == "minimum" || k == "exclusiveMinimum";
+      bool exclusive = k[0] == 'e' || flag(lower ? "exclusiveMinimum" : "exclusiveMaximum");
+      // Failing `x >= a` is `x < a`; failing `x > a` is `x <= a` (and mirrored for maxima).
+      const char* key = lower ? (exclusive ? "maximum" : "exclusiveMaximum")
+                              : (exclusive ? "minimum" : "exclusiveMinimum");
+      out.push_back(Json{{key, v}});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
@@ -62,6 +116,13 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
   if (rest.contains("$ref") || rest.contains("allOf") || rest.contains("anyOf") ||
       rest.contains("oneOf"))
     return refuse();
+  if (n.is_object() && n.contains("not")) {
+    // not (not X) == X, when n says nothing else.
+    Json inner = n;
+    inner.erase("not");
+    if (!has_validation_siblings(inner))
+      return gen(Json{{"allOf", Json::array({rest, n["not"]})}}, ptr + "/not/not");
+  }
   std::vector<std::string> types = declared_types(rest);
   bool has_number = std::find(types.begin(), types.end(), "number") != types.end();
   InstanceValidator validator(root_, o_.enforce_formats);
@@ -98,6 +159,17 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
       if (!cases) return refuse();
       for (const Json& c : *cases) {
         DI_ASSIGN_OR_RETURN(Element e, gen(c, ptr));
+        alts.push_back({e});
+      }
+    } else if (t == "array" || ((t == "number" || t == "integer") &&
+                                !(n.is_object() && (n.contains("enum") || n.contains("const"))))) {
+      std::optional<std::vector<Json>> reasons = t == "array" ? array_reasons(n) : number_reasons(n);
+      if (!reasons) return refuse();
+      // Numbers failing only by not being integers have no grammar: refused rather than
+      // silently left with nothing.
+      if (reasons->empty()) return refuse();
+      for (const Json& r : *reasons) {
+        DI_ASSIGN_OR_RETURN(Element e, gen(Json{{"allOf", Json::array({rt, r})}}, ptr));
         alts.push_back({e});
       }
     } else if (t == "integer" && n.is_object() && (n.contains("enum") || n.contains("const")) &&
