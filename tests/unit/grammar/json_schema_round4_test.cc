@@ -97,5 +97,80 @@ TEST(GrammarJsonSchemaRound4, NotOverNumbers) {
   expect_refused(R"({"type":"integer","not":{"multipleOf":3}})", "not");
 }
 
+TEST(GrammarJsonSchemaRound4, AllOfConjoinsWhatItUsedToRefuse) {
+  // Two patterns: both must match somewhere (one pattern with a lookahead).
+  auto p = compile(R"({"type":"string","allOf":[{"pattern":"^a"},{"pattern":"[0-9]$"}]})");
+  EXPECT_TRUE(accepts(p, R"("ab1")"));
+  EXPECT_FALSE(accepts(p, R"("ab")"));
+  EXPECT_FALSE(accepts(p, R"("b1")"));
+  auto three = compile(R"({"type":"string","allOf":[{"pattern":"^a"},{"pattern":"[0-9]$"},
+      {"pattern":"x"}]})");
+  EXPECT_TRUE(accepts(three, R"("ax1")"));
+  EXPECT_FALSE(accepts(three, R"("ab1")"));
+  // Two integer multipleOfs: multiples of their lcm.
+  auto lcm = compile(R"({"type":"integer","allOf":[{"multipleOf":4},{"multipleOf":6}]})");
+  EXPECT_TRUE(accepts(lcm, "24"));
+  EXPECT_TRUE(accepts(lcm, "12"));
+  EXPECT_FALSE(accepts(lcm, "8"));
+  EXPECT_FALSE(accepts(lcm, "18"));
+  // Two anyOfs: some branch of each.
+  auto any = compile(R"({"allOf":[{"anyOf":[{"type":"integer"},{"type":"string"}]},
+      {"anyOf":[{"minimum":5},{"type":"null"}]}]})");
+  EXPECT_TRUE(accepts(any, "7"));
+  EXPECT_TRUE(accepts(any, R"("s")"));  // minimum says nothing about strings
+  EXPECT_FALSE(accepts(any, "3"));
+  EXPECT_FALSE(accepts(any, "null"));
+  // Two oneOfs: exactly one branch of each.
+  auto one = compile(R"({"allOf":[{"oneOf":[{"type":"integer"},{"type":"string"}]},
+      {"oneOf":[{"type":"integer","maximum":3},{"type":"string","maxLength":1}]}]})");
+  EXPECT_TRUE(accepts(one, "2"));
+  EXPECT_TRUE(accepts(one, R"("s")"));
+  EXPECT_FALSE(accepts(one, "4"));
+  EXPECT_FALSE(accepts(one, R"("st")"));
+  // Two if/then/else.
+  auto ifs = compile(R"({"type":"integer","allOf":[
+      {"if":{"minimum":10},"then":{"maximum":15}},
+      {"if":{"maximum":20},"then":{"minimum":0},"else":{"const":25}}]})");
+  EXPECT_TRUE(accepts(ifs, "12"));
+  EXPECT_TRUE(accepts(ifs, "3"));
+  EXPECT_FALSE(accepts(ifs, "16"));  // >= 10 and > 15
+  EXPECT_FALSE(accepts(ifs, "-1"));  // <= 20 and negative
+  EXPECT_FALSE(accepts(ifs, "24"));  // > 20 and not 25
+  // Two nots: neither may match.
+  // (Each negated schema names its type: {"maximum": 0} alone matches every string.)
+  auto nots = compile(R"({"type":["integer","string"],"allOf":[
+      {"not":{"type":"integer","maximum":0}},{"not":{"type":"integer","minimum":10}},
+      {"not":{"type":"string","pattern":"x"}},{"not":{"enum":["a"]}}]})");
+  EXPECT_TRUE(accepts(nots, "5"));
+  EXPECT_TRUE(accepts(nots, R"("b")"));
+  EXPECT_FALSE(accepts(nots, "0"));
+  EXPECT_FALSE(accepts(nots, "10"));
+  EXPECT_FALSE(accepts(nots, R"("ax")"));
+  EXPECT_FALSE(accepts(nots, R"("a")"));
+  // Pattern properties of both sides apply (the same pattern: both schemas).
+  auto pp = compile(R"({"type":"object","allOf":[
+      {"patternProperties":{"^a":{"type":"integer"},"^b":{"type":"integer"}}},
+      {"patternProperties":{"^a":{"minimum":0},"c$":{"type":"string"}}}]})");
+  EXPECT_TRUE(accepts(pp, R"({"a1":1,"bx":2,"xc":"s"})"));
+  EXPECT_FALSE(accepts(pp, R"({"a1":-1})"));
+  EXPECT_FALSE(accepts(pp, R"({"bc":"s"})"));  // ^b says integer, c$ says string
+  EXPECT_FALSE(accepts(pp, R"({"xc":1})"));
+}
+
+TEST(GrammarJsonSchemaRound4, AllOfKeepsAdditionalPropertiesToItsOwnBranch) {
+  // One branch forbids every name; the other's patternProperties cannot exempt "xa" from it.
+  expect_refused(R"({"allOf":[{"type":"object","additionalProperties":false},
+      {"patternProperties":{"^x":{}}}]})", "additionalProperties");
+  // A declared name of one branch that the other branch's pattern matches is governed by the
+  // pattern there, not by that branch's additionalProperties.
+  auto g = compile(R"({"type":"object","allOf":[
+      {"patternProperties":{"^x":{"type":"integer"}},"additionalProperties":false},
+      {"properties":{"xa":{"minimum":1},"b":{}}}]})");
+  EXPECT_TRUE(accepts(g, R"({"xa":2})"));
+  EXPECT_FALSE(accepts(g, R"({"xa":0})"));
+  EXPECT_FALSE(accepts(g, R"({"xa":"s"})"));
+  EXPECT_FALSE(accepts(g, R"({"b":1})"));  // not matched by ^x: additionalProperties false
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

@@ -53,7 +53,7 @@ bool spec_defined_format(const std::string& f);
 
 // Validation keywords we do not implement: refused rather than silently dropped.
 inline const std::set<std::string> kRefused = {
-    "not", "minContains", "maxContains", "unevaluatedProperties",
+    "minContains", "maxContains", "unevaluatedProperties",
     "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
 
 class SchemaCompiler {
@@ -164,7 +164,10 @@ class SchemaCompiler {
       // A finite set of values: every other keyword is decided per value by validation.
       if (auto e = enum_by_validation(s)) return *e;
     }
-    if (s.contains("not")) {
+    // With $ref, allOf, anyOf or oneOf next to it, `not` is merged into those first (a
+    // conjunction distributes into anyOf and oneOf branches exactly).
+    if (s.contains("not") && !s.contains("$ref") && !s.contains("allOf") && !s.contains("anyOf") &&
+        !s.contains("oneOf")) {
       std::optional<Json> without = drop_simple_not(s);
       if (!without) return gen_not(s, ptr);
       return gen(*without, ptr);

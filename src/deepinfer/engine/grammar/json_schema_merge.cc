@@ -1,8 +1,15 @@
 // Schema flattening and oneOf disjointness (see json_schema_merge.h).
 #include "deepinfer/engine/grammar/json_schema_merge.h"
 
+#include <cmath>
+#include <numeric>
+#include <optional>
+
 #include <algorithm>
 #include <set>
+
+#include "deepinfer/engine/grammar/code_point_dfa.h"
+#include "deepinfer/engine/grammar/regex_ast.h"
 
 namespace deepinfer::engine::grammar {
 namespace {
@@ -123,6 +130,51 @@ bool disjoint_pair(const Json& a, const Json& b) {
   // ... or by a property one requires and the other's closed layout cannot hold.
   return requires_forbidden(a, b) || requires_forbidden(b, a);
 }
+// pattern A and pattern B (search semantics) as one pattern: a lookahead finds A from the
+// start, the body finds B. nullopt when either does not parse on its own (so wrapping cannot
+// change its meaning, e.g. a trailing backslash escaping our ')').
+// The result is `^` + one lookahead per pattern + `[\s\S]*`; a conjunction made here is
+// extended with one more lookahead rather than nested (nested lookaheads are refused).
+std::optional<std::string> pattern_conjunction(const Json& a, const Json& b,
+                                               std::set<std::string>& made) {
+  if (!a.is_string() || !b.is_string()) return std::nullopt;
+  const std::string x = a.get<std::string>(), y = b.get<std::string>();
+  const std::string any = "[\\s\\S]*";
+  auto look = [&](const std::string& p) { return "(?=" + any + "?(?:" + p + "))"; };
+  if (!parse_regex(y, true).is_ok()) return std::nullopt;
+  std::string out;
+  if (made.count(x)) {
+    out = x.substr(0, x.size() - any.size()) + look(y) + any;
+  } else {
+    if (!parse_regex(x, true).is_ok()) return std::nullopt;
+    out = "^" + look(x) + look(y) + any;
+  }
+  made.insert(out);
+  return out;
+}
+
+// Two lists of union branches as one list of pairwise conjunctions: exact for anyOf (some x
+// and some y), and for oneOf (exactly one pair matches iff exactly one x and one y do).
+std::optional<Json> cross_branches(const Json& x, const Json& y) {
+  constexpr size_t kMaxCrossBranches = 64;
+  if (!x.is_array() || !y.is_array() || x.size() * y.size() > kMaxCrossBranches)
+    return std::nullopt;
+  Json out = Json::array();
+  for (const auto& a : x)
+    for (const auto& b : y) out.push_back(Json{{"allOf", Json::array({a, b})}});
+  return out;
+}
+
+// if/then/else as the union (if and then) or (not if and else).
+Json if_as_union(const Json& s) {
+  Json yes = Json::array({s["if"]}), no = Json::array({Json{{"not", s["if"]}}});
+  if (s.contains("then")) yes.push_back(s["then"]);
+  if (s.contains("else")) no.push_back(s["else"]);
+  return Json::array({Json{{"allOf", yes}}, Json{{"allOf", no}}});
+}
+
+bool is_trivial(const Json& v) { return v == Json(true) || v == Json::object(); }
+
 bool subset_keys(const Json& props_b, const Json& a) {
   if (!props_b.is_object()) return true;
   for (const auto& [k, v] : props_b.items())
@@ -179,13 +231,55 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
     Json& x = *sides[side];
     const Json& y = *sides[1 - side];
     if (!y.contains("properties") || subset_keys(y["properties"], x)) continue;
-    if (x.contains("patternProperties"))
-      return unsupported("json schema: allOf at '{}' combines patternProperties with other "
-                         "properties", ptr);
     if (!x.contains("additionalProperties")) continue;
+    // A name x's patterns match is not governed by x's additionalProperties; the patterns
+    // still apply to it once declared, so it is declared with `true`.
+    std::vector<CodePointDfa> patterns;
+    if (x.contains("patternProperties")) {
+      if (!x["patternProperties"].is_object())
+        return invalid_argument("json schema: patternProperties at '{}' is not an object", ptr);
+      for (const auto& [pk, pv] : x["patternProperties"].items()) {
+        auto d = dfa_from_pattern(pk, /*search=*/true);
+        if (!d.is_ok())
+          return unsupported("json schema: allOf at '{}' combines patternProperties with other "
+                             "properties ({})", ptr, d.status().message());
+        patterns.push_back(std::move(*d));
+      }
+    }
     if (!x.contains("properties") || !x["properties"].is_object()) x["properties"] = Json::object();
-    for (const auto& [k, v] : y["properties"].items())
-      if (!x["properties"].contains(k)) x["properties"][k] = x["additionalProperties"];
+    for (const auto& [k, v] : y["properties"].items()) {
+      if (x["properties"].contains(k)) continue;
+      bool matched = false;
+      for (const auto& d : patterns) matched = matched || dfa_matches(d, k);
+      x["properties"][k] = matched ? Json(true) : x["additionalProperties"];
+    }
+  }
+  // patternProperties on one side exempt the names they match from the other side's
+  // additionalProperties only there: merged, they would exempt them on both sides.
+  for (int side = 0; side < 2; ++side) {
+    const Json& x = *sides[side];
+    const Json& y = *sides[1 - side];
+    if (!y.contains("patternProperties") || !x.contains("additionalProperties") ||
+        is_trivial(x["additionalProperties"]))
+      continue;
+    if (!y["patternProperties"].is_object()) continue;
+    for (const auto& [pk, pv] : y["patternProperties"].items())
+      if (!x.contains("patternProperties") || !x["patternProperties"].is_object() ||
+          !x["patternProperties"].contains(pk))
+        return unsupported("json schema: allOf at '{}' combines patternProperties with another "
+                           "branch's additionalProperties", ptr);
+  }
+  // Two if/then/else become one union of cases, merged as anyOf below.
+  if (a.contains("if") && bb.contains("if")) {
+    Json u = if_as_union(bb);
+    for (const char* k : {"if", "then", "else"}) bb.erase(k);
+    if (bb.contains("anyOf")) {
+      auto c = cross_branches(bb["anyOf"], u);
+      if (!c) return unsupported("json schema: allOf at '{}' has conflicting 'if' values", ptr);
+      bb["anyOf"] = *c;
+    } else {
+      bb["anyOf"] = u;
+    }
   }
   const Json& b_ref = bb;
   // `items` means "after prefixItems" only next to its own prefixItems.
@@ -234,6 +328,25 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
       cur = both;
     } else if (k == "const") {
       return Json(false);
+    } else if (k == "pattern" && cur.is_string() && v.is_string()) {
+      auto both = pattern_conjunction(cur, v, conjunctions_);
+      if (!both) return unsupported("json schema: allOf at '{}' has conflicting 'pattern' values", ptr);
+      cur = *both;
+    } else if (k == "multipleOf" && cur.is_number() && v.is_number() &&
+               cur.get<double>() == std::floor(cur.get<double>()) &&
+               v.get<double>() == std::floor(v.get<double>()) && cur.get<double>() >= 1 &&
+               v.get<double>() >= 1 && cur.get<double>() < 1e9 && v.get<double>() < 1e9) {
+      // Multiples of both integers a and b (integers themselves) are the multiples of lcm.
+      cur = std::lcm(cur.get<int64_t>(), v.get<int64_t>());
+    } else if ((k == "anyOf" || k == "oneOf") && cross_branches(cur, v)) {
+      cur = *cross_branches(cur, v);
+    } else if (k == "not") {
+      // not X and not Y == not (X or Y); gen_not takes the union apart again.
+      cur = Json{{"anyOf", Json::array({cur, v})}};
+    } else if (k == "patternProperties" && cur.is_object() && v.is_object()) {
+      for (const auto& [pk, pv] : v.items())
+        if (!cur.contains(pk) || cur[pk] == pv) cur[pk] = pv;
+        else cur[pk] = Json{{"allOf", Json::array({cur[pk], pv})}};
     } else {
       return unsupported("json schema: allOf at '{}' has conflicting '{}' values", ptr, k);
     }

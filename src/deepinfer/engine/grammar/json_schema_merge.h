@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ class SchemaMerger {
   Result<Json> merge(Json a, const Json& b, const std::string& ptr);
   Resolver resolve_;
   int depth_ = 0;
+  std::set<std::string> conjunctions_;  // patterns this merger made from several
+
 };
 
 }  // namespace deepinfer::engine::grammar

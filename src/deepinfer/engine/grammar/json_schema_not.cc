@@ -123,6 +123,27 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
     if (!has_validation_siblings(inner))
       return gen(Json{{"allOf", Json::array({rest, n["not"]})}}, ptr + "/not/not");
   }
+  // not (X or Y ...) (what the allOf merge makes of two nots) == not X and not Y: every
+  // negated schema is complemented within each type at once.
+  std::vector<Json> ns;
+  std::function<Status(const Json&, const std::string&)> split = [&](const Json& x,
+                                                                    const std::string& p) {
+    if (x.is_object() && x.contains("anyOf") && x["anyOf"].is_array() && !x["anyOf"].empty()) {
+      Json other = x;
+      other.erase("anyOf");
+      if (!has_validation_siblings(other)) {
+        for (size_t i = 0; i < x["anyOf"].size(); ++i) {
+          std::string bp = fmt::format("{}/anyOf/{}", p, i);
+          DI_ASSIGN_OR_RETURN(Json b, merger.flatten(x["anyOf"][i], bp));
+          DI_RETURN_IF_ERROR(split(b, bp));
+        }
+        return Status::ok();
+      }
+    }
+    ns.push_back(x);
+    return Status::ok();
+  };
+  DI_RETURN_IF_ERROR(split(n, ptr + "/not"));
   std::vector<std::string> types = declared_types(rest);
   bool has_number = std::find(types.begin(), types.end(), "number") != types.end();
   InstanceValidator validator(root_, o_.enforce_formats);
@@ -131,52 +152,97 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
     if (t == "integer" && has_number) continue;  // number covers it
     Json rt = rest;
     rt["type"] = t;
-    if (!may_match(n, t)) {
+    std::vector<Json> live;  // the negated schemas some instance of type t may match
+    bool all_match = false;
+    for (const Json& x : ns)
+      if (may_match(x, t)) {
+        live.push_back(x);
+        all_match = all_match || vacuous_for(x, t);
+      }
+    if (live.empty()) {
       DI_ASSIGN_OR_RETURN(Element e, gen(rt, ptr));
       alts.push_back({e});
       continue;
     }
-    if (vacuous_for(n, t)) continue;  // every instance of this type matches n
+    if (all_match) continue;  // every instance of this type matches one of them
+    auto is_enum = [](const Json& x) {
+      return x.is_object() && (x.contains("enum") || x.contains("const"));
+    };
+    bool any_enum = std::any_of(live.begin(), live.end(), is_enum);
     if (t == "null" || t == "boolean") {
       std::vector<Json> literals =
           t == "null" ? std::vector<Json>{nullptr} : std::vector<Json>{true, false};
       for (const auto& v : literals) {
-        Verdict own = validator.validate(rt, v), neg = validator.validate(n, v);
-        if (own == Verdict::kUnknown || neg == Verdict::kUnknown) return refuse();
-        if (own == Verdict::kValid && neg == Verdict::kInvalid) alts.push_back({literal_value(v)});
+        Verdict own = validator.validate(rt, v);
+        bool keep = own == Verdict::kValid;
+        if (own == Verdict::kUnknown) return refuse();
+        for (const Json& x : live) {
+          Verdict neg = validator.validate(x, v);
+          if (neg == Verdict::kUnknown) return refuse();
+          keep = keep && neg == Verdict::kInvalid;
+        }
+        if (keep) alts.push_back({literal_value(v)});
       }
     } else if (t == "string") {
-      DI_ASSIGN_OR_RETURN(auto own, string_language(rt));
-      DI_ASSIGN_OR_RETURN(auto neg, string_language(n));
-      if (!own || !neg) return refuse();
-      DI_ASSIGN_OR_RETURN(
-          CodePointDfa only,
-          dfa_product({&*own, &*neg}, [](const std::vector<bool>& a) { return a[0] && !a[1]; }));
+      std::vector<CodePointDfa> langs;
+      for (const Json* x : {&rt}) {
+        DI_ASSIGN_OR_RETURN(auto own, string_language(*x));
+        if (!own) return refuse();
+        langs.push_back(std::move(*own));
+      }
+      for (const Json& x : live) {
+        DI_ASSIGN_OR_RETURN(auto neg, string_language(x));
+        if (!neg) return refuse();
+        langs.push_back(std::move(*neg));
+      }
+      std::vector<const CodePointDfa*> parts;
+      for (const auto& l : langs) parts.push_back(&l);
+      DI_ASSIGN_OR_RETURN(CodePointDfa only, dfa_product(parts, [](const std::vector<bool>& a) {
+        return a[0] && std::find(a.begin() + 1, a.end(), true) == a.end();
+      }));
       alts.push_back({rule(
           "not_string", {cat({lit("\""), {dfa_to_rule(b_, only, true, "str_dfa")}, lit("\"")})})});
     } else if (t == "object") {
-      DI_ASSIGN_OR_RETURN(auto cases, one_of_cases({rt, n}, 0, {1}));
+      std::vector<Json> all = {rt};
+      std::vector<size_t> others;
+      for (const Json& x : live) {
+        others.push_back(all.size());
+        all.push_back(x);
+      }
+      DI_ASSIGN_OR_RETURN(auto cases, one_of_cases(all, 0, others));
       if (!cases) return refuse();
       for (const Json& c : *cases) {
         DI_ASSIGN_OR_RETURN(Element e, gen(c, ptr));
         alts.push_back({e});
       }
-    } else if (t == "array" || ((t == "number" || t == "integer") &&
-                                !(n.is_object() && (n.contains("enum") || n.contains("const"))))) {
-      std::optional<std::vector<Json>> reasons = t == "array" ? array_reasons(n) : number_reasons(n);
-      if (!reasons) return refuse();
-      // Numbers failing only by not being integers have no grammar: refused rather than
-      // silently left with nothing.
-      if (reasons->empty()) return refuse();
-      for (const Json& r : *reasons) {
-        DI_ASSIGN_OR_RETURN(Element e, gen(Json{{"allOf", Json::array({rt, r})}}, ptr));
+    } else if (t == "array" || ((t == "number" || t == "integer") && !any_enum)) {
+      // One reason per negated schema: the cases are their combinations.
+      constexpr size_t kMaxNotCases = 64;
+      std::vector<Json> combos = {Json::array({rt})};
+      for (const Json& x : live) {
+        std::optional<std::vector<Json>> reasons = t == "array" ? array_reasons(x) : number_reasons(x);
+        if (!reasons) return refuse();
+        // Numbers failing only by not being integers have no grammar: refused rather than
+        // silently left with nothing.
+        if (reasons->empty() || combos.size() * reasons->size() > kMaxNotCases) return refuse();
+        std::vector<Json> next;
+        for (const Json& c : combos)
+          for (const Json& r : *reasons) {
+            Json more = c;
+            more.push_back(r);
+            next.push_back(std::move(more));
+          }
+        combos = std::move(next);
+      }
+      for (const Json& c : combos) {
+        DI_ASSIGN_OR_RETURN(Element e, gen(Json{{"allOf", c}}, ptr));
         alts.push_back({e});
       }
-    } else if (t == "integer" && n.is_object() && (n.contains("enum") || n.contains("const")) &&
-               !rt.contains("multipleOf")) {
+    } else if (t == "integer" && live.size() == 1 && is_enum(live[0]) && !rt.contains("multipleOf")) {
       // Integers minus the listed values; any other keyword of n only narrows what it
       // matches, so excluding all listed integers is sound (and exact when n is the list).
-      Json values = n.contains("const") ? Json::array({n["const"]}) : n["enum"];
+      const Json& x = live[0];
+      Json values = x.contains("const") ? Json::array({x["const"]}) : x["enum"];
       std::set<int64_t> excluded;
       for (const auto& v : values)
         if (v.is_number() && std::floor(v.get<double>()) == v.get<double>() &&
