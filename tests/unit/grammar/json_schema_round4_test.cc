@@ -172,5 +172,25 @@ TEST(GrammarJsonSchemaRound4, AllOfKeepsAdditionalPropertiesToItsOwnBranch) {
   EXPECT_FALSE(accepts(g, R"({"b":1})"));  // not matched by ^x: additionalProperties false
 }
 
+TEST(GrammarJsonSchemaRound4, FormatRegexIsASubsetOfValidPatterns) {
+  auto g = compile(R"({"type":"string","format":"regex"})");
+  // Instances are JSON text, so a regex backslash is written \\ here.
+  for (const char* ok : {R"J("^[a-zA-Z0-9_]{3,16}$")J", R"J("^[a-zA-Z0-9]+$")J", R"J("")J",
+                         R"J("a|b|")J", R"J("^(\\+|-)?([0-9]+(\\.[0-9]*)?)$")J",
+                         R"J("[^]x*?")J", R"J("(?:ab){2,}\\d{0,9}")J", R"J("\\/[\\-.]")J"})
+    EXPECT_TRUE(accepts(g, ok)) << ok;
+  // Invalid patterns: a lone quantifier, a trailing backslash, unbalanced or out-of-order
+  // constructs, quantified anchors, backreferences (not in the subset).
+  for (const char* bad : {R"J("*")J", R"J("\\")J", R"J("(a")J", R"J("a)")J", R"J("a{2,1}")J",
+                          R"J("[z-a]")J", R"J("a**")J", R"J("^*")J", R"J("a{")J", R"J("]")J",
+                          R"J("(a)\\1")J", R"J("[a")J"})
+    EXPECT_FALSE(accepts(g, bad)) << bad;
+  // enforce_formats=false: any string.
+  JsonSchemaOptions off;
+  off.enforce_formats = false;
+  auto any = compile(R"({"type":"string","format":"regex"})", off);
+  EXPECT_TRUE(accepts(any, R"("*")"));
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

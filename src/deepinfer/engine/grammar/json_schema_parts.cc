@@ -161,6 +161,34 @@ Element any_number(GrammarBuilder& b) {
   return GrammarBuilder::call(b.rule_with_alts("number", {{any_integer(b), frac, exp}}));
 }
 
+// Format `regex`: a subset of ECMAScript pattern syntax, valid with and without the `u`
+// flag, so every string it matches is a valid regex. Literals are any character but the
+// syntax characters; escapes are \d \w \s (and negations), \n \r \t \f \v and the
+// syntax characters and '/'; classes hold such characters, escapes (plus \-) and the ranges
+// a-z, A-Z, 0-9 (so no range is out of order); quantifiers are * + ? {n} {n,} and {n,m} with
+// n <= m decided by digit counts (lazy forms too); ^ and $ are not quantified; groups
+// ( ) and (?: ) nest two deep.
+namespace {
+std::string regex_syntax_subset() {
+  const std::string lit = R"([^\\^$.|?*+()\[\]{}])";
+  const std::string esc = R"(\\[dDwWsSnrtfv\\^$.|?*+()\[\]{}/])";
+  const std::string class_item =
+      std::string("(") + R"([^\\\]\[\-])" + "|" + R"(\\[dDwWsSnrtfv\\^$.|?*+()\[\]{}/\-])" +
+      "|a-z|A-Z|0-9)";
+  const std::string cls = R"(\[\^?)" + class_item + "*" + R"(\])";
+  std::string range = "[0-9],[1-9][0-9]+|[1-9][0-9],[1-9][0-9][0-9]+";
+  for (int d = 0; d <= 9; ++d) range += fmt::format("|{},[{}-9]", d, d);
+  const std::string quant = R"((([*+?]|\{[0-9]+,?\}|\{()" + range + R"()\})\??))";
+  const std::string atom = "(" + lit + "|" + esc + "|\\.|" + cls + ")";
+  auto alternation = [](const std::string& term) { return term + "*(\\|" + term + "*)*"; };
+  auto group = [&](const std::string& body) { return R"(\((\?:)?)" + body + R"(\))"; };
+  std::string term = "(" + atom + quant + "?|\\^|\\$)";
+  for (int depth = 0; depth < 2; ++depth)
+    term = "(" + atom + quant + "?|" + group(alternation(term)) + quant + "?|\\^|\\$)";
+  return alternation(term);
+}
+}  // namespace
+
 std::optional<std::string> format_regex(std::string_view f) {
   const std::string d2 = "[0-9]{2}";
   const std::string date =
@@ -206,6 +234,7 @@ std::optional<std::string> format_regex(std::string_view f) {
   }
   if (f == "uri")
     return "[A-Za-z][A-Za-z0-9+.-]*:([A-Za-z0-9._~:/?#@!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*";
+  if (f == "regex") return regex_syntax_subset();
   return std::nullopt;
 }
 
