@@ -77,9 +77,15 @@ TEST(GrammarJsonSchema, OneOfObjectsToldApartByRequiredAndClosedLayouts) {
   EXPECT_TRUE(accepts(o, R"({"y":1})"));
   EXPECT_TRUE(accepts(o, R"({})"));
   EXPECT_FALSE(accepts(o, R"({"x":1})"));
-  // Overlaps that are not between objects or strings are still refused.
-  auto r = compile_grammar({GrammarSpec::kJsonSchema, R"({"oneOf":[
-      {"type":"integer"},{"minimum":2}]})", {}}, synthetic_vocabulary());
+  // Overlaps between numbers (round 4): integers below 2 match only the first branch;
+  // integers from 2 up match both.
+  auto n = compile(R"({"oneOf":[{"type":"integer"},{"minimum":2}]})");
+  EXPECT_TRUE(accepts(n, "1"));
+  EXPECT_TRUE(accepts(n, R"("s")"));  // only the second branch
+  EXPECT_FALSE(accepts(n, "3"));
+  // Overlaps no complement can be written for are still refused.
+  auto r = compile_grammar({GrammarSpec::kJsonSchema, R"({"type":"integer","minimum":0,
+      "oneOf":[{"multipleOf":2},{"multipleOf":3}]})", {}}, synthetic_vocabulary());
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("oneOf"), std::string::npos);
 }

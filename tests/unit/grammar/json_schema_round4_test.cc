@@ -94,7 +94,19 @@ TEST(GrammarJsonSchemaRound4, NotOverNumbers) {
   auto i = compile(R"({"type":"number","not":{"type":"integer","maximum":0}})");
   EXPECT_TRUE(accepts(i, "4"));
   EXPECT_FALSE(accepts(i, "-4"));
-  expect_refused(R"({"type":"integer","not":{"multipleOf":3}})", "not");
+  expect_refused(R"({"type":"integer","minimum":0,"not":{"multipleOf":3}})", "not");
+}
+
+TEST(GrammarJsonSchemaRound4, MultipleOfCombinationsByRemainder) {
+  // Multiples of 2 or of 3 but not both: remainders mod 6 in {2, 3, 4}.
+  auto g = compile(R"({"type":"integer","oneOf":[{"multipleOf":2},{"multipleOf":3}]})");
+  for (const char* ok : {"2", "3", "4", "9", "-8", "1000", "-15"}) EXPECT_TRUE(accepts(g, ok)) << ok;
+  for (const char* bad : {"0", "1", "6", "-12", "25", "007", "-"}) EXPECT_FALSE(accepts(g, bad)) << bad;
+  // not, allOf and $ref together (the JSONSchemaBench allany8 shape, smaller).
+  auto h = compile(R"({"type":"number","allOf":[{"$ref":"#/$defs/a"},{"not":{"multipleOf":4}}],
+      "$defs":{"a":{"anyOf":[{"multipleOf":3},{"multipleOf":5}]}}})");
+  for (const char* ok : {"3", "5", "6", "10", "-30"}) EXPECT_TRUE(accepts(h, ok)) << ok;
+  for (const char* bad : {"0", "12", "20", "7", "1.5"}) EXPECT_FALSE(accepts(h, bad)) << bad;
 }
 
 TEST(GrammarJsonSchemaRound4, AllOfConjoinsWhatItUsedToRefuse) {

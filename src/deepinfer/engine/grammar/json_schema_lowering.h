@@ -164,6 +164,11 @@ class SchemaCompiler {
       // A finite set of values: every other keyword is decided per value by validation.
       if (auto e = enum_by_validation(s)) return *e;
     }
+    {
+      // Integer multipleOf under not/allOf/anyOf/oneOf: decided per remainder.
+      DI_ASSIGN_OR_RETURN(auto residues, residue_number(s, ptr));
+      if (residues) return *residues;
+    }
     // With $ref, allOf, anyOf or oneOf next to it, `not` is merged into those first (a
     // conjunction distributes into anyOf and oneOf branches exactly).
     if (s.contains("not") && !s.contains("$ref") && !s.contains("allOf") && !s.contains("anyOf") &&
@@ -311,8 +316,15 @@ class SchemaCompiler {
     for (size_t i = 0; i < merged.size(); ++i) {
       std::string bp = fmt::format("{}/{}/{}", ptr, kw, i);
       if (!overlaps[i].empty()) {
-        // Objects and strings of branch i that no overlapping branch matches (other types of
-        // the branch are left out: a sound subset); refused when neither can be written.
+        // Branch i and not any branch it may overlap, every type complemented by gen_not.
+        DI_ASSIGN_OR_RETURN(auto only, one_of_by_not(merged, i, overlaps[i], bp));
+        if (only) {
+          alts.push_back({*only});
+          continue;
+        }
+        // Else objects and strings of branch i that no overlapping branch matches (other
+        // types of the branch are left out: a sound subset); refused when neither can be
+        // written.
         DI_ASSIGN_OR_RETURN(auto cases, one_of_cases(merged, i, overlaps[i]));
         DI_ASSIGN_OR_RETURN(auto strings, one_of_strings(merged, i, overlaps[i]));
         if (!cases && !strings)
@@ -331,6 +343,25 @@ class SchemaCompiler {
     return rule(kw, std::move(alts));
   }
 
+  // Branch i of a oneOf and none of `others` as `allOf [branch, not anyOf others]`; nullopt
+  // when gen_not cannot write that (the builder's memo tables are restored, so rules of the
+  // failed attempt are left unreachable instead of half-built and shared).
+  Result<std::optional<Element>> one_of_by_not(const std::vector<Json>& merged, size_t i,
+                                               const std::vector<size_t>& others,
+                                               const std::string& ptr) {
+    Json negated = Json::array();
+    for (size_t j : others) negated.push_back(merged[j]);
+    Json only = {{"allOf", Json::array({merged[i], Json{{"not", Json{{"anyOf", negated}}}}})}};
+    auto refs = ref_rules_;
+    auto merges = merged_rules_;
+    auto e = gen(only, ptr);
+    if (e.is_ok()) return std::optional<Element>(*e);
+    if (e.status().code() != StatusCode::kUnsupported) return e.status();
+    ref_rules_ = std::move(refs);
+    merged_rules_ = std::move(merges);
+    return std::optional<Element>();
+  }
+
   Result<Element> gen_typed(const Json& s, const std::string& ptr);
   Result<Element> gen_string(const Json& s, const std::string& ptr);
   // `excluded`: integer values left out (integer mode only; `not` with an enum).
@@ -339,6 +370,9 @@ class SchemaCompiler {
   // json_schema_not.cc: `not` beyond the cases drop_simple_not removes, type by type.
   Result<Element> gen_not(const Json& s, const std::string& ptr);
   Element integer_multiple_of(int k);
+  // json_schema_residues.cc: numbers whose only constraints are integer multipleOf under
+  // not/allOf/anyOf/oneOf/$ref, as a remainder automaton; nullopt when s is not of that kind.
+  Result<std::optional<Element>> residue_number(const Json& s, const std::string& ptr);
   Result<Element> gen_array(const Json& s, const std::string& ptr);
   // `contains` (json_schema_arrays.cc): items with one of them also matching `contains`.
   Result<Element> contains_array(const Json& s, const Json& items, int64_t min, int64_t max,

@@ -1,0 +1,120 @@
+// Numbers constrained only by integer multipleOf under not/allOf/anyOf/oneOf/$ref: whether an
+// integer is valid then depends only on its remainder modulo the lcm L of the divisors (and
+// not on its sign), so the validator decides each remainder once and the digits run a
+// remainder-mod-L automaton, minimized. Non-integer numbers are left out (a sound subset, as
+// for plain multipleOf k).
+#include <numeric>
+
+#include "deepinfer/engine/grammar/json_schema_lowering.h"
+#include "deepinfer/engine/grammar/json_schema_validate.h"
+
+namespace deepinfer::engine::grammar::detail {
+namespace {
+
+constexpr int64_t kMaxResidueModulus = 100'000;
+
+// Collects the divisors; false when some keyword could make validity depend on more than the
+// remainder (bounds, enum, ...) or a $ref does not resolve locally.
+bool residue_only(const Json& root, const Json& s, std::set<int64_t>& divisors, int depth) {
+  static const std::set<std::string> kNote = {
+      "title",    "description", "$comment", "comment", "examples", "default", "deprecated",
+      "readOnly", "writeOnly",   "$schema",  "$id",     "$defs",    "definitions"};
+  if (depth > 32) return false;
+  if (s.is_boolean()) return true;
+  if (!s.is_object()) return false;
+  for (const auto& [k, v] : s.items()) {
+    if (kNote.count(k) || k.rfind("comment", 0) == 0) continue;
+    if (k == "type") continue;  // decided per value by the validator
+    if (k == "multipleOf") {
+      if (!v.is_number() || v.get<double>() < 1 || v.get<double>() != std::floor(v.get<double>()) ||
+          v.get<double>() > kMaxResidueModulus)
+        return false;
+      divisors.insert(v.get<int64_t>());
+    } else if (k == "not") {
+      if (!residue_only(root, v, divisors, depth + 1)) return false;
+    } else if (k == "allOf" || k == "anyOf" || k == "oneOf") {
+      if (!v.is_array()) return false;
+      for (const auto& b : v)
+        if (!residue_only(root, b, divisors, depth + 1)) return false;
+    } else if (k == "$ref") {
+      if (!v.is_string() || v.get<std::string>().rfind("#/", 0) != 0) return false;
+      try {
+        const Json& t = root.at(Json::json_pointer(v.get<std::string>().substr(1)));
+        if (!residue_only(root, t, divisors, depth + 1)) return false;
+      } catch (const std::exception&) {
+        return false;
+      }
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, const std::string& ptr) {
+  using Out = std::optional<Element>;
+  if (!s.is_object() || !s.contains("type")) return Out();
+  std::vector<std::string> types = declared_types(s);
+  for (const auto& t : types)
+    if (t != "number" && t != "integer") return Out();
+  bool combined = s.contains("not") || s.contains("allOf") || s.contains("anyOf") ||
+                  s.contains("oneOf") || s.contains("$ref");
+  std::set<int64_t> divisors;
+  if (!combined || !residue_only(root_, s, divisors, 0) || divisors.empty()) return Out();
+  int64_t modulus = 1;
+  for (int64_t k : divisors) {
+    modulus = std::lcm(modulus, k);
+    if (modulus > kMaxResidueModulus) return Out();
+  }
+  InstanceValidator validator(root_, o_.enforce_formats);
+  std::vector<int32_t> cls(modulus);  // [modulus] 1 = valid remainder, then Moore classes
+  for (int64_t r = 0; r < modulus; ++r) {
+    Verdict v = validator.validate(s, Json(r));
+    if (v == Verdict::kUnknown) return Out();
+    cls[r] = v == Verdict::kValid;
+  }
+  // Moore minimization of r -> (10 r + d) mod L; two remainders are equivalent when every
+  // digit suffix leads both to valid remainders or both to invalid ones.
+  auto next = [&](int64_t r, int d) { return static_cast<size_t>((10 * r + d) % modulus); };
+  size_t num_classes = std::set<int32_t>(cls.begin(), cls.end()).size();
+  while (true) {
+    std::map<std::array<int32_t, 11>, int32_t> ids;
+    std::vector<int32_t> refined(modulus);
+    for (int64_t r = 0; r < modulus; ++r) {
+      std::array<int32_t, 11> sig;
+      sig[0] = cls[r];
+      for (int d = 0; d < 10; ++d) sig[d + 1] = cls[next(r, d)];
+      refined[r] = ids.try_emplace(sig, static_cast<int32_t>(ids.size())).first->second;
+    }
+    if (ids.size() > kMaxDfaStates)
+      return unsupported("json schema: numbers at '{}': the remainder automaton mod {} has more "
+                         "than {} states", ptr, modulus, kMaxDfaStates);
+    bool done = ids.size() == num_classes;
+    num_classes = ids.size();
+    cls = std::move(refined);
+    if (done) break;
+  }
+  // One rule per class: a digit moves to the class of the new remainder; the end is allowed
+  // in classes of valid remainders (validity is a class invariant).
+  std::vector<uint32_t> rules(num_classes);
+  std::vector<int64_t> repr(num_classes, -1);
+  for (int64_t r = 0; r < modulus; ++r)
+    if (repr[cls[r]] < 0) repr[cls[r]] = r;
+  for (size_t c = 0; c < num_classes; ++c) rules[c] = b_.new_rule("residue");
+  for (size_t c = 0; c < num_classes; ++c) {
+    std::map<int32_t, ByteSet> by_target;
+    for (int d = 0; d < 10; ++d) by_target[cls[next(repr[c], d)]].set(static_cast<uint8_t>('0' + d));
+    for (const auto& [t, set] : by_target) b_.add_alt(rules[c], {b_.bytes(set), GrammarBuilder::call(rules[t])});
+    if (validator.validate(s, Json(repr[c])) == Verdict::kValid) b_.add_alt(rules[c], {});
+  }
+  std::vector<Sequence> first;
+  if (validator.validate(s, Json(0)) == Verdict::kValid) first.push_back(lit("0"));
+  for (int d = 1; d <= 9; ++d)
+    first.push_back({b_.byte(static_cast<uint8_t>('0' + d)), GrammarBuilder::call(rules[cls[d % modulus]])});
+  Element digits = rule("residue_digits", std::move(first));
+  return Out(rule("residue_number", {{b_.optional(lit("-"), "sign"), digits}}));
+}
+
+}  // namespace deepinfer::engine::grammar::detail
