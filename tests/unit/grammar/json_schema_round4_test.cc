@@ -38,7 +38,7 @@ TEST(GrammarJsonSchemaRound4, Contains) {
   EXPECT_TRUE(accepts(g, "[10]"));
   EXPECT_TRUE(accepts(g, "[1, 2, 30, 4]"));
   EXPECT_FALSE(accepts(g, "[]"));
-  EXPECT_FALSE(accepts(g, "[1, 2]"));     // no item >= 10
+  EXPECT_FALSE(accepts(g, "[1, 2]"));      // no item >= 10
   EXPECT_FALSE(accepts(g, "[1, \"x\"]"));  // items still apply
   EXPECT_FALSE(accepts(g, "[10, \"x\"]"));
   // Item bounds count every item, the contained one included.
@@ -100,8 +100,10 @@ TEST(GrammarJsonSchemaRound4, NotOverNumbers) {
 TEST(GrammarJsonSchemaRound4, MultipleOfCombinationsByRemainder) {
   // Multiples of 2 or of 3 but not both: remainders mod 6 in {2, 3, 4}.
   auto g = compile(R"({"type":"integer","oneOf":[{"multipleOf":2},{"multipleOf":3}]})");
-  for (const char* ok : {"2", "3", "4", "9", "-8", "1000", "-15"}) EXPECT_TRUE(accepts(g, ok)) << ok;
-  for (const char* bad : {"0", "1", "6", "-12", "25", "007", "-"}) EXPECT_FALSE(accepts(g, bad)) << bad;
+  for (const char* ok : {"2", "3", "4", "9", "-8", "1000", "-15"})
+    EXPECT_TRUE(accepts(g, ok)) << ok;
+  for (const char* bad : {"0", "1", "6", "-12", "25", "007", "-"})
+    EXPECT_FALSE(accepts(g, bad)) << bad;
   // not, allOf and $ref together (the JSONSchemaBench allany8 shape, smaller).
   auto h = compile(R"({"type":"number","allOf":[{"$ref":"#/$defs/a"},{"not":{"multipleOf":4}}],
       "$defs":{"a":{"anyOf":[{"multipleOf":3},{"multipleOf":5}]}}})");
@@ -172,7 +174,8 @@ TEST(GrammarJsonSchemaRound4, AllOfConjoinsWhatItUsedToRefuse) {
 TEST(GrammarJsonSchemaRound4, AllOfKeepsAdditionalPropertiesToItsOwnBranch) {
   // One branch forbids every name; the other's patternProperties cannot exempt "xa" from it.
   expect_refused(R"({"allOf":[{"type":"object","additionalProperties":false},
-      {"patternProperties":{"^x":{}}}]})", "additionalProperties");
+      {"patternProperties":{"^x":{}}}]})",
+                 "additionalProperties");
   // A declared name of one branch that the other branch's pattern matches is governed by the
   // pattern there, not by that branch's additionalProperties.
   auto g = compile(R"({"type":"object","allOf":[
@@ -188,14 +191,14 @@ TEST(GrammarJsonSchemaRound4, FormatRegexIsASubsetOfValidPatterns) {
   auto g = compile(R"({"type":"string","format":"regex"})");
   // Instances are JSON text, so a regex backslash is written \\ here.
   for (const char* ok : {R"J("^[a-zA-Z0-9_]{3,16}$")J", R"J("^[a-zA-Z0-9]+$")J", R"J("")J",
-                         R"J("a|b|")J", R"J("^(\\+|-)?([0-9]+(\\.[0-9]*)?)$")J",
-                         R"J("[^]x*?")J", R"J("(?:ab){2,}\\d{0,9}")J", R"J("\\/[\\-.]")J"})
+                         R"J("a|b|")J", R"J("^(\\+|-)?([0-9]+(\\.[0-9]*)?)$")J", R"J("[^]x*?")J",
+                         R"J("(?:ab){2,}\\d{0,9}")J", R"J("\\/[\\-.]")J"})
     EXPECT_TRUE(accepts(g, ok)) << ok;
   // Invalid patterns: a lone quantifier, a trailing backslash, unbalanced or out-of-order
   // constructs, quantified anchors, backreferences (not in the subset).
-  for (const char* bad : {R"J("*")J", R"J("\\")J", R"J("(a")J", R"J("a)")J", R"J("a{2,1}")J",
-                          R"J("[z-a]")J", R"J("a**")J", R"J("^*")J", R"J("a{")J", R"J("]")J",
-                          R"J("(a)\\1")J", R"J("[a")J"})
+  for (const char* bad :
+       {R"J("*")J", R"J("\\")J", R"J("(a")J", R"J("a)")J", R"J("a{2,1}")J", R"J("[z-a]")J",
+        R"J("a**")J", R"J("^*")J", R"J("a{")J", R"J("]")J", R"J("(a)\\1")J", R"J("[a")J"})
     EXPECT_FALSE(accepts(g, bad)) << bad;
   // enforce_formats=false: any string.
   JsonSchemaOptions off;

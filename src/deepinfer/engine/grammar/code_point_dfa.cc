@@ -270,25 +270,30 @@ Result<CodePointDfa> dfa_from_regex(const RegexAst& ast, size_t max_states) {
     DI_ASSIGN_OR_RETURN(CodePointDfa body, dfa_from_roots(ast, {ast.branches[b]}, max_states));
     parts.push_back(dfa_minimize(body));
     std::vector<bool> negative = {false};
-    for (const auto& l : b < ast.lookaheads.size() ? ast.lookaheads[b] : std::vector<RegexAst::Lookahead>{}) {
+    for (const auto& l :
+         b < ast.lookaheads.size() ? ast.lookaheads[b] : std::vector<RegexAst::Lookahead>{}) {
       DI_ASSIGN_OR_RETURN(CodePointDfa x, dfa_from_roots(ast, {l.node}, max_states));
       parts.push_back(dfa_minimize(x));
       negative.push_back(l.negative);
     }
     std::vector<const CodePointDfa*> ptrs;
     for (const auto& p : parts) ptrs.push_back(&p);
-    DI_ASSIGN_OR_RETURN(CodePointDfa both, dfa_product(ptrs, [&](const std::vector<bool>& m) {
-      for (size_t i = 0; i < m.size(); ++i)
-        if (m[i] == negative[i]) return false;
-      return true;
-    }, max_states));
+    DI_ASSIGN_OR_RETURN(CodePointDfa both, dfa_product(
+                                               ptrs,
+                                               [&](const std::vector<bool>& m) {
+                                                 for (size_t i = 0; i < m.size(); ++i)
+                                                   if (m[i] == negative[i]) return false;
+                                                 return true;
+                                               },
+                                               max_states));
     branches.push_back(std::move(both));
   }
   std::vector<const CodePointDfa*> ptrs;
   for (const auto& p : branches) ptrs.push_back(&p);
-  return dfa_product(ptrs, [](const std::vector<bool>& m) {
-    return std::find(m.begin(), m.end(), true) != m.end();
-  }, max_states);
+  return dfa_product(
+      ptrs,
+      [](const std::vector<bool>& m) { return std::find(m.begin(), m.end(), true) != m.end(); },
+      max_states);
 }
 
 Result<CodePointDfa> dfa_from_pattern(std::string_view pattern, bool search, size_t max_states) {

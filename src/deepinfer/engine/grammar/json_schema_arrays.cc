@@ -108,8 +108,10 @@ Result<Element> SchemaCompiler::gen_array(const Json& s, const std::string& ptr)
   if (max > kMaxLengthExpand) max = std::max(min, kMaxLengthExpand);
   if (s.contains("contains")) {
     if (!prefix.empty() || (s.contains("uniqueItems") && s["uniqueItems"] == true))
-      return unsupported("json schema: keyword 'contains' at '{}/contains' is supported only "
-                         "without prefixItems and uniqueItems", ptr);
+      return unsupported(
+          "json schema: keyword 'contains' at '{}/contains' is supported only "
+          "without prefixItems and uniqueItems",
+          ptr);
     return contains_array(s, *items, min, max, ptr);
   }
   if (s.contains("uniqueItems") && s["uniqueItems"] == true && (max < 0 || max > 1)) {
@@ -168,8 +170,10 @@ Result<Element> SchemaCompiler::contains_array(const Json& s, const Json& items,
   if (max == 0) return never();
   const int64_t last = max < 0 ? std::max<int64_t>(min - 1, 0) : max - 1;
   if (last > kMaxContainsSplit)
-    return unsupported("json schema: keyword 'contains' at '{}/contains' with item bounds above "
-                       "{}", ptr, kMaxContainsSplit);
+    return unsupported(
+        "json schema: keyword 'contains' at '{}/contains' with item bounds above "
+        "{}",
+        ptr, kMaxContainsSplit);
   DI_ASSIGN_OR_RETURN(Element t, gen(items, ptr + "/items"));
   DI_ASSIGN_OR_RETURN(Element u,
                       gen(Json{{"allOf", Json::array({items, s["contains"]})}}, ptr + "/contains"));

@@ -1,8 +1,9 @@
 // `not` beyond the cases drop_simple_not removes: the instance types are taken one at a time,
 // and each is complemented where that is exact (literals by validation, strings by automaton
-// difference, integers minus listed values) or under-approximated soundly (objects: the
-// reasons an object fails the negated schema, as in overlapping oneOf). Anything else is
-// refused.
+// difference, integers minus listed values, numbers and arrays by the reasons for failing
+// bounds and items) or under-approximated soundly (objects: the reasons an object fails the
+// negated schema, as in overlapping oneOf). Several negated schemas (not of an anyOf) are
+// complemented together. Anything else is refused.
 #include "deepinfer/engine/grammar/json_schema_lowering.h"
 #include "deepinfer/engine/grammar/json_schema_validate.h"
 
@@ -54,10 +55,25 @@ bool vacuous_for(const Json& n, const std::string& t) {
 // keywords beyond those, or keywords that apply to every type.
 std::optional<std::vector<Json>> array_reasons(const Json& n) {
   static const std::set<std::string> kHandled = {"items", "minItems", "maxItems", "type"};
-  static const std::set<std::string> kOther = {
-      "prefixItems", "additionalItems", "uniqueItems", "contains", "minContains", "maxContains",
-      "unevaluatedItems", "enum", "const", "not", "allOf", "anyOf", "oneOf", "$ref", "if",
-      "then", "else", "$dynamicRef", "$recursiveRef"};
+  static const std::set<std::string> kOther = {"prefixItems",
+                                               "additionalItems",
+                                               "uniqueItems",
+                                               "contains",
+                                               "minContains",
+                                               "maxContains",
+                                               "unevaluatedItems",
+                                               "enum",
+                                               "const",
+                                               "not",
+                                               "allOf",
+                                               "anyOf",
+                                               "oneOf",
+                                               "$ref",
+                                               "if",
+                                               "then",
+                                               "else",
+                                               "$dynamicRef",
+                                               "$recursiveRef"};
   if (!n.is_object()) return std::nullopt;
   std::vector<Json> out;
   for (const auto& [k, v] : n.items()) {
@@ -82,8 +98,8 @@ std::optional<std::vector<Json>> array_reasons(const Json& n) {
 // keywords that apply to every type.
 std::optional<std::vector<Json>> number_reasons(const Json& n) {
   static const std::set<std::string> kOther = {
-      "multipleOf", "enum", "const", "not", "allOf", "anyOf", "oneOf", "$ref", "if", "then",
-      "else", "$dynamicRef", "$recursiveRef"};
+      "multipleOf", "enum", "const", "not",  "allOf",       "anyOf",        "oneOf",
+      "$ref",       "if",   "then",  "else", "$dynamicRef", "$recursiveRef"};
   if (!n.is_object()) return std::nullopt;
   auto flag = [&](const char* k) { return n.contains(k) && n[k].is_boolean() && n[k].get<bool>(); };
   std::vector<Json> out;
@@ -127,7 +143,7 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
   // negated schema is complemented within each type at once.
   std::vector<Json> ns;
   std::function<Status(const Json&, const std::string&)> split = [&](const Json& x,
-                                                                    const std::string& p) {
+                                                                     const std::string& p) {
     if (x.is_object() && x.contains("anyOf") && x["anyOf"].is_array() && !x["anyOf"].empty()) {
       Json other = x;
       other.erase("anyOf");
@@ -184,12 +200,10 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
         if (keep) alts.push_back({literal_value(v)});
       }
     } else if (t == "string") {
-      std::vector<CodePointDfa> langs;
-      for (const Json* x : {&rt}) {
-        DI_ASSIGN_OR_RETURN(auto own, string_language(*x));
-        if (!own) return refuse();
-        langs.push_back(std::move(*own));
-      }
+      std::vector<CodePointDfa> langs;  // rt's strings, then each negated schema's
+      DI_ASSIGN_OR_RETURN(auto own, string_language(rt));
+      if (!own) return refuse();
+      langs.push_back(std::move(*own));
       for (const Json& x : live) {
         DI_ASSIGN_OR_RETURN(auto neg, string_language(x));
         if (!neg) return refuse();
@@ -198,8 +212,8 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
       std::vector<const CodePointDfa*> parts;
       for (const auto& l : langs) parts.push_back(&l);
       DI_ASSIGN_OR_RETURN(CodePointDfa only, dfa_product(parts, [](const std::vector<bool>& a) {
-        return a[0] && std::find(a.begin() + 1, a.end(), true) == a.end();
-      }));
+                            return a[0] && std::find(a.begin() + 1, a.end(), true) == a.end();
+                          }));
       alts.push_back({rule(
           "not_string", {cat({lit("\""), {dfa_to_rule(b_, only, true, "str_dfa")}, lit("\"")})})});
     } else if (t == "object") {
@@ -220,7 +234,8 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
       constexpr size_t kMaxNotCases = 64;
       std::vector<Json> combos = {Json::array({rt})};
       for (const Json& x : live) {
-        std::optional<std::vector<Json>> reasons = t == "array" ? array_reasons(x) : number_reasons(x);
+        std::optional<std::vector<Json>> reasons =
+            t == "array" ? array_reasons(x) : number_reasons(x);
         if (!reasons) return refuse();
         // Numbers failing only by not being integers have no grammar: refused rather than
         // silently left with nothing.
@@ -238,7 +253,8 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
         DI_ASSIGN_OR_RETURN(Element e, gen(Json{{"allOf", c}}, ptr));
         alts.push_back({e});
       }
-    } else if (t == "integer" && live.size() == 1 && is_enum(live[0]) && !rt.contains("multipleOf")) {
+    } else if (t == "integer" && live.size() == 1 && is_enum(live[0]) &&
+               !rt.contains("multipleOf")) {
       // Integers minus the listed values; any other keyword of n only narrows what it
       // matches, so excluding all listed integers is sound (and exact when n is the list).
       const Json& x = live[0];

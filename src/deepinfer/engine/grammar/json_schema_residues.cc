@@ -17,7 +17,7 @@ constexpr int64_t kMaxResidueModulus = 100'000;
 // remainder (bounds, enum, ...) or a $ref does not resolve locally.
 bool residue_only(const Json& root, const Json& s, std::set<int64_t>& divisors, int depth) {
   static const std::set<std::string> kNote = {
-      "title",    "description", "$comment", "comment", "examples", "default", "deprecated",
+      "title",    "description", "$comment", "comment", "examples", "default",    "deprecated",
       "readOnly", "writeOnly",   "$schema",  "$id",     "$defs",    "definitions"};
   if (depth > 32) return false;
   if (s.is_boolean()) return true;
@@ -53,7 +53,8 @@ bool residue_only(const Json& root, const Json& s, std::set<int64_t>& divisors, 
 
 }  // namespace
 
-Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, const std::string& ptr) {
+Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s,
+                                                              const std::string& ptr) {
   using Out = std::optional<Element>;
   if (!s.is_object() || !s.contains("type")) return Out();
   std::vector<std::string> types = declared_types(s);
@@ -89,8 +90,10 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
       refined[r] = ids.try_emplace(sig, static_cast<int32_t>(ids.size())).first->second;
     }
     if (ids.size() > kMaxDfaStates)
-      return unsupported("json schema: numbers at '{}': the remainder automaton mod {} has more "
-                         "than {} states", ptr, modulus, kMaxDfaStates);
+      return unsupported(
+          "json schema: numbers at '{}': the remainder automaton mod {} has more "
+          "than {} states",
+          ptr, modulus, kMaxDfaStates);
     bool done = ids.size() == num_classes;
     num_classes = ids.size();
     cls = std::move(refined);
@@ -105,14 +108,17 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
   for (size_t c = 0; c < num_classes; ++c) rules[c] = b_.new_rule("residue");
   for (size_t c = 0; c < num_classes; ++c) {
     std::map<int32_t, ByteSet> by_target;
-    for (int d = 0; d < 10; ++d) by_target[cls[next(repr[c], d)]].set(static_cast<uint8_t>('0' + d));
-    for (const auto& [t, set] : by_target) b_.add_alt(rules[c], {b_.bytes(set), GrammarBuilder::call(rules[t])});
+    for (int d = 0; d < 10; ++d)
+      by_target[cls[next(repr[c], d)]].set(static_cast<uint8_t>('0' + d));
+    for (const auto& [t, set] : by_target)
+      b_.add_alt(rules[c], {b_.bytes(set), GrammarBuilder::call(rules[t])});
     if (validator.validate(s, Json(repr[c])) == Verdict::kValid) b_.add_alt(rules[c], {});
   }
   std::vector<Sequence> first;
   if (validator.validate(s, Json(0)) == Verdict::kValid) first.push_back(lit("0"));
   for (int d = 1; d <= 9; ++d)
-    first.push_back({b_.byte(static_cast<uint8_t>('0' + d)), GrammarBuilder::call(rules[cls[d % modulus]])});
+    first.push_back(
+        {b_.byte(static_cast<uint8_t>('0' + d)), GrammarBuilder::call(rules[cls[d % modulus]])});
   Element digits = rule("residue_digits", std::move(first));
   return Out(rule("residue_number", {{b_.optional(lit("-"), "sign"), digits}}));
 }

@@ -55,7 +55,6 @@ class RegexLowering {
       case Kind::kStart:
       case Kind::kEnd:
         break;  // compile_regex sends patterns with assertions to the automaton
-
     }
     return Sequence{};
   }
