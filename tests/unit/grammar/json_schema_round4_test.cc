@@ -207,5 +207,31 @@ TEST(GrammarJsonSchemaRound4, FormatRegexIsASubsetOfValidPatterns) {
   EXPECT_TRUE(accepts(any, R"("*")"));
 }
 
+TEST(GrammarJsonSchemaRound4, BoundedMultipleOf) {
+  // Few values between the bounds: the values themselves, shortest spelling.
+  auto q = compile(R"({"type":"number","minimum":0,"maximum":100,"multipleOf":0.25})");
+  for (const char* ok : {"0", "0.25", "0.5", "99.75", "100", "7"})
+    EXPECT_TRUE(accepts(q, ok)) << ok;
+  for (const char* bad : {"0.3", "-0.25", "100.25", "0.125", "101"})
+    EXPECT_FALSE(accepts(q, bad)) << bad;
+  auto x = compile(R"({"type":"integer","exclusiveMinimum":10,"maximum":40,"multipleOf":10})");
+  EXPECT_TRUE(accepts(x, "20"));
+  EXPECT_TRUE(accepts(x, "40"));
+  EXPECT_FALSE(accepts(x, "10"));
+  EXPECT_FALSE(accepts(x, "25"));
+  // Only a lower bound of 0: the non-negative multiples.
+  auto n = compile(R"({"type":"integer","minimum":0,"multipleOf":12})");
+  EXPECT_TRUE(accepts(n, "0"));
+  EXPECT_TRUE(accepts(n, "1200"));
+  EXPECT_FALSE(accepts(n, "-12"));
+  EXPECT_FALSE(accepts(n, "13"));
+  auto pos = compile(R"({"type":"integer","exclusiveMinimum":0,"multipleOf":12})");
+  EXPECT_FALSE(accepts(pos, "0"));
+  EXPECT_TRUE(accepts(pos, "24"));
+  // Too many values, or a positive lower bound without an upper one: still refused.
+  expect_refused(R"({"type":"integer","minimum":0,"maximum":100000,"multipleOf":3})", "multipleOf");
+  expect_refused(R"({"type":"integer","minimum":5,"multipleOf":3})", "multipleOf");
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

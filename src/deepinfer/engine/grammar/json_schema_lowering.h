@@ -369,7 +369,11 @@ class SchemaCompiler {
                              const std::set<int64_t>* excluded = nullptr);
   // json_schema_not.cc: `not` beyond the cases drop_simple_not removes, type by type.
   Result<Element> gen_not(const Json& s, const std::string& ptr);
-  Element integer_multiple_of(int k);
+  // Multiples of k; without negatives when !negative, without 0 when !zero.
+  Element integer_multiple_of(int k, bool negative = true, bool zero = true);
+  // multipleOf m between two bounds, when there are at most 1000 such values: the values
+  // themselves in their shortest decimal spelling; nullopt otherwise.
+  std::optional<Element> enumerated_multiples(const Json& s, double m, bool integer);
   // json_schema_residues.cc: numbers whose only constraints are integer multipleOf under
   // not/allOf/anyOf/oneOf/$ref, as a remainder automaton; nullopt when s is not of that kind.
   Result<std::optional<Element>> residue_number(const Json& s, const std::string& ptr);

@@ -118,7 +118,23 @@ Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr
     if (v == 1.0) {
       integer = true;
     } else if (v == std::floor(v) && v <= kMaxMultipleOf) {
-      if (bounded) return refuse();
+      if (bounded) {
+        if (auto e = enumerated_multiples(s, v, integer)) return *e;
+        // Only a lower bound <= 0: the non-negative multiples (negative ones left out).
+        bool upper = s.contains("maximum") || s.contains("exclusiveMaximum");
+        std::optional<double> lo;
+        bool lo_ex = s.contains("exclusiveMinimum") && s["exclusiveMinimum"].is_number();
+        if (lo_ex) lo = s["exclusiveMinimum"].get<double>();
+        if (s.contains("minimum") && s["minimum"].is_number()) {
+          double x = s["minimum"].get<double>();
+          if (!lo || x > *lo) {
+            lo = x;
+            lo_ex = s.contains("exclusiveMinimum") && s["exclusiveMinimum"] == true;
+          }
+        }
+        if (upper || !lo || *lo > 0) return refuse();
+        return integer_multiple_of(static_cast<int>(v), false, *lo < 0 || !lo_ex);
+      }
       return integer_multiple_of(static_cast<int>(v));  // integers only: a sound subset for numbers
     } else if (auto d = decimal_places(v)) {
       // Every integer is a multiple of 10^-d; a number is one iff it has at most d decimals.
@@ -129,6 +145,8 @@ Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr
         return rule("decimal", {{any_integer(b_), frac}});
       }
     } else {
+      if (bounded)
+        if (auto e = enumerated_multiples(s, v, integer)) return *e;
       return refuse();
     }
   }
@@ -186,7 +204,56 @@ Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr
 }
 
 // Integers divisible by k: the digits run an automaton over the remainder mod k.
-Element SchemaCompiler::integer_multiple_of(int k) {
+std::optional<Element> SchemaCompiler::enumerated_multiples(const Json& s, double m, bool integer) {
+  constexpr int64_t kMaxEnumeratedMultiples = 1000;
+  auto num = [&](const char* k) -> std::optional<double> {
+    if (s.contains(k) && s[k].is_number()) return s[k].get<double>();
+    return std::nullopt;
+  };
+  auto flag = [&](const char* k) { return s.contains(k) && s[k] == true; };
+  // The tightest bound on each side and whether it is exclusive.
+  std::optional<double> lo = num("minimum"), hi = num("maximum");
+  bool lo_ex = lo && flag("exclusiveMinimum"), hi_ex = hi && flag("exclusiveMaximum");
+  if (auto x = num("exclusiveMinimum"); x && (!lo || *x >= *lo)) lo = *x, lo_ex = true;
+  if (auto x = num("exclusiveMaximum"); x && (!hi || *x <= *hi)) hi = *x, hi_ex = true;
+  if (!lo || !hi || std::abs(*lo) > 1e15 || std::abs(*hi) > 1e15) return std::nullopt;
+  // m = p / 10^d exactly (up to 9 decimals).
+  int d = 0;
+  double scale = 1;
+  while (d <= 9 && std::abs(m * scale - std::round(m * scale)) > 1e-9 * std::max(1.0, m * scale)) {
+    ++d;
+    scale *= 10;
+  }
+  if (d > 9) return std::nullopt;
+  if ((*hi - *lo) / m > kMaxEnumeratedMultiples) return std::nullopt;
+  const int64_t p = std::llround(m * scale);
+  const int64_t first = static_cast<int64_t>(std::ceil(*lo / m)) - 1;
+  const int64_t last = static_cast<int64_t>(std::floor(*hi / m)) + 1;
+  if (p <= 0 || last - first > kMaxEnumeratedMultiples + 2) return std::nullopt;
+  int64_t pow10 = 1;
+  for (int i = 0; i < d; ++i) pow10 *= 10;
+  std::vector<Sequence> alts;
+  for (int64_t i = first; i <= last; ++i) {
+    const int64_t scaled = i * p;  // the value times 10^d
+    const int64_t whole = std::abs(scaled) / pow10, frac = std::abs(scaled) % pow10;
+    if (integer && frac != 0) continue;
+    std::string text = (scaled < 0 ? "-" : "") + std::to_string(whole);
+    if (frac != 0) {
+      std::string f = fmt::format("{:0{}}", frac, d);
+      while (!f.empty() && f.back() == '0') f.pop_back();
+      text += "." + f;
+    }
+    // Kept only when the value also passes the bounds and multipleOf in double arithmetic,
+    // as validators compute them, so no validator can disagree.
+    const double x = std::stod(text);
+    const double q = x / m;
+    if ((lo_ex ? x <= *lo : x < *lo) || (hi_ex ? x >= *hi : x > *hi) || q != std::round(q)) continue;
+    alts.push_back(lit(text));
+  }
+  return rule("multiples", std::move(alts));
+}
+
+Element SchemaCompiler::integer_multiple_of(int k, bool negative, bool zero) {
   std::vector<uint32_t> rem(k);
   for (int r = 0; r < k; ++r) rem[r] = b_.new_rule("mod");
   for (int r = 0; r < k; ++r) {
@@ -198,7 +265,8 @@ Element SchemaCompiler::integer_multiple_of(int k) {
   uint32_t digits = b_.new_rule("multiple");
   for (int d = 1; d <= 9; ++d)
     b_.add_alt(digits, {b_.byte(static_cast<uint8_t>('0' + d)), GrammarBuilder::call(rem[d % k])});
-  b_.add_alt(digits, lit("0"));
+  if (zero) b_.add_alt(digits, lit("0"));
+  if (!negative) return rule("multiple_of", {{GrammarBuilder::call(digits)}});
   return rule("multiple_of", {{b_.optional(lit("-"), "sign"), GrammarBuilder::call(digits)}});
 }
 
