@@ -132,7 +132,7 @@ class LLGuidanceEngine:
         return m.is_accepting()
 
 
-def run(engine, files, data_dir, hf_tok, eos):
+def run(engine, files, data_dir, hf_tok, eos, step_ms=0.0):
     compile_ms, mask_us = [], []
     counts = dict(schemas=0, compiled=0, refused=0, valid=0, invalid=0, wrong_rej=0, wrong_acc=0)
     for name in files:
@@ -156,6 +156,8 @@ def run(engine, files, data_dir, hf_tok, eos):
             m = engine.matcher(compiled)
             ok = True
             for tid in ids:
+                if step_ms > 0 and valid:
+                    time.sleep(step_ms / 1e3)  # a decode step's forward pass, as --step-ms in DeepInfer
                 m0 = time.perf_counter()
                 engine.fill(m)
                 if valid:
@@ -181,6 +183,8 @@ def main():
     ap.add_argument("--stride", type=int, default=1)
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--engines", default="xgrammar,llguidance")
+    ap.add_argument("--step-ms", type=float, default=0.0,
+                    help="sleep before each mask of a valid instance (a stand-in for the forward pass)")
     args = ap.parse_args()
     from transformers import AutoTokenizer
     hf_tok = AutoTokenizer.from_pretrained(os.path.dirname(os.path.abspath(args.gguf)),
@@ -192,7 +196,7 @@ def main():
         files = files[:args.limit]
     for name in args.engines.split(","):
         engine = {"xgrammar": XGrammarEngine, "llguidance": LLGuidanceEngine}[name](hf_tok, vocab_size)
-        run(engine, files, args.data, hf_tok, eos)
+        run(engine, files, args.data, hf_tok, eos, args.step_ms)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,8 @@ struct BenchFlags {
   std::string data = "../shared/data/jsonschemabench";
   int limit = 0;
   int stride = 1;
+  std::string grammar_precompute = "background";
+  double step_ms = 0;
   std::string prompt_lens = "2000,8000";
 };
 
@@ -57,6 +59,8 @@ int run_mask_bench(const BenchFlags& f) {
   opts.dir = f.data;
   opts.limit = f.limit;
   opts.stride = f.stride;
+  opts.precompute_first = f.grammar_precompute == "first";
+  opts.step_ms = f.step_ms;
   auto res = engine::grammar::run_mask_benchmark(vocab, opts);
   if (!res.is_ok()) return report_error(res.status());
   std::fprintf(stderr, "%s\n", res->report().c_str());
@@ -69,6 +73,11 @@ int run_mask_bench(const BenchFlags& f) {
                       {"wrongly_rejected", t.wrongly_rejected},
                       {"compile_ms_p50", res->compile_ms.p50},
                       {"compile_ms_p99", res->compile_ms.p99},
+                      {"grammar_precompute", f.grammar_precompute},
+                      {"step_ms", f.step_ms},
+                      {"precompute_ms_p50", res->precompute_ms.p50},
+                      {"precompute_ms_p99", res->precompute_ms.p99},
+                      {"exact_scan_masks", res->exact_masks},
                       {"mask_us_p50", res->mask_us.p50},
                       {"mask_us_p99", res->mask_us.p99},
                       {"mask_us_mean", res->mask_us.mean},
@@ -239,6 +248,14 @@ Subcommand make_bench_command() {
     cmd->add_option("--data", f->data, "mask: JSONSchemaBench directory");
     cmd->add_option("--limit", f->limit, "mask: at most this many schemas (0 = all)")->check(CLI::Range(0, 1000000));
     cmd->add_option("--stride", f->stride, "mask: every N-th schema file")->check(CLI::Range(1, 1000000));
+    cmd->add_option("--grammar-precompute", f->grammar_precompute,
+                    "mask: 'background' (as the engine: a grammar is ready once built, its contexts are "
+                    "classified on the compiler's background thread; compile time = time to ready) or "
+                    "'first' (classify everything before the first mask)")
+        ->check(CLI::IsMember({"background", "first"}));
+    cmd->add_option("--step-ms", f->step_ms,
+                    "mask: sleep this long before each mask, standing in for a decode step's forward pass")
+        ->check(CLI::Range(0.0, 1000.0));
     cmd->add_option("--batch", f->batches, "Batch sizes, comma-separated (e.g. 1,2,4,8)");
     cmd->add_option("--prompt-len", f->prompt_len, "Prompt tokens per sequence")->check(CLI::Range(1, 1 << 20));
     cmd->add_option("--gen-len", f->gen_len, "Generated tokens per sequence (decode)")->check(CLI::Range(2, 1 << 20));

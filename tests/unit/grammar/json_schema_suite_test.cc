@@ -148,6 +148,10 @@ TEST(JsonSchemaBench, Full) {
   // The context precompute budget per grammar (default GrammarLimits: 1 s); the counts do not
   // depend on it, only the compile/mask times do.
   if (const char* pre = std::getenv("DEEPINFER_GRAMMAR_PRECOMPUTE_SECONDS")) opts.limits.precompute_seconds = std::atof(pre);
+  // Classify every context before walking (compile time then includes it): =1.
+  if (const char* pf = std::getenv("DEEPINFER_GRAMMAR_BENCH_PRECOMPUTE_FIRST")) opts.precompute_first = std::string(pf) == "1";
+  // A simulated forward pass of this many ms before each mask of a valid instance.
+  if (const char* st = std::getenv("DEEPINFER_GRAMMAR_BENCH_STEP_MS")) opts.step_ms = std::atof(st);
   // Refusal tally without the walks (seconds): DEEPINFER_GRAMMAR_BENCH_COMPILE_ONLY=1.
   if (const char* co = std::getenv("DEEPINFER_GRAMMAR_BENCH_COMPILE_ONLY")) opts.compile_only = std::string(co) == "1";
   auto r = run_mask_benchmark(testing::test_vocabulary(), opts);

@@ -9,11 +9,26 @@
 
 namespace deepinfer::engine::grammar {
 
+// Resumable depth-first precompute: each byte position's shallowest key, then deeper keys
+// only below those that ask for it (the order GrammarMatcher looks them up in).
+struct CompiledGrammar::PrecomputeState {
+  GrammarLimits limits;
+  ContextWalker walker;
+  std::unique_ptr<ContextGraph> graph;  // built on the first slice (not on the ready path)
+  std::vector<uint32_t> order;          // positions: early ones first, deferred ones after
+  size_t next = 0;
+  std::vector<std::pair<ContextKey, int>> todo;  // keys still to classify, last = next
+  double spent_seconds = 0;
+};
+
 CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabulary> v)
     : grammar_(std::move(g)), vocab_(std::move(v)) {}
 
+CompiledGrammar::~CompiledGrammar() = default;
+
 Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::create(
-    Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab, const GrammarLimits& limits) {
+    Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab, const GrammarLimits& limits,
+    Precompute mode) {
   if (!vocab || vocab->size() == 0) return invalid_argument("grammar: empty vocabulary");
   const TokenVocabulary& v = *vocab;
   if (!v.is_special.empty() && v.is_special.size() != v.token_bytes.size())
@@ -23,8 +38,15 @@ Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::create(
     if (id < 0 || id >= v.size()) return invalid_argument("grammar: eos id {} out of range", id);
   std::shared_ptr<CompiledGrammar> cg(new CompiledGrammar(std::move(grammar), vocab));
   cg->trie_ = shared_vocab_trie(vocab);
+  cg->columns_ = byte_columns(cg->grammar_);
   cg->alias_long_chains();
-  cg->precompute(limits);
+  if (limits.precompute_seconds > 0 && limits.precompute_max_contexts > 0) {
+    cg->pre_.reset(new PrecomputeState{limits, ContextWalker(&cg->grammar_, cg->trie_, cg->columns_), {}, {}, 0, {}, 0});
+    cg->pending_ = true;
+    if (mode == Precompute::kBeforeReturn)
+      while (cg->precompute_more(1e9)) {
+      }
+  }
   return std::shared_ptr<const CompiledGrammar>(std::move(cg));
 }
 
@@ -60,45 +82,68 @@ void CompiledGrammar::alias_long_chains() {
   }
 }
 
-void CompiledGrammar::precompute(const GrammarLimits& limits) {
-  if (limits.precompute_seconds <= 0 || limits.precompute_max_contexts == 0) return;
+bool CompiledGrammar::precompute_more(double seconds) const {
   using Clock = std::chrono::steady_clock;
+  std::lock_guard<std::mutex> pre_lock(pre_mu_);
+  if (!pre_) return false;
+  PrecomputeState& st = *pre_;
   const auto t0 = Clock::now();
-  ContextGraph graph(grammar_, key_pos_);
-  ContextWalker walker(&grammar_, trie_);
-  size_t done = 0;
-  bool stopped = false;
-  auto over_budget = [&] {
-    if (stopped) return true;
-    stopped = done >= limits.precompute_max_contexts || cache_bytes_ > limits.precompute_max_bytes ||
-              std::chrono::duration<double>(Clock::now() - t0).count() > limits.precompute_seconds;
-    return stopped;
-  };
-  // Each byte position's shallowest key, then deeper keys only below those that ask for it
-  // (the same order of refinement GrammarMatcher uses to look them up).
-  std::function<void(ContextKey, int)> visit = [&](ContextKey key, int depth) {
-    if (over_budget()) return;
-    auto c = walker.classify(key);
-    bool refine = c->refine;
-    cache_bytes_ += c->memory_bytes();
-    cache_.emplace(key, std::move(c));
-    ++done;
-    if (!refine) return;
-    for (uint32_t f : graph.frames_below(key[depth - 1])) {
+  if (!st.graph) {
+    st.graph = std::make_unique<ContextGraph>(grammar_, key_pos_);
+    for (int pass = 0; pass < 2; ++pass)
+      for (uint32_t p : st.graph->positions())
+        if (deferred_[st.graph->rule_of(p)] == pass) st.order.push_back(p);
+  }
+  bool finished = false;
+  while (true) {
+    if (st.todo.empty()) {
+      if (st.next == st.order.size()) {
+        finished = true;
+        break;
+      }
+      st.todo.push_back({{st.order[st.next++], StackPool::kNoPos, StackPool::kNoPos, StackPool::kNoPos}, 1});
+    }
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    size_t bytes;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      bytes = cache_bytes_;
+    }
+    if (st.spent_seconds + elapsed > st.limits.precompute_seconds ||
+        precomputed_.load() >= st.limits.precompute_max_contexts || bytes > st.limits.precompute_max_bytes)
+      break;  // budget spent: the rest is classified on first use
+    if (elapsed > seconds) {
+      st.spent_seconds += elapsed;
+      precompute_ms_ = st.spent_seconds * 1e3;
+      return true;
+    }
+    auto [key, depth] = st.todo.back();
+    st.todo.pop_back();
+    bool refine;
+    if (const TokenClasses* known = find_classes(key)) {
+      refine = known->refine;  // classified lazily by a matcher already
+    } else {
+      auto c = st.walker.classify(key);
+      refine = c->refine;
+      std::lock_guard<std::mutex> lock(mu_);
+      auto [it, inserted] = cache_.try_emplace(key, std::move(c));
+      if (inserted) cache_bytes_ += it->second->memory_bytes();
+      precomputed_++;
+    }
+    if (!refine) continue;
+    const std::vector<uint32_t>& below = st.graph->frames_below(key[depth - 1]);
+    for (size_t i = below.size(); i-- > 0;) {  // reversed: the first frame is visited first
       ContextKey deeper = key;
-      deeper[depth] = f;
-      visit(deeper, depth + 1);
-      if (stopped) return;
+      deeper[depth] = below[i];
+      st.todo.push_back({deeper, depth + 1});
     }
-  };
-  for (int pass = 0; pass < 2 && !stopped; ++pass)
-    for (uint32_t p : graph.positions()) {
-      if (deferred_[graph.rule_of(p)] != pass) continue;
-      visit({p, StackPool::kNoPos, StackPool::kNoPos, StackPool::kNoPos}, 1);
-      if (stopped) break;
-    }
-  stats_.precomputed = done;
-  stats_.complete = !stopped;
+  }
+  st.spent_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  precompute_ms_ = st.spent_seconds * 1e3;
+  complete_ = finished;
+  pre_.reset();
+  pending_.store(false, std::memory_order_release);
+  return false;
 }
 
 bool CompiledGrammar::is_eos(int32_t id) const {
@@ -112,9 +157,20 @@ size_t CompiledGrammar::memory_bytes() const {
 }
 
 ContextStats CompiledGrammar::context_stats() const {
-  ContextStats s = stats_;
+  ContextStats s;
+  s.precomputed = precomputed_.load();
   s.lazy = lazy_.load();
+  s.exact_masks = exact_.load();
+  s.complete = complete_.load();
+  s.pending = pending_.load();
+  s.precompute_ms = precompute_ms_.load();
   return s;
+}
+
+const TokenClasses* CompiledGrammar::find_classes(const ContextKey& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(key);
+  return it == cache_.end() ? nullptr : it->second.get();
 }
 
 const TokenClasses& CompiledGrammar::classes(const ContextKey& key) const {
@@ -123,9 +179,16 @@ const TokenClasses& CompiledGrammar::classes(const ContextKey& key) const {
     auto it = cache_.find(key);
     if (it != cache_.end()) return *it->second;
   }
-  // Computed outside the lock; a racing duplicate is discarded.
-  ContextWalker walker(&grammar_, trie_);
-  auto fresh = walker.classify(key);
+  // Computed outside the cache lock; a racing duplicate is discarded. One walker is kept so
+  // lazy classifications share its DFA; a second thread meanwhile uses a fresh one.
+  std::unique_ptr<TokenClasses> fresh;
+  if (std::unique_lock<std::mutex> walker_lock(lazy_walker_mu_, std::try_to_lock); walker_lock.owns_lock()) {
+    if (!lazy_walker_) lazy_walker_ = std::make_unique<ContextWalker>(&grammar_, trie_, columns_);
+    fresh = lazy_walker_->classify(key);
+  } else {
+    ContextWalker walker(&grammar_, trie_, columns_);
+    fresh = walker.classify(key);
+  }
   lazy_++;
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, inserted] = cache_.try_emplace(key, std::move(fresh));

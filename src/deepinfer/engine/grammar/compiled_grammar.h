@@ -1,7 +1,9 @@
 // A grammar bound to a vocabulary, plus the per-parser-context token classification that makes
 // masks cheap: for each top-of-stack context, tokens accepted or rejected regardless of what
 // lies deeper in the stack are stored; only the rest are checked at run time. Contexts are
-// classified ahead of time on the compile worker (within a budget), the rest on first use.
+// classified ahead of time (within a budget): before create() returns, or, for a grammar
+// created with Precompute::kInBackground, by precompute_more() calls on a background thread
+// while requests already use the grammar; the rest on first use.
 #pragma once
 
 #include <atomic>
@@ -19,16 +21,26 @@
 namespace deepinfer::engine::grammar {
 
 struct ContextStats {
-  size_t precomputed = 0;  // classified on the compile worker
-  size_t lazy = 0;         // classified later, inside a mask call
-  bool complete = false;   // every reachable context was precomputed within the budget
+  size_t precomputed = 0;    // classified ahead of use (compile worker or background)
+  size_t lazy = 0;           // classified later, inside a mask call
+  size_t exact_masks = 0;    // masks computed by one exact vocabulary scan (classes not ready)
+  bool complete = false;     // every reachable context was precomputed within the budget
+  bool pending = false;      // the background precompute has not finished yet
+  double precompute_ms = 0;  // time spent precomputing so far
 };
+
+class ContextGraph;
 
 class CompiledGrammar {
  public:
-  // Precomputes context classes within limits.precompute_* (GrammarLimits in grammar_ir.h).
+  // kBeforeReturn: classifies contexts within limits.precompute_* (GrammarLimits in
+  // grammar_ir.h) before returning. kInBackground: returns at once; the owner calls
+  // precompute_more() off the serving path until it returns false.
+  enum class Precompute { kBeforeReturn, kInBackground };
   static Result<std::shared_ptr<const CompiledGrammar>> create(
-      Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab, const GrammarLimits& limits = {});
+      Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab, const GrammarLimits& limits = {},
+      Precompute mode = Precompute::kBeforeReturn);
+  ~CompiledGrammar();
 
   const Grammar& grammar() const { return grammar_; }
   const TokenVocabulary& vocab() const { return *vocab_; }
@@ -39,24 +51,44 @@ class CompiledGrammar {
   // The classification for a top-of-stack context; computed on first use when the compile
   // worker did not get to it (thread-safe; the reference stays valid for the grammar's life).
   const TokenClasses& classes(const ContextKey& key) const;
+  // The classification if it is computed already, else null (never computes).
+  const TokenClasses* find_classes(const ContextKey& key) const;
+  // Classifies more contexts for about `seconds` (one thread at a time); false once nothing
+  // is left to do (finished, or the precompute budget is spent).
+  bool precompute_more(double seconds) const;
+  // The background precompute has work left: a missing context is then better served by one
+  // exact scan (ContextWalker::exact_mask) than by classifying it on the decode path.
+  bool precompute_pending() const { return pending_.load(std::memory_order_acquire); }
+  void note_exact_mask() const { exact_++; }
+  const ByteColumns& columns() const { return columns_; }
+  const std::shared_ptr<const VocabTrie>& trie() const { return trie_; }
   // The position a context key uses for grammar position p (see Grammar::counted_chains).
   uint32_t key_pos(uint32_t p) const { return key_pos_.empty() ? p : key_pos_[p]; }
 
  private:
   CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabulary> v);
   void alias_long_chains();
-  void precompute(const GrammarLimits& limits);
+  struct PrecomputeState;
 
   Grammar grammar_;
   std::shared_ptr<const TokenVocabulary> vocab_;
   std::shared_ptr<const VocabTrie> trie_;
+  ByteColumns columns_;
   std::vector<uint32_t> key_pos_;  // [elements] or empty when no chain is long enough
   std::vector<uint8_t> deferred_;  // [rules] precomputed last: deep into an optional run
   mutable std::mutex mu_;
   mutable std::unordered_map<ContextKey, std::unique_ptr<TokenClasses>, ContextKeyHash> cache_;
   mutable size_t cache_bytes_ = 0;
-  ContextStats stats_;
-  mutable std::atomic<size_t> lazy_{0};
+  // The precompute's resumable state (positions still to visit, refinements pending); only
+  // the thread holding pre_mu_ touches it. Freed when the precompute ends.
+  mutable std::mutex pre_mu_;
+  mutable std::unique_ptr<PrecomputeState> pre_;
+  mutable std::atomic<bool> pending_{false};
+  mutable std::mutex lazy_walker_mu_;
+  mutable std::unique_ptr<ContextWalker> lazy_walker_;  // for classes() past the budget
+  mutable std::atomic<size_t> precomputed_{0}, lazy_{0}, exact_{0};
+  mutable std::atomic<bool> complete_{false};
+  mutable std::atomic<double> precompute_ms_{0};
 };
 
 }  // namespace deepinfer::engine::grammar

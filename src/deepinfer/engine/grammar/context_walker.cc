@@ -3,6 +3,7 @@
 #include "deepinfer/engine/grammar/context_walker.h"
 
 #include <algorithm>
+#include <set>
 
 namespace deepinfer::engine::grammar {
 
@@ -37,27 +38,88 @@ size_t ContextWalker::VecHash::operator()(const std::vector<uint32_t>& v) const 
   return static_cast<size_t>(h ^ (h >> 29));
 }
 
-ContextWalker::ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> trie)
-    : g_(g), trie_(std::move(trie)) {
+ByteColumns byte_columns(const Grammar& g) {
+  // Partition refinement: each distinct byte class splits every column into the bytes it
+  // contains and the rest; columns are numbered in order of their smallest byte.
+  std::array<uint16_t, 256> col{};
+  int num = 1;
+  std::set<std::array<uint64_t, 4>> seen;
+  std::array<int, 512> remap;
+  for (const ByteSet& set : g.byte_sets) {
+    if (num == 256) break;
+    if (!seen.insert(set.bits).second) continue;
+    remap.fill(-1);
+    int next = 0;
+    for (int b = 0; b < 256; ++b) {
+      int k = col[b] * 2 + set.test(static_cast<uint8_t>(b));
+      if (remap[k] < 0) remap[k] = next++;
+      col[b] = static_cast<uint16_t>(remap[k]);
+    }
+    num = next;
+  }
+  ByteColumns out;
+  for (int b = 0; b < 256; ++b) out.col[b] = static_cast<uint8_t>(col[b]);
+  out.num = num;
+  return out;
+}
+
+ContextWalker::ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> trie, const ByteColumns& cols)
+    : g_(g), trie_(std::move(trie)), byte_col_(cols.col), num_cols_(cols.num) {
   state_at_.resize(trie_->max_len + 2);
   esc_at_.resize(trie_->max_len + 2);
-  // Partition the bytes by which of the grammar's byte classes contain them.
-  std::vector<std::vector<uint64_t>> sig(256, std::vector<uint64_t>((g_->byte_sets.size() + 63) / 64));
-  for (size_t i = 0; i < g_->byte_sets.size(); ++i)
-    for (int b = 0; b < 256; ++b)
-      if (g_->byte_sets[i].test(static_cast<uint8_t>(b))) sig[b][i >> 6] |= uint64_t{1} << (i & 63);
-  std::vector<int> rep;  // a representative byte per column
-  for (int b = 0; b < 256; ++b) {
-    int col = -1;
-    for (size_t c = 0; c < rep.size() && col < 0; ++c)
-      if (sig[rep[c]] == sig[b]) col = static_cast<int>(c);
-    if (col < 0) {
-      col = static_cast<int>(rep.size());
-      rep.push_back(b);
+  for (int b = 0; b < 256; ++b) col_bytes_[byte_col_[b]][b >> 6] |= uint64_t{1} << (b & 63);
+  std::array<bool, 256> seen{};
+  for (int b = 0; b < 256; ++b)
+    if (((trie_->plain[b >> 6] >> (b & 63)) & 1) && !seen[byte_col_[b]]) {
+      seen[byte_col_[b]] = true;
+      plain_cols_.push_back(byte_col_[b]);
+      plain_reps_.push_back(static_cast<uint8_t>(b));
     }
-    byte_col_[b] = static_cast<uint8_t>(col);
+}
+
+int ContextWalker::plain_run(int32_t s) {
+  if (plain_run_[s] >= 0) return plain_run_[s];
+  plain_run_[s] = 0;  // a cycle other than a self-loop reads 0 here: safe (an underestimate)
+  int run = 255;
+  for (size_t i = 0; i < plain_cols_.size(); ++i) {
+    const uint8_t col = plain_cols_[i], b = plain_reps_[i];
+    int32_t to = trans_[static_cast<size_t>(s) * num_cols_ + col];
+    if (to < 0) to = step(s, static_cast<uint8_t>(b));
+    if (to == s) continue;  // a loop on this column costs nothing
+    if (sets_[to].empty()) {
+      run = 0;
+      break;
+    }
+    run = std::min(run, 1 + plain_run(to));
   }
-  num_cols_ = static_cast<int>(rep.size());
+  plain_run_[s] = static_cast<int16_t>(std::min(run, 255));
+  return plain_run_[s];
+}
+
+bool ContextWalker::subtree_accepted(int32_t s, uint32_t k) {
+  const VocabTrie& t = *trie_;
+  const uint8_t ph = t.plain_height[k];
+  if (ph != VocabTrie::kNotPlain && ph > 0 && plain_run(s) >= ph) return true;
+  return t.below[k] != 0 && loops_on(s, t.below_sets[t.below[k]]);
+}
+
+bool ContextWalker::loops_on(int32_t s, const std::array<uint64_t, 4>& bytes) {
+  for (int w = 0; w < 4; ++w)
+    if (bytes[w] & loop_no_[s][w]) return false;
+  for (int w = 0; w < 4; ++w) {
+    uint64_t unknown = bytes[w] & ~loop_yes_[s][w];
+    while (unknown) {
+      const int b = w * 64 + __builtin_ctzll(unknown);
+      const int col = byte_col_[b];
+      int32_t to = trans_[static_cast<size_t>(s) * num_cols_ + col];
+      if (to < 0) to = step(s, static_cast<uint8_t>(b));
+      auto& mark = to == s ? loop_yes_[s] : loop_no_[s];
+      for (int i = 0; i < 4; ++i) mark[i] |= col_bytes_[col][i];
+      if (to != s) return false;
+      unknown &= ~loop_yes_[s][w];
+    }
+  }
+  return true;
 }
 
 int32_t ContextWalker::intern(std::vector<uint32_t>& v) {
@@ -67,6 +129,9 @@ int32_t ContextWalker::intern(std::vector<uint32_t>& v) {
     has_ctx_.push_back(std::find(v.begin(), v.end(), StackPool::kContext) != v.end());
     sets_.push_back(v);
     trans_.resize(trans_.size() + num_cols_, -1);
+    loop_yes_.push_back({});
+    loop_no_.push_back({});
+    plain_run_.push_back(-1);
   }
   return it->second;
 }
@@ -80,14 +145,82 @@ int32_t ContextWalker::step(int32_t from, uint8_t byte) {
   return to;
 }
 
-std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
-  const VocabTrie& t = *trie_;
-  const int32_t words = t.vocab->mask_words();
+void ContextWalker::bound_dfa() {
+  // Bounds on what the shared DFA may hold before starting over (a few MB).
+  constexpr size_t kMaxSets = 1 << 14, kMaxPoolNodes = 1 << 20;
+  if (!pool_ || sets_.size() > kMaxSets || pool_->size() > kMaxPoolNodes) reset_dfa();
+}
+
+void ContextWalker::reset_dfa() {
+  exact_cache_.clear();
   pool_ = std::make_unique<StackPool>(g_);
   intern_.clear();
   sets_.clear();
   trans_.clear();
   has_ctx_.clear();
+  loop_yes_.clear();
+  loop_no_.clear();
+  plain_run_.clear();
+}
+
+void ContextWalker::exact_mask(const StackPool& src, const std::vector<uint32_t>& stacks, uint32_t* mask) {
+  constexpr size_t kMaxCachedMasks = 64;
+  bound_dfa();
+  // Copy each stack into this walker's pool (bottom frame first).
+  std::vector<uint32_t> start, frames;
+  for (uint32_t s : stacks) {
+    if (s == StackPool::kAccept) continue;
+    frames.clear();
+    for (uint32_t x = s; x != StackPool::kAccept; x = src.parent(x)) frames.push_back(src.pos(x));
+    uint32_t copy = StackPool::kAccept;
+    for (size_t i = frames.size(); i-- > 0;) copy = pool_->node(copy, frames[i]);
+    start.push_back(copy);
+  }
+  scratch_.clear();
+  const int32_t kEmpty = intern(scratch_);
+  if (start.empty()) return;
+  const int32_t start_set = intern(start);
+  const int32_t words = trie_->vocab->mask_words();
+  if (auto hit = exact_cache_.find(start_set); hit != exact_cache_.end()) {
+    for (int32_t w = 0; w < words; ++w) mask[w] |= hit->second[w];
+    return;
+  }
+  std::vector<uint32_t> own(words, 0);  // this set's tokens alone, for the cache
+  state_at_[0] = start_set;
+  const VocabTrie& t = *trie_;
+  const uint8_t* byte = t.byte.data();
+  const uint32_t* depth = t.depth.data();
+  const uint32_t* end = t.end.data();
+  const uint32_t* tok_begin = t.tok_begin.data();
+  const int32_t* tokens = t.tokens.data();
+  const uint32_t n = static_cast<uint32_t>(t.num_nodes());
+  for (uint32_t k = 1; k < n;) {
+    const int32_t from = state_at_[depth[k] - 1];
+    int32_t ns = trans_[static_cast<size_t>(from) * num_cols_ + byte_col_[byte[k]]];
+    if (ns < 0) ns = step(from, byte[k]);
+    if (ns == kEmpty) {
+      k = end[k];
+      continue;
+    }
+    if (subtree_accepted(ns, k)) {
+      // Every token below stays in ns: accept the subtree without visiting it.
+      for (uint32_t i = tok_begin[k]; i < tok_begin[end[k]]; ++i) own[tokens[i] >> 5] |= 1u << (tokens[i] & 31);
+      k = end[k];
+      continue;
+    }
+    for (uint32_t i = tok_begin[k]; i < tok_begin[k + 1]; ++i) own[tokens[i] >> 5] |= 1u << (tokens[i] & 31);
+    state_at_[depth[k]] = ns;
+    ++k;
+  }
+  for (int32_t w = 0; w < words; ++w) mask[w] |= own[w];
+  if (exact_cache_.size() >= kMaxCachedMasks) exact_cache_.clear();
+  exact_cache_.emplace(start_set, std::move(own));
+}
+
+std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
+  const VocabTrie& t = *trie_;
+  const int32_t words = t.vocab->mask_words();
+  bound_dfa();
   // Rebuild the known frames above the accept state (kStackEnd) or an unknown rest (kContext).
   const int known = key_depth(key);
   const bool can_refine = !key_is_final(key);
@@ -124,6 +257,12 @@ std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
           return out;
         }
       }
+      k = end[k];
+      continue;
+    }
+    if (subtree_accepted(ns, k)) {
+      // Every token below stays in ns (not empty): all accepted, no dead prefix, no visit.
+      accepted.insert(accepted.end(), tokens + tok_begin[k], tokens + tok_begin[end[k]]);
       k = end[k];
       continue;
     }

@@ -51,10 +51,24 @@ struct TokenClasses {
   size_t memory_bytes() const;
 };
 
+// Bytes no byte class of the grammar tells apart share a column of a walker's transition
+// table, which keeps the table small enough to stay in cache during the vocabulary scan.
+struct ByteColumns {
+  std::array<uint8_t, 256> col{};
+  int num = 0;
+};
+ByteColumns byte_columns(const Grammar& g);
+
 class ContextWalker {
  public:
-  ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> trie);
+  ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> trie, const ByteColumns& cols);
   std::unique_ptr<TokenClasses> classify(const ContextKey& key);
+  // The exact mask for a real stack set (stacks of `src`, kAccept excluded: EOS is the
+  // caller's): sets the bits of every token some stack can consume whole. One scan, no
+  // uncertain tokens; used while a context's classes are not computed yet. Successive calls
+  // share the DFA built so far, and masks of stack sets met before are replayed from a
+  // small cache (a string or a number revisits the same sets token after token).
+  void exact_mask(const StackPool& src, const std::vector<uint32_t>& stacks, uint32_t* mask);
 
  private:
   struct VecHash {
@@ -62,6 +76,19 @@ class ContextWalker {
   };
   int32_t intern(std::vector<uint32_t>& v);
   int32_t step(int32_t from, uint8_t byte);
+  void reset_dfa();
+  // Keeps the DFA across calls (states are stack sets, whatever context started them) until
+  // it grows past a bound.
+  void bound_dfa();
+  // True when state s goes back to itself on every byte of `bytes` (so every token of a
+  // subtree below s made of those bytes is accepted, ending in s). Answers are cached per
+  // state and byte column.
+  bool loops_on(int32_t s, const std::array<uint64_t, 4>& bytes);
+  // How many plain bytes (VocabTrie::plain) in any order state s survives without dying:
+  // 255 for a loop, n for a counted run with n copies left. Underestimates are safe.
+  int plain_run(int32_t s);
+  // The subtree below trie node k (entered in state s) is accepted whole.
+  bool subtree_accepted(int32_t s, uint32_t k);
 
   const Grammar* g_;
   std::shared_ptr<const VocabTrie> trie_;
@@ -69,15 +96,18 @@ class ContextWalker {
   // A lazily built DFA over stack sets for the current context.
   std::unordered_map<std::vector<uint32_t>, int32_t, VecHash> intern_;
   std::vector<std::vector<uint32_t>> sets_;
-  // Bytes no byte class of the grammar tells apart share a column of the transition table,
-  // which keeps the table small enough to stay in cache during the vocabulary scan.
   std::array<uint8_t, 256> byte_col_{};
   int num_cols_ = 0;
   std::vector<int32_t> trans_;  // [sets * num_cols_], -1 = not computed yet
   std::vector<uint8_t> has_ctx_;
+  std::vector<std::array<uint64_t, 4>> loop_yes_, loop_no_;  // [sets] bytes known to (not) loop
+  std::vector<int16_t> plain_run_;                             // [sets] -1 = not computed
+  std::vector<uint8_t> plain_cols_, plain_reps_;  // columns holding plain bytes, a plain byte of each
+  std::array<std::array<uint64_t, 4>, 256> col_bytes_{};      // [column] its bytes
   std::vector<uint32_t> scratch_;
   std::vector<int32_t> state_at_;  // [max_len + 1] per trie depth on the current path
   std::vector<uint8_t> esc_at_;    // [max_len + 1] some path popped below the known frames
+  std::unordered_map<int32_t, std::vector<uint32_t>> exact_cache_;  // start set -> mask
 };
 
 }  // namespace deepinfer::engine::grammar

@@ -7,7 +7,7 @@
 namespace deepinfer::engine::grammar {
 
 CompileResult compile_grammar(const GrammarSpec& spec, std::shared_ptr<const TokenVocabulary> vocab,
-                              const GrammarLimits& limits) {
+                              const GrammarLimits& limits, CompiledGrammar::Precompute mode) {
   Result<Grammar> g = Status(StatusCode::kInternal, "unset");
   switch (spec.kind) {
     case GrammarSpec::kJsonSchema: g = compile_json_schema(spec.source, spec.opts, limits); break;
@@ -22,13 +22,14 @@ CompileResult compile_grammar(const GrammarSpec& spec, std::shared_ptr<const Tok
     }
   }
   if (!g.is_ok()) return g.status();
-  return CompiledGrammar::create(std::move(g).value(), std::move(vocab), limits);
+  return CompiledGrammar::create(std::move(g).value(), std::move(vocab), limits, mode);
 }
 
 GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenVocabulary> vocab, int num_threads,
                                  GrammarLimits limits, size_t max_cached)
     : vocab_(std::move(vocab)), limits_(limits), max_cached_(max_cached) {
   for (int i = 0; i < std::max(1, num_threads); ++i) threads_.emplace_back([this] { worker(); });
+  background_thread_ = std::thread([this] { background(); });
 }
 
 GrammarCompiler::~GrammarCompiler() {
@@ -37,7 +38,27 @@ GrammarCompiler::~GrammarCompiler() {
     stop_ = true;
   }
   cv_.notify_all();
+  background_cv_.notify_all();
   for (auto& t : threads_) t.join();
+  background_thread_.join();
+}
+
+void GrammarCompiler::background() {
+  // A slice short enough that the thread notices stop_ and turns to a newer grammar quickly.
+  constexpr double kSliceSeconds = 0.002;
+  while (true) {
+    std::shared_ptr<const CompiledGrammar> g;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      background_cv_.wait(lock, [&] { return stop_ || !precompute_queue_.empty(); });
+      if (stop_) return;
+      g = precompute_queue_.front().lock();
+      precompute_queue_.pop_front();
+    }
+    if (!g || !g->precompute_more(kSliceSeconds)) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    precompute_queue_.push_back(g);
+  }
 }
 
 void GrammarCompiler::worker() {
@@ -67,11 +88,20 @@ std::shared_future<CompileResult> GrammarCompiler::compile_async(const GrammarSp
     for (auto c = cache_.begin(); c != cache_.end();)
       c = c->second.wait_for(std::chrono::seconds(0)) == std::future_status::ready ? cache_.erase(c) : std::next(c);
   }
-  auto task = std::make_shared<std::packaged_task<CompileResult()>>(
-      [spec, vocab = vocab_, limits = limits_] { return compile_grammar(spec, vocab, limits); });
-  std::shared_future<CompileResult> fut = task->get_future().share();
+  // The waiters are woken before the background precompute is queued, so they go first.
+  auto done = std::make_shared<std::promise<CompileResult>>();
+  std::shared_future<CompileResult> fut = done->get_future().share();
   cache_[key] = fut;
-  queue_.push_back([task] { (*task)(); });
+  queue_.push_back([this, spec, done] {
+    CompileResult r = compile_grammar(spec, vocab_, limits_, CompiledGrammar::Precompute::kInBackground);
+    std::shared_ptr<const CompiledGrammar> g = r.is_ok() ? *r : nullptr;
+    done->set_value(std::move(r));
+    if (g && g->precompute_pending()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      precompute_queue_.push_front(g);  // newest first: its request is about to start
+      background_cv_.notify_one();
+    }
+  });
   cv_.notify_one();
   return fut;
 }

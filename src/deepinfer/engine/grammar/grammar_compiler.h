@@ -28,8 +28,10 @@ struct GrammarSpec {
 using CompileResult = Result<std::shared_ptr<const CompiledGrammar>>;
 
 // Synchronous compile (no cache): the building block the async compiler runs on its workers.
+// With Precompute::kInBackground the caller must drive CompiledGrammar::precompute_more().
 CompileResult compile_grammar(const GrammarSpec& spec, std::shared_ptr<const TokenVocabulary> vocab,
-                              const GrammarLimits& limits = {});
+                              const GrammarLimits& limits = {},
+                              CompiledGrammar::Precompute mode = CompiledGrammar::Precompute::kBeforeReturn);
 
 class GrammarCompiler {
  public:
@@ -39,13 +41,22 @@ class GrammarCompiler {
   GrammarCompiler(const GrammarCompiler&) = delete;
   GrammarCompiler& operator=(const GrammarCompiler&) = delete;
 
-  // Returns at once; a repeated spec shares the first compile's future.
+  // Returns at once; a repeated spec shares the first compile's future. The future is ready
+  // once the grammar is built (milliseconds); its contexts are then classified against the
+  // vocabulary by the compiler's background thread while requests already decode with it.
   std::shared_future<CompileResult> compile_async(const GrammarSpec& spec);
   size_t cache_size() const;
 
  private:
   void worker();
+  void background();
 
+  // Grammars whose precompute has work left, served round robin in short slices so a new
+  // grammar's first contexts are not stuck behind an old grammar's long precompute. Weak:
+  // a grammar nobody holds any more is dropped.
+  std::deque<std::weak_ptr<const CompiledGrammar>> precompute_queue_;
+  std::condition_variable background_cv_;
+  std::thread background_thread_;
   std::shared_ptr<const TokenVocabulary> vocab_;
   GrammarLimits limits_;
   size_t max_cached_;

@@ -23,6 +23,14 @@ struct MaskBenchOptions {
   bool compile_only = false;  // count compiled/refused (and refusal reasons) without walking
   JsonSchemaOptions schema_opts;
   GrammarLimits limits;       // compile limits, including the context precompute budget
+  // false (default): compile as the engine does (GrammarCompiler): the grammar is ready once
+  // built and its contexts are classified on the compiler's background thread while the
+  // instances are walked; compile time = time to ready. true: classify everything first
+  // (compile time includes the whole precompute; no mask waits on it).
+  bool precompute_first = false;
+  // Milliseconds slept before each mask of a valid instance, standing in for the decode
+  // step's forward pass (0 = masks back to back, the worst case for a background precompute).
+  double step_ms = 0;
   // Tokenizer for instance text; default: greedy longest match over the vocabulary.
   std::function<std::vector<int32_t>(const std::string&)> encode;
 };
@@ -44,8 +52,11 @@ struct MaskBenchResult {
   std::map<std::string, MaskBenchCounts> subsets;
   MaskBenchCounts total;
   Percentiles compile_ms, mask_us;
+  Percentiles precompute_ms;  // background (or up-front) classification time per grammar
   std::vector<std::string> wrongly_accepted;  // "file#test" for each unsound result
+  std::vector<std::pair<double, std::string>> slowest_precompute;  // (ms, file), top 5
   size_t contexts_precomputed = 0, contexts_lazy = 0;  // summed over compiled grammars
+  size_t exact_masks = 0;  // masks computed by an exact scan while the precompute ran
   int precompute_incomplete = 0;                       // grammars that hit the budget
   std::map<std::string, int> refusal_reasons;  // refusal message, JSON pointers elided -> count
   std::string report() const;                  // human-readable table

@@ -71,6 +71,37 @@ std::shared_ptr<const VocabTrie> build(const std::shared_ptr<const TokenVocabula
       for (int32_t id : extra[k]) t->tokens.push_back(id);
   }
   t->tok_begin[t->byte.size()] = static_cast<uint32_t>(t->tokens.size());
+  // Bytes below each node, accumulated child -> parent in reverse preorder (a node's parent
+  // is the nearest earlier node one level up, tracked per depth).
+  const size_t n = t->byte.size();
+  std::vector<std::array<uint64_t, 4>> acc(n, std::array<uint64_t, 4>{});
+  std::vector<uint32_t> parent(n, 0), last_at(t->max_len + 2, 0);
+  for (size_t k = 1; k < n; ++k) {
+    parent[k] = last_at[t->depth[k] - 1];
+    last_at[t->depth[k]] = static_cast<uint32_t>(k);
+  }
+  for (int b = 0x20; b < 0x7F; ++b)
+    if (b != '"' && b != '\\') t->plain[b >> 6] |= uint64_t{1} << (b & 63);
+  t->plain_height.assign(n, 0);
+  for (size_t k = n; k-- > 1;) {
+    uint8_t& ph = t->plain_height[parent[k]];
+    const bool plain_edge = (t->plain[t->byte[k] >> 6] >> (t->byte[k] & 63)) & 1;
+    const uint8_t mine = t->plain_height[k];
+    ph = !plain_edge || mine >= VocabTrie::kNotPlain - 1 ? VocabTrie::kNotPlain
+                                                           : std::max<uint8_t>(ph, static_cast<uint8_t>(mine + 1));
+    auto& up = acc[parent[k]];
+    for (int w = 0; w < 4; ++w) up[w] |= acc[k][w];
+    up[t->byte[k] >> 6] |= uint64_t{1} << (t->byte[k] & 63);
+  }
+  std::map<std::array<uint64_t, 4>, uint32_t> ids;
+  t->below.resize(n);
+  t->below_sets.push_back({});
+  ids[{}] = 0;
+  for (size_t k = 0; k < n; ++k) {
+    auto [it, inserted] = ids.try_emplace(acc[k], static_cast<uint32_t>(t->below_sets.size()));
+    if (inserted) t->below_sets.push_back(acc[k]);
+    t->below[k] = it->second;
+  }
   return t;
 }
 

@@ -2,6 +2,7 @@
 // every grammar over it: the context walker scans it linearly and skips dead subtrees.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -21,6 +22,17 @@ struct VocabTrie {
   std::vector<uint32_t> end;        // [nodes]
   std::vector<uint32_t> tok_begin;  // [nodes + 1] index into `tokens` of the first token at >= k
   std::vector<int32_t> tokens;      // non-special, non-empty tokens in preorder (= byte order)
+  // The bytes that occur below node k (on edges inside its subtree, not its own edge):
+  // below_sets[below[k]]. A scan whose state loops on all of them accepts the whole subtree
+  // without visiting it. Distinct sets are stored once.
+  std::vector<uint32_t> below;                     // [nodes]
+  std::vector<std::array<uint64_t, 4>> below_sets;  // distinct sets; [0] = empty
+  // Printable ASCII but '"' and '\\' (the bytes of most tokens inside a quoted string).
+  std::array<uint64_t, 4> plain{};
+  // The longest path below node k when every byte below it is plain, else kNotPlain: a state
+  // that survives that many plain bytes accepts the whole subtree (counted runs, maxLength).
+  static constexpr uint8_t kNotPlain = 255;
+  std::vector<uint8_t> plain_height;  // [nodes]
 
   size_t num_nodes() const { return byte.size(); }
 };

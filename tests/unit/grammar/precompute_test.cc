@@ -1,0 +1,152 @@
+// The context precompute and the masks served while it runs: a grammar used before its
+// background precompute has started (every mask an exact vocabulary scan), one whose
+// precompute is driven a little between tokens, and one fully precomputed must give the same
+// bitmask at every step, and that bitmask must equal accept_token over the whole vocabulary.
+// Covers the scan shortcuts (a subtree accepted whole when the state loops on its bytes or a
+// counted run has copies left for it) on bounded strings, enums, numbers, regex and EBNF.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "deepinfer/engine/grammar/grammar_compiler.h"
+#include "grammar_test_util.h"
+
+namespace deepinfer::engine::grammar {
+namespace {
+
+using testing::greedy_tokenize;
+using testing::test_vocabulary;
+
+struct Case {
+  GrammarSpec::Kind kind;
+  std::string source;
+  std::string text;  // a valid output, walked token by token
+};
+
+std::vector<Case> cases() {
+  return {
+      {GrammarSpec::kJsonSchema,
+       R"({"type":"object","properties":{"id":{"type":"string","minLength":12,"maxLength":12},
+           "name":{"type":"string","maxLength":40},"tags":{"type":"array","items":{"type":"string"},"maxItems":3},
+           "n":{"type":"integer","minimum":-5},"kind":{"enum":["alpha","beta",3]}},"required":["id","name"]})",
+       R"({"id":"abcdefghijkl","name":"Ada Lovelace, \"the first\" programmer","tags":["x","yy"],"n":42,"kind":"beta"})"},
+      {GrammarSpec::kJsonSchema, R"({"type":"string","pattern":"^[a-z]{2,5}-[0-9]+$"})", R"("abc-2024")"},
+      {GrammarSpec::kJsonObject, "", R"({"a":[1,2.5e3,true,null,{"b":"c d"}],"e":"f"})"},
+      {GrammarSpec::kRegex, "(hello|help)[ ]world{1,3}!", "help worldd!"},
+      {GrammarSpec::kEbnf, "root ::= expr\nexpr ::= term (\"+\" term)*\nterm ::= [0-9]+ | \"(\" expr \")\"",
+       "(12+3)+45"},
+  };
+}
+
+std::shared_ptr<const CompiledGrammar> build(const Case& c, CompiledGrammar::Precompute mode) {
+  auto r = compile_grammar({c.kind, c.source, {}}, test_vocabulary(), {}, mode);
+  EXPECT_TRUE(r.is_ok()) << r.status().message();
+  return r.is_ok() ? *r : nullptr;
+}
+
+// The tokens the matcher accepts from its current state, one accept_token per token.
+std::vector<uint32_t> brute_force_mask(GrammarMatcher& m) {
+  const TokenVocabulary& v = m.compiled().vocab();
+  std::vector<uint32_t> mask(v.mask_words(), 0);
+  for (int32_t id = 0; id < v.size(); ++id)
+    if (m.accept_token(id)) {
+      mask[id >> 5] |= 1u << (id & 31);
+      m.rollback(1);
+    }
+  return mask;
+}
+
+TEST(GrammarBackgroundPrecompute, MasksWhilePendingEqualPrecomputedMasks) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.source);
+    auto full = build(c, CompiledGrammar::Precompute::kBeforeReturn);
+    auto idle = build(c, CompiledGrammar::Precompute::kInBackground);     // never driven
+    auto driven = build(c, CompiledGrammar::Precompute::kInBackground);   // a slice per token
+    ASSERT_TRUE(full && idle && driven);
+    EXPECT_FALSE(full->precompute_pending());
+    EXPECT_TRUE(idle->precompute_pending());
+    GrammarMatcher a(full), b(idle), d(driven);
+    const size_t words = full->vocab().mask_words();
+    std::vector<uint32_t> ma(words), mb(words), md(words);
+    std::vector<int32_t> ids = greedy_tokenize(full->vocab(), c.text);
+    ids.push_back(full->vocab().eos_ids.at(0));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      a.fill_next_token_bitmask(ma.data());
+      b.fill_next_token_bitmask(mb.data());
+      d.fill_next_token_bitmask(md.data());
+      ASSERT_EQ(ma, mb) << "exact-scan mask differs before token " << i;
+      ASSERT_EQ(ma, md) << "partly precomputed mask differs before token " << i;
+      // The whole vocabulary on the first steps (each check is a vocabulary of accepts).
+      if (i < 4) {
+        ASSERT_EQ(ma, brute_force_mask(a)) << "mask differs from accept_token before token " << i;
+      }
+      ASSERT_TRUE(a.accept_token(ids[i])) << "token " << i;
+      ASSERT_TRUE(b.accept_token(ids[i]));
+      ASSERT_TRUE(d.accept_token(ids[i]));
+      driven->precompute_more(0.0002);
+    }
+    EXPECT_TRUE(a.is_terminated());
+    EXPECT_GT(idle->context_stats().exact_masks, 0u);
+    EXPECT_EQ(full->context_stats().exact_masks, 0u);
+  }
+}
+
+TEST(GrammarBackgroundPrecompute, BoundedStringDeepIntoItsRun) {
+  // The last copies of a counted run reject tokens longer than what is left: check every
+  // token at several points along a 30-character string (exact scans and precomputed classes).
+  Case c{GrammarSpec::kJsonSchema, R"({"type":"string","minLength":30,"maxLength":30})", ""};
+  auto full = build(c, CompiledGrammar::Precompute::kBeforeReturn);
+  auto idle = build(c, CompiledGrammar::Precompute::kInBackground);
+  ASSERT_TRUE(full && idle);
+  GrammarMatcher a(full), b(idle);
+  std::vector<uint32_t> ma(full->vocab().mask_words()), mb(ma.size());
+  std::string body = "\"";
+  for (int i = 0; i < 30; ++i) body += static_cast<char>('a' + i % 26);
+  for (size_t pos = 0; pos < body.size(); ++pos) {
+    if (pos == 0 || pos == 1 || pos == 20 || pos == 27 || pos == 30) {
+      a.fill_next_token_bitmask(ma.data());
+      b.fill_next_token_bitmask(mb.data());
+      ASSERT_EQ(ma, mb) << "at byte " << pos;
+      ASSERT_EQ(ma, brute_force_mask(a)) << "at byte " << pos;
+    }
+    ASSERT_TRUE(a.accept_bytes(body.substr(pos, 1)));
+    ASSERT_TRUE(b.accept_bytes(body.substr(pos, 1)));
+  }
+  EXPECT_TRUE(a.accept_bytes("\""));
+  EXPECT_TRUE(a.can_terminate());
+}
+
+TEST(GrammarBackgroundPrecompute, CompilerHandsOutGrammarsBeforeThePrecompute) {
+  // The future is ready once the grammar is built; the compiler's background thread then
+  // classifies every context; destroying the compiler mid-precompute returns promptly.
+  using Clock = std::chrono::steady_clock;
+  GrammarSpec spec{GrammarSpec::kJsonSchema,
+                   R"({"type":"object","properties":{"a":{"type":"string","maxLength":200},
+                       "b":{"type":"string","minLength":64,"maxLength":64}},"required":["a","b"]})",
+                   {}};
+  std::shared_ptr<const CompiledGrammar> g;
+  {
+    GrammarCompiler compiler(test_vocabulary(), 1);
+    auto r = compiler.compile_async(spec).get();
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    g = *r;
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    while (g->precompute_pending() && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ContextStats st = g->context_stats();
+    EXPECT_FALSE(st.pending);
+    EXPECT_TRUE(st.complete);
+    EXPECT_GT(st.precomputed, 0u);
+  }
+  GrammarSpec other = spec;
+  other.source[other.source.find("200")] = '3';  // a new grammar, not the cached one
+  auto t0 = Clock::now();
+  {
+    GrammarCompiler compiler(test_vocabulary(), 1);
+    ASSERT_TRUE(compiler.compile_async(other).get().is_ok());
+  }
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0);
+}
+
+}  // namespace
+}  // namespace deepinfer::engine::grammar
