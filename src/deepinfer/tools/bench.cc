@@ -77,7 +77,7 @@ int run_mask_bench(const BenchFlags& f) {
                       {"step_ms", f.step_ms},
                       {"precompute_ms_p50", res->precompute_ms.p50},
                       {"precompute_ms_p99", res->precompute_ms.p99},
-                      {"exact_scan_masks", res->exact_masks},
+                      {"contexts_lazy", res->contexts_lazy},
                       {"mask_us_p50", res->mask_us.p50},
                       {"mask_us_p99", res->mask_us.p99},
                       {"mask_us_mean", res->mask_us.mean},

@@ -1,7 +1,8 @@
 // The context precompute and the masks served while it runs: a grammar used before its
-// background precompute has started (every mask an exact vocabulary scan), one whose
-// precompute is driven a little between tokens, and one fully precomputed must give the same
-// bitmask at every step, and that bitmask must equal accept_token over the whole vocabulary.
+// background precompute has started (every context classified by the mask that needs it),
+// one whose precompute is driven a little between tokens, and one fully precomputed must give
+// the same bitmask at every step, and that bitmask must equal accept_token over the whole
+// vocabulary.
 // Covers the scan shortcuts (a subtree accepted whole when the state loops on its bytes or a
 // counted run has copies left for it) on bounded strings, enums, numbers, regex and EBNF.
 #include <gtest/gtest.h>
@@ -74,7 +75,7 @@ TEST(GrammarBackgroundPrecompute, MasksWhilePendingEqualPrecomputedMasks) {
       a.fill_next_token_bitmask(ma.data());
       b.fill_next_token_bitmask(mb.data());
       d.fill_next_token_bitmask(md.data());
-      ASSERT_EQ(ma, mb) << "exact-scan mask differs before token " << i;
+      ASSERT_EQ(ma, mb) << "mask with contexts classified on demand differs before token " << i;
       ASSERT_EQ(ma, md) << "partly precomputed mask differs before token " << i;
       // The whole vocabulary on the first steps (each check is a vocabulary of accepts).
       if (i < 4) {
@@ -86,14 +87,14 @@ TEST(GrammarBackgroundPrecompute, MasksWhilePendingEqualPrecomputedMasks) {
       driven->precompute_more(0.0002);
     }
     EXPECT_TRUE(a.is_terminated());
-    EXPECT_GT(idle->context_stats().exact_masks, 0u);
-    EXPECT_EQ(full->context_stats().exact_masks, 0u);
+    EXPECT_GT(idle->context_stats().lazy, 0u);
+    EXPECT_EQ(full->context_stats().lazy, 0u);
   }
 }
 
 TEST(GrammarBackgroundPrecompute, BoundedStringDeepIntoItsRun) {
   // The last copies of a counted run reject tokens longer than what is left: check every
-  // token at several points along a 30-character string (exact scans and precomputed classes).
+  // token at several points along a 30-character string (classes on demand and precomputed).
   Case c{GrammarSpec::kJsonSchema, R"({"type":"string","minLength":30,"maxLength":30})", ""};
   auto full = build(c, CompiledGrammar::Precompute::kBeforeReturn);
   auto idle = build(c, CompiledGrammar::Precompute::kInBackground);

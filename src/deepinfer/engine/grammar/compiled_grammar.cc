@@ -160,7 +160,6 @@ ContextStats CompiledGrammar::context_stats() const {
   ContextStats s;
   s.precomputed = precomputed_.load();
   s.lazy = lazy_.load();
-  s.exact_masks = exact_.load();
   s.complete = complete_.load();
   s.pending = pending_.load();
   s.precompute_ms = precompute_ms_.load();

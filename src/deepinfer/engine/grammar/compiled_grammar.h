@@ -23,13 +23,10 @@ namespace deepinfer::engine::grammar {
 struct ContextStats {
   size_t precomputed = 0;    // classified ahead of use (compile worker or background)
   size_t lazy = 0;           // classified later, inside a mask call
-  size_t exact_masks = 0;    // masks computed by one exact vocabulary scan (classes not ready)
   bool complete = false;     // every reachable context was precomputed within the budget
   bool pending = false;      // the background precompute has not finished yet
   double precompute_ms = 0;  // time spent precomputing so far
 };
-
-class ContextGraph;
 
 class CompiledGrammar {
  public:
@@ -51,23 +48,20 @@ class CompiledGrammar {
   // The classification for a top-of-stack context; computed on first use when the compile
   // worker did not get to it (thread-safe; the reference stays valid for the grammar's life).
   const TokenClasses& classes(const ContextKey& key) const;
-  // The classification if it is computed already, else null (never computes).
-  const TokenClasses* find_classes(const ContextKey& key) const;
   // Classifies more contexts for about `seconds` (one thread at a time); false once nothing
   // is left to do (finished, or the precompute budget is spent).
   bool precompute_more(double seconds) const;
-  // The background precompute has work left: a missing context is then better served by one
-  // exact scan (ContextWalker::exact_mask) than by classifying it on the decode path.
+  // The background precompute has work left (a context it has not reached yet is classified
+  // by the first mask that needs it, and shared).
   bool precompute_pending() const { return pending_.load(std::memory_order_acquire); }
-  void note_exact_mask() const { exact_++; }
-  const ByteColumns& columns() const { return columns_; }
-  const std::shared_ptr<const VocabTrie>& trie() const { return trie_; }
   // The position a context key uses for grammar position p (see Grammar::counted_chains).
   uint32_t key_pos(uint32_t p) const { return key_pos_.empty() ? p : key_pos_[p]; }
 
  private:
   CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabulary> v);
   void alias_long_chains();
+  // The classification if it is computed already, else null (never computes).
+  const TokenClasses* find_classes(const ContextKey& key) const;
   struct PrecomputeState;
 
   Grammar grammar_;
@@ -85,8 +79,8 @@ class CompiledGrammar {
   mutable std::unique_ptr<PrecomputeState> pre_;
   mutable std::atomic<bool> pending_{false};
   mutable std::mutex lazy_walker_mu_;
-  mutable std::unique_ptr<ContextWalker> lazy_walker_;  // for classes() past the budget
-  mutable std::atomic<size_t> precomputed_{0}, lazy_{0}, exact_{0};
+  mutable std::unique_ptr<ContextWalker> lazy_walker_;  // classes() of contexts not precomputed (yet)
+  mutable std::atomic<size_t> precomputed_{0}, lazy_{0};
   mutable std::atomic<bool> complete_{false};
   mutable std::atomic<double> precompute_ms_{0};
 };

@@ -152,7 +152,6 @@ void ContextWalker::bound_dfa() {
 }
 
 void ContextWalker::reset_dfa() {
-  exact_cache_.clear();
   pool_ = std::make_unique<StackPool>(g_);
   intern_.clear();
   sets_.clear();
@@ -161,60 +160,6 @@ void ContextWalker::reset_dfa() {
   loop_yes_.clear();
   loop_no_.clear();
   plain_run_.clear();
-}
-
-void ContextWalker::exact_mask(const StackPool& src, const std::vector<uint32_t>& stacks, uint32_t* mask) {
-  constexpr size_t kMaxCachedMasks = 64;
-  bound_dfa();
-  // Copy each stack into this walker's pool (bottom frame first).
-  std::vector<uint32_t> start, frames;
-  for (uint32_t s : stacks) {
-    if (s == StackPool::kAccept) continue;
-    frames.clear();
-    for (uint32_t x = s; x != StackPool::kAccept; x = src.parent(x)) frames.push_back(src.pos(x));
-    uint32_t copy = StackPool::kAccept;
-    for (size_t i = frames.size(); i-- > 0;) copy = pool_->node(copy, frames[i]);
-    start.push_back(copy);
-  }
-  scratch_.clear();
-  const int32_t kEmpty = intern(scratch_);
-  if (start.empty()) return;
-  const int32_t start_set = intern(start);
-  const int32_t words = trie_->vocab->mask_words();
-  if (auto hit = exact_cache_.find(start_set); hit != exact_cache_.end()) {
-    for (int32_t w = 0; w < words; ++w) mask[w] |= hit->second[w];
-    return;
-  }
-  std::vector<uint32_t> own(words, 0);  // this set's tokens alone, for the cache
-  state_at_[0] = start_set;
-  const VocabTrie& t = *trie_;
-  const uint8_t* byte = t.byte.data();
-  const uint32_t* depth = t.depth.data();
-  const uint32_t* end = t.end.data();
-  const uint32_t* tok_begin = t.tok_begin.data();
-  const int32_t* tokens = t.tokens.data();
-  const uint32_t n = static_cast<uint32_t>(t.num_nodes());
-  for (uint32_t k = 1; k < n;) {
-    const int32_t from = state_at_[depth[k] - 1];
-    int32_t ns = trans_[static_cast<size_t>(from) * num_cols_ + byte_col_[byte[k]]];
-    if (ns < 0) ns = step(from, byte[k]);
-    if (ns == kEmpty) {
-      k = end[k];
-      continue;
-    }
-    if (subtree_accepted(ns, k)) {
-      // Every token below stays in ns: accept the subtree without visiting it.
-      for (uint32_t i = tok_begin[k]; i < tok_begin[end[k]]; ++i) own[tokens[i] >> 5] |= 1u << (tokens[i] & 31);
-      k = end[k];
-      continue;
-    }
-    for (uint32_t i = tok_begin[k]; i < tok_begin[k + 1]; ++i) own[tokens[i] >> 5] |= 1u << (tokens[i] & 31);
-    state_at_[depth[k]] = ns;
-    ++k;
-  }
-  for (int32_t w = 0; w < words; ++w) mask[w] |= own[w];
-  if (exact_cache_.size() >= kMaxCachedMasks) exact_cache_.clear();
-  exact_cache_.emplace(start_set, std::move(own));
 }
 
 std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {

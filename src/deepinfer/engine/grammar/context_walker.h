@@ -63,12 +63,6 @@ class ContextWalker {
  public:
   ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> trie, const ByteColumns& cols);
   std::unique_ptr<TokenClasses> classify(const ContextKey& key);
-  // The exact mask for a real stack set (stacks of `src`, kAccept excluded: EOS is the
-  // caller's): sets the bits of every token some stack can consume whole. One scan, no
-  // uncertain tokens; used while a context's classes are not computed yet. Successive calls
-  // share the DFA built so far, and masks of stack sets met before are replayed from a
-  // small cache (a string or a number revisits the same sets token after token).
-  void exact_mask(const StackPool& src, const std::vector<uint32_t>& stacks, uint32_t* mask);
 
  private:
   struct VecHash {
@@ -107,7 +101,6 @@ class ContextWalker {
   std::vector<uint32_t> scratch_;
   std::vector<int32_t> state_at_;  // [max_len + 1] per trie depth on the current path
   std::vector<uint8_t> esc_at_;    // [max_len + 1] some path popped below the known frames
-  std::unordered_map<int32_t, std::vector<uint32_t>> exact_cache_;  // start set -> mask
 };
 
 }  // namespace deepinfer::engine::grammar

@@ -54,20 +54,6 @@ const TokenClasses& GrammarMatcher::classes_of(uint32_t stack) {
   return *c;
 }
 
-const TokenClasses* GrammarMatcher::ready_classes_of(uint32_t stack) {
-  if (stack < classes_of_.size() && classes_of_[stack]) return classes_of_[stack];
-  for (int d = 1; d <= kContextFrames; ++d) {
-    const TokenClasses* c = cg_->find_classes(key_of(stack, d));
-    if (!c) return nullptr;
-    if (!c->refine) {
-      if (stack >= classes_of_.size()) classes_of_.resize(std::max<size_t>(pool_.size(), stack + 1), nullptr);
-      classes_of_[stack] = c;
-      return c;
-    }
-  }
-  return nullptr;
-}
-
 void GrammarMatcher::check_uncertain(uint32_t s, const TokenClasses& c, uint32_t* mask) {
   // Tokens come in byte order with their common prefix with the previous one, so the states
   // after a shared prefix are reused: prefix_sets_[j] = stacks after j bytes of the last token
@@ -105,21 +91,6 @@ void GrammarMatcher::fill_next_token_bitmask(uint32_t* mask) {
   std::memset(mask, 0, sizeof(uint32_t) * words);
   if (terminated_.back()) return;
   const auto& cur = history_.back();
-  if (cg_->precompute_pending()) {
-    // The background precompute has not reached this context yet: one exact scan of the
-    // vocabulary for the whole stack set now costs less than classifying (and refining) the
-    // missing contexts on the decode path; the background will classify them for later steps.
-    bool missing = false;
-    for (uint32_t s : cur) missing |= s != StackPool::kAccept && !ready_classes_of(s);
-    if (missing) {
-      if (!exact_walker_) exact_walker_ = std::make_unique<ContextWalker>(&cg_->grammar(), cg_->trie(), cg_->columns());
-      exact_walker_->exact_mask(pool_, cur, mask);
-      if (can_terminate())
-        for (int32_t id : v.eos_ids) mask[id >> 5] |= 1u << (id & 31);
-      cg_->note_exact_mask();
-      return;
-    }
-  }
   bool any_uncertain = false;
   for (uint32_t s : cur) {
     if (s == StackPool::kAccept) {

@@ -38,8 +38,6 @@ class GrammarMatcher {
  private:
   ContextKey key_of(uint32_t stack, int depth) const;
   const TokenClasses& classes_of(uint32_t stack);
-  // Like classes_of, but null when some key on the way is not classified yet (computes nothing).
-  const TokenClasses* ready_classes_of(uint32_t stack);
   // Sets the bits of `c`'s uncertain tokens that the real stack `s` accepts.
   void check_uncertain(uint32_t s, const TokenClasses& c, uint32_t* mask);
 
@@ -50,7 +48,6 @@ class GrammarMatcher {
   std::vector<uint32_t> scratch_a_, scratch_b_;
   std::vector<const TokenClasses*> classes_of_;   // [pool nodes] cached per stack id
   std::vector<std::vector<uint32_t>> prefix_sets_;  // [bytes + 1] states along a token
-  std::unique_ptr<ContextWalker> exact_walker_;     // masks while the precompute is running
 };
 
 }  // namespace deepinfer::engine::grammar

@@ -53,10 +53,10 @@ struct MaskBenchResult {
   MaskBenchCounts total;
   Percentiles compile_ms, mask_us;
   Percentiles precompute_ms;  // background (or up-front) classification time per grammar
+  Percentiles lazy_mask_us;   // the masks (of mask_us) that classified a context first
   std::vector<std::string> wrongly_accepted;  // "file#test" for each unsound result
   std::vector<std::pair<double, std::string>> slowest_precompute;  // (ms, file), top 5
   size_t contexts_precomputed = 0, contexts_lazy = 0;  // summed over compiled grammars
-  size_t exact_masks = 0;  // masks computed by an exact scan while the precompute ran
   int precompute_incomplete = 0;                       // grammars that hit the budget
   std::map<std::string, int> refusal_reasons;  // refusal message, JSON pointers elided -> count
   std::string report() const;                  // human-readable table
