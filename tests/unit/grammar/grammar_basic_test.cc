@@ -107,7 +107,7 @@ TEST(GrammarJsonSchema, NumbersRefsAndUnions) {
 
 TEST(GrammarJsonSchema, RefusalNamesKeywordAndPointer) {
   auto r = compile_grammar({GrammarSpec::kJsonSchema,
-                            R"({"properties": {"x": {"not": {"multipleOf": 3}}}})", {}},
+                            R"({"properties": {"x": {"not": {"multipleOf": 2.5}}}})", {}},
                            synthetic_vocabulary());
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);

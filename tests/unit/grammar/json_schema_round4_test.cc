@@ -94,7 +94,12 @@ TEST(GrammarJsonSchemaRound4, NotOverNumbers) {
   auto i = compile(R"({"type":"number","not":{"type":"integer","maximum":0}})");
   EXPECT_TRUE(accepts(i, "4"));
   EXPECT_FALSE(accepts(i, "-4"));
-  expect_refused(R"({"type":"integer","minimum":0,"not":{"multipleOf":3}})", "not");
+  // not multipleOf next to bounds: a remainder automaton within the bounds (round 5).
+  auto m = compile(R"({"type":"integer","minimum":0,"not":{"multipleOf":3}})");
+  EXPECT_TRUE(accepts(m, "4"));
+  EXPECT_FALSE(accepts(m, "6"));
+  EXPECT_FALSE(accepts(m, "-4"));
+  expect_refused(R"({"type":"integer","minimum":0,"not":{"multipleOf":2.5}})", "not");
 }
 
 TEST(GrammarJsonSchemaRound4, MultipleOfCombinationsByRemainder) {
@@ -228,9 +233,15 @@ TEST(GrammarJsonSchemaRound4, BoundedMultipleOf) {
   auto pos = compile(R"({"type":"integer","exclusiveMinimum":0,"multipleOf":12})");
   EXPECT_FALSE(accepts(pos, "0"));
   EXPECT_TRUE(accepts(pos, "24"));
-  // Too many values, or a positive lower bound without an upper one: still refused.
+  // A positive lower bound without an upper one: an automaton (round 5).
+  auto five = compile(R"({"type":"integer","minimum":5,"multipleOf":3})");
+  EXPECT_TRUE(accepts(five, "6"));
+  EXPECT_TRUE(accepts(five, "3000000"));
+  EXPECT_FALSE(accepts(five, "3"));
+  EXPECT_FALSE(accepts(five, "7"));
+  // Too many values, or bounds too large to spell out: still refused.
   expect_refused(R"({"type":"integer","minimum":0,"maximum":100000,"multipleOf":3})", "multipleOf");
-  expect_refused(R"({"type":"integer","minimum":5,"multipleOf":3})", "multipleOf");
+  expect_refused(R"({"type":"integer","minimum":500000,"multipleOf":3})", "multipleOf");
 }
 
 }  // namespace

@@ -168,6 +168,7 @@ Result<Element> SchemaCompiler::contains_array(const Json& s, const Json& items,
                                                int64_t max, const std::string& ptr) {
   constexpr int64_t kMaxContainsSplit = 32;
   if (max == 0) return never();
+  if (s["contains"].is_array()) return contains_all(s["contains"], items, min, max, ptr);
   const int64_t last = max < 0 ? std::max<int64_t>(min - 1, 0) : max - 1;
   if (last > kMaxContainsSplit)
     return unsupported(
@@ -187,6 +188,57 @@ Result<Element> SchemaCompiler::contains_array(const Json& s, const Json& items,
     alts.push_back(cat({lit("["), ws_, before, {u}, after, ws_, lit("]")}));
   }
   return rule("contains_array", std::move(alts));
+}
+
+// Several `contains` (the allOf merge's list): after(D, k) is the rest of the array once the
+// items so far (k of them, counted up to the bound that matters) matched the contains in the
+// set D. Each next item is an `items` one, or one also matching the contains in some set T
+// (allOf items and those): exact, since an item matching more can take any smaller T.
+Result<Element> SchemaCompiler::contains_all(const Json& list, const Json& items, int64_t min,
+                                             int64_t max, const std::string& ptr) {
+  constexpr size_t kMaxContainsList = 3;
+  constexpr int64_t kMaxContainsCount = 32;
+  const std::string cp = ptr + "/contains";
+  if (list.empty()) return invalid_argument("json schema: 'contains' at '{}' is not a schema", cp);
+  if (list.size() > kMaxContainsList)
+    return unsupported(
+        "json schema: keyword 'contains' at '{}': more than {} contains in one array", cp,
+        kMaxContainsList);
+  const int64_t cap = max < 0 ? min : max;  // counts past it behave alike
+  if (cap > kMaxContainsCount)
+    return unsupported("json schema: keyword 'contains' at '{}' with item bounds above {}", cp,
+                       kMaxContainsCount);
+  const uint32_t full = (1u << list.size()) - 1;
+  DI_ASSIGN_OR_RETURN(Element t, gen(items, ptr + "/items"));
+  std::vector<Element> u(full + 1, t);  // [2^n] items also matching the contains in the set
+  for (uint32_t set = 1; set <= full; ++set) {
+    Json all = Json::array({items});
+    for (size_t i = 0; i < list.size(); ++i)
+      if (set & (1u << i)) all.push_back(list[i]);
+    DI_ASSIGN_OR_RETURN(u[set], gen(Json{{"allOf", all}}, cp));
+  }
+  Sequence sep = cat({ws_, lit(","), ws_});
+  std::map<std::pair<uint32_t, int64_t>, uint32_t> memo;
+  // The next item (after `lead`) and what follows it, from state (done, k).
+  std::function<std::vector<Sequence>(uint32_t, int64_t, const Sequence&)> next_items;
+  std::function<Element(uint32_t, int64_t)> after = [&](uint32_t done, int64_t k) -> Element {
+    if (auto it = memo.find({done, k}); it != memo.end()) return GrammarBuilder::call(it->second);
+    uint32_t r = b_.new_rule("contains_rest");
+    memo[{done, k}] = r;
+    for (Sequence& alt : next_items(done, k, sep)) b_.add_alt(r, std::move(alt));
+    if (done == full && k >= min) b_.add_alt(r, cat({ws_, lit("]")}));
+    return GrammarBuilder::call(r);
+  };
+  next_items = [&](uint32_t done, int64_t k, const Sequence& lead) {
+    std::vector<Sequence> alts;
+    if (max >= 0 && k >= max) return alts;
+    const int64_t k1 = std::min(k + 1, cap);
+    alts.push_back(cat({lead, {t, after(done, k1)}}));
+    for (uint32_t set = 1; set <= full; ++set)
+      if ((set & ~done) != 0) alts.push_back(cat({lead, {u[set], after(done | set, k1)}}));
+    return alts;
+  };
+  return rule("contains_all_array", next_items(0, 0, cat({lit("["), ws_})));
 }
 
 }  // namespace deepinfer::engine::grammar::detail

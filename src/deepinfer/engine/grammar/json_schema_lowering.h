@@ -376,11 +376,19 @@ class SchemaCompiler {
   std::optional<Element> enumerated_multiples(const Json& s, double m, bool integer);
   // json_schema_residues.cc: numbers whose only constraints are integer multipleOf under
   // not/allOf/anyOf/oneOf/$ref, as a remainder automaton; nullopt when s is not of that kind.
-  Result<std::optional<Element>> residue_number(const Json& s, const std::string& ptr);
+  // With bounds too (then only below a magnitude cap): the values below a power of ten above
+  // the bounds are spelled out and minimized away. `plain`: also without a combinator.
+  Result<std::optional<Element>> residue_number(const Json& s, const std::string& ptr,
+                                                bool plain = false);
+  Result<std::optional<Element>> bounded_residues(const Json& s, const std::vector<double>& bounds,
+                                                  int64_t modulus, const std::string& ptr);
   Result<Element> gen_array(const Json& s, const std::string& ptr);
   // `contains` (json_schema_arrays.cc): items with one of them also matching `contains`.
   Result<Element> contains_array(const Json& s, const Json& items, int64_t min, int64_t max,
                                  const std::string& ptr);
+  // Several `contains` at once (a list, as the allOf merge writes them).
+  Result<Element> contains_all(const Json& list, const Json& items, int64_t min, int64_t max,
+                               const std::string& ptr);
   // uniqueItems over a small finite item domain: one rule per set of values already written.
   Result<std::optional<Element>> unique_array(const Json& items, int64_t min, int64_t max);
   Result<Element> gen_object(const Json& s, const std::string& ptr);

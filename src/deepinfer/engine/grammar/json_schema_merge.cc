@@ -340,6 +340,14 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
       cur = std::lcm(cur.get<int64_t>(), v.get<int64_t>());
     } else if ((k == "anyOf" || k == "oneOf") && cross_branches(cur, v)) {
       cur = *cross_branches(cur, v);
+    } else if (k == "contains" && !a.contains("minContains") && !a.contains("maxContains") &&
+               !b_ref.contains("minContains") && !b_ref.contains("maxContains")) {
+      // contains X and contains Y (maybe met by different items) as the list [X, Y]: a value
+      // no schema has, which gen_array and the validator read as that conjunction.
+      Json all = cur.is_array() ? cur : Json::array({cur});
+      for (const auto& x : v.is_array() ? v : Json::array({v}))
+        if (std::find(all.begin(), all.end(), x) == all.end()) all.push_back(x);
+      cur = all;
     } else if (k == "not") {
       // not X and not Y == not (X or Y); gen_not takes the union apart again.
       cur = Json{{"anyOf", Json::array({cur, v})}};

@@ -54,26 +54,17 @@ bool vacuous_for(const Json& n, const std::string& t) {
 // arrays): an item failing `items`, too few or too many items. nullopt when n has array
 // keywords beyond those, or keywords that apply to every type.
 std::optional<std::vector<Json>> array_reasons(const Json& n) {
-  static const std::set<std::string> kHandled = {"items", "minItems", "maxItems", "type"};
-  static const std::set<std::string> kOther = {"prefixItems",
-                                               "additionalItems",
-                                               "uniqueItems",
-                                               "contains",
-                                               "minContains",
-                                               "maxContains",
-                                               "unevaluatedItems",
-                                               "enum",
-                                               "const",
-                                               "not",
-                                               "allOf",
-                                               "anyOf",
-                                               "oneOf",
-                                               "$ref",
-                                               "if",
-                                               "then",
-                                               "else",
-                                               "$dynamicRef",
-                                               "$recursiveRef"};
+  static const std::set<std::string> kHandled = {"items", "minItems", "maxItems", "type",
+                                                 "contains"};
+  static const std::set<std::string> kOther = {"prefixItems", "additionalItems",
+                                               "uniqueItems", "minContains",
+                                               "maxContains", "unevaluatedItems",
+                                               "enum",        "const",
+                                               "not",         "allOf",
+                                               "anyOf",       "oneOf",
+                                               "$ref",        "if",
+                                               "then",        "else",
+                                               "$dynamicRef", "$recursiveRef"};
   if (!n.is_object()) return std::nullopt;
   std::vector<Json> out;
   for (const auto& [k, v] : n.items()) {
@@ -82,6 +73,12 @@ std::optional<std::vector<Json>> array_reasons(const Json& n) {
     if (k == "items") {
       if (!v.is_object() && !v.is_boolean()) return std::nullopt;  // tuple form
       out.push_back(Json{{"contains", Json{{"not", v}}}});
+    } else if (k == "contains") {
+      // Failing `contains X` (minContains/maxContains are refused above) is every item
+      // failing X; a list of them (the allOf merge's) is failed by failing one.
+      if (n.contains("minContains") || n.contains("maxContains")) return std::nullopt;
+      for (const auto& c : v.is_array() ? v : Json::array({v}))
+        out.push_back(Json{{"items", Json{{"not", c}}}});
     } else if (k == "minItems" || k == "maxItems") {
       if (!v.is_number()) return std::nullopt;
       double x = v.get<double>();
@@ -117,6 +114,48 @@ std::optional<std::vector<Json>> number_reasons(const Json& n) {
     }
   }
   return out;
+}
+
+// Whether every instance of `s` matches `n`, read off the keywords: each of n's keywords is
+// also in s with the same value, and so are the siblings its meaning depends on. Both are
+// flattened (no $ref at the top).
+bool subsumed_by(const Json& s, const Json& n) {
+  static const std::set<std::string> kNote = {
+      "title",     "description", "$comment", "examples", "default",     "deprecated", "readOnly",
+      "writeOnly", "$schema",     "$id",      "$defs",    "definitions", "$anchor",    "comment"};
+  static const std::vector<std::vector<std::string>> kGroups = {
+      {"items", "prefixItems", "additionalItems"},
+      {"properties", "patternProperties", "additionalProperties"},
+      {"contains", "minContains", "maxContains"},
+      {"if", "then", "else"},
+      {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}};
+  static const std::set<std::string> kContextual = {"$ref", "$dynamicRef", "$recursiveRef",
+                                                    "unevaluatedItems", "unevaluatedProperties"};
+  if (n.is_boolean()) return n.get<bool>();
+  if (s.is_boolean()) return !s.get<bool>();
+  if (!s.is_object() || !n.is_object()) return false;
+  for (const auto& [k, v] : s.items())
+    if (kContextual.count(k)) return false;
+  for (const auto& [k, v] : n.items()) {
+    if (kNote.count(k)) continue;
+    if (kContextual.count(k) || !s.contains(k)) return false;
+    if (k == "type") {
+      std::vector<std::string> st = declared_types(s), nt = declared_types(n);
+      for (const auto& t : st) {
+        bool in = std::find(nt.begin(), nt.end(), t) != nt.end() ||
+                  (t == "integer" && std::find(nt.begin(), nt.end(), "number") != nt.end());
+        if (!in) return false;
+      }
+      continue;
+    }
+    if (s[k] != v) return false;
+    for (const auto& g : kGroups) {
+      if (std::find(g.begin(), g.end(), k) == g.end()) continue;
+      for (const auto& o : g)
+        if (s.contains(o) != n.contains(o) || (s.contains(o) && s[o] != n[o])) return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -163,11 +202,15 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
   std::vector<std::string> types = declared_types(rest);
   bool has_number = std::find(types.begin(), types.end(), "number") != types.end();
   InstanceValidator validator(root_, o_.enforce_formats);
+  for (const Json& x : ns)
+    if (subsumed_by(rest, x)) return never();  // every instance of rest matches x
   std::vector<Sequence> alts;
   for (const auto& t : types) {
     if (t == "integer" && has_number) continue;  // number covers it
     Json rt = rest;
     rt["type"] = t;
+    if (std::any_of(ns.begin(), ns.end(), [&](const Json& x) { return subsumed_by(rt, x); }))
+      continue;
     std::vector<Json> live;  // the negated schemas some instance of type t may match
     bool all_match = false;
     for (const Json& x : ns)
@@ -233,6 +276,20 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
       // One reason per negated schema: the cases are their combinations.
       constexpr size_t kMaxNotCases = 64;
       std::vector<Json> combos = {Json::array({rt})};
+      if (t != "array") {
+        // Integer multipleOf with bounds has no reasons as schemas; the integers matching rt
+        // and none of the negated schemas may still be an automaton (json_schema_residues.cc).
+        bool residues =
+            std::any_of(live.begin(), live.end(), [](const Json& x) { return !number_reasons(x); });
+        if (residues) {
+          Json only = {{"type", t},
+                       {"allOf", Json::array({rt, Json{{"not", Json{{"anyOf", live}}}}})}};
+          DI_ASSIGN_OR_RETURN(auto e, residue_number(only, ptr));
+          if (!e) return refuse();
+          alts.push_back({*e});
+          continue;
+        }
+      }
       for (const Json& x : live) {
         std::optional<std::vector<Json>> reasons =
             t == "array" ? array_reasons(x) : number_reasons(x);

@@ -13,9 +13,15 @@ namespace {
 
 constexpr int64_t kMaxResidueModulus = 100'000;
 
-// Collects the divisors; false when some keyword could make validity depend on more than the
-// remainder (bounds, enum, ...) or a $ref does not resolve locally.
-bool residue_only(const Json& root, const Json& s, std::set<int64_t>& divisors, int depth) {
+// Past this bound on |threshold| the values below it are not spelled out one state each.
+constexpr int64_t kMaxExactMagnitude = 10'000;
+constexpr int64_t kMaxRawStatesPerSign = 50'000;  // before minimization
+
+// Collects the divisors and the bounds' values; false when some keyword could make validity
+// depend on more than the remainder and the place among the bounds (enum, ...) or a $ref does
+// not resolve locally.
+bool residue_only(const Json& root, const Json& s, std::set<int64_t>& divisors,
+                  std::vector<double>& thresholds, int depth) {
   static const std::set<std::string> kNote = {
       "title",    "description", "$comment", "comment", "examples", "default",    "deprecated",
       "readOnly", "writeOnly",   "$schema",  "$id",     "$defs",    "definitions"};
@@ -25,22 +31,28 @@ bool residue_only(const Json& root, const Json& s, std::set<int64_t>& divisors, 
   for (const auto& [k, v] : s.items()) {
     if (kNote.count(k) || k.rfind("comment", 0) == 0) continue;
     if (k == "type") continue;  // decided per value by the validator
+    if (k == "minimum" || k == "maximum" || k == "exclusiveMinimum" || k == "exclusiveMaximum") {
+      if (v.is_boolean()) continue;  // draft 4: read by the validator with its bound
+      if (!v.is_number() || !std::isfinite(v.get<double>())) return false;
+      thresholds.push_back(v.get<double>());
+      continue;
+    }
     if (k == "multipleOf") {
       if (!v.is_number() || v.get<double>() < 1 || v.get<double>() != std::floor(v.get<double>()) ||
           v.get<double>() > kMaxResidueModulus)
         return false;
       divisors.insert(v.get<int64_t>());
     } else if (k == "not") {
-      if (!residue_only(root, v, divisors, depth + 1)) return false;
+      if (!residue_only(root, v, divisors, thresholds, depth + 1)) return false;
     } else if (k == "allOf" || k == "anyOf" || k == "oneOf") {
       if (!v.is_array()) return false;
       for (const auto& b : v)
-        if (!residue_only(root, b, divisors, depth + 1)) return false;
+        if (!residue_only(root, b, divisors, thresholds, depth + 1)) return false;
     } else if (k == "$ref") {
       if (!v.is_string() || v.get<std::string>().rfind("#/", 0) != 0) return false;
       try {
         const Json& t = root.at(Json::json_pointer(v.get<std::string>().substr(1)));
-        if (!residue_only(root, t, divisors, depth + 1)) return false;
+        if (!residue_only(root, t, divisors, thresholds, depth + 1)) return false;
       } catch (const std::exception&) {
         return false;
       }
@@ -53,8 +65,8 @@ bool residue_only(const Json& root, const Json& s, std::set<int64_t>& divisors, 
 
 }  // namespace
 
-Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s,
-                                                              const std::string& ptr) {
+Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, const std::string& ptr,
+                                                              bool plain) {
   using Out = std::optional<Element>;
   if (!s.is_object() || !s.contains("type")) return Out();
   std::vector<std::string> types = declared_types(s);
@@ -63,13 +75,16 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s,
   bool combined = s.contains("not") || s.contains("allOf") || s.contains("anyOf") ||
                   s.contains("oneOf") || s.contains("$ref");
   std::set<int64_t> divisors;
-  if (!combined || !residue_only(root_, s, divisors, 0) || divisors.empty()) return Out();
+  std::vector<double> thresholds;
+  if ((!combined && !plain) || !residue_only(root_, s, divisors, thresholds, 0) || divisors.empty())
+    return Out();
   int64_t modulus = 1;
   for (int64_t k : divisors) {
     modulus = std::lcm(modulus, k);
     if (modulus > kMaxResidueModulus) return Out();
   }
   InstanceValidator validator(root_, o_.enforce_formats);
+  if (!thresholds.empty()) return bounded_residues(s, thresholds, modulus, ptr);
   std::vector<int32_t> cls(modulus);  // [modulus] 1 = valid remainder, then Moore classes
   for (int64_t r = 0; r < modulus; ++r) {
     Verdict v = validator.validate(s, Json(r));
@@ -121,6 +136,80 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s,
         {b_.byte(static_cast<uint8_t>('0' + d)), GrammarBuilder::call(rules[cls[d % modulus]])});
   Element digits = rule("residue_digits", std::move(first));
   return Out(rule("residue_number", {{b_.optional(lit("-"), "sign"), digits}}));
+}
+
+// With bounds, validity depends on the remainder mod L and on where the integer lies among
+// the bounds. Below B (a power of ten above every |bound|) each value is its own state, told
+// valid or not by the validator; from B on, every integer of one sign and remainder lies on
+// the same side of every bound, so one representative (B L + r) decides the class. The
+// automaton reads optional '-' then digits (no leading zeros) and is minimized.
+Result<std::optional<Element>> SchemaCompiler::bounded_residues(const Json& s,
+                                                                const std::vector<double>& bounds,
+                                                                int64_t modulus,
+                                                                const std::string& ptr) {
+  using Out = std::optional<Element>;
+  int64_t big = 1;
+  for (double t : bounds)
+    while (static_cast<double>(big) <= std::abs(t)) {
+      big *= 10;
+      if (big > kMaxExactMagnitude) return Out();
+    }
+  InstanceValidator validator(root_, o_.enforce_formats);
+  if (big - 1 + modulus > kMaxRawStatesPerSign) return Out();
+  bool unknown_seen = false;
+  auto valid = [&](int64_t v) {
+    Verdict verdict = validator.validate(s, Json(v));
+    if (verdict == Verdict::kUnknown) unknown_seen = true;
+    return verdict == Verdict::kValid;
+  };
+  // States: 0 start, 1 after '-', 2 "0", 3 "-0"; then per sign (0 +, 1 -) the exact values
+  // 1..big-1 and the remainders 0..modulus-1 past big.
+  const int64_t per_sign = (big - 1) + modulus;
+  auto exact = [&](int sign, int64_t v) {
+    return static_cast<int32_t>(4 + sign * per_sign + v - 1);
+  };
+  auto past = [&](int sign, int64_t r) {
+    return static_cast<int32_t>(4 + sign * per_sign + (big - 1) + r);
+  };
+  const size_t n = static_cast<size_t>(4 + 2 * per_sign);
+  CodePointDfa d;
+  d.atoms = {{0, '-' - 1}, {'-', '-'}, {'-' + 1, '0' - 1}};
+  for (uint32_t c = '0'; c <= '9'; ++c) d.atoms.push_back({c, c});
+  d.atoms.push_back({'9' + 1, 0xD7FF});
+  d.atoms.push_back({0xE000, 0x10FFFF});
+  const size_t kMinus = 1, kDigit0 = 3;
+  d.next.assign(n, std::vector<int32_t>(d.atoms.size(), -1));
+  d.accept.assign(n, 0);
+  // Where digit dig leads from the value v (< big) of a sign.
+  auto step = [&](int sign, int64_t v, int dig) {
+    int64_t w = 10 * v + dig;
+    return w < big ? exact(sign, w) : past(sign, w % modulus);
+  };
+  d.next[0][kMinus] = 1;
+  d.next[0][kDigit0] = 2;
+  d.next[1][kDigit0] = 3;
+  d.accept[2] = d.accept[3] = valid(0);
+  for (int sign = 0; sign < 2; ++sign) {
+    const int64_t mul = sign ? -1 : 1;
+    for (int dig = 1; dig <= 9; ++dig) d.next[sign ? 1 : 0][kDigit0 + dig] = step(sign, 0, dig);
+    for (int64_t v = 1; v < big; ++v) {
+      d.accept[exact(sign, v)] = valid(mul * v);
+      for (int dig = 0; dig <= 9; ++dig) d.next[exact(sign, v)][kDigit0 + dig] = step(sign, v, dig);
+    }
+    for (int64_t r = 0; r < modulus; ++r) {
+      d.accept[past(sign, r)] = valid(mul * (big * modulus + r));
+      for (int dig = 0; dig <= 9; ++dig)
+        d.next[past(sign, r)][kDigit0 + dig] = past(sign, (10 * r + dig) % modulus);
+    }
+  }
+  if (unknown_seen) return Out();
+  CodePointDfa m = dfa_minimize(d);
+  if (m.num_states() > kMaxDfaStates)
+    return unsupported(
+        "json schema: numbers at '{}': the automaton for multipleOf with bounds has more than {} "
+        "states",
+        ptr, kMaxDfaStates);
+  return Out(dfa_to_rule(b_, m, false, "bounded_residues"));
 }
 
 }  // namespace deepinfer::engine::grammar::detail

@@ -132,7 +132,13 @@ Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr
             lo_ex = s.contains("exclusiveMinimum") && s["exclusiveMinimum"] == true;
           }
         }
-        if (upper || !lo || *lo > 0) return refuse();
+        if (upper || !lo || *lo > 0) {
+          // The integers between the bounds with the remainders they need, as an automaton
+          // (json_schema_residues.cc); non-integers are left out (a sound subset).
+          DI_ASSIGN_OR_RETURN(auto e, residue_number(s, ptr, /*plain=*/true));
+          if (e) return *e;
+          return refuse();
+        }
         return integer_multiple_of(static_cast<int>(v), false, *lo < 0 || !lo_ex);
       }
       return integer_multiple_of(static_cast<int>(v));  // integers only: a sound subset for numbers

@@ -268,7 +268,20 @@ Verdict InstanceValidator::check_array(const Json& s, const Json& v, int depth) 
     for (size_t i = 0; i < n; ++i)
       for (size_t j = i + 1; j < n; ++j)
         if (json_equal(v[i], v[j])) all.add(Verdict::kInvalid);
-  if (s.contains("contains")) {
+  if (s.contains("contains") && s["contains"].is_array()) {
+    // A list (no schema's own value: what the allOf merge makes of two `contains`): each one
+    // must be matched by some item.
+    if (s.contains("minContains") || s.contains("maxContains")) return Verdict::kUnknown;
+    for (const auto& c : s["contains"]) {
+      size_t hits = 0, unknown = 0;
+      for (const auto& x : v) {
+        Verdict h = check(c, x, depth + 1);
+        hits += h == Verdict::kValid;
+        unknown += h == Verdict::kUnknown;
+      }
+      all.add(hits > 0 ? Verdict::kValid : unknown ? Verdict::kUnknown : Verdict::kInvalid);
+    }
+  } else if (s.contains("contains")) {
     size_t hits = 0, unknown = 0;
     for (const auto& x : v) {
       Verdict c = check(s["contains"], x, depth + 1);
