@@ -114,6 +114,42 @@ TEST(GrammarJsonSchemaRound5, NegationCoveringThePositiveSchema) {
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().message();
 }
 
+TEST(GrammarJsonSchemaRound5, AnchorRef) {
+  // Draft 4 fragment ids (JSONSchemaBench Github_medium o35905) and 2019+ $anchor.
+  auto c = compile(R"({"definitions":{"p":{"id":"#prio","type":"integer","minimum":0},
+      "q":{"$anchor":"name","type":"string","maxLength":2}},
+      "type":"object","properties":{"a":{"$ref":"#prio"},"b":{"$ref":"#name"}}})");
+  EXPECT_TRUE(accepts(c, R"({"a": 3, "b": "xy"})"));
+  EXPECT_FALSE(accepts(c, R"({"a": -1})"));
+  EXPECT_FALSE(accepts(c, R"({"b": "xyz"})"));
+  // Ambiguous, missing, or under a subschema that changes the base URI: refused.
+  for (const char* src :
+       {R"({"definitions":{"p":{"$anchor":"x"},"q":{"$anchor":"x"}},"$ref":"#x"})",
+        R"({"$ref":"#nowhere"})",
+        R"({"definitions":{"p":{"$id":"other.json","$defs":{"q":{"$anchor":"x"}}}},"$ref":"#x"})"}) {
+    auto r = compile_grammar({GrammarSpec::kJsonSchema, src, {}}, synthetic_vocabulary());
+    ASSERT_FALSE(r.is_ok()) << src;
+    EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().message();
+    EXPECT_NE(r.status().message().find("anchor"), std::string::npos) << r.status().message();
+  }
+}
+
+TEST(GrammarJsonSchemaRound5, NumbersThatAreNotIntegers) {
+  // JSONSchemaBench Github_trivial o41599: integers match two branches, so only the
+  // non-integers are left of `number` (spelled without exponent: a sound subset).
+  auto c = compile(
+      R"({"oneOf":[{"type":"integer"},{"type":"string"},{"type":"number"},{"type":"boolean"},{"type":"null"}]})");
+  for (const char* ok : {"1.5", "-0.25", "10.01", "0.10", "\"s\"", "true", "null"})
+    expect(c, ok, true);
+  for (const char* bad : {"1", "0", "-3", "1.0", "2.000", "[]", "{}"}) expect(c, bad, false);
+  expect(c, "1.5e1", false);     // 15
+  expect_left_out(c, "1.5e-1");  // every exponent is left out
+  EXPECT_FALSE(accepts(c, "01.5"));  // not JSON
+  auto d = compile(R"({"type":"number","not":{"type":"integer"}})");
+  expect(d, "3.25", true);
+  expect(d, "3", false);
+}
+
 // JSONSchemaBench Handwritten/oneofitemscontains3: exactly one of "every item contains N and
 // some item is all N" and "every item is all N and some item contains N", N = multiples of 11
 // from 100. Worked out by hand: either every item contains an N, one is all N (non-empty) and

@@ -128,14 +128,50 @@ class SchemaCompiler {
         decoded += frag[i];
       }
     }
-    if (!decoded.empty() && decoded[0] != '/')
+    if (!decoded.empty() && decoded[0] != '/') {
+      if (const Json* t = find_anchor(decoded)) return t;
       return unsupported("json schema: $ref to anchor '{}' at {}", ref, ptr);
+    }
     try {
       const Json& t = root_.at(Json::json_pointer(decoded));
       return &t;
     } catch (const std::exception&) {
       return invalid_argument("json schema: $ref '{}' at {} does not resolve", ref, ptr);
     }
+  }
+
+  // The one subschema named `name` by `$anchor` or by a fragment `$id`/`id` ("#name", drafts
+  // 4-7); nullptr when there is none, more than one, or some `$id` below the root changes the
+  // base URI (then "#name" would depend on where the $ref sits). Instance values (enum, const,
+  // default, examples) are not searched.
+  const Json* find_anchor(const std::string& name) {
+    const Json* found = nullptr;
+    int matches = 0;
+    bool rebased = false;
+    std::function<void(const Json&, bool)> walk = [&](const Json& x, bool top) {
+      if (x.is_array()) {
+        for (const auto& y : x) walk(y, false);
+        return;
+      }
+      if (!x.is_object()) return;
+      bool named = false;
+      for (const auto& [k, v] : x.items()) {
+        if (!v.is_string()) continue;
+        const std::string& t = v.get_ref<const std::string&>();
+        if (k == "$anchor" && t == name) named = true;
+        if ((k == "$id" || k == "id") && !t.empty() && t[0] == '#' && t.substr(1) == name)
+          named = true;
+        if ((k == "$id" || k == "id") && (t.empty() || t[0] != '#') && !top) rebased = true;
+      }
+      if (named) {
+        found = &x;
+        ++matches;
+      }
+      for (const auto& [k, v] : x.items())
+        if (k != "enum" && k != "const" && k != "default" && k != "examples") walk(v, false);
+    };
+    walk(root_, true);
+    return matches == 1 && !rebased ? found : nullptr;
   }
 
   Result<Element> gen_ref(const std::string& ref, const std::string& ptr) {

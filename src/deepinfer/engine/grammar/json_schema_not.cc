@@ -276,6 +276,24 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
       // One reason per negated schema: the cases are their combinations.
       constexpr size_t kMaxNotCases = 64;
       std::vector<Json> combos = {Json::array({rt})};
+      auto integer_only = [](const Json& x) {
+        std::vector<std::string> nt = declared_types(x);
+        return std::find(nt.begin(), nt.end(), "number") == nt.end() && vacuous_for(x, "integer");
+      };
+      if (t == "number" && vacuous_for(rt, "number") &&
+          std::all_of(live.begin(), live.end(), integer_only)) {
+        // Numbers that are not integers (rt and the negated schemas say nothing else about
+        // numbers): spelled without exponent, with a non-zero fraction digit (a sound subset).
+        ByteSet digit, nonzero;
+        digit.set_range('0', '9');
+        nonzero.set_range('1', '9');
+        Element digits = b_.star({b_.bytes(digit)}, "digits");
+        Element whole = rule("int_part", {lit("0"), {b_.bytes(nonzero), digits}});
+        alts.push_back({rule("non_integer", {cat({{b_.optional(lit("-"), "sign"), whole},
+                                                  lit("."),
+                                                  {digits, b_.bytes(nonzero), digits}})})});
+        continue;
+      }
       if (t != "array") {
         // Integer multipleOf with bounds has no reasons as schemas; the integers matching rt
         // and none of the negated schemas may still be an automaton (json_schema_residues.cc).
