@@ -135,6 +135,31 @@ def test_bench_prints_json(model):
         assert x["tokens_per_s"] > 0
 
 
+def test_bench_serve_and_tokenize_modes(model, tmp_path):
+    # serve: the HTTP server measured from outside, concurrent streaming clients on loopback
+    plot = tmp_path / "serve.svg"
+    r = run("bench", "--model", model, "--mode", "serve", "--batch", "1,3", "--prompt-len", "16",
+            "--gen-len", "6", "--threads", "2", "--plot", str(plot))
+    assert r.returncode == 0, r.stderr
+    recs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [x["batch"] for x in recs] == [1, 3]
+    for x in recs:
+        assert x["mode"] == "serve" and x["prompt_tokens"] == 16
+        for k in ("tokens_per_s", "per_seq_tokens_per_s", "ttft_ms", "ttft_ms_p99"):
+            assert x[k] > 0, (k, x)
+        # every client got gen_len tokens (ignore_eos): total = batch * 6 over the wall time
+        assert abs(x["tokens_per_s"] * x["wall_ms"] / 1e3 - 6 * x["batch"]) < 0.01
+    assert plot.read_text().startswith("<?xml") or "<svg" in plot.read_text()
+    # tokenize: encode speed of mixed text
+    r = run("bench", "--model", model, "--mode", "tokenize", "--megabytes", "1")
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout.strip())
+    assert rec["mode"] == "tokenize" and rec["batch"] == 1 and rec["prompt_tokens"] > 100000
+    assert rec["tokens_per_s"] > 0 and rec["bytes"] >= 1 << 20
+    r = run("bench", "--model", model, "--mode", "nonsense")
+    assert r.returncode != 0 and "--mode 'nonsense'" in r.stderr
+
+
 def test_structured_output_json_schema_validates(model, tmp_path):
     import jsonschema
     schema = {"type": "object",

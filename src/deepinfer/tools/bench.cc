@@ -19,6 +19,7 @@
 #include "deepinfer/model/model_path.h"
 #include "deepinfer/tools/bench_kvstore.h"
 #include "deepinfer/tools/bench_plot.h"
+#include "deepinfer/tools/bench_serve.h"
 #include "deepinfer/tools/cli_common.h"
 #include "deepinfer/tools/membw.h"
 #include "deepinfer/tools/subcommands.h"
@@ -41,6 +42,7 @@ struct BenchFlags {
   std::string grammar_precompute = "background";
   double step_ms = 0;
   std::string prompt_lens = "2000,8000";
+  int megabytes = 1;
 };
 
 // Structured outputs: compile time and per-token mask time over JSONSchemaBench.
@@ -193,14 +195,24 @@ int run_bench(BenchFlags& f) {
     o.repeat = f.repeat;
     return run_kvstore_ttft_bench(o);
   }
-  if (f.mode != "prefill" && f.mode != "decode")
-    return report_error(f.mode == "serve" || f.mode == "tokenize"
-                            ? unsupported("bench: --mode {} is not available in this build yet", f.mode)
-                            : invalid_argument("bench: unknown --mode '{}' (prefill|decode|membw|mask|kvstore)", f.mode));
+  if (f.mode == "tokenize") return run_tokenize_bench({f.engine.model, f.megabytes, f.repeat});
+  if (f.mode != "prefill" && f.mode != "decode" && f.mode != "serve")
+    return report_error(
+        invalid_argument("bench: unknown --mode '{}' (prefill|decode|serve|tokenize|membw|mask|kvstore)", f.mode));
   auto batches = parse_int_list(f.batches, "--batch", 4096);
   if (!batches.is_ok()) return report_error(batches.status());
   if (!f.plot.empty() && !plot_format_supported(f.plot))
     return report_error(invalid_argument("--plot: '{}' must end in .png or .svg", f.plot));
+  if (f.mode == "serve") {
+    ServeBenchOptions o;
+    o.engine = f.engine;
+    o.batches = *batches;
+    o.prompt_len = f.prompt_len;
+    o.gen_len = f.gen_len;
+    o.repeat = f.repeat;
+    o.plot = f.plot;
+    return run_serve_bench(o);
+  }
   auto loaded = load_model_for_cli(f.engine.model);
   if (!loaded.is_ok()) return report_error(loaded.status());
   int max_batch = 0;
@@ -241,11 +253,14 @@ Subcommand make_bench_command() {
     add_engine_flags(*cmd, f->engine);
     cmd->add_option("--mode", f->mode,
                     "prefill | decode | membw (memory read bandwidth, the decode roofline) | "
+                    "serve (the HTTP server from outside: --batch concurrent streaming clients) | "
+                    "tokenize (encode speed on --megabytes of mixed text) | "
                     "mask (structured-output compile and mask time over JSONSchemaBench) | "
                     "kvstore (time to first token cold vs a hit in each KV tier; needs --kv-store)");
     cmd->add_option("--prompt-lens", f->prompt_lens,
                     "kvstore: prompt lengths in tokens, comma-separated (default 2000,8000)");
     cmd->add_option("--data", f->data, "mask: JSONSchemaBench directory");
+    cmd->add_option("--megabytes", f->megabytes, "tokenize: MB of text per measurement")->check(CLI::Range(1, 1024));
     cmd->add_option("--limit", f->limit, "mask: at most this many schemas (0 = all)")->check(CLI::Range(0, 1000000));
     cmd->add_option("--stride", f->stride, "mask: every N-th schema file")->check(CLI::Range(1, 1000000));
     cmd->add_option("--grammar-precompute", f->grammar_precompute,
