@@ -117,6 +117,27 @@ TEST(GrammarBackgroundPrecompute, BoundedStringDeepIntoItsRun) {
   EXPECT_TRUE(a.can_terminate());
 }
 
+TEST(GrammarBackgroundPrecompute, VeryLongCountedRun) {
+  // 5,000 copies (the largest bound accepted): run lengths are computed to a bounded depth
+  // (no deep recursion), and lengths stay exact.
+  Case c{GrammarSpec::kJsonSchema, R"({"type":"string","minLength":4990,"maxLength":5000})", ""};
+  auto full = build(c, CompiledGrammar::Precompute::kBeforeReturn);
+  auto idle = build(c, CompiledGrammar::Precompute::kInBackground);
+  ASSERT_TRUE(full && idle);
+  GrammarMatcher a(full), b(idle);
+  std::vector<uint32_t> ma(full->vocab().mask_words()), mb(ma.size());
+  ASSERT_TRUE(a.accept_bytes("\"") && b.accept_bytes("\""));
+  a.fill_next_token_bitmask(ma.data());
+  b.fill_next_token_bitmask(mb.data());
+  ASSERT_EQ(ma, mb);
+  ASSERT_EQ(ma, brute_force_mask(a));
+  std::string body(4995, 'x');
+  ASSERT_TRUE(a.accept_bytes(body));
+  EXPECT_FALSE(a.accept_bytes(std::string(6, 'x')));  // 5,001 characters
+  EXPECT_TRUE(a.accept_bytes("\""));
+  EXPECT_TRUE(a.can_terminate());
+}
+
 TEST(GrammarBackgroundPrecompute, CompilerHandsOutGrammarsBeforeThePrecompute) {
   // The future is ready once the grammar is built; the compiler's background thread then
   // classifies every context; destroying the compiler mid-precompute returns promptly.

@@ -77,8 +77,11 @@ ContextWalker::ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> 
     }
 }
 
-int ContextWalker::plain_run(int32_t s) {
+int ContextWalker::plain_run(int32_t s, int depth) {
   if (plain_run_[s] >= 0) return plain_run_[s];
+  // Past 255 states deep (a run longer than any trie path) answer 0 without storing it: an
+  // underestimate, so safe, and it bounds the recursion on runs of thousands of copies.
+  if (depth > 255) return 0;
   plain_run_[s] = 0;  // a cycle other than a self-loop reads 0 here: safe (an underestimate)
   int run = 255;
   for (size_t i = 0; i < plain_cols_.size(); ++i) {
@@ -90,7 +93,7 @@ int ContextWalker::plain_run(int32_t s) {
       run = 0;
       break;
     }
-    run = std::min(run, 1 + plain_run(to));
+    run = std::min(run, 1 + plain_run(to, depth + 1));
   }
   plain_run_[s] = static_cast<int16_t>(std::min(run, 255));
   return plain_run_[s];
@@ -99,7 +102,7 @@ int ContextWalker::plain_run(int32_t s) {
 bool ContextWalker::subtree_accepted(int32_t s, uint32_t k) {
   const VocabTrie& t = *trie_;
   const uint8_t ph = t.plain_height[k];
-  if (ph != VocabTrie::kNotPlain && ph > 0 && plain_run(s) >= ph) return true;
+  if (ph != VocabTrie::kNotPlain && ph > 0 && plain_run(s, 0) >= ph) return true;
   return t.below[k] != 0 && loops_on(s, t.below_sets[t.below[k]]);
 }
 
@@ -147,8 +150,9 @@ int32_t ContextWalker::step(int32_t from, uint8_t byte) {
 
 void ContextWalker::bound_dfa() {
   // Bounds on what the shared DFA may hold before starting over (a few MB).
-  constexpr size_t kMaxSets = 1 << 14, kMaxPoolNodes = 1 << 20;
-  if (!pool_ || sets_.size() > kMaxSets || pool_->size() > kMaxPoolNodes) reset_dfa();
+  constexpr size_t kMaxSets = 1 << 14, kMaxTransitions = 1 << 20, kMaxPoolNodes = 1 << 20;
+  if (!pool_ || sets_.size() > kMaxSets || trans_.size() > kMaxTransitions || pool_->size() > kMaxPoolNodes)
+    reset_dfa();
 }
 
 void ContextWalker::reset_dfa() {
@@ -206,7 +210,7 @@ std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
       continue;
     }
     if (subtree_accepted(ns, k)) {
-      // Every token below stays in ns (not empty): all accepted, no dead prefix, no visit.
+      // Every token below keeps a live state: all accepted, no dead prefix, no visit.
       accepted.insert(accepted.end(), tokens + tok_begin[k], tokens + tok_begin[end[k]]);
       k = end[k];
       continue;

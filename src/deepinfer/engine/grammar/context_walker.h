@@ -80,7 +80,7 @@ class ContextWalker {
   bool loops_on(int32_t s, const std::array<uint64_t, 4>& bytes);
   // How many plain bytes (VocabTrie::plain) in any order state s survives without dying:
   // 255 for a loop, n for a counted run with n copies left. Underestimates are safe.
-  int plain_run(int32_t s);
+  int plain_run(int32_t s, int depth);
   // The subtree below trie node k (entered in state s) is accepted whole.
   bool subtree_accepted(int32_t s, uint32_t k);
 
