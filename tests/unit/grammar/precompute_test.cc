@@ -92,50 +92,51 @@ TEST(GrammarBackgroundPrecompute, MasksWhilePendingEqualPrecomputedMasks) {
   }
 }
 
-TEST(GrammarBackgroundPrecompute, BoundedStringDeepIntoItsRun) {
-  // The last copies of a counted run reject tokens longer than what is left: check every
-  // token at several points along a 30-character string (classes on demand and precomputed).
-  Case c{GrammarSpec::kJsonSchema, R"({"type":"string","minLength":30,"maxLength":30})", ""};
+// Walks `body` byte by byte on a fully precomputed grammar and on one whose contexts are
+// classified on demand; before each offset in `check_at`, both masks must equal accept_token
+// over the whole vocabulary. Returns the precomputed grammar's matcher, past `body`.
+std::unique_ptr<GrammarMatcher> walk_comparing(const std::string& schema, const std::string& body,
+                                               const std::vector<size_t>& check_at) {
+  Case c{GrammarSpec::kJsonSchema, schema, ""};
   auto full = build(c, CompiledGrammar::Precompute::kBeforeReturn);
   auto idle = build(c, CompiledGrammar::Precompute::kInBackground);
-  ASSERT_TRUE(full && idle);
-  GrammarMatcher a(full), b(idle);
+  if (!full || !idle) return nullptr;
+  auto a = std::make_unique<GrammarMatcher>(full);
+  GrammarMatcher b(idle);
   std::vector<uint32_t> ma(full->vocab().mask_words()), mb(ma.size());
+  size_t done = 0;
+  for (size_t pos : check_at) {
+    EXPECT_TRUE(a->accept_bytes(body.substr(done, pos - done)) && b.accept_bytes(body.substr(done, pos - done)));
+    done = pos;
+    a->fill_next_token_bitmask(ma.data());
+    b.fill_next_token_bitmask(mb.data());
+    EXPECT_EQ(ma, mb) << "at byte " << pos;
+    EXPECT_EQ(ma, brute_force_mask(*a)) << "at byte " << pos;
+  }
+  EXPECT_TRUE(a->accept_bytes(body.substr(done)));
+  return a;
+}
+
+TEST(GrammarBackgroundPrecompute, BoundedStringDeepIntoItsRun) {
+  // The last copies of a counted run reject tokens longer than what is left: check every
+  // token at several points along a 30-character string.
   std::string body = "\"";
   for (int i = 0; i < 30; ++i) body += static_cast<char>('a' + i % 26);
-  for (size_t pos = 0; pos < body.size(); ++pos) {
-    if (pos == 0 || pos == 1 || pos == 20 || pos == 27 || pos == 30) {
-      a.fill_next_token_bitmask(ma.data());
-      b.fill_next_token_bitmask(mb.data());
-      ASSERT_EQ(ma, mb) << "at byte " << pos;
-      ASSERT_EQ(ma, brute_force_mask(a)) << "at byte " << pos;
-    }
-    ASSERT_TRUE(a.accept_bytes(body.substr(pos, 1)));
-    ASSERT_TRUE(b.accept_bytes(body.substr(pos, 1)));
-  }
-  EXPECT_TRUE(a.accept_bytes("\""));
-  EXPECT_TRUE(a.can_terminate());
+  auto m = walk_comparing(R"({"type":"string","minLength":30,"maxLength":30})", body, {0, 1, 20, 27, 30});
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->accept_bytes("\""));
+  EXPECT_TRUE(m->can_terminate());
 }
 
 TEST(GrammarBackgroundPrecompute, VeryLongCountedRun) {
   // 5,000 copies (the largest bound accepted): run lengths are computed to a bounded depth
   // (no deep recursion), and lengths stay exact.
-  Case c{GrammarSpec::kJsonSchema, R"({"type":"string","minLength":4990,"maxLength":5000})", ""};
-  auto full = build(c, CompiledGrammar::Precompute::kBeforeReturn);
-  auto idle = build(c, CompiledGrammar::Precompute::kInBackground);
-  ASSERT_TRUE(full && idle);
-  GrammarMatcher a(full), b(idle);
-  std::vector<uint32_t> ma(full->vocab().mask_words()), mb(ma.size());
-  ASSERT_TRUE(a.accept_bytes("\"") && b.accept_bytes("\""));
-  a.fill_next_token_bitmask(ma.data());
-  b.fill_next_token_bitmask(mb.data());
-  ASSERT_EQ(ma, mb);
-  ASSERT_EQ(ma, brute_force_mask(a));
-  std::string body(4995, 'x');
-  ASSERT_TRUE(a.accept_bytes(body));
-  EXPECT_FALSE(a.accept_bytes(std::string(6, 'x')));  // 5,001 characters
-  EXPECT_TRUE(a.accept_bytes("\""));
-  EXPECT_TRUE(a.can_terminate());
+  std::string body = "\"" + std::string(4995, 'x');
+  auto m = walk_comparing(R"({"type":"string","minLength":4990,"maxLength":5000})", body, {1, 4990});
+  ASSERT_TRUE(m);
+  EXPECT_FALSE(m->accept_bytes(std::string(6, 'x')));  // 5,001 characters
+  EXPECT_TRUE(m->accept_bytes("\""));
+  EXPECT_TRUE(m->can_terminate());
 }
 
 TEST(GrammarBackgroundPrecompute, CompilerHandsOutGrammarsBeforeThePrecompute) {
