@@ -68,41 +68,54 @@ ContextWalker::ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> 
   state_at_.resize(trie_->max_len + 2);
   esc_at_.resize(trie_->max_len + 2);
   for (int b = 0; b < 256; ++b) col_bytes_[byte_col_[b]][b >> 6] |= uint64_t{1} << (b & 63);
-  std::array<bool, 256> seen{};
+  // Plain-run shortcuts only when the grammar treats all plain bytes alike (one column, as in
+  // a JSON string body); grammars that tell them apart (patterns) scan as usual.
   for (int b = 0; b < 256; ++b)
-    if (((trie_->plain[b >> 6] >> (b & 63)) & 1) && !seen[byte_col_[b]]) {
-      seen[byte_col_[b]] = true;
-      plain_cols_.push_back(byte_col_[b]);
-      plain_reps_.push_back(static_cast<uint8_t>(b));
+    if ((trie_->plain[b >> 6] >> (b & 63)) & 1) {
+      if (plain_col_ < 0) {
+        plain_col_ = byte_col_[b];
+        plain_rep_ = static_cast<uint8_t>(b);
+      } else if (plain_col_ != byte_col_[b]) {
+        plain_col_ = -1;
+        break;
+      }
     }
 }
 
-int ContextWalker::plain_run(int32_t s, int depth) {
+int ContextWalker::plain_run(int32_t s) {
+  if (plain_col_ < 0) return 0;
   if (plain_run_[s] >= 0) return plain_run_[s];
-  // Past 255 states deep (a run longer than any trie path) answer 0 without storing it: an
-  // underestimate, so safe, and it bounds the recursion on runs of thousands of copies.
-  if (depth > 255) return 0;
-  plain_run_[s] = 0;  // a cycle other than a self-loop reads 0 here: safe (an underestimate)
-  int run = 255;
-  for (size_t i = 0; i < plain_cols_.size(); ++i) {
-    const uint8_t col = plain_cols_[i], b = plain_reps_[i];
-    int32_t to = trans_[static_cast<size_t>(s) * num_cols_ + col];
-    if (to < 0) to = step(s, static_cast<uint8_t>(b));
-    if (to == s) continue;  // a loop on this column costs nothing
-    if (sets_[to].empty()) {
-      run = 0;
+  // Follow the plain column from s until the run's end is known: a loop (255: any length), a
+  // dead state (0), a state already known, or 255 steps (0: an underestimate, so safe). A
+  // state met again on the way reads 0 (in progress): also an underestimate.
+  std::vector<int32_t>& chain = chain_;
+  chain.clear();
+  int run = 0;
+  for (int32_t x = s;;) {
+    plain_run_[x] = 0;
+    chain.push_back(x);
+    if (chain.size() > 255) break;
+    int32_t to = trans_[static_cast<size_t>(x) * num_cols_ + plain_col_];
+    if (to < 0) to = step(x, plain_rep_);
+    if (to == x) {
+      run = 255;
       break;
     }
-    run = std::min(run, 1 + plain_run(to, depth + 1));
+    if (sets_[to].empty()) break;
+    if (plain_run_[to] >= 0) {
+      run = std::min(255, 1 + plain_run_[to]);
+      break;
+    }
+    x = to;
   }
-  plain_run_[s] = static_cast<int16_t>(std::min(run, 255));
+  for (size_t i = chain.size(); i-- > 0; run = std::min(255, run + 1)) plain_run_[chain[i]] = static_cast<int16_t>(run);
   return plain_run_[s];
 }
 
 bool ContextWalker::subtree_accepted(int32_t s, uint32_t k) {
   const VocabTrie& t = *trie_;
   const uint8_t ph = t.plain_height[k];
-  if (ph != VocabTrie::kNotPlain && ph > 0 && plain_run(s, 0) >= ph) return true;
+  if (ph != VocabTrie::kNotPlain && ph > 0 && plain_run(s) >= ph) return true;
   return t.below[k] != 0 && loops_on(s, t.below_sets[t.below[k]]);
 }
 
@@ -131,6 +144,7 @@ int32_t ContextWalker::intern(std::vector<uint32_t>& v) {
   if (inserted) {
     has_ctx_.push_back(std::find(v.begin(), v.end(), StackPool::kContext) != v.end());
     sets_.push_back(v);
+    set_elems_ += v.size();
     trans_.resize(trans_.size() + num_cols_, -1);
     loop_yes_.push_back({});
     loop_no_.push_back({});
@@ -150,8 +164,10 @@ int32_t ContextWalker::step(int32_t from, uint8_t byte) {
 
 void ContextWalker::bound_dfa() {
   // Bounds on what the shared DFA may hold before starting over (a few MB).
-  constexpr size_t kMaxSets = 1 << 14, kMaxTransitions = 1 << 20, kMaxPoolNodes = 1 << 20;
-  if (!pool_ || sets_.size() > kMaxSets || trans_.size() > kMaxTransitions || pool_->size() > kMaxPoolNodes)
+  constexpr size_t kMaxSets = 1 << 14, kMaxTransitions = 1 << 20, kMaxPoolNodes = 1 << 20,
+                   kMaxSetElements = 1 << 21;
+  if (!pool_ || sets_.size() > kMaxSets || trans_.size() > kMaxTransitions || pool_->size() > kMaxPoolNodes ||
+      set_elems_ > kMaxSetElements)
     reset_dfa();
 }
 
@@ -164,6 +180,7 @@ void ContextWalker::reset_dfa() {
   loop_yes_.clear();
   loop_no_.clear();
   plain_run_.clear();
+  set_elems_ = 0;
 }
 
 std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
