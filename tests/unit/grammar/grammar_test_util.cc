@@ -1,10 +1,13 @@
 // See grammar_test_util.h.
 #include "grammar_test_util.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
 
+#include "deepinfer/engine/grammar/grammar_compiler.h"
 #include "deepinfer/engine/grammar/vocabulary_from_tokenizer.h"
 #include "deepinfer/model/format/gguf.h"
 #include "deepinfer/recipe/tokenizer.h"
@@ -103,6 +106,27 @@ std::string data_dir() {
   const char* src = std::getenv("DEEPINFER_SOURCE_DIR");
   std::string root = src ? src : DEEPINFER_SOURCE_DIR;
   return root + "/../shared/data";
+}
+
+std::shared_ptr<const CompiledGrammar> compile(const std::string& schema, JsonSchemaOptions o) {
+  auto r = compile_grammar({GrammarSpec::kJsonSchema, schema, o}, synthetic_vocabulary());
+  EXPECT_TRUE(r.is_ok()) << schema << ": " << r.status().message();
+  return r.is_ok() ? *r : nullptr;
+}
+
+bool accepts(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
+  if (!g) return false;
+  bool mismatch = false;
+  bool ok = walk_text(g, text, &mismatch);
+  EXPECT_FALSE(mismatch) << "mask disagrees with accept_token on '" << text << "'";
+  return ok;
+}
+
+void expect_refused(const std::string& schema, const std::string& keyword) {
+  auto r = compile_grammar({GrammarSpec::kJsonSchema, schema, {}}, synthetic_vocabulary());
+  ASSERT_FALSE(r.is_ok()) << schema;
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().message();
+  EXPECT_NE(r.status().message().find(keyword), std::string::npos) << r.status().message();
 }
 
 }  // namespace deepinfer::engine::grammar::testing

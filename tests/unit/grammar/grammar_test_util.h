@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "deepinfer/engine/grammar/grammar_matcher.h"
+#include "deepinfer/engine/grammar/json_schema_compiler.h"
 
 namespace deepinfer::engine::grammar::testing {
 
@@ -24,5 +25,12 @@ bool walk_text(const std::shared_ptr<const CompiledGrammar>& g, const std::strin
                bool* mask_mismatch = nullptr);
 
 std::string data_dir();  // $DEEPINFER_SOURCE_DIR/../shared/data
+
+// A JSON Schema compiled over the synthetic vocabulary (a test failure, and null, if refused).
+std::shared_ptr<const CompiledGrammar> compile(const std::string& schema, JsonSchemaOptions o = {});
+// walk_text that also fails the test when a mask disagrees with accept_token; false for null.
+bool accepts(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text);
+// The schema is refused as unsupported, naming `keyword`.
+void expect_refused(const std::string& schema, const std::string& keyword);
 
 }  // namespace deepinfer::engine::grammar::testing

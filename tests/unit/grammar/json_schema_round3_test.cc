@@ -10,22 +10,10 @@
 namespace deepinfer::engine::grammar {
 namespace {
 
+using testing::accepts;
+using testing::compile;
 using testing::synthetic_vocabulary;
 using testing::walk_text;
-
-std::shared_ptr<const CompiledGrammar> compile(const std::string& src) {
-  auto r = compile_grammar({GrammarSpec::kJsonSchema, src, {}}, synthetic_vocabulary());
-  EXPECT_TRUE(r.is_ok()) << r.status().message();
-  return r.is_ok() ? *r : nullptr;
-}
-
-bool accepts(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
-  if (!g) return false;
-  bool mismatch = false;
-  bool ok = walk_text(g, text, &mismatch);
-  EXPECT_FALSE(mismatch) << "mask disagrees with accept_token on '" << text << "'";
-  return ok;
-}
 
 CodePointDfa pattern(const std::string& p, bool search = true) {
   auto d = dfa_from_pattern(p, search);

@@ -9,29 +9,11 @@
 namespace deepinfer::engine::grammar {
 namespace {
 
+using testing::accepts;
+using testing::compile;
+using testing::expect_refused;
 using testing::synthetic_vocabulary;
 using testing::walk_text;
-
-std::shared_ptr<const CompiledGrammar> compile(const std::string& src, JsonSchemaOptions o = {}) {
-  auto r = compile_grammar({GrammarSpec::kJsonSchema, src, o}, synthetic_vocabulary());
-  EXPECT_TRUE(r.is_ok()) << src << ": " << r.status().message();
-  return r.is_ok() ? *r : nullptr;
-}
-
-bool accepts(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
-  if (!g) return false;
-  bool mismatch = false;
-  bool ok = walk_text(g, text, &mismatch);
-  EXPECT_FALSE(mismatch) << "mask disagrees with accept_token on '" << text << "'";
-  return ok;
-}
-
-void expect_refused(const std::string& src, const std::string& keyword) {
-  auto r = compile_grammar({GrammarSpec::kJsonSchema, src, {}}, synthetic_vocabulary());
-  ASSERT_FALSE(r.is_ok()) << src;
-  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().message();
-  EXPECT_NE(r.status().message().find(keyword), std::string::npos) << r.status().message();
-}
 
 TEST(GrammarJsonSchemaRound4, Contains) {
   auto g = compile(R"({"type":"array","items":{"type":"integer"},"contains":{"minimum":10}})");
