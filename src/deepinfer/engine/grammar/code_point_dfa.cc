@@ -5,22 +5,10 @@
 #include <algorithm>
 #include <functional>
 #include <map>
-#include <unordered_map>
 
 #include "deepinfer/engine/grammar/char_class.h"
 
 namespace deepinfer::engine::grammar {
-namespace {
-// Tuples of state ids as hash keys (subset, product and minimization tables), in place of
-// ordered maps whose every lookup compared vectors O(log n) times.
-struct IntVecHash {
-  size_t operator()(const std::vector<int32_t>& v) const {
-    uint64_t h = v.size() * 0x9E3779B97F4A7C15ull;
-    for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 0xBF58476D1CE4E5B9ull;
-    return static_cast<size_t>(h ^ (h >> 31));
-  }
-};
-}  // namespace
 namespace {
 
 constexpr uint32_t kMaxCp = 0x10FFFF;
@@ -342,7 +330,7 @@ Result<CodePointDfa> dfa_product(const std::vector<const CodePointDfa*>& parts,
   for (const auto* p : parts) fine.push_back(refine(*p, atoms));
   CodePointDfa d;
   d.atoms = atoms;
-  std::unordered_map<std::vector<int32_t>, int32_t, IntVecHash> index;
+  std::map<std::vector<int32_t>, int32_t> index;
   std::vector<std::vector<int32_t>> tuples;
   auto intern = [&](std::vector<int32_t> t) -> int32_t {
     auto [it, inserted] = index.try_emplace(t, static_cast<int32_t>(tuples.size()));
@@ -401,7 +389,7 @@ Result<CodePointDfa> dfa_with_length(const CodePointDfa& d, int64_t lo, int64_t 
   // where Moore refinement would need one round per level.
   const size_t n = out.num_states(), na = out.atoms.size();
   std::vector<int32_t> cls(n, -1);
-  std::unordered_map<std::vector<int32_t>, int32_t, IntVecHash> sig;
+  std::map<std::vector<int32_t>, int32_t> sig;
   std::vector<size_t> rep;
   for (size_t i = n; i-- > 0;) {
     std::vector<int32_t> key(na + 1);
@@ -515,7 +503,7 @@ CodePointDfa dfa_reduce(const CodePointDfa& d, bool merge) {
     if (live(static_cast<int32_t>(q))) block[q] = merge ? d.accept[q] : static_cast<int32_t>(q);
   size_t num_blocks = merge ? 0 : n;
   while (merge) {
-    std::unordered_map<std::vector<int32_t>, int32_t, IntVecHash> sig;
+    std::map<std::vector<int32_t>, int32_t> sig;
     std::vector<int32_t> nb(n, -1);
     for (size_t q = 0; q < n; ++q) {
       if (block[q] < 0) continue;
