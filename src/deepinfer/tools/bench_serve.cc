@@ -118,18 +118,24 @@ int run_serve_bench(const ServeBenchOptions& opts) {
   so.port = 0;
   so.served_model_name = model;
   so.http_threads = std::max(16, max_batch + 8);
+  // The port once listening, or -1 when the server returned without listening (a bind error):
+  // then there is nothing to stop, and no signal is raised.
   std::promise<int> listening;
   std::future<int> port_future = listening.get_future();
+  bool listened = false;
   Status server_status;
   std::thread server([&] {
-    server_status = serve::run_http_server(std::move(eng).value(), so, [&](int port) { listening.set_value(port); });
+    server_status = serve::run_http_server(std::move(eng).value(), so, [&](int port) {
+      listened = true;
+      listening.set_value(port);
+    });
+    if (!listened) listening.set_value(-1);
   });
-  if (port_future.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
-    std::raise(SIGTERM);
-    server.join();
-    return report_error(server_status.is_ok() ? io_error("bench: the server did not start within 120 s") : server_status);
-  }
   const int port = port_future.get();
+  if (port < 0) {
+    server.join();
+    return report_error(server_status.is_ok() ? io_error("bench: the server stopped before listening") : server_status);
+  }
   int seq = 0;
   int exit_code = kExitOk;
   std::vector<Json> records;

@@ -2,7 +2,6 @@
 #include "deepinfer/engine/grammar/compiled_grammar.h"
 
 #include <chrono>
-#include <functional>
 
 #include "deepinfer/engine/grammar/context_keys.h"
 #include "deepinfer/engine/grammar/stack_pool.h"
