@@ -55,7 +55,13 @@ void GrammarCompiler::background() {
       g = precompute_queue_.front().lock();
       precompute_queue_.pop_front();
     }
-    if (!g || !g->precompute_more(kSliceSeconds)) continue;
+    bool more = false;
+    try {
+      more = g && g->precompute_more(kSliceSeconds);
+    } catch (const std::exception&) {
+      more = false;  // out of memory, say: its contexts are then classified on first use
+    }
+    if (!more) continue;
     std::lock_guard<std::mutex> lock(mu_);
     precompute_queue_.push_back(g);
   }
@@ -93,7 +99,13 @@ std::shared_future<CompileResult> GrammarCompiler::compile_async(const GrammarSp
   std::shared_future<CompileResult> fut = done->get_future().share();
   cache_[key] = fut;
   queue_.push_back([this, spec, done] {
-    CompileResult r = compile_grammar(spec, vocab_, limits_, CompiledGrammar::Precompute::kInBackground);
+    // An exception (out of memory, say) becomes the request's error, not a dead worker.
+    CompileResult r = Status(StatusCode::kInternal, "unset");
+    try {
+      r = compile_grammar(spec, vocab_, limits_, CompiledGrammar::Precompute::kInBackground);
+    } catch (const std::exception& e) {
+      r = Status(StatusCode::kInternal, fmt::format("grammar: compile failed: {}", e.what()));
+    }
     std::shared_ptr<const CompiledGrammar> g = r.is_ok() ? *r : nullptr;
     done->set_value(std::move(r));
     if (g && g->precompute_pending()) {
