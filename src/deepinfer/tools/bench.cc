@@ -80,6 +80,7 @@ int run_mask_bench(const BenchFlags& f) {
                       {"precompute_ms_p50", res->precompute_ms.p50},
                       {"precompute_ms_p99", res->precompute_ms.p99},
                       {"contexts_lazy", res->contexts_lazy},
+                      {"trie_nodes_visited", res->trie_nodes_visited},
                       {"mask_us_p50", res->mask_us.p50},
                       {"mask_us_p99", res->mask_us.p99},
                       {"mask_us_mean", res->mask_us.mean},

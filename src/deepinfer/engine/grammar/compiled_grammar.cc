@@ -40,7 +40,8 @@ Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::create(
   cg->columns_ = byte_columns(cg->grammar_);
   cg->alias_long_chains();
   if (limits.precompute_seconds > 0 && limits.precompute_max_contexts > 0) {
-    cg->pre_.reset(new PrecomputeState{limits, ContextWalker(&cg->grammar_, cg->trie_, cg->columns_), {}, {}, 0, {}, 0});
+    cg->pre_.reset(new PrecomputeState{
+        limits, ContextWalker(&cg->grammar_, cg->trie_, cg->columns_), {}, {}, 0, {}, 0});
     cg->pending_ = true;
     if (mode == Precompute::kBeforeReturn)
       while (cg->precompute_more(1e9)) {
@@ -100,7 +101,8 @@ bool CompiledGrammar::precompute_more(double seconds) const {
         finished = true;
         break;
       }
-      st.todo.push_back({{st.order[st.next++], StackPool::kNoPos, StackPool::kNoPos, StackPool::kNoPos}, 1});
+      st.todo.push_back(
+          {{st.order[st.next++], StackPool::kNoPos, StackPool::kNoPos, StackPool::kNoPos}, 1});
     }
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     size_t bytes;
@@ -109,7 +111,8 @@ bool CompiledGrammar::precompute_more(double seconds) const {
       bytes = cache_bytes_;
     }
     if (st.spent_seconds + elapsed > st.limits.precompute_seconds ||
-        precomputed_.load() >= st.limits.precompute_max_contexts || bytes > st.limits.precompute_max_bytes)
+        precomputed_.load() >= st.limits.precompute_max_contexts ||
+        bytes > st.limits.precompute_max_bytes)
       break;  // budget spent: the rest is classified on first use
     if (elapsed > seconds) {
       st.spent_seconds += elapsed;
@@ -123,6 +126,7 @@ bool CompiledGrammar::precompute_more(double seconds) const {
       refine = known->refine;  // classified lazily by a matcher already
     } else {
       auto c = st.walker.classify(key);
+      nodes_visited_ += st.walker.last_visits();
       refine = c->refine;
       std::lock_guard<std::mutex> lock(mu_);
       auto [it, inserted] = cache_.try_emplace(key, std::move(c));
@@ -162,6 +166,7 @@ ContextStats CompiledGrammar::context_stats() const {
   s.complete = complete_.load();
   s.pending = pending_.load();
   s.precompute_ms = precompute_ms_.load();
+  s.nodes_visited = nodes_visited_.load();
   return s;
 }
 
@@ -180,12 +185,15 @@ const TokenClasses& CompiledGrammar::classes(const ContextKey& key) const {
   // Computed outside the cache lock; a racing duplicate is discarded. One walker is kept so
   // lazy classifications share its DFA; a second thread meanwhile uses a fresh one.
   std::unique_ptr<TokenClasses> fresh;
-  if (std::unique_lock<std::mutex> walker_lock(lazy_walker_mu_, std::try_to_lock); walker_lock.owns_lock()) {
+  if (std::unique_lock<std::mutex> walker_lock(lazy_walker_mu_, std::try_to_lock);
+      walker_lock.owns_lock()) {
     if (!lazy_walker_) lazy_walker_ = std::make_unique<ContextWalker>(&grammar_, trie_, columns_);
     fresh = lazy_walker_->classify(key);
+    nodes_visited_ += lazy_walker_->last_visits();
   } else {
     ContextWalker walker(&grammar_, trie_, columns_);
     fresh = walker.classify(key);
+    nodes_visited_ += walker.last_visits();
   }
   lazy_++;
   std::lock_guard<std::mutex> lock(mu_);

@@ -26,6 +26,7 @@ struct ContextStats {
   bool complete = false;     // every reachable context was precomputed within the budget
   bool pending = false;      // the background precompute has not finished yet
   double precompute_ms = 0;  // time spent precomputing so far
+  size_t nodes_visited = 0;  // vocabulary-trie nodes the classifications visited, all threads
 };
 
 class CompiledGrammar {
@@ -35,8 +36,8 @@ class CompiledGrammar {
   // precompute_more() off the serving path until it returns false.
   enum class Precompute { kBeforeReturn, kInBackground };
   static Result<std::shared_ptr<const CompiledGrammar>> create(
-      Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab, const GrammarLimits& limits = {},
-      Precompute mode = Precompute::kBeforeReturn);
+      Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab,
+      const GrammarLimits& limits = {}, Precompute mode = Precompute::kBeforeReturn);
   ~CompiledGrammar();
 
   const Grammar& grammar() const { return grammar_; }
@@ -79,8 +80,9 @@ class CompiledGrammar {
   mutable std::unique_ptr<PrecomputeState> pre_;
   mutable std::atomic<bool> pending_{false};
   mutable std::mutex lazy_walker_mu_;
-  mutable std::unique_ptr<ContextWalker> lazy_walker_;  // classes() of contexts not precomputed (yet)
-  mutable std::atomic<size_t> precomputed_{0}, lazy_{0};
+  mutable std::unique_ptr<ContextWalker>
+      lazy_walker_;  // classes() of contexts not precomputed (yet)
+  mutable std::atomic<size_t> precomputed_{0}, lazy_{0}, nodes_visited_{0};
   mutable std::atomic<bool> complete_{false};
   mutable std::atomic<double> precompute_ms_{0};
 };

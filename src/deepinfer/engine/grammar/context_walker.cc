@@ -63,29 +63,24 @@ ByteColumns byte_columns(const Grammar& g) {
   return out;
 }
 
-ContextWalker::ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> trie, const ByteColumns& cols)
+ContextWalker::ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> trie,
+                             const ByteColumns& cols)
     : g_(g), trie_(std::move(trie)), byte_col_(cols.col), num_cols_(cols.num) {
   state_at_.resize(trie_->max_len + 2);
   esc_at_.resize(trie_->max_len + 2);
   for (int b = 0; b < 256; ++b) col_bytes_[byte_col_[b]][b >> 6] |= uint64_t{1} << (b & 63);
-  // Plain-run shortcuts only when the grammar treats all plain bytes alike (one column, as in
-  // a JSON string body); grammars that tell them apart (patterns) scan as usual.
+  std::array<bool, 256> seen_col{};
   for (int b = 0; b < 256; ++b)
-    if ((trie_->plain[b >> 6] >> (b & 63)) & 1) {
-      if (plain_col_ < 0) {
-        plain_col_ = byte_col_[b];
-        plain_rep_ = static_cast<uint8_t>(b);
-      } else if (plain_col_ != byte_col_[b]) {
-        plain_col_ = -1;
-        break;
-      }
+    if (((trie_->plain[b >> 6] >> (b & 63)) & 1) && !seen_col[byte_col_[b]]) {
+      seen_col[byte_col_[b]] = true;
+      plain_cols_.push_back({byte_col_[b], static_cast<uint8_t>(b)});
     }
 }
 
 int ContextWalker::plain_run(int32_t s) {
-  if (plain_col_ < 0) return 0;
+  if (plain_cols_.empty()) return 0;
   if (plain_run_[s] >= 0) return plain_run_[s];
-  // Follow the plain column from s until the run's end is known: a loop (255: any length), a
+  // Follow plain bytes from s until the run's end is known: a loop (255: any length), a
   // dead state (0), a state already known, or 255 steps (0: an underestimate, so safe). A
   // state met again on the way reads 0 (in progress): also an underestimate.
   std::vector<int32_t>& chain = chain_;
@@ -95,8 +90,18 @@ int ContextWalker::plain_run(int32_t s) {
     plain_run_[x] = 0;
     chain.push_back(x);
     if (chain.size() > 255) break;
-    int32_t to = trans_[static_cast<size_t>(x) * num_cols_ + plain_col_];
-    if (to < 0) to = step(x, plain_rep_);
+    int32_t to = -1;
+    bool one_next = true;
+    for (const auto& [col, rep] : plain_cols_) {
+      int32_t next = trans_[static_cast<size_t>(x) * num_cols_ + col];
+      if (next < 0) next = step(x, rep);
+      if (to >= 0 && next != to) {
+        one_next = false;
+        break;
+      }
+      to = next;
+    }
+    if (!one_next) break;  // plain bytes part ways here: count no further (an underestimate)
     if (to == x) {
       run = 255;
       break;
@@ -108,7 +113,8 @@ int ContextWalker::plain_run(int32_t s) {
     }
     x = to;
   }
-  for (size_t i = chain.size(); i-- > 0; run = std::min(255, run + 1)) plain_run_[chain[i]] = static_cast<int16_t>(run);
+  for (size_t i = chain.size(); i-- > 0; run = std::min(255, run + 1))
+    plain_run_[chain[i]] = static_cast<int16_t>(run);
   return plain_run_[s];
 }
 
@@ -166,8 +172,8 @@ void ContextWalker::bound_dfa() {
   // Bounds on what the shared DFA may hold before starting over (a few MB).
   constexpr size_t kMaxSets = 1 << 14, kMaxTransitions = 1 << 20, kMaxPoolNodes = 1 << 20,
                    kMaxSetElements = 1 << 21;
-  if (!pool_ || sets_.size() > kMaxSets || trans_.size() > kMaxTransitions || pool_->size() > kMaxPoolNodes ||
-      set_elems_ > kMaxSetElements)
+  if (!pool_ || sets_.size() > kMaxSets || trans_.size() > kMaxTransitions ||
+      pool_->size() > kMaxPoolNodes || set_elems_ > kMaxSetElements)
     reset_dfa();
 }
 
@@ -207,7 +213,8 @@ std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
   const uint32_t* tok_begin = t.tok_begin.data();
   const int32_t* tokens = t.tokens.data();
   const uint32_t n = static_cast<uint32_t>(t.num_nodes());
-  for (uint32_t k = 1; k < n;) {
+  size_t visits = 0;
+  for (uint32_t k = 1; k < n; ++visits) {
     const uint32_t d = depth[k];
     const int32_t from = state_at_[d - 1];
     int32_t ns = trans_[static_cast<size_t>(from) * num_cols_ + byte_col_[byte[k]]];
@@ -216,10 +223,12 @@ std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
       // The whole subtree shares this dead prefix; it is uncertain only if some path popped
       // below the known frames on the way (the real stack might continue it).
       if (esc_at_[d - 1]) {
-        out->uncertain.insert(out->uncertain.end(), tokens + tok_begin[k], tokens + tok_begin[end[k]]);
+        out->uncertain.insert(out->uncertain.end(), tokens + tok_begin[k],
+                              tokens + tok_begin[end[k]]);
         if (can_refine && out->uncertain.size() > kRefineUncertain) {
           out = std::make_unique<TokenClasses>();
           out->refine = true;
+          last_visits_ = visits + 1;
           return out;
         }
       }
@@ -237,6 +246,7 @@ std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
     esc_at_[d] = esc_at_[d - 1] | has_ctx_[ns];
     ++k;
   }
+  last_visits_ = visits;
   if (accepted.size() >= static_cast<size_t>(words)) {
     out->accepted_bits.assign(words, 0);
     for (int32_t id : accepted) out->accepted_bits[id >> 5] |= 1u << (id & 31);

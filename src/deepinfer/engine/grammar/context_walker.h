@@ -63,6 +63,8 @@ class ContextWalker {
  public:
   ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> trie, const ByteColumns& cols);
   std::unique_ptr<TokenClasses> classify(const ContextKey& key);
+  // Trie nodes the last classify() visited (the scan's work, whatever the machine's speed).
+  size_t last_visits() const { return last_visits_; }
 
  private:
   struct VecHash {
@@ -78,9 +80,10 @@ class ContextWalker {
   // subtree below s made of those bytes is accepted, ending in s). Answers are cached per
   // state and byte column.
   bool loops_on(int32_t s, const std::array<uint64_t, 4>& bytes);
-  // How many plain bytes (VocabTrie::plain) state s survives without dying, when the grammar
-  // treats them all alike: 255 for a loop, n for a counted run with n copies left, else 0.
-  // Underestimates are safe (fewer subtrees accepted whole).
+  // How many plain bytes (VocabTrie::plain) state s survives without dying, while every plain
+  // byte leads to one same next state (as in a JSON string body, whatever else the grammar
+  // tells apart: digits, literals): 255 for a loop, n for a counted run with n copies left,
+  // else 0. Underestimates are safe (fewer subtrees accepted whole).
   int plain_run(int32_t s);
   // The subtree below trie node k (entered in state s) is accepted whole.
   bool subtree_accepted(int32_t s, uint32_t k);
@@ -96,15 +99,16 @@ class ContextWalker {
   std::vector<int32_t> trans_;  // [sets * num_cols_], -1 = not computed yet
   std::vector<uint8_t> has_ctx_;
   std::vector<std::array<uint64_t, 4>> loop_yes_, loop_no_;  // [sets] bytes known to (not) loop
-  std::vector<int16_t> plain_run_;                             // [sets] -1 = not computed
-  int plain_col_ = -1;      // the one column of all plain bytes, or -1 (no plain-run shortcut)
-  uint8_t plain_rep_ = 0;   // a plain byte of that column
+  std::vector<int16_t> plain_run_;                           // [sets] -1 = not computed
+  // The columns holding plain bytes, each with one of its plain bytes.
+  std::vector<std::pair<int, uint8_t>> plain_cols_;
   std::vector<int32_t> chain_;  // plain_run's scratch
   size_t set_elems_ = 0;        // stacks held by all sets (a memory bound)
-  std::array<std::array<uint64_t, 4>, 256> col_bytes_{};      // [column] its bytes
+  std::array<std::array<uint64_t, 4>, 256> col_bytes_{};  // [column] its bytes
   std::vector<uint32_t> scratch_;
   std::vector<int32_t> state_at_;  // [max_len + 1] per trie depth on the current path
   std::vector<uint8_t> esc_at_;    // [max_len + 1] some path popped below the known frames
+  size_t last_visits_ = 0;
 };
 
 }  // namespace deepinfer::engine::grammar

@@ -5,10 +5,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "deepinfer/engine/grammar/grammar_compiler.h"
 #include "deepinfer/engine/grammar/grammar_matcher.h"
@@ -47,9 +46,13 @@ std::string refusal_reason(const std::string& msg) {
 }  // namespace
 
 void MaskBenchCounts::add(const MaskBenchCounts& o) {
-  schemas += o.schemas; compiled += o.compiled; refused += o.refused;
-  valid_tests += o.valid_tests; invalid_tests += o.invalid_tests;
-  wrongly_rejected += o.wrongly_rejected; wrongly_accepted += o.wrongly_accepted;
+  schemas += o.schemas;
+  compiled += o.compiled;
+  refused += o.refused;
+  valid_tests += o.valid_tests;
+  invalid_tests += o.invalid_tests;
+  wrongly_rejected += o.wrongly_rejected;
+  wrongly_accepted += o.wrongly_accepted;
   mask_mismatches += o.mask_mismatches;
 }
 
@@ -123,7 +126,8 @@ Result<MaskBenchResult> run_mask_benchmark(std::shared_ptr<const TokenVocabulary
       // Two subsets have no test instances; their refusals are listed apart.
       std::string sub = subset_of(name);
       bool no_tests = sub == "Handwritten" || sub == "Synthesized";
-      res.refusal_reasons[(no_tests ? "[no tests] " : "") + refusal_reason(compiled.status().message())]++;
+      res.refusal_reasons[(no_tests ? "[no tests] " : "") +
+                          refusal_reason(compiled.status().message())]++;
     } else if (opts.compile_only) {
       c.compiled = 1;
     } else {
@@ -140,7 +144,8 @@ Result<MaskBenchResult> run_mask_benchmark(std::shared_ptr<const TokenVocabulary
         bool ok = true;
         for (int32_t id : ids) {
           // A decode step's forward pass between masks (background precompute runs meanwhile).
-          if (opts.step_ms > 0 && valid) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(opts.step_ms));
+          if (opts.step_ms > 0 && valid)
+            std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(opts.step_ms));
           const size_t lazy_before = (*compiled)->context_stats().lazy;
           auto m0 = Clock::now();
           m.fill_next_token_bitmask(mask.data());
@@ -167,6 +172,7 @@ Result<MaskBenchResult> run_mask_benchmark(std::shared_ptr<const TokenVocabulary
       ContextStats st = (*compiled)->context_stats();
       res.contexts_precomputed += st.precomputed;
       res.contexts_lazy += st.lazy;
+      res.trie_nodes_visited += st.nodes_visited;
       res.precompute_incomplete += !st.complete;
       precompute_ms.push_back(st.precompute_ms);
       res.slowest_precompute.emplace_back(st.precompute_ms, name);
@@ -184,9 +190,9 @@ Result<MaskBenchResult> run_mask_benchmark(std::shared_ptr<const TokenVocabulary
 }
 
 std::string MaskBenchResult::report() const {
-  std::string out = fmt::format("{:<28} {:>7} {:>8} {:>7} {:>6} {:>7} {:>9} {:>9} {:>6}\n", "subset",
-                                "schemas", "compiled", "refused", "valid", "invalid", "wrong-rej",
-                                "wrong-acc", "mask!");
+  std::string out =
+      fmt::format("{:<28} {:>7} {:>8} {:>7} {:>6} {:>7} {:>9} {:>9} {:>6}\n", "subset", "schemas",
+                  "compiled", "refused", "valid", "invalid", "wrong-rej", "wrong-acc", "mask!");
   auto row = [&](const std::string& n, const MaskBenchCounts& c) {
     out += fmt::format("{:<28} {:>7} {:>8} {:>7} {:>6} {:>7} {:>9} {:>9} {:>6}\n", n.substr(0, 28),
                        c.schemas, c.compiled, c.refused, c.valid_tests, c.invalid_tests,
@@ -198,13 +204,20 @@ std::string MaskBenchResult::report() const {
                      compile_ms.p99, compile_ms.mean, compile_ms.n);
   out += fmt::format("mask us/token: p50 {:.1f} p99 {:.1f} mean {:.1f} (n={})\n", mask_us.p50,
                      mask_us.p99, mask_us.mean, mask_us.n);
-  out += fmt::format("  of which classified a context first (precompute not there yet): p50 {:.1f} p99 {:.1f} mean {:.1f} (n={})\n",
-                     lazy_mask_us.p50, lazy_mask_us.p99, lazy_mask_us.mean, lazy_mask_us.n);
-  out += fmt::format("precompute ms per grammar: p50 {:.2f} p99 {:.2f} mean {:.2f}\n", precompute_ms.p50,
-                     precompute_ms.p99, precompute_ms.mean);
+  out += fmt::format(
+      "  of which classified a context first (precompute not there yet): p50 {:.1f} p99 {:.1f} "
+      "mean {:.1f} (n={})\n",
+      lazy_mask_us.p50, lazy_mask_us.p99, lazy_mask_us.mean, lazy_mask_us.n);
+  out += fmt::format("precompute ms per grammar: p50 {:.2f} p99 {:.2f} mean {:.2f}\n",
+                     precompute_ms.p50, precompute_ms.p99, precompute_ms.mean);
   out += fmt::format("contexts: {} precomputed, {} lazy; {} grammars hit the precompute budget\n",
                      contexts_precomputed, contexts_lazy, precompute_incomplete);
-  for (const auto& [ms, file] : slowest_precompute) out += fmt::format("slowest precompute: {:.1f} ms {}\n", ms, file);
+  const size_t contexts = contexts_precomputed + contexts_lazy;
+  out += fmt::format(
+      "vocabulary-trie nodes visited per context: {:.0f} (the scan's work; {} in all)\n",
+      contexts ? static_cast<double>(trie_nodes_visited) / contexts : 0.0, trie_nodes_visited);
+  for (const auto& [ms, file] : slowest_precompute)
+    out += fmt::format("slowest precompute: {:.1f} ms {}\n", ms, file);
   for (const auto& w : wrongly_accepted) out += "WRONGLY ACCEPTED: " + w + "\n";
   return out;
 }

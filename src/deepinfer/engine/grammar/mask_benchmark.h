@@ -16,13 +16,13 @@
 namespace deepinfer::engine::grammar {
 
 struct MaskBenchOptions {
-  std::string dir;         // JSONSchemaBench directory (one JSON file per schema)
-  int limit = 0;           // schemas to run after sampling; 0 = all
-  int stride = 1;          // take every stride-th file in name order (deterministic sample)
+  std::string dir;  // JSONSchemaBench directory (one JSON file per schema)
+  int limit = 0;    // schemas to run after sampling; 0 = all
+  int stride = 1;   // take every stride-th file in name order (deterministic sample)
   bool walk_invalid = true;
   bool compile_only = false;  // count compiled/refused (and refusal reasons) without walking
   JsonSchemaOptions schema_opts;
-  GrammarLimits limits;       // compile limits, including the context precompute budget
+  GrammarLimits limits;  // compile limits, including the context precompute budget
   // false (default): compile as the engine does (GrammarCompiler): the grammar is ready once
   // built and its contexts are classified on the compiler's background thread while the
   // instances are walked; compile time = time to ready. true: classify everything first
@@ -56,8 +56,10 @@ struct MaskBenchResult {
   Percentiles lazy_mask_us;   // the masks (of mask_us) that classified a context first
   std::vector<std::string> wrongly_accepted;  // "file#test" for each unsound result
   std::vector<std::pair<double, std::string>> slowest_precompute;  // (ms, file), top 5
-  size_t contexts_precomputed = 0, contexts_lazy = 0;  // summed over compiled grammars
-  int precompute_incomplete = 0;                       // grammars that hit the budget
+  size_t contexts_precomputed = 0, contexts_lazy = 0;              // summed over compiled grammars
+  size_t trie_nodes_visited =
+      0;  // by all classifications: the precompute's work, machine-independent
+  int precompute_incomplete = 0;               // grammars that hit the budget
   std::map<std::string, int> refusal_reasons;  // refusal message, JSON pointers elided -> count
   std::string report() const;                  // human-readable table
 };
