@@ -2,10 +2,12 @@
 // integer is valid then depends only on its remainder modulo the lcm L of the divisors (and
 // not on its sign), so the validator decides each remainder once and the digits run a
 // remainder-mod-L automaton, minimized. Non-integer numbers are left out (a sound subset, as
-// for plain multipleOf k).
+// for plain multipleOf k). Values are decided by arithmetic (json_schema_numeric.h) when the
+// schema is purely numeric, else by the InstanceValidator.
 #include <numeric>
 
 #include "deepinfer/engine/grammar/json_schema_lowering.h"
+#include "deepinfer/engine/grammar/json_schema_numeric.h"
 #include "deepinfer/engine/grammar/json_schema_validate.h"
 
 namespace deepinfer::engine::grammar::detail {
@@ -63,6 +65,23 @@ bool residue_only(const Json& root, const Json& s, std::set<int64_t>& divisors,
   return true;
 }
 
+// Whether the integer v is valid against s: NumericPredicate when s is purely numeric (the
+// common case, thousands of values), else the validator (kUnknown possible).
+class IntegerVerdicts {
+ public:
+  IntegerVerdicts(const Json& root, const Json& s, bool enforce_formats)
+      : s_(s), predicate_(NumericPredicate::compile(root, s)), validator_(root, enforce_formats) {}
+  Verdict operator()(int64_t v) {
+    if (predicate_) return predicate_->accepts(v) ? Verdict::kValid : Verdict::kInvalid;
+    return validator_.validate(s_, Json(v));
+  }
+
+ private:
+  const Json& s_;
+  std::optional<NumericPredicate> predicate_;
+  InstanceValidator validator_;
+};
+
 }  // namespace
 
 Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, const std::string& ptr,
@@ -83,11 +102,11 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
     modulus = std::lcm(modulus, k);
     if (modulus > kMaxResidueModulus) return Out();
   }
-  InstanceValidator validator(root_, o_.enforce_formats);
   if (!thresholds.empty()) return bounded_residues(s, thresholds, modulus, ptr);
+  IntegerVerdicts verdict(root_, s, o_.enforce_formats);
   std::vector<int32_t> cls(modulus);  // [modulus] 1 = valid remainder, then Moore classes
   for (int64_t r = 0; r < modulus; ++r) {
-    Verdict v = validator.validate(s, Json(r));
+    Verdict v = verdict(r);
     if (v == Verdict::kUnknown) return Out();
     cls[r] = v == Verdict::kValid;
   }
@@ -127,10 +146,10 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
       by_target[cls[next(repr[c], d)]].set(static_cast<uint8_t>('0' + d));
     for (const auto& [t, set] : by_target)
       b_.add_alt(rules[c], {b_.bytes(set), GrammarBuilder::call(rules[t])});
-    if (validator.validate(s, Json(repr[c])) == Verdict::kValid) b_.add_alt(rules[c], {});
+    if (verdict(repr[c]) == Verdict::kValid) b_.add_alt(rules[c], {});
   }
   std::vector<Sequence> first;
-  if (validator.validate(s, Json(0)) == Verdict::kValid) first.push_back(lit("0"));
+  if (verdict(0) == Verdict::kValid) first.push_back(lit("0"));
   for (int d = 1; d <= 9; ++d)
     first.push_back(
         {b_.byte(static_cast<uint8_t>('0' + d)), GrammarBuilder::call(rules[cls[d % modulus]])});
@@ -154,13 +173,13 @@ Result<std::optional<Element>> SchemaCompiler::bounded_residues(const Json& s,
       big *= 10;
       if (big > kMaxExactMagnitude) return Out();
     }
-  InstanceValidator validator(root_, o_.enforce_formats);
   if (big - 1 + modulus > kMaxRawStatesPerSign) return Out();
+  IntegerVerdicts verdict(root_, s, o_.enforce_formats);
   bool unknown_seen = false;
   auto valid = [&](int64_t v) {
-    Verdict verdict = validator.validate(s, Json(v));
-    if (verdict == Verdict::kUnknown) unknown_seen = true;
-    return verdict == Verdict::kValid;
+    Verdict x = verdict(v);
+    if (x == Verdict::kUnknown) unknown_seen = true;
+    return x == Verdict::kValid;
   };
   // States: 0 start, 1 after '-', 2 "0", 3 "-0"; then per sign (0 +, 1 -) the exact values
   // 1..big-1 and the remainders 0..modulus-1 past big.
