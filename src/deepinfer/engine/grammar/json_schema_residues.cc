@@ -6,6 +6,7 @@
 // schema is purely numeric, else by the InstanceValidator.
 #include <numeric>
 
+#include "deepinfer/engine/grammar/dfa_partition.h"
 #include "deepinfer/engine/grammar/json_schema_lowering.h"
 #include "deepinfer/engine/grammar/json_schema_numeric.h"
 #include "deepinfer/engine/grammar/json_schema_validate.h"
@@ -104,35 +105,24 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
   }
   if (!thresholds.empty()) return bounded_residues(s, thresholds, modulus, ptr);
   IntegerVerdicts verdict(root_, s, o_.enforce_formats);
-  std::vector<int32_t> cls(modulus);  // [modulus] 1 = valid remainder, then Moore classes
+  std::vector<int32_t> cls(modulus);  // [modulus] 1 = valid remainder, then classes
   for (int64_t r = 0; r < modulus; ++r) {
     Verdict v = verdict(r);
     if (v == Verdict::kUnknown) return Out();
     cls[r] = v == Verdict::kValid;
   }
-  // Moore minimization of r -> (10 r + d) mod L; two remainders are equivalent when every
-  // digit suffix leads both to valid remainders or both to invalid ones.
+  // Minimization of r -> (10 r + d) mod L; two remainders are equivalent when every digit
+  // suffix leads both to valid remainders or both to invalid ones.
   auto next = [&](int64_t r, int d) { return static_cast<size_t>((10 * r + d) % modulus); };
-  size_t num_classes = std::set<int32_t>(cls.begin(), cls.end()).size();
-  while (true) {
-    std::map<std::array<int32_t, 11>, int32_t> ids;
-    std::vector<int32_t> refined(modulus);
-    for (int64_t r = 0; r < modulus; ++r) {
-      std::array<int32_t, 11> sig;
-      sig[0] = cls[r];
-      for (int d = 0; d < 10; ++d) sig[d + 1] = cls[next(r, d)];
-      refined[r] = ids.try_emplace(sig, static_cast<int32_t>(ids.size())).first->second;
-    }
-    if (ids.size() > kMaxDfaStates)
-      return unsupported(
-          "json schema: numbers at '{}': the remainder automaton mod {} has more "
-          "than {} states",
-          ptr, modulus, kMaxDfaStates);
-    bool done = ids.size() == num_classes;
-    num_classes = ids.size();
-    cls = std::move(refined);
-    if (done) break;
-  }
+  std::vector<int32_t> table(static_cast<size_t>(modulus) * 10);  // [modulus * 10]
+  for (int64_t r = 0; r < modulus; ++r)
+    for (int d = 0; d < 10; ++d) table[r * 10 + d] = static_cast<int32_t>(next(r, d));
+  cls = coarsest_stable_partition(static_cast<size_t>(modulus), 10, table, cls);
+  const size_t num_classes = static_cast<size_t>(*std::max_element(cls.begin(), cls.end())) + 1;
+  if (num_classes > kMaxDfaStates)
+    return unsupported(
+        "json schema: numbers at '{}': the remainder automaton mod {} has more than {} states",
+        ptr, modulus, kMaxDfaStates);
   // One rule per class: a digit moves to the class of the new remainder; the end is allowed
   // in classes of valid remainders (validity is a class invariant).
   std::vector<uint32_t> rules(num_classes);

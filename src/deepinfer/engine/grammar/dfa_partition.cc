@@ -1,0 +1,105 @@
+// Hopcroft's partition refinement (see dfa_partition.h). Blocks are ranges of one array of
+// states; splitting a block by a set of predecessors moves the marked states to the front
+// of its range, so no block is ever copied.
+#include "deepinfer/engine/grammar/dfa_partition.h"
+
+#include <algorithm>
+#include <map>
+
+namespace deepinfer::engine::grammar {
+
+std::vector<int32_t> coarsest_stable_partition(size_t n, size_t k,
+                                               const std::vector<int32_t>& next,
+                                               const std::vector<int32_t>& labels) {
+  std::vector<int32_t> block(n);
+  if (n == 0) return block;
+  // Inverse transitions per symbol, compressed: preds of t on a are
+  // pred[start[a * (n + 1) + t] .. start[a * (n + 1) + t + 1]).
+  std::vector<int32_t> start(k * (n + 1) + 1, 0), pred(n * k);
+  for (size_t q = 0; q < n; ++q)
+    for (size_t a = 0; a < k; ++a) ++start[a * (n + 1) + next[q * k + a] + 1];
+  for (size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
+  {
+    std::vector<int32_t> fill(start.begin(), start.end() - 1);
+    for (size_t q = 0; q < n; ++q)
+      for (size_t a = 0; a < k; ++a)
+        pred[fill[a * (n + 1) + next[q * k + a]]++] = static_cast<int32_t>(q);
+  }
+  // Initial blocks: one per label, states in order.
+  std::map<int32_t, int32_t> label_block;
+  for (size_t q = 0; q < n; ++q)
+    block[q] = label_block.try_emplace(labels[q], static_cast<int32_t>(label_block.size()))
+                   .first->second;
+  const size_t nb0 = label_block.size();
+  std::vector<int32_t> first(nb0 + 1, 0), end;  // [blocks] ranges of `elems`
+  for (size_t q = 0; q < n; ++q) ++first[block[q] + 1];
+  for (size_t b = 1; b <= nb0; ++b) first[b] += first[b - 1];
+  end.assign(first.begin() + 1, first.end());
+  first.pop_back();
+  std::vector<int32_t> elems(n), pos(n);
+  {
+    std::vector<int32_t> fill = first;
+    for (size_t q = 0; q < n; ++q) {
+      pos[q] = fill[block[q]]++;
+      elems[pos[q]] = static_cast<int32_t>(q);
+    }
+  }
+  std::vector<int32_t> marked(nb0, 0), touched, work, splitter;
+  std::vector<uint8_t> in_work(nb0, 1);
+  for (size_t b = 0; b < nb0; ++b) work.push_back(static_cast<int32_t>(b));
+  while (!work.empty()) {
+    int32_t s = work.back();
+    work.pop_back();
+    in_work[s] = 0;
+    splitter.assign(elems.begin() + first[s], elems.begin() + end[s]);
+    for (size_t a = 0; a < k; ++a) {
+      for (int32_t t : splitter)
+        for (int32_t i = start[a * (n + 1) + t]; i < start[a * (n + 1) + t + 1]; ++i) {
+          int32_t p = pred[i], b = block[p];
+          int32_t at = first[b] + marked[b];
+          if (pos[p] < at) continue;  // already marked
+          if (marked[b] == 0) touched.push_back(b);
+          // Swap p into the marked prefix of its block.
+          int32_t other = elems[at];
+          std::swap(elems[at], elems[pos[p]]);
+          pos[other] = pos[p];
+          pos[p] = at;
+          ++marked[b];
+        }
+      for (int32_t b : touched) {
+        int32_t m = marked[b];
+        marked[b] = 0;
+        if (m == end[b] - first[b]) continue;
+        // The marked prefix becomes a new block c.
+        int32_t c = static_cast<int32_t>(first.size());
+        first.push_back(first[b]);
+        end.push_back(first[b] + m);
+        first[b] += m;
+        marked.push_back(0);
+        for (int32_t i = first[c]; i < end[c]; ++i) block[elems[i]] = c;
+        if (in_work[b]) {
+          in_work.push_back(1);
+          work.push_back(c);
+        } else if (m <= end[b] - first[b]) {
+          in_work.push_back(1);
+          work.push_back(c);
+        } else {
+          in_work.push_back(0);
+          in_work[b] = 1;
+          work.push_back(b);
+        }
+      }
+      touched.clear();
+    }
+  }
+  // Dense ids in order of first state.
+  std::vector<int32_t> id(first.size(), -1), out(n);
+  int32_t next_id = 0;
+  for (size_t q = 0; q < n; ++q) {
+    if (id[block[q]] < 0) id[block[q]] = next_id++;
+    out[q] = id[block[q]];
+  }
+  return out;
+}
+
+}  // namespace deepinfer::engine::grammar
