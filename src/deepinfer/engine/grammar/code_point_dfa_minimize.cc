@@ -25,10 +25,19 @@ CodePointDfa dfa_reduce(const CodePointDfa& d, bool merge) {
         work.push_back(t);
       }
   }
-  std::vector<std::vector<int32_t>> preds(n);
+  // Predecessors, compressed: those of t are preds[pstart[t] .. pstart[t + 1]).
+  std::vector<int32_t> pstart(n + 1, 0), preds;
   for (size_t q = 0; q < n; ++q)
     for (int32_t t : d.next[q])
-      if (t >= 0) preds[t].push_back(static_cast<int32_t>(q));
+      if (t >= 0) ++pstart[t + 1];
+  for (size_t q = 0; q < n; ++q) pstart[q + 1] += pstart[q];
+  preds.resize(pstart[n]);
+  {
+    std::vector<int32_t> fill(pstart.begin(), pstart.end() - 1);
+    for (size_t q = 0; q < n; ++q)
+      for (int32_t t : d.next[q])
+        if (t >= 0) preds[fill[t]++] = static_cast<int32_t>(q);
+  }
   for (size_t q = 0; q < n; ++q)
     if (d.accept[q]) {
       coreach[q] = 1;
@@ -37,8 +46,8 @@ CodePointDfa dfa_reduce(const CodePointDfa& d, bool merge) {
   while (!work.empty()) {
     int32_t q = work.back();
     work.pop_back();
-    for (int32_t p : preds[q])
-      if (!coreach[p]) {
+    for (int32_t i = pstart[q]; i < pstart[q + 1]; ++i)
+      if (int32_t p = preds[i]; !coreach[p]) {
         coreach[p] = 1;
         work.push_back(p);
       }

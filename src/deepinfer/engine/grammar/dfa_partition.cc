@@ -8,9 +8,78 @@
 
 namespace deepinfer::engine::grammar {
 
+namespace {
+
+// Past this many Moore rounds the partition goes to Hopcroft (long chains of states, as in
+// length counters, take one Moore round per state).
+constexpr int kMaxMooreRounds = 8;
+
+// One Moore round: states keep their block only with equal blocks of successors. Returns the
+// new number of blocks; ids are dense in order of first state. `table` is scratch.
+size_t moore_round(size_t n, size_t k, const std::vector<int32_t>& next,
+                   std::vector<int32_t>& block, std::vector<int32_t>& table) {
+  auto hash = [&](size_t q) {
+    uint64_t h = static_cast<uint64_t>(block[q]) * 0x9E3779B97F4A7C15ull;
+    for (size_t a = 0; a < k; ++a)
+      h = (h ^ static_cast<uint64_t>(block[next[q * k + a]])) * 0xBF58476D1CE4E5B9ull;
+    return h ^ (h >> 31);
+  };
+  auto same = [&](size_t p, size_t q) {
+    if (block[p] != block[q]) return false;
+    for (size_t a = 0; a < k; ++a)
+      if (block[next[p * k + a]] != block[next[q * k + a]]) return false;
+    return true;
+  };
+  size_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  table.assign(cap, -1);  // representative state of each signature
+  std::vector<int32_t> rep_id(n, -1), refined(n);
+  int32_t count = 0;
+  for (size_t q = 0; q < n; ++q) {
+    for (size_t i = hash(q) & (cap - 1);; i = (i + 1) & (cap - 1)) {
+      if (table[i] < 0) {
+        table[i] = static_cast<int32_t>(q);
+        rep_id[q] = count++;
+        refined[q] = rep_id[q];
+        break;
+      }
+      if (same(static_cast<size_t>(table[i]), q)) {
+        refined[q] = rep_id[table[i]];
+        break;
+      }
+    }
+  }
+  block = std::move(refined);
+  return static_cast<size_t>(count);
+}
+
+}  // namespace
+
 std::vector<int32_t> coarsest_stable_partition(size_t n, size_t k,
                                                const std::vector<int32_t>& next,
                                                const std::vector<int32_t>& labels) {
+  std::vector<int32_t> block(n);
+  if (n == 0) return block;
+  // A few Moore rounds first: residue automata settle in about as many rounds as their
+  // modulus has digits, and a round touches each transition once where Hopcroft would
+  // revisit it up to log n times.
+  {
+    std::map<int32_t, int32_t> ids;
+    for (size_t q = 0; q < n; ++q)
+      block[q] = ids.try_emplace(labels[q], static_cast<int32_t>(ids.size())).first->second;
+    size_t blocks = ids.size();
+    std::vector<int32_t> table;
+    for (int round = 0; round < kMaxMooreRounds; ++round) {
+      size_t refined = moore_round(n, k, next, block, table);
+      if (refined == blocks) return block;  // stable; ids dense in order of first state
+      blocks = refined;
+    }
+  }
+  return hopcroft(n, k, next, block);
+}
+
+std::vector<int32_t> hopcroft(size_t n, size_t k, const std::vector<int32_t>& next,
+                              const std::vector<int32_t>& labels) {
   std::vector<int32_t> block(n);
   if (n == 0) return block;
   // Inverse transitions per symbol, compressed: preds of t on a are
@@ -45,8 +114,14 @@ std::vector<int32_t> coarsest_stable_partition(size_t n, size_t k,
     }
   }
   std::vector<int32_t> marked(nb0, 0), touched, work, splitter;
+  // Every initial block but a largest one splits (Hopcroft: the last is implied by the rest).
   std::vector<uint8_t> in_work(nb0, 1);
-  for (size_t b = 0; b < nb0; ++b) work.push_back(static_cast<int32_t>(b));
+  size_t largest = 0;
+  for (size_t b = 1; b < nb0; ++b)
+    if (end[b] - first[b] > end[largest] - first[largest]) largest = b;
+  in_work[largest] = 0;
+  for (size_t b = 0; b < nb0; ++b)
+    if (b != largest) work.push_back(static_cast<int32_t>(b));
   while (!work.empty()) {
     int32_t s = work.back();
     work.pop_back();

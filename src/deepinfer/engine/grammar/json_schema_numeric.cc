@@ -216,4 +216,85 @@ bool NumericPredicate::eval(int32_t id, int64_t v) const {
   return false;
 }
 
+bool NumericPredicate::periodic(int32_t id, int64_t modulus) const {
+  const Node& n = nodes_[id];
+  if (n.kind == Kind::kLeaf) {
+    if (!n.bounds.empty() || !n.value_sets.empty()) return false;
+    for (int64_t d : n.divisors)
+      if (modulus % d != 0) return false;
+    return true;
+  }
+  for (int32_t k : n.kids)
+    if (k >= 0 && !periodic(k, modulus)) return false;
+  return true;
+}
+
+std::vector<uint64_t> NumericPredicate::bits(int32_t id, int64_t modulus) const {
+  const size_t words = static_cast<size_t>(modulus + 63) / 64;
+  const Node& n = nodes_[id];
+  auto ones = [&] { return std::vector<uint64_t>(words, ~uint64_t{0}); };
+  switch (n.kind) {
+    case Kind::kTrue:
+      return ones();
+    case Kind::kFalse:
+      return std::vector<uint64_t>(words, 0);
+    case Kind::kNot: {
+      std::vector<uint64_t> x = bits(n.kids[0], modulus);
+      for (uint64_t& w : x) w = ~w;
+      return x;
+    }
+    case Kind::kAll: {
+      std::vector<uint64_t> x = ones();
+      for (int32_t k : n.kids) {
+        std::vector<uint64_t> y = bits(k, modulus);
+        for (size_t i = 0; i < words; ++i) x[i] &= y[i];
+      }
+      return x;
+    }
+    case Kind::kAny: {
+      std::vector<uint64_t> x(words, 0);
+      for (int32_t k : n.kids) {
+        std::vector<uint64_t> y = bits(k, modulus);
+        for (size_t i = 0; i < words; ++i) x[i] |= y[i];
+      }
+      return x;
+    }
+    case Kind::kOne: {
+      std::vector<uint64_t> once(words, 0), twice(words, 0);  // valid in >= 1, >= 2 branches
+      for (int32_t k : n.kids) {
+        std::vector<uint64_t> y = bits(k, modulus);
+        for (size_t i = 0; i < words; ++i) {
+          twice[i] |= once[i] & y[i];
+          once[i] |= y[i];
+        }
+      }
+      for (size_t i = 0; i < words; ++i) once[i] &= ~twice[i];
+      return once;
+    }
+    case Kind::kIf: {
+      std::vector<uint64_t> c = bits(n.kids[0], modulus);
+      std::vector<uint64_t> t = n.kids[1] < 0 ? ones() : bits(n.kids[1], modulus);
+      std::vector<uint64_t> e = n.kids[2] < 0 ? ones() : bits(n.kids[2], modulus);
+      for (size_t i = 0; i < words; ++i) c[i] = (c[i] & t[i]) | (~c[i] & e[i]);
+      return c;
+    }
+    case Kind::kLeaf: {
+      if (!n.numeric_type) return std::vector<uint64_t>(words, 0);
+      std::vector<uint64_t> x = ones();
+      for (int64_t d : n.divisors) {
+        std::vector<uint64_t> m(words, 0);
+        for (int64_t r = 0; r < modulus; r += d) m[r / 64] |= uint64_t{1} << (r % 64);
+        for (size_t i = 0; i < words; ++i) x[i] &= m[i];
+      }
+      return x;
+    }
+  }
+  return std::vector<uint64_t>(words, 0);
+}
+
+std::optional<std::vector<uint64_t>> NumericPredicate::residue_bits(int64_t modulus) const {
+  if (modulus < 1 || modulus >= kMaxMagnitude || !periodic(0, modulus)) return std::nullopt;
+  return bits(0, modulus);
+}
+
 }  // namespace deepinfer::engine::grammar

@@ -26,6 +26,11 @@ class NumericPredicate {
   // Whether the integer v (|v| < kMaxMagnitude) is valid against the schema.
   bool accepts(int64_t v) const { return eval(0, v); }
 
+  // accepts(r) for r in [0, modulus) at once, as bits (word r / 64, bit r % 64), when validity
+  // is periodic in `modulus`: no bounds, no const/enum, every divisor divides it. Each node is
+  // one bit-vector operation instead of `modulus` evaluations.
+  std::optional<std::vector<uint64_t>> residue_bits(int64_t modulus) const;
+
  private:
   enum class Kind : uint8_t { kAll, kAny, kOne, kNot, kIf, kTrue, kFalse, kLeaf };
   enum class Cmp : uint8_t { kGe, kGt, kLe, kLt };
@@ -40,6 +45,8 @@ class NumericPredicate {
   class Builder;
 
   bool eval(int32_t node, int64_t v) const;
+  bool periodic(int32_t node, int64_t modulus) const;
+  std::vector<uint64_t> bits(int32_t node, int64_t modulus) const;
 
   std::vector<Node> nodes_;  // [num_nodes] node 0 is the schema itself
 };

@@ -76,6 +76,22 @@ class IntegerVerdicts {
     if (predicate_) return predicate_->accepts(v) ? Verdict::kValid : Verdict::kInvalid;
     return validator_.validate(s_, Json(v));
   }
+  // Validity of every remainder 0..modulus-1 (1 valid, 0 invalid); nullopt when some verdict
+  // is unknown. Periodic numeric schemas are decided as bit vectors, node by node.
+  std::optional<std::vector<int32_t>> residues(int64_t modulus) {
+    std::vector<int32_t> out(static_cast<size_t>(modulus));
+    if (predicate_)
+      if (auto bits = predicate_->residue_bits(modulus)) {
+        for (int64_t r = 0; r < modulus; ++r) out[r] = ((*bits)[r / 64] >> (r % 64)) & 1;
+        return out;
+      }
+    for (int64_t r = 0; r < modulus; ++r) {
+      Verdict v = (*this)(r);
+      if (v == Verdict::kUnknown) return std::nullopt;
+      out[r] = v == Verdict::kValid;
+    }
+    return out;
+  }
 
  private:
   const Json& s_;
@@ -105,19 +121,16 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
   }
   if (!thresholds.empty()) return bounded_residues(s, thresholds, modulus, ptr);
   IntegerVerdicts verdict(root_, s, o_.enforce_formats);
-  std::vector<int32_t> cls(modulus);  // [modulus] 1 = valid remainder, then classes
-  for (int64_t r = 0; r < modulus; ++r) {
-    Verdict v = verdict(r);
-    if (v == Verdict::kUnknown) return Out();
-    cls[r] = v == Verdict::kValid;
-  }
+  std::optional<std::vector<int32_t>> valid = verdict.residues(modulus);
+  if (!valid) return Out();
+  const std::vector<int32_t> is_valid = *valid;  // [modulus]
   // Minimization of r -> (10 r + d) mod L; two remainders are equivalent when every digit
   // suffix leads both to valid remainders or both to invalid ones.
   auto next = [&](int64_t r, int d) { return static_cast<size_t>((10 * r + d) % modulus); };
   std::vector<int32_t> table(static_cast<size_t>(modulus) * 10);  // [modulus * 10]
   for (int64_t r = 0; r < modulus; ++r)
     for (int d = 0; d < 10; ++d) table[r * 10 + d] = static_cast<int32_t>(next(r, d));
-  cls = coarsest_stable_partition(static_cast<size_t>(modulus), 10, table, cls);
+  std::vector<int32_t> cls = coarsest_stable_partition(static_cast<size_t>(modulus), 10, table, is_valid);
   const size_t num_classes = static_cast<size_t>(*std::max_element(cls.begin(), cls.end())) + 1;
   if (num_classes > kMaxDfaStates)
     return unsupported(
@@ -130,16 +143,33 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
   for (int64_t r = 0; r < modulus; ++r)
     if (repr[cls[r]] < 0) repr[cls[r]] = r;
   for (size_t c = 0; c < num_classes; ++c) rules[c] = b_.new_rule("residue");
+  // The digits leading to one class, as a 10-bit mask; one byte class per mask (thousands of
+  // rules share a few dozen of them).
+  std::vector<std::optional<Element>> digit_class(1 << 10);
   for (size_t c = 0; c < num_classes; ++c) {
-    std::map<int32_t, ByteSet> by_target;
-    for (int d = 0; d < 10; ++d)
-      by_target[cls[next(repr[c], d)]].set(static_cast<uint8_t>('0' + d));
-    for (const auto& [t, set] : by_target)
-      b_.add_alt(rules[c], {b_.bytes(set), GrammarBuilder::call(rules[t])});
-    if (verdict(repr[c]) == Verdict::kValid) b_.add_alt(rules[c], {});
+    std::array<int32_t, 10> target;
+    std::array<uint16_t, 10> mask{};  // [digit] digits with the same target as it, at its first
+    for (int d = 0; d < 10; ++d) {
+      target[d] = cls[next(repr[c], d)];
+      int first = 0;
+      while (target[first] != target[d]) ++first;
+      mask[first] |= static_cast<uint16_t>(1u << d);
+    }
+    for (int d = 0; d < 10; ++d) {
+      if (!mask[d]) continue;
+      std::optional<Element>& e = digit_class[mask[d]];
+      if (!e) {
+        ByteSet set;
+        for (int x = 0; x < 10; ++x)
+          if (mask[d] >> x & 1) set.set(static_cast<uint8_t>('0' + x));
+        e = b_.bytes(set);
+      }
+      b_.add_alt(rules[c], {*e, GrammarBuilder::call(rules[target[d]])});
+    }
+    if (is_valid[repr[c]]) b_.add_alt(rules[c], {});
   }
   std::vector<Sequence> first;
-  if (verdict(0) == Verdict::kValid) first.push_back(lit("0"));
+  if (is_valid[0]) first.push_back(lit("0"));
   for (int d = 1; d <= 9; ++d)
     first.push_back(
         {b_.byte(static_cast<uint8_t>('0' + d)), GrammarBuilder::call(rules[cls[d % modulus]])});
