@@ -161,6 +161,32 @@ TEST(NumericPredicate, RandomSchemasAgreeWithTheValidator) {
   }
 }
 
+// residue_bits agrees with accepts on every remainder where it answers (periodic schemas),
+// and answers for schemas with integer divisors of the modulus only.
+TEST(NumericPredicate, ResidueBitsAgreeWithAccepts) {
+  std::mt19937 rng(4620);
+  int answered = 0;
+  for (int i = 0; i < 600; ++i) {
+    Json s = random_schema(rng, 3);
+    auto p = NumericPredicate::compile(s, s);
+    ASSERT_TRUE(p.has_value()) << s.dump();
+    const int64_t modulus = 2 * 3 * 5 * 7 * 11 * 4;
+    auto bits = p->residue_bits(modulus);
+    if (!bits) continue;
+    ++answered;
+    for (int64_t r = 0; r < modulus; ++r)
+      ASSERT_EQ(((*bits)[r / 64] >> (r % 64)) & 1, p->accepts(r) ? 1u : 0u)
+          << s.dump() << " at " << r;
+  }
+  EXPECT_GT(answered, 30);
+  Json bounded = Json::parse(R"({"not":{"multipleOf":3,"minimum":0}})");
+  EXPECT_FALSE(NumericPredicate::compile(bounded, bounded)->residue_bits(3).has_value());
+  Json listed = Json::parse(R"({"anyOf":[{"multipleOf":3},{"const":4}]})");
+  EXPECT_FALSE(NumericPredicate::compile(listed, listed)->residue_bits(3).has_value());
+  Json coarse = Json::parse(R"({"multipleOf":7})");
+  EXPECT_FALSE(NumericPredicate::compile(coarse, coarse)->residue_bits(10).has_value());
+}
+
 // Through the grammar: each integer is accepted exactly when the validator says valid (the
 // automata are exact on integers).
 void expect_grammar_exact(const std::string& src, int64_t lo, int64_t hi) {

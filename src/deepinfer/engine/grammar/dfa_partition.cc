@@ -14,42 +14,88 @@ namespace {
 // length counters, take one Moore round per state).
 constexpr int kMaxMooreRounds = 8;
 
+// Buffers kept across rounds (fresh large allocations each round cost page faults).
+struct MooreScratch {
+  std::vector<uint64_t> slots;  // [cap] (hash high bits << 32) | (representative + 1); 0 empty
+  std::vector<int32_t> rep_id, refined;  // [n]
+  std::vector<uint64_t> mult;            // [k + 1] hash multipliers
+};
+
 // One Moore round: states keep their block only with equal blocks of successors. Returns the
-// new number of blocks; ids are dense in order of first state. `table` is scratch.
-size_t moore_round(size_t n, size_t k, const std::vector<int32_t>& next,
-                   std::vector<int32_t>& block, std::vector<int32_t>& table) {
+// new number of blocks; ids are dense in order of first state. The table of signatures starts
+// near the previous block count and grows, so it stays in cache when few blocks are distinct.
+size_t moore_round(size_t n, size_t k, const std::vector<int32_t>& next, size_t blocks,
+                   std::vector<int32_t>& block, MooreScratch& scratch) {
+  // A sum of products with one odd constant per position (independent multiplies, unlike a
+  // chained hash), then mixed; equal hashes are confirmed by comparing the signatures.
+  std::vector<uint64_t>& mult = scratch.mult;
+  if (mult.size() != k + 1) {
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    mult.clear();
+    for (size_t i = 0; i <= k; ++i) {
+      x ^= x >> 33;
+      x *= 0xFF51AFD7ED558CCDull;
+      x ^= x >> 29;
+      mult.push_back(x | 1);
+    }
+  }
+  const uint64_t* m = mult.data();
+  const int32_t* blk = block.data();
   auto hash = [&](size_t q) {
-    uint64_t h = static_cast<uint64_t>(block[q]) * 0x9E3779B97F4A7C15ull;
-    for (size_t a = 0; a < k; ++a)
-      h = (h ^ static_cast<uint64_t>(block[next[q * k + a]])) * 0xBF58476D1CE4E5B9ull;
-    return h ^ (h >> 31);
+    uint64_t h = static_cast<uint64_t>(blk[q]) * m[0];
+    const int32_t* row = &next[q * k];
+    for (size_t a = 0; a < k; ++a) h += static_cast<uint64_t>(blk[row[a]]) * m[a + 1];
+    h ^= h >> 32;
+    h *= 0xD6E8FEB86659FD93ull;
+    return h ^ (h >> 32);
   };
   auto same = [&](size_t p, size_t q) {
-    if (block[p] != block[q]) return false;
+    if (blk[p] != blk[q]) return false;
+    const int32_t *rp = &next[p * k], *rq = &next[q * k];
     for (size_t a = 0; a < k; ++a)
-      if (block[next[p * k + a]] != block[next[q * k + a]]) return false;
+      if (blk[rp[a]] != blk[rq[a]]) return false;
     return true;
   };
   size_t cap = 16;
-  while (cap < 2 * n) cap *= 2;
-  table.assign(cap, -1);  // representative state of each signature
-  std::vector<int32_t> rep_id(n, -1), refined(n);
+  while (cap < 4 * blocks) cap *= 2;
+  std::vector<uint64_t>& slots = scratch.slots;
+  std::vector<int32_t>& rep_id = scratch.rep_id;
+  std::vector<int32_t>& refined = scratch.refined;
+  slots.assign(cap, 0);
+  rep_id.resize(n);
+  refined.resize(n);
+  auto insert = [&](uint64_t h, uint64_t entry) {
+    size_t i = h & (cap - 1);
+    while (slots[i] != 0) i = (i + 1) & (cap - 1);
+    slots[i] = entry;
+  };
   int32_t count = 0;
   for (size_t q = 0; q < n; ++q) {
-    for (size_t i = hash(q) & (cap - 1);; i = (i + 1) & (cap - 1)) {
-      if (table[i] < 0) {
-        table[i] = static_cast<int32_t>(q);
+    if (2 * static_cast<size_t>(count) + 2 > cap) {  // keep the load under one half
+      std::vector<uint64_t> old;
+      old.swap(slots);
+      cap *= 4;
+      slots.assign(cap, 0);
+      for (uint64_t e : old)
+        if (e != 0) insert(hash(static_cast<size_t>(e & 0xFFFFFFFFull) - 1), e);
+    }
+    uint64_t h = hash(q);
+    const uint64_t tag = h & 0xFFFFFFFF00000000ull;
+    for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1)) {
+      if (slots[i] == 0) {
+        slots[i] = tag | static_cast<uint64_t>(q + 1);
         rep_id[q] = count++;
         refined[q] = rep_id[q];
         break;
       }
-      if (same(static_cast<size_t>(table[i]), q)) {
-        refined[q] = rep_id[table[i]];
+      size_t p = static_cast<size_t>(slots[i] & 0xFFFFFFFFull) - 1;
+      if ((slots[i] & 0xFFFFFFFF00000000ull) == tag && same(p, q)) {
+        refined[q] = rep_id[p];
         break;
       }
     }
   }
-  block = std::move(refined);
+  block.swap(refined);
   return static_cast<size_t>(count);
 }
 
@@ -68,9 +114,9 @@ std::vector<int32_t> coarsest_stable_partition(size_t n, size_t k,
     for (size_t q = 0; q < n; ++q)
       block[q] = ids.try_emplace(labels[q], static_cast<int32_t>(ids.size())).first->second;
     size_t blocks = ids.size();
-    std::vector<int32_t> table;
+    MooreScratch scratch;
     for (int round = 0; round < kMaxMooreRounds; ++round) {
-      size_t refined = moore_round(n, k, next, block, table);
+      size_t refined = moore_round(n, k, next, blocks, block, scratch);
       if (refined == blocks) return block;  // stable; ids dense in order of first state
       blocks = refined;
     }

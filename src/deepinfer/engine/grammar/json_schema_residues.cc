@@ -126,10 +126,12 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
   const std::vector<int32_t> is_valid = *valid;  // [modulus]
   // Minimization of r -> (10 r + d) mod L; two remainders are equivalent when every digit
   // suffix leads both to valid remainders or both to invalid ones.
-  auto next = [&](int64_t r, int d) { return static_cast<size_t>((10 * r + d) % modulus); };
   std::vector<int32_t> table(static_cast<size_t>(modulus) * 10);  // [modulus * 10]
-  for (int64_t r = 0; r < modulus; ++r)
-    for (int d = 0; d < 10; ++d) table[r * 10 + d] = static_cast<int32_t>(next(r, d));
+  for (int64_t r = 0, base = 0; r < modulus; ++r, base = (base + 10) % modulus)
+    for (int d = 0; d < 10; ++d) {  // base = 10 r mod L; no division per transition
+      int64_t t = base + d;
+      table[r * 10 + d] = static_cast<int32_t>(t >= modulus ? t % modulus : t);
+    }
   std::vector<int32_t> cls = coarsest_stable_partition(static_cast<size_t>(modulus), 10, table, is_valid);
   const size_t num_classes = static_cast<size_t>(*std::max_element(cls.begin(), cls.end())) + 1;
   if (num_classes > kMaxDfaStates)
@@ -150,7 +152,7 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
     std::array<int32_t, 10> target;
     std::array<uint16_t, 10> mask{};  // [digit] digits with the same target as it, at its first
     for (int d = 0; d < 10; ++d) {
-      target[d] = cls[next(repr[c], d)];
+      target[d] = cls[table[repr[c] * 10 + d]];
       int first = 0;
       while (target[first] != target[d]) ++first;
       mask[first] |= static_cast<uint16_t>(1u << d);
@@ -211,43 +213,73 @@ Result<std::optional<Element>> SchemaCompiler::bounded_residues(const Json& s,
     return static_cast<int32_t>(4 + sign * per_sign + (big - 1) + r);
   };
   const size_t n = static_cast<size_t>(4 + 2 * per_sign);
-  CodePointDfa d;
-  d.atoms = {{0, '-' - 1}, {'-', '-'}, {'-' + 1, '0' - 1}};
-  for (uint32_t c = '0'; c <= '9'; ++c) d.atoms.push_back({c, c});
-  d.atoms.push_back({'9' + 1, 0xD7FF});
-  d.atoms.push_back({0xE000, 0x10FFFF});
-  const size_t kMinus = 1, kDigit0 = 3;
-  d.next.assign(n, std::vector<int32_t>(d.atoms.size(), -1));
-  d.accept.assign(n, 0);
+  // A flat table over '-' and the ten digits plus a sink (state n) for every other move,
+  // partitioned directly: thousands of raw states collapse to a few dozen, so only those
+  // become a CodePointDfa.
+  constexpr size_t kSymbols = 11, kMinus = 0, kDigit0 = 1;
+  const int32_t sink = static_cast<int32_t>(n);
+  std::vector<int32_t> next((n + 1) * kSymbols, sink);  // [(n + 1) * kSymbols]
+  std::vector<int32_t> accept(n + 1, 0);                // [n + 1]
+  auto at = [&](int32_t q, size_t sym) -> int32_t& { return next[q * kSymbols + sym]; };
   // Where digit dig leads from the value v (< big) of a sign.
   auto step = [&](int sign, int64_t v, int dig) {
     int64_t w = 10 * v + dig;
     return w < big ? exact(sign, w) : past(sign, w % modulus);
   };
-  d.next[0][kMinus] = 1;
-  d.next[0][kDigit0] = 2;
-  d.next[1][kDigit0] = 3;
-  d.accept[2] = d.accept[3] = valid(0);
+  at(0, kMinus) = 1;
+  at(0, kDigit0) = 2;
+  at(1, kDigit0) = 3;
+  accept[2] = accept[3] = valid(0);
   for (int sign = 0; sign < 2; ++sign) {
     const int64_t mul = sign ? -1 : 1;
-    for (int dig = 1; dig <= 9; ++dig) d.next[sign ? 1 : 0][kDigit0 + dig] = step(sign, 0, dig);
+    for (int dig = 1; dig <= 9; ++dig) at(sign ? 1 : 0, kDigit0 + dig) = step(sign, 0, dig);
     for (int64_t v = 1; v < big; ++v) {
-      d.accept[exact(sign, v)] = valid(mul * v);
-      for (int dig = 0; dig <= 9; ++dig) d.next[exact(sign, v)][kDigit0 + dig] = step(sign, v, dig);
+      accept[exact(sign, v)] = valid(mul * v);
+      for (int dig = 0; dig <= 9; ++dig) at(exact(sign, v), kDigit0 + dig) = step(sign, v, dig);
     }
     for (int64_t r = 0; r < modulus; ++r) {
-      d.accept[past(sign, r)] = valid(mul * (big * modulus + r));
+      accept[past(sign, r)] = valid(mul * (big * modulus + r));
       for (int dig = 0; dig <= 9; ++dig)
-        d.next[past(sign, r)][kDigit0 + dig] = past(sign, (10 * r + dig) % modulus);
+        at(past(sign, r), kDigit0 + dig) = past(sign, (10 * r + dig) % modulus);
     }
   }
   if (unknown_seen) return Out();
-  CodePointDfa m = dfa_minimize(d);
-  if (m.num_states() > kMaxDfaStates)
-    return unsupported(
-        "json schema: numbers at '{}': the automaton for multipleOf with bounds has more than {} "
-        "states",
-        ptr, kMaxDfaStates);
+  std::vector<int32_t> block = coarsest_stable_partition(n + 1, kSymbols, next, accept);
+  // The quotient, states numbered from the start's block; the sink's block (states that
+  // cannot accept) is the dead state -1.
+  CodePointDfa m;
+  m.atoms = {{0, '-' - 1}, {'-', '-'}, {'-' + 1, '0' - 1}};
+  for (uint32_t c = '0'; c <= '9'; ++c) m.atoms.push_back({c, c});
+  m.atoms.push_back({'9' + 1, 0xD7FF});
+  m.atoms.push_back({0xE000, 0x10FFFF});
+  const size_t kAtomMinus = 1, kAtomDigit0 = 3;
+  std::vector<int32_t> id(n + 1, -1), rep;  // [blocks] quotient state of each block
+  auto intern = [&](int32_t q) {
+    int32_t b = block[q];
+    if (b == block[sink]) return -1;
+    if (id[b] < 0) {
+      id[b] = static_cast<int32_t>(rep.size());
+      rep.push_back(q);
+    }
+    return id[b];
+  };
+  intern(0);
+  for (size_t i = 0; i < rep.size(); ++i) {
+    if (rep.size() > kMaxDfaStates)
+      return unsupported(
+          "json schema: numbers at '{}': the automaton for multipleOf with bounds has more than "
+          "{} states",
+          ptr, kMaxDfaStates);
+    std::vector<int32_t> row(m.atoms.size(), -1);
+    row[kAtomMinus] = intern(at(rep[i], kMinus));
+    for (int dig = 0; dig <= 9; ++dig) row[kAtomDigit0 + dig] = intern(at(rep[i], kDigit0 + dig));
+    m.next.push_back(std::move(row));
+    m.accept.push_back(static_cast<uint8_t>(accept[rep[i]]));
+  }
+  if (rep.empty()) {  // the empty language: one dead start state
+    m.next.assign(1, std::vector<int32_t>(m.atoms.size(), -1));
+    m.accept.assign(1, 0);
+  }
   return Out(dfa_to_rule(b_, m, false, "bounded_residues"));
 }
 
