@@ -50,6 +50,22 @@ TEST(DfaPartition, MatchesMooreOnRandomAutomata) {
   }
 }
 
+// Remainder automata r -> 10 r + d mod L with factors 2 and 5 in L: many states share their
+// successors, so the row merging before the Moore rounds is exercised.
+TEST(DfaPartition, MatchesMooreOnRemainderAutomata) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 60; ++trial) {
+    size_t n = (1 + rng() % 40) * (trial % 3 == 0 ? 8 : trial % 3 == 1 ? 50 : 4);
+    std::vector<int32_t> next(n * 10), labels(n);
+    for (size_t r = 0; r < n; ++r) {
+      labels[r] = rng() % 7 == 0;
+      for (size_t d = 0; d < 10; ++d) next[r * 10 + d] = static_cast<int32_t>((10 * r + d) % n);
+    }
+    ASSERT_EQ(coarsest_stable_partition(n, 10, next, labels), reference_moore(n, 10, next, labels))
+        << "L = " << n;
+  }
+}
+
 TEST(DfaPartition, ResidueAutomatonOfMultiplesOfSeven) {
   // r -> 10 r + d mod 14, valid = multiple of 7: minimal automaton is mod 7 (the factor 2
   // is forgotten after one digit, yet "the last digit is even" is not part of validity).

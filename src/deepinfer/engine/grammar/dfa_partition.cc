@@ -24,8 +24,11 @@ struct MooreScratch {
 // One Moore round: states keep their block only with equal blocks of successors. Returns the
 // new number of blocks; ids are dense in order of first state. The table of signatures starts
 // near the previous block count and grows, so it stays in cache when few blocks are distinct.
+// With `succ_ids` the successors count by their own ids instead (states with equal blocks and
+// the very same successors: the row merging below).
 size_t moore_round(size_t n, size_t k, const std::vector<int32_t>& next, size_t blocks,
-                   std::vector<int32_t>& block, MooreScratch& scratch) {
+                   std::vector<int32_t>& block, MooreScratch& scratch,
+                   const std::vector<int32_t>* succ_ids = nullptr) {
   // A sum of products with one odd constant per position (independent multiplies, unlike a
   // chained hash), then mixed; equal hashes are confirmed by comparing the signatures.
   std::vector<uint64_t>& mult = scratch.mult;
@@ -41,10 +44,11 @@ size_t moore_round(size_t n, size_t k, const std::vector<int32_t>& next, size_t 
   }
   const uint64_t* m = mult.data();
   const int32_t* blk = block.data();
+  const int32_t* succ = succ_ids ? succ_ids->data() : blk;
   auto hash = [&](size_t q) {
     uint64_t h = static_cast<uint64_t>(blk[q]) * m[0];
     const int32_t* row = &next[q * k];
-    for (size_t a = 0; a < k; ++a) h += static_cast<uint64_t>(blk[row[a]]) * m[a + 1];
+    for (size_t a = 0; a < k; ++a) h += static_cast<uint64_t>(succ[row[a]]) * m[a + 1];
     h ^= h >> 32;
     h *= 0xD6E8FEB86659FD93ull;
     return h ^ (h >> 32);
@@ -53,7 +57,7 @@ size_t moore_round(size_t n, size_t k, const std::vector<int32_t>& next, size_t 
     if (blk[p] != blk[q]) return false;
     const int32_t *rp = &next[p * k], *rq = &next[q * k];
     for (size_t a = 0; a < k; ++a)
-      if (blk[rp[a]] != blk[rq[a]]) return false;
+      if (succ[rp[a]] != succ[rq[a]]) return false;
     return true;
   };
   size_t cap = 16;
@@ -104,24 +108,64 @@ size_t moore_round(size_t n, size_t k, const std::vector<int32_t>& next, size_t 
 std::vector<int32_t> coarsest_stable_partition(size_t n, size_t k,
                                                const std::vector<int32_t>& next,
                                                const std::vector<int32_t>& labels) {
-  std::vector<int32_t> block(n);
-  if (n == 0) return block;
-  // A few Moore rounds first: residue automata settle in about as many rounds as their
-  // modulus has digits, and a round touches each transition once where Hopcroft would
-  // revisit it up to log n times.
+  std::vector<int32_t> out(n);
+  if (n == 0) return out;
+  std::vector<int32_t> cur_labels(n);  // dense
+  size_t num_labels = 0;
   {
     std::map<int32_t, int32_t> ids;
     for (size_t q = 0; q < n; ++q)
-      block[q] = ids.try_emplace(labels[q], static_cast<int32_t>(ids.size())).first->second;
-    size_t blocks = ids.size();
-    MooreScratch scratch;
-    for (int round = 0; round < kMaxMooreRounds; ++round) {
-      size_t refined = moore_round(n, k, next, blocks, block, scratch);
-      if (refined == blocks) return block;  // stable; ids dense in order of first state
-      blocks = refined;
-    }
+      cur_labels[q] = ids.try_emplace(labels[q], static_cast<int32_t>(ids.size())).first->second;
+    num_labels = ids.size();
   }
-  return hopcroft(n, k, next, block);
+  // States with equal labels and the very same successors are equivalent: merged while that
+  // shrinks the automaton by a quarter or more (a remainder automaton mod 2^a 5^b M halves
+  // or fifths toward M), so the Moore rounds below hash fewer states.
+  MooreScratch scratch;
+  std::vector<int32_t> of(n), owned, identity;  // of: [n] state of the current automaton
+  for (size_t q = 0; q < n; ++q) of[q] = static_cast<int32_t>(q);
+  const std::vector<int32_t>* table = &next;
+  size_t cn = n;
+  while (cn > 64) {
+    identity.resize(cn);
+    for (size_t q = 0; q < cn; ++q) identity[q] = static_cast<int32_t>(q);
+    std::vector<int32_t> ids = cur_labels;
+    size_t m = moore_round(cn, k, *table, cn / 4, ids, scratch, &identity);
+    if (4 * m > 3 * cn) break;
+    std::vector<int32_t> qnext(m * k), qlabels(m, -1);
+    for (size_t q = 0; q < cn; ++q) {
+      int32_t id = ids[q];
+      if (qlabels[id] >= 0) continue;
+      qlabels[id] = cur_labels[q];
+      for (size_t a = 0; a < k; ++a) qnext[id * k + a] = ids[(*table)[q * k + a]];
+    }
+    for (int32_t& x : of) x = ids[x];
+    owned = std::move(qnext);
+    table = &owned;
+    cur_labels = std::move(qlabels);
+    cn = m;
+  }
+  // A few Moore rounds: residue automata settle in about as many rounds as their modulus has
+  // digits, and a round touches each transition once where Hopcroft would revisit it up to
+  // log n times.
+  std::vector<int32_t> block = cur_labels;
+  size_t blocks = num_labels;
+  bool stable = false;
+  for (int round = 0; round < kMaxMooreRounds && !stable; ++round) {
+    size_t refined = moore_round(cn, k, *table, blocks, block, scratch);
+    stable = refined == blocks;
+    blocks = refined;
+  }
+  if (!stable) block = hopcroft(cn, k, *table, block);
+  // Back to the original states, numbered in order of first state.
+  std::vector<int32_t> id(cn, -1);
+  int32_t next_id = 0;
+  for (size_t q = 0; q < n; ++q) {
+    int32_t b = block[of[q]];
+    if (id[b] < 0) id[b] = next_id++;
+    out[q] = id[b];
+  }
+  return out;
 }
 
 std::vector<int32_t> hopcroft(size_t n, size_t k, const std::vector<int32_t>& next,
