@@ -125,14 +125,31 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
   if (!valid) return Out();
   const std::vector<int32_t> is_valid = *valid;  // [modulus]
   // Minimization of r -> (10 r + d) mod L; two remainders are equivalent when every digit
-  // suffix leads both to valid remainders or both to invalid ones.
-  std::vector<int32_t> table(static_cast<size_t>(modulus) * 10);  // [modulus * 10]
-  for (int64_t r = 0, base = 0; r < modulus; ++r, base = (base + 10) % modulus)
-    for (int d = 0; d < 10; ++d) {  // base = 10 r mod L; no division per transition
-      int64_t t = base + d;
-      table[r * 10 + d] = static_cast<int32_t>(t >= modulus ? t % modulus : t);
+  // suffix leads both to valid remainders or both to invalid ones. Remainders with equal
+  // validity and equal 10 r mod L have the very same successors, so the partition starts from
+  // one state per such pair (L = 24,024 = 8 * 3,003: about half the remainders).
+  const auto L = static_cast<size_t>(modulus);
+  std::vector<int32_t> pair_id(2 * L, -1), of(L), rep;  // of: [L] remainder -> pair state
+  for (size_t r = 0, y = 0; r < L; ++r) {  // y = 10 r mod L, without divisions
+    int32_t& id = pair_id[is_valid[r] * L + y];
+    if (id < 0) {
+      id = static_cast<int32_t>(rep.size());
+      rep.push_back(static_cast<int32_t>(r));
     }
-  std::vector<int32_t> cls = coarsest_stable_partition(static_cast<size_t>(modulus), 10, table, is_valid);
+    of[r] = id;
+    y += 10;
+    y = y < L ? y : y % L;
+  }
+  const size_t m = rep.size();
+  std::vector<int32_t> table(m * 10), labels(m);  // [m * 10], [m]
+  for (size_t q = 0; q < m; ++q) {
+    labels[q] = is_valid[rep[q]];
+    const size_t y = (10 * static_cast<size_t>(rep[q])) % L;
+    for (size_t d = 0; d < 10; ++d) table[q * 10 + d] = of[(y + d) % L];
+  }
+  std::vector<int32_t> pair_class = coarsest_stable_partition(m, 10, table, labels);
+  std::vector<int32_t> cls(L);  // [L] class of each remainder
+  for (size_t r = 0; r < L; ++r) cls[r] = pair_class[of[r]];
   const size_t num_classes = static_cast<size_t>(*std::max_element(cls.begin(), cls.end())) + 1;
   if (num_classes > kMaxDfaStates)
     return unsupported(
@@ -152,7 +169,7 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
     std::array<int32_t, 10> target;
     std::array<uint16_t, 10> mask{};  // [digit] digits with the same target as it, at its first
     for (int d = 0; d < 10; ++d) {
-      target[d] = cls[table[repr[c] * 10 + d]];
+      target[d] = cls[(10 * repr[c] + d) % modulus];
       int first = 0;
       while (target[first] != target[d]) ++first;
       mask[first] |= static_cast<uint16_t>(1u << d);
