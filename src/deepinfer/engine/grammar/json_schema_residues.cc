@@ -145,7 +145,7 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
   for (size_t q = 0; q < m; ++q) {
     labels[q] = is_valid[rep[q]];
     const size_t y = (10 * static_cast<size_t>(rep[q])) % L;
-    for (size_t d = 0; d < 10; ++d) table[q * 10 + d] = of[(y + d) % L];
+    for (size_t d = 0; d < 10; ++d) table[q * 10 + d] = of[y + d < L ? y + d : (y + d) % L];
   }
   std::vector<int32_t> pair_class = coarsest_stable_partition(m, 10, table, labels);
   std::vector<int32_t> cls(L);  // [L] class of each remainder
@@ -168,8 +168,9 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
   for (size_t c = 0; c < num_classes; ++c) {
     std::array<int32_t, 10> target;
     std::array<uint16_t, 10> mask{};  // [digit] digits with the same target as it, at its first
+    const int64_t y = (10 * repr[c]) % modulus;
     for (int d = 0; d < 10; ++d) {
-      target[d] = cls[(10 * repr[c] + d) % modulus];
+      target[d] = cls[y + d < modulus ? y + d : (y + d) % modulus];
       int first = 0;
       while (target[first] != target[d]) ++first;
       mask[first] |= static_cast<uint16_t>(1u << d);
