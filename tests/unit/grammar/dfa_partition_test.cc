@@ -1,12 +1,12 @@
 // coarsest_stable_partition and hopcroft (dfa_partition.h) against a plain Moore refinement
 // (rounds of signatures until the block count stops growing) on random complete automata:
 // the same partition up to renaming, which the dense first-state numbering makes equality.
+#include "deepinfer/engine/grammar/dfa_partition.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <random>
-
-#include "deepinfer/engine/grammar/dfa_partition.h"
 
 namespace deepinfer::engine::grammar {
 namespace {

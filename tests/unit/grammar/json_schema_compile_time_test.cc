@@ -8,9 +8,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "deepinfer/engine/grammar/json_schema_compiler.h"
 
@@ -43,8 +42,8 @@ TEST(JsonSchemaCompileTime, DISABLED_Files) {
     for (int i = 0; i < reps; ++i) {
       auto t0 = std::chrono::steady_clock::now();
       auto g = compile_json_schema(schema, JsonSchemaOptions{});
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                       .count());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       if (!g.is_ok()) {
         ok = false;
         error = g.status().message();

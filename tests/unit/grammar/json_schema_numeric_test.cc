@@ -2,12 +2,13 @@
 // numeric schemas over a range of integers, values at and next to the bounds, decimal and
 // integer multipleOf, negative ranges and `not`; then the multipleOf automata built on it
 // (json_schema_residues.cc) walked as grammars over the same integers.
+#include "deepinfer/engine/grammar/json_schema_numeric.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "deepinfer/engine/grammar/grammar_compiler.h"
-#include "deepinfer/engine/grammar/json_schema_numeric.h"
 #include "deepinfer/engine/grammar/json_schema_validate.h"
 #include "grammar_test_util.h"
 
@@ -54,11 +55,16 @@ TEST(NumericPredicate, BoundsAtAndNearTheirValues) {
 
 TEST(NumericPredicate, MultipleOfIntegersAndDecimals) {
   for (const char* src : {
-           R"({"multipleOf":7})",          R"({"multipleOf":7.0})",
-           R"({"multipleOf":0.5})",        R"({"multipleOf":0.01})",
-           R"({"multipleOf":2.5})",        R"({"multipleOf":1.5})",
-           R"({"multipleOf":0.3})",        R"({"multipleOf":0.75})",
-           R"({"multipleOf":12.25})",      R"({"type":"integer","multipleOf":1})",
+           R"({"multipleOf":7})",
+           R"({"multipleOf":7.0})",
+           R"({"multipleOf":0.5})",
+           R"({"multipleOf":0.01})",
+           R"({"multipleOf":2.5})",
+           R"({"multipleOf":1.5})",
+           R"({"multipleOf":0.3})",
+           R"({"multipleOf":0.75})",
+           R"({"multipleOf":12.25})",
+           R"({"type":"integer","multipleOf":1})",
            R"({"multipleOf":11,"minimum":-100,"exclusiveMaximum":121})",
            R"({"type":"number","not":{"multipleOf":2.5,"maximum":-20}})",
        })
@@ -205,11 +211,14 @@ void expect_grammar_exact(const std::string& src, int64_t lo, int64_t hi) {
 TEST(NumericPredicate, ResidueAutomataMatchTheValidatorOnIntegers) {
   expect_grammar_exact(R"({"type":"integer","not":{"multipleOf":3,"minimum":10}})", -40, 40);
   expect_grammar_exact(R"({"type":"integer","minimum":-25,"exclusiveMaximum":31,
-      "not":{"multipleOf":4}})", -40, 40);
+      "not":{"multipleOf":4}})",
+                       -40, 40);
   expect_grammar_exact(R"({"type":"number","allOf":[{"multipleOf":11,"minimum":100},
-      {"not":{"multipleOf":2}}]})", 0, 260);
+      {"not":{"multipleOf":2}}]})",
+                       0, 260);
   expect_grammar_exact(R"({"type":"integer","oneOf":[{"multipleOf":6},{"multipleOf":10},
-      {"not":{"multipleOf":7}}]})", -70, 70);
+      {"not":{"multipleOf":7}}]})",
+                       -70, 70);
 }
 
 }  // namespace

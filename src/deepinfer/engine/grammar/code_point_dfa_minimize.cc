@@ -160,5 +160,4 @@ bool dfa_is_universal(const CodePointDfa& d) {
   return std::all_of(m.next[0].begin(), m.next[0].end(), [](int32_t t) { return t == 0; });
 }
 
-
 }  // namespace deepinfer::engine::grammar

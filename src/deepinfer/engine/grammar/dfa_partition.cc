@@ -1,6 +1,6 @@
-// Hopcroft's partition refinement (see dfa_partition.h). Blocks are ranges of one array of
-// states; splitting a block by a set of predecessors moves the marked states to the front
-// of its range, so no block is ever copied.
+// Partition refinement (see dfa_partition.h): merging of identical rows, hashed Moore rounds,
+// and Hopcroft's algorithm, whose blocks are ranges of one array of states (splitting a block
+// moves the marked states to the front of its range, so no block is ever copied).
 #include "deepinfer/engine/grammar/dfa_partition.h"
 
 #include <algorithm>
@@ -105,8 +105,7 @@ size_t moore_round(size_t n, size_t k, const std::vector<int32_t>& next, size_t 
 
 }  // namespace
 
-std::vector<int32_t> coarsest_stable_partition(size_t n, size_t k,
-                                               const std::vector<int32_t>& next,
+std::vector<int32_t> coarsest_stable_partition(size_t n, size_t k, const std::vector<int32_t>& next,
                                                const std::vector<int32_t>& labels) {
   std::vector<int32_t> out(n);
   if (n == 0) return out;
@@ -187,8 +186,8 @@ std::vector<int32_t> hopcroft(size_t n, size_t k, const std::vector<int32_t>& ne
   // Initial blocks: one per label, states in order.
   std::map<int32_t, int32_t> label_block;
   for (size_t q = 0; q < n; ++q)
-    block[q] = label_block.try_emplace(labels[q], static_cast<int32_t>(label_block.size()))
-                   .first->second;
+    block[q] =
+        label_block.try_emplace(labels[q], static_cast<int32_t>(label_block.size())).first->second;
   const size_t nb0 = label_block.size();
   std::vector<int32_t> first(nb0 + 1, 0), end;  // [blocks] ranges of `elems`
   for (size_t q = 0; q < n; ++q) ++first[block[q] + 1];

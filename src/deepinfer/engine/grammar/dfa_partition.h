@@ -14,8 +14,7 @@ namespace deepinfer::engine::grammar {
 // next: [n * k] row-major, every target in [0, n); labels: [n] initial classes (any ints).
 // Returns [n] block ids, dense from 0, numbered in order of each block's first state.
 // A few Moore rounds, then Hopcroft if those have not settled it.
-std::vector<int32_t> coarsest_stable_partition(size_t n, size_t k,
-                                               const std::vector<int32_t>& next,
+std::vector<int32_t> coarsest_stable_partition(size_t n, size_t k, const std::vector<int32_t>& next,
                                                const std::vector<int32_t>& labels);
 // Hopcroft's algorithm alone (the same result; exposed so tests can compare the two).
 std::vector<int32_t> hopcroft(size_t n, size_t k, const std::vector<int32_t>& next,

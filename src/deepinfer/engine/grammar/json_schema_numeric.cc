@@ -116,7 +116,9 @@ class NumericPredicate::Builder {
           if (c < 0) return -1;
           branches.push_back(c);
         }
-        kids.push_back(push(k == "allOf" ? Kind::kAll : k == "anyOf" ? Kind::kAny : Kind::kOne,
+        kids.push_back(push(k == "allOf"   ? Kind::kAll
+                            : k == "anyOf" ? Kind::kAny
+                                           : Kind::kOne,
                             std::move(branches)));
       } else if (k == "if") {
         int32_t c = add(v, depth + 1), t = -1, e = -1;
@@ -202,8 +204,10 @@ bool NumericPredicate::eval(int32_t id, int64_t v) const {
       if (!n.numeric_type) return false;
       const double x = static_cast<double>(v);  // exact below kMaxMagnitude
       for (const auto& [b, cmp] : n.bounds) {
-        bool ok = cmp == Cmp::kGe ? x >= b : cmp == Cmp::kGt ? x > b : cmp == Cmp::kLe ? x <= b
-                                                                                      : x < b;
+        bool ok = cmp == Cmp::kGe   ? x >= b
+                  : cmp == Cmp::kGt ? x > b
+                  : cmp == Cmp::kLe ? x <= b
+                                    : x < b;
         if (!ok) return false;
       }
       for (int64_t d : n.divisors)

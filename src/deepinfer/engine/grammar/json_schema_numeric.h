@@ -5,10 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace deepinfer::engine::grammar {
 
@@ -36,11 +35,11 @@ class NumericPredicate {
   enum class Cmp : uint8_t { kGe, kGt, kLe, kLt };
   struct Node {
     Kind kind = Kind::kAll;
-    std::vector<int32_t> kids;                       // [children]; kIf: if, then, else (-1: none)
-    bool numeric_type = true;                        // kLeaf: `type` admits integers
-    std::vector<std::pair<double, Cmp>> bounds;      // kLeaf: x (op) bound, all must hold
-    std::vector<int64_t> divisors;                   // kLeaf: x divisible by each
-    std::vector<std::vector<double>> value_sets;     // kLeaf: const/enum, x in each
+    std::vector<int32_t> kids;                    // [children]; kIf: if, then, else (-1: none)
+    bool numeric_type = true;                     // kLeaf: `type` admits integers
+    std::vector<std::pair<double, Cmp>> bounds;   // kLeaf: x (op) bound, all must hold
+    std::vector<int64_t> divisors;                // kLeaf: x divisible by each
+    std::vector<std::vector<double>> value_sets;  // kLeaf: const/enum, x in each
   };
   class Builder;
 

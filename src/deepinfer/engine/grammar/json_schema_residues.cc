@@ -1,7 +1,7 @@
 // Numbers constrained only by integer multipleOf under not/allOf/anyOf/oneOf/$ref: whether an
 // integer is valid then depends only on its remainder modulo the lcm L of the divisors (and
-// not on its sign), so the validator decides each remainder once and the digits run a
-// remainder-mod-L automaton, minimized. Non-integer numbers are left out (a sound subset, as
+// not on its sign), so each remainder is decided once and the digits run a remainder-mod-L
+// automaton, minimized (dfa_partition.h). Non-integer numbers are left out (a sound subset, as
 // for plain multipleOf k). Values are decided by arithmetic (json_schema_numeric.h) when the
 // schema is purely numeric, else by the InstanceValidator.
 #include <numeric>
@@ -130,7 +130,7 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
   // one state per such pair (L = 24,024 = 8 * 3,003: about half the remainders).
   const auto L = static_cast<size_t>(modulus);
   std::vector<int32_t> pair_id(2 * L, -1), of(L), rep;  // of: [L] remainder -> pair state
-  for (size_t r = 0, y = 0; r < L; ++r) {  // y = 10 r mod L, without divisions
+  for (size_t r = 0, y = 0; r < L; ++r) {               // y = 10 r mod L, without divisions
     int32_t& id = pair_id[is_valid[r] * L + y];
     if (id < 0) {
       id = static_cast<int32_t>(rep.size());
@@ -153,8 +153,8 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
   const size_t num_classes = static_cast<size_t>(*std::max_element(cls.begin(), cls.end())) + 1;
   if (num_classes > kMaxDfaStates)
     return unsupported(
-        "json schema: numbers at '{}': the remainder automaton mod {} has more than {} states",
-        ptr, modulus, kMaxDfaStates);
+        "json schema: numbers at '{}': the remainder automaton mod {} has more than {} states", ptr,
+        modulus, kMaxDfaStates);
   // One rule per class: a digit moves to the class of the new remainder; the end is allowed
   // in classes of valid remainders (validity is a class invariant).
   std::vector<uint32_t> rules(num_classes);
@@ -199,7 +199,7 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
 
 // With bounds, validity depends on the remainder mod L and on where the integer lies among
 // the bounds. Below B (a power of ten above every |bound|) each value is its own state, told
-// valid or not by the validator; from B on, every integer of one sign and remainder lies on
+// valid or not by IntegerVerdicts; from B on, every integer of one sign and remainder lies on
 // the same side of every bound, so one representative (B L + r) decides the class. The
 // automaton reads optional '-' then digits (no leading zeros) and is minimized.
 Result<std::optional<Element>> SchemaCompiler::bounded_residues(const Json& s,
