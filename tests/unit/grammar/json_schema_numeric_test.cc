@@ -99,6 +99,7 @@ TEST(NumericPredicate, RefusesWhatItDoesNotDecide) {
            R"({"pattern":"a"})",
            R"({"minLength":1})",
            R"({"multipleOf":1e-12})",
+           R"({"multipleOf":0.1000000001})",  // ten decimals: not 1e8 / 1e9 (every integer)
            R"({"multipleOf":0})",
            R"({"multipleOf":-3})",
            R"({"$ref":"other.json#/a"})",

@@ -47,7 +47,7 @@ std::optional<int64_t> integer_divisor(const Json& m) {
     double scaled = x * static_cast<double>(scale);
     if (scaled >= 1e15) return std::nullopt;
     double p = std::round(scaled);
-    if (p >= 1 && std::abs(scaled - p) <= 1e-9 * p) {
+    if (p >= 1 && std::abs(scaled - p) <= 1e-13 * p) {  // only rounding error of the double
       int64_t pi = static_cast<int64_t>(p);
       return pi / std::gcd(pi, scale);
     }
