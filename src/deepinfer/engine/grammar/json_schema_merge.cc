@@ -6,6 +6,7 @@
 #include <optional>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "deepinfer/engine/grammar/code_point_dfa.h"
@@ -175,6 +176,48 @@ Json if_as_union(const Json& s) {
 
 bool is_trivial(const Json& v) { return v == Json(true) || v == Json::object(); }
 
+// `name` as a regex matching exactly it: letters and digits as themselves, anything else as
+// a \u{...} escape (valid ECMAScript with the u flag, and understood by parse_regex).
+std::string regex_literal(const std::string& name) {
+  std::string out;
+  for (size_t i = 0; i < name.size();) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    int n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
+    for (int k = 1; k < n && i + k < name.size(); ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(name[i + k]) & 0x3F);
+    i += n;
+    if (cp < 0x80 && std::isalnum(static_cast<int>(cp)))
+      out += static_cast<char>(cp);
+    else
+      out += fmt::format("\\u{{{:X}}}", cp);
+  }
+  return out;
+}
+
+// The names an object schema's additionalProperties governs (not in `properties`, matching
+// none of its patternProperties) as one pattern with search semantics; nullopt when one of
+// its patterns does not parse on its own or the result does not parse.
+std::optional<std::string> undeclared_unmatched_pattern(const Json& x) {
+  std::string out = "^";
+  if (x.contains("properties") && x["properties"].is_object() && !x["properties"].empty()) {
+    std::string names;
+    for (const auto& [k, v] : x["properties"].items())
+      names += (names.empty() ? "" : "|") + regex_literal(k);
+    out += "(?!(?:" + names + ")$)";
+  }
+  if (x.contains("patternProperties")) {
+    if (!x["patternProperties"].is_object()) return std::nullopt;
+    for (const auto& [pk, pv] : x["patternProperties"].items()) {
+      if (!parse_regex(pk, true).is_ok()) return std::nullopt;
+      out += "(?![\\s\\S]*?(?:" + pk + "))";
+    }
+  }
+  out += "[\\s\\S]*";
+  if (!parse_regex(out, true).is_ok()) return std::nullopt;
+  return out;
+}
+
 bool subset_keys(const Json& props_b, const Json& a) {
   if (!props_b.is_object()) return true;
   for (const auto& [k, v] : props_b.items())
@@ -255,7 +298,10 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
     }
   }
   // patternProperties on one side exempt the names they match from the other side's
-  // additionalProperties only there: merged, they would exempt them on both sides.
+  // additionalProperties only there: merged, they would exempt them on both sides. Such a
+  // side's additionalProperties is rewritten first as the pattern property it is: the names
+  // it neither declares nor matches by a pattern (so the merge then only unions patterns).
+  bool clash = false;
   for (int side = 0; side < 2; ++side) {
     const Json& x = *sides[side];
     const Json& y = *sides[1 - side];
@@ -266,9 +312,24 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
     for (const auto& [pk, pv] : y["patternProperties"].items())
       if (!x.contains("patternProperties") || !x["patternProperties"].is_object() ||
           !x["patternProperties"].contains(pk))
-        return unsupported("json schema: allOf at '{}' combines patternProperties with another "
-                           "branch's additionalProperties", ptr);
+        clash = true;
   }
+  if (clash)
+    for (Json* x : sides) {
+      if (!x->contains("additionalProperties") || is_trivial((*x)["additionalProperties"])) continue;
+      auto p = undeclared_unmatched_pattern(*x);
+      if (!p)
+        return unsupported("json schema: allOf at '{}' combines patternProperties with another "
+                           "branch's additionalProperties (a pattern or name does not fit the "
+                           "rewrite as a pattern property)", ptr);
+      if (!x->contains("patternProperties")) (*x)["patternProperties"] = Json::object();
+      if ((*x)["patternProperties"].contains(*p))
+        (*x)["patternProperties"][*p] =
+            Json{{"allOf", Json::array({(*x)["patternProperties"][*p], (*x)["additionalProperties"]})}};
+      else
+        (*x)["patternProperties"][*p] = (*x)["additionalProperties"];
+      x->erase("additionalProperties");
+    }
   // Two if/then/else become one union of cases, merged as anyOf below.
   if (a.contains("if") && bb.contains("if")) {
     Json u = if_as_union(bb);
