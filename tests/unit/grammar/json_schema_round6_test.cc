@@ -167,5 +167,36 @@ TEST(GrammarJsonSchemaRound6, PatternPropertiesAcrossAllOf) {
     expect(e, bad, false);
 }
 
+// oneOf over arrays whose item schemas cannot agree: [] matches both branches (invalid), any
+// non-empty array matches exactly one.
+TEST(GrammarJsonSchemaRound6, OneOfArraysWithDisjointItems) {
+  // Items through $ref to a oneOf (refused before round 6).
+  auto c = compile(R"({"definitions":{"nn":{"oneOf":[{"type":"number"},{"type":"null"}]},
+        "nums":{"type":"array","items":{"$ref":"#/definitions/nn"}}},
+      "oneOf":[{"$ref":"#/definitions/nums"},
+               {"type":"array","items":{"$ref":"#/definitions/nums"}}]})");
+  for (const char* ok : {"[1]", "[1, null, 2.5]", "[[]]", "[[1], [null, 3]]"}) expect(c, ok, true);
+  for (const char* bad : {"[]", "[1, [2]]", "[[1], 2]", "[\"a\"]", "{}", "1", "[[\"a\"]]"})
+    expect(c, bad, false);
+
+  // Six branches of item enums (refused before round 6).
+  auto d = compile(R"({"type":"array","maxItems":2,"oneOf":[
+      {"items":{"enum":["a","b"]}},{"items":{"enum":["c","d"]}},{"items":{"enum":["e"]}},
+      {"items":{"enum":["f"]}},{"items":{"enum":["g"]}},{"items":{"enum":["h",1]}}]})");
+  for (const char* ok : {R"(["a"])", R"(["b","a"])", R"(["c","d"])", R"(["e","e"])", "[1, \"h\"]"})
+    expect(d, ok, true);
+  for (const char* bad : {"[]", R"(["a","c"])", R"(["a","b","a"])", R"(["x"])", "[1, 2, 1]"})
+    expect(d, bad, false);
+}
+
+// Item schemas that may share a value: not this construction (another lowering takes it);
+// an array of shared values still matches both branches and stays out.
+TEST(GrammarJsonSchemaRound6, OneOfArraysWithOverlappingItems) {
+  auto c = compile(R"({"oneOf":[{"type":"array","items":{"enum":["a","b"]}},
+      {"type":"array","items":{"enum":["b","c"]}}]})");
+  for (const char* ok : {R"(["a"])", R"(["a","b"])", R"(["c","b"])"}) expect(c, ok, true);
+  for (const char* bad : {"[]", R"(["b"])", R"(["b","b"])", R"(["a","c"])"}) expect(c, bad, false);
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar
