@@ -198,5 +198,25 @@ TEST(GrammarJsonSchemaRound6, OneOfArraysWithOverlappingItems) {
   for (const char* bad : {"[]", R"(["b"])", R"(["b","b"])", R"(["a","c"])"}) expect(c, bad, false);
 }
 
+// A oneOf branch that is a union of $refs: the disjointness test sees the referenced types
+// (strings and null against arrays), so the branches are a plain union (refused before).
+TEST(GrammarJsonSchemaRound6, OneOfSeesTypesThroughRefsInUnions) {
+  auto c = compile(R"({"definitions":{
+        "rel":{"type":"string","pattern":"^[a-z][^/]*(/[^/]+)*$"},
+        "abs":{"type":"string","pattern":"^/(([^/]+/)*[^/]+)?$"},
+        "none":{"type":"null"},
+        "single":{"oneOf":[{"$ref":"#/definitions/rel"},{"$ref":"#/definitions/abs"},
+                           {"$ref":"#/definitions/none"}]},
+        "combined":{"type":"array","minItems":2,"items":{"$ref":"#/definitions/single"}}},
+      "type":"object","additionalProperties":{"oneOf":[{"$ref":"#/definitions/single"},
+                                                     {"$ref":"#/definitions/combined"}]}})");
+  for (const char* ok : {R"({"a":"x/y"})", R"({"a":"/x"})", R"({"a":null})",
+                         R"({"a":["x","/y"]})", R"({"a":[null,null,"q"]})"})
+    expect(c, ok, true);
+  for (const char* bad : {R"({"a":"X"})", R"({"a":["x"]})", R"({"a":1})", R"({"a":["x",1]})",
+                          R"({"a":[]})", R"({"a":{}})"})
+    expect(c, bad, false);
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

@@ -226,10 +226,35 @@ bool subset_keys(const Json& props_b, const Json& a) {
 }
 }  // namespace
 
+// anyOf/oneOf branches with $ref replaced by their targets (a few levels deep), so the types
+// a union allows are seen through references; only for the disjointness test, which reads
+// types and values at the top and types in union branches. Unresolvable ones stay (any type).
+Json SchemaMerger::inline_union_refs(const Json& s, int depth) const {
+  if (!s.is_object() || depth > 4) return s;
+  Json out = s;
+  for (const char* kw : {"anyOf", "oneOf"}) {
+    if (!out.contains(kw) || !out[kw].is_array()) continue;
+    for (auto& b : out[kw]) {
+      // A branch with $ref allows at most the types its target allows (siblings only narrow
+      // it), so the target stands in for it here.
+      bool ref = b.is_object() && b.contains("$ref") && b["$ref"].is_string();
+      if (!ref) {
+        b = inline_union_refs(b, depth + 1);
+        continue;
+      }
+      auto target = resolve_(b["$ref"].get<std::string>(), "");
+      if (target.is_ok() && *target) b = inline_union_refs(**target, depth + 1);
+    }
+  }
+  return out;
+}
+
 bool SchemaMerger::pairwise_disjoint(const std::vector<Json>& schemas) const {
-  for (size_t i = 0; i < schemas.size(); ++i)
-    for (size_t j = i + 1; j < schemas.size(); ++j)
-      if (!disjoint_pair(schemas[i], schemas[j])) return false;
+  std::vector<Json> seen;
+  for (const auto& s : schemas) seen.push_back(inline_union_refs(s, 0));
+  for (size_t i = 0; i < seen.size(); ++i)
+    for (size_t j = i + 1; j < seen.size(); ++j)
+      if (!disjoint_pair(seen[i], seen[j])) return false;
   return true;
 }
 
