@@ -218,5 +218,20 @@ TEST(GrammarJsonSchemaRound6, OneOfSeesTypesThroughRefsInUnions) {
     expect(c, bad, false);
 }
 
+// allOf of decimal multipleOf values: the multiples of their least common multiple
+// (6.75 = 27/4 and 19: 513; 0.5 and 0.2: 1), refused as conflicting before.
+TEST(GrammarJsonSchemaRound6, MultipleOfDecimalsMerge) {
+  auto c = compile(R"({"type":"integer","allOf":[{"multipleOf":6.75},{"multipleOf":19}]})");
+  for (const char* ok : {"0", "513", "1026", "-513", "5130"}) expect(c, ok, true);
+  for (const char* bad : {"19", "27", "256", "100", "514", "1.5"}) expect(c, bad, false);
+  // 1/2 and 1/5: the integers.
+  auto d = compile(R"({"type":"number","allOf":[{"multipleOf":0.5},{"multipleOf":0.2}]})");
+  for (const char* ok : {"0", "3", "-6", "10"}) expect(d, ok, true);
+  for (const char* bad : {"0.5", "0.2", "1.5", "0.4", "\"3\""}) expect(d, bad, false);
+  // 0.5 and 0.75: multiples of 1.5, which the number lowering does not take; refused by name.
+  testing::expect_refused(R"({"type":"number","allOf":[{"multipleOf":0.5},{"multipleOf":0.75}]})",
+                          "multipleOf");
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

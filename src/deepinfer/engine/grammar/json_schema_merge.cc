@@ -176,6 +176,39 @@ Json if_as_union(const Json& s) {
 
 bool is_trivial(const Json& v) { return v == Json(true) || v == Json::object(); }
 
+// A positive decimal with at most 6 fraction digits as p/q in lowest terms (q a divisor of
+// 10^6), when that reading is exact to the double; nullopt otherwise.
+std::optional<std::pair<int64_t, int64_t>> decimal_fraction(double x) {
+  if (!(x > 0) || x >= 1e9) return std::nullopt;
+  for (int64_t q = 1; q <= 1'000'000; q *= 10) {
+    double scaled = x * static_cast<double>(q);
+    int64_t p = static_cast<int64_t>(std::llround(scaled));
+    if (p > 0 && static_cast<double>(p) / static_cast<double>(q) == x) {
+      int64_t g = std::gcd(p, q);
+      return std::pair<int64_t, int64_t>{p / g, q / g};
+    }
+  }
+  return std::nullopt;
+}
+
+// lcm(a, b) of two positive fractions in lowest terms, as p/q in lowest terms; nullopt when p
+// would pass 10^15 (or a double could not hold the quotient exactly enough).
+std::optional<std::pair<int64_t, int64_t>> rational_lcm(std::pair<int64_t, int64_t> a,
+                                                        std::pair<int64_t, int64_t> b) {
+  int64_t g = std::gcd(a.first, b.first);
+  __int128 p = static_cast<__int128>(a.first / g) * b.first;
+  if (p > static_cast<__int128>(1'000'000'000'000'000)) return std::nullopt;
+  int64_t q = std::gcd(a.second, b.second);
+  int64_t pp = static_cast<int64_t>(p);
+  int64_t r = std::gcd(pp, q);
+  pp /= r;
+  q /= r;
+  if (q != 1 && static_cast<double>(pp) / static_cast<double>(q) * static_cast<double>(q) !=
+                    static_cast<double>(pp))
+    return std::nullopt;
+  return std::pair<int64_t, int64_t>{pp, q};
+}
+
 // `name` as a regex matching exactly it: letters and digits as themselves, anything else as
 // a \u{...} escape (valid ECMAScript with the u flag, and understood by parse_regex).
 std::string regex_literal(const std::string& name) {
@@ -424,6 +457,18 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
                v.get<double>() >= 1 && cur.get<double>() < 1e9 && v.get<double>() < 1e9) {
       // Multiples of both integers a and b (integers themselves) are the multiples of lcm.
       cur = std::lcm(cur.get<int64_t>(), v.get<int64_t>());
+    } else if (k == "multipleOf" && cur.is_number() && v.is_number() &&
+               decimal_fraction(cur.get<double>()) && decimal_fraction(v.get<double>()) &&
+               rational_lcm(*decimal_fraction(cur.get<double>()),
+                            *decimal_fraction(v.get<double>()))) {
+      // Short decimals p/q: the common multiples of p1/q1 and p2/q2 (lowest terms) are the
+      // multiples of lcm(p1, p2) / gcd(q1, q2); an integer when the denominators are coprime.
+      auto [p, q] = *rational_lcm(*decimal_fraction(cur.get<double>()),
+                                  *decimal_fraction(v.get<double>()));
+      if (q == 1)
+        cur = p;
+      else
+        cur = static_cast<double>(p) / static_cast<double>(q);
     } else if ((k == "anyOf" || k == "oneOf") && cross_branches(cur, v)) {
       cur = *cross_branches(cur, v);
     } else if (k == "contains" && !a.contains("minContains") && !a.contains("maxContains") &&
