@@ -16,24 +16,23 @@ void utf8_ranges(uint32_t lo, uint32_t hi, std::vector<std::vector<std::pair<uin
     uint32_t blo = n == 0 ? 0 : kBounds[n - 1] + 1, bhi = kBounds[n];
     if (hi < blo || lo > bhi) continue;
     uint32_t a = std::max(lo, blo), z = std::min(hi, bhi);
-    if (n > 0) {
-      // Split until every continuation position spans a full or single-prefix block.
-      for (int i = 1; i <= n; ++i) {
-        uint32_t m = (1u << (6 * i)) - 1;
-        if ((a & ~m) != (z & ~m)) {
-          if ((a & m) != 0) {
-            utf8_ranges(a, a | m, out);
-            utf8_ranges((a | m) + 1, z, out);
-            return;
-          }
-          if ((z & m) != m) {
-            utf8_ranges(a, (z & ~m) - 1, out);
-            utf8_ranges(z & ~m, z, out);
-            return;
-          }
-        }
+    // Split until every continuation position spans a full or single-prefix block. The
+    // halves stay within this length's block; longer encodings are the next iterations'.
+    bool split = false;
+    for (int i = 1; i <= n && !split; ++i) {
+      uint32_t m = (1u << (6 * i)) - 1;
+      if ((a & ~m) == (z & ~m)) continue;
+      if ((a & m) != 0) {
+        utf8_ranges(a, a | m, out);
+        utf8_ranges((a | m) + 1, z, out);
+        split = true;
+      } else if ((z & m) != m) {
+        utf8_ranges(a, (z & ~m) - 1, out);
+        utf8_ranges(z & ~m, z, out);
+        split = true;
       }
     }
+    if (split) continue;
     std::string ea = utf8_encode(a), ez = utf8_encode(z);
     std::vector<std::pair<uint8_t, uint8_t>> seq;
     for (size_t k = 0; k < ea.size(); ++k)

@@ -363,8 +363,13 @@ class SchemaCompiler {
         // written.
         DI_ASSIGN_OR_RETURN(auto cases, one_of_cases(merged, i, overlaps[i]));
         DI_ASSIGN_OR_RETURN(auto strings, one_of_strings(merged, i, overlaps[i]));
-        if (!cases && !strings)
+        auto arrays = one_of_arrays(merged, i, overlaps[i]);
+        if (!cases && !strings && !arrays)
           return unsupported("json schema: keyword 'oneOf' at '{}/oneOf' has branches that may overlap", ptr);
+        if (arrays) {
+          DI_ASSIGN_OR_RETURN(Element e, gen(*arrays, bp));
+          alts.push_back({e});
+        }
         for (const Json& c : cases.value_or(std::vector<Json>{})) {
           DI_ASSIGN_OR_RETURN(Element e, gen(c, bp));
           alts.push_back({e});
@@ -440,6 +445,10 @@ class SchemaCompiler {
                                                 const std::vector<size_t>& others);
   Result<std::optional<std::vector<Json>>> one_of_cases(const std::vector<Json>& merged, size_t i,
                                                         const std::vector<size_t>& others);
+  // Non-empty arrays of branch i when every overlapping branch constrains all its items by a
+  // schema disjoint from branch i's `items` (so any item of ours fails it); nullopt otherwise.
+  std::optional<Json> one_of_arrays(const std::vector<Json>& merged, size_t i,
+                                    const std::vector<size_t>& others);
   // json_schema_dependencies.cc: dependentRequired / dependencies, as names each present
   // property requires; nullopt entry = the property may not appear at all.
   // Schema-valued dependencies beyond required names, as a union of cases over which

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "deepinfer/engine/grammar/code_point_dfa.h"
@@ -175,6 +176,81 @@ Json if_as_union(const Json& s) {
 
 bool is_trivial(const Json& v) { return v == Json(true) || v == Json::object(); }
 
+// A positive decimal with at most 6 fraction digits as p/q in lowest terms (q a divisor of
+// 10^6), when that reading is exact to the double; nullopt otherwise.
+std::optional<std::pair<int64_t, int64_t>> decimal_fraction(double x) {
+  if (!(x > 0) || x >= 1e9) return std::nullopt;
+  for (int64_t q = 1; q <= 1'000'000; q *= 10) {
+    double scaled = x * static_cast<double>(q);
+    int64_t p = static_cast<int64_t>(std::llround(scaled));
+    if (p > 0 && static_cast<double>(p) / static_cast<double>(q) == x) {
+      int64_t g = std::gcd(p, q);
+      return std::pair<int64_t, int64_t>{p / g, q / g};
+    }
+  }
+  return std::nullopt;
+}
+
+// lcm(a, b) of two positive fractions in lowest terms, as p/q in lowest terms; nullopt when p
+// would pass 10^15 (or a double could not hold the quotient exactly enough).
+std::optional<std::pair<int64_t, int64_t>> rational_lcm(std::pair<int64_t, int64_t> a,
+                                                        std::pair<int64_t, int64_t> b) {
+  int64_t g = std::gcd(a.first, b.first);
+  __int128 p = static_cast<__int128>(a.first / g) * b.first;
+  if (p > static_cast<__int128>(1'000'000'000'000'000)) return std::nullopt;
+  int64_t q = std::gcd(a.second, b.second);
+  int64_t pp = static_cast<int64_t>(p);
+  int64_t r = std::gcd(pp, q);
+  pp /= r;
+  q /= r;
+  if (q != 1 && static_cast<double>(pp) / static_cast<double>(q) * static_cast<double>(q) !=
+                    static_cast<double>(pp))
+    return std::nullopt;
+  return std::pair<int64_t, int64_t>{pp, q};
+}
+
+// `name` as a regex matching exactly it: letters and digits as themselves, anything else as
+// a \u{...} escape (valid ECMAScript with the u flag, and understood by parse_regex).
+std::string regex_literal(const std::string& name) {
+  std::string out;
+  for (size_t i = 0; i < name.size();) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    int n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
+    for (int k = 1; k < n && i + k < name.size(); ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(name[i + k]) & 0x3F);
+    i += n;
+    if (cp < 0x80 && std::isalnum(static_cast<int>(cp)))
+      out += static_cast<char>(cp);
+    else
+      out += fmt::format("\\u{{{:X}}}", cp);
+  }
+  return out;
+}
+
+// The names an object schema's additionalProperties governs (not in `properties`, matching
+// none of its patternProperties) as one pattern with search semantics; nullopt when one of
+// its patterns does not parse on its own or the result does not parse.
+std::optional<std::string> undeclared_unmatched_pattern(const Json& x) {
+  std::string out = "^";
+  if (x.contains("properties") && x["properties"].is_object() && !x["properties"].empty()) {
+    std::string names;
+    for (const auto& [k, v] : x["properties"].items())
+      names += (names.empty() ? "" : "|") + regex_literal(k);
+    out += "(?!(?:" + names + ")$)";
+  }
+  if (x.contains("patternProperties")) {
+    if (!x["patternProperties"].is_object()) return std::nullopt;
+    for (const auto& [pk, pv] : x["patternProperties"].items()) {
+      if (!parse_regex(pk, true).is_ok()) return std::nullopt;
+      out += "(?![\\s\\S]*?(?:" + pk + "))";
+    }
+  }
+  out += "[\\s\\S]*";
+  if (!parse_regex(out, true).is_ok()) return std::nullopt;
+  return out;
+}
+
 bool subset_keys(const Json& props_b, const Json& a) {
   if (!props_b.is_object()) return true;
   for (const auto& [k, v] : props_b.items())
@@ -183,10 +259,35 @@ bool subset_keys(const Json& props_b, const Json& a) {
 }
 }  // namespace
 
+// anyOf/oneOf branches with $ref replaced by their targets (a few levels deep), so the types
+// a union allows are seen through references; only for the disjointness test, which reads
+// types and values at the top and types in union branches. Unresolvable ones stay (any type).
+Json SchemaMerger::inline_union_refs(const Json& s, int depth) const {
+  if (!s.is_object() || depth > 4) return s;
+  Json out = s;
+  for (const char* kw : {"anyOf", "oneOf"}) {
+    if (!out.contains(kw) || !out[kw].is_array()) continue;
+    for (auto& b : out[kw]) {
+      // A branch with $ref allows at most the types its target allows (siblings only narrow
+      // it), so the target stands in for it here.
+      bool ref = b.is_object() && b.contains("$ref") && b["$ref"].is_string();
+      if (!ref) {
+        b = inline_union_refs(b, depth + 1);
+        continue;
+      }
+      auto target = resolve_(b["$ref"].get<std::string>(), "");
+      if (target.is_ok() && *target) b = inline_union_refs(**target, depth + 1);
+    }
+  }
+  return out;
+}
+
 bool SchemaMerger::pairwise_disjoint(const std::vector<Json>& schemas) const {
-  for (size_t i = 0; i < schemas.size(); ++i)
-    for (size_t j = i + 1; j < schemas.size(); ++j)
-      if (!disjoint_pair(schemas[i], schemas[j])) return false;
+  std::vector<Json> seen;
+  for (const auto& s : schemas) seen.push_back(inline_union_refs(s, 0));
+  for (size_t i = 0; i < seen.size(); ++i)
+    for (size_t j = i + 1; j < seen.size(); ++j)
+      if (!disjoint_pair(seen[i], seen[j])) return false;
   return true;
 }
 
@@ -255,7 +356,10 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
     }
   }
   // patternProperties on one side exempt the names they match from the other side's
-  // additionalProperties only there: merged, they would exempt them on both sides.
+  // additionalProperties only there: merged, they would exempt them on both sides. Such a
+  // side's additionalProperties is rewritten first as the pattern property it is: the names
+  // it neither declares nor matches by a pattern (so the merge then only unions patterns).
+  bool clash = false;
   for (int side = 0; side < 2; ++side) {
     const Json& x = *sides[side];
     const Json& y = *sides[1 - side];
@@ -266,9 +370,24 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
     for (const auto& [pk, pv] : y["patternProperties"].items())
       if (!x.contains("patternProperties") || !x["patternProperties"].is_object() ||
           !x["patternProperties"].contains(pk))
-        return unsupported("json schema: allOf at '{}' combines patternProperties with another "
-                           "branch's additionalProperties", ptr);
+        clash = true;
   }
+  if (clash)
+    for (Json* x : sides) {
+      if (!x->contains("additionalProperties") || is_trivial((*x)["additionalProperties"])) continue;
+      auto p = undeclared_unmatched_pattern(*x);
+      if (!p)
+        return unsupported("json schema: allOf at '{}' combines patternProperties with another "
+                           "branch's additionalProperties (a pattern or name does not fit the "
+                           "rewrite as a pattern property)", ptr);
+      if (!x->contains("patternProperties")) (*x)["patternProperties"] = Json::object();
+      if ((*x)["patternProperties"].contains(*p))
+        (*x)["patternProperties"][*p] =
+            Json{{"allOf", Json::array({(*x)["patternProperties"][*p], (*x)["additionalProperties"]})}};
+      else
+        (*x)["patternProperties"][*p] = (*x)["additionalProperties"];
+      x->erase("additionalProperties");
+    }
   // Two if/then/else become one union of cases, merged as anyOf below.
   if (a.contains("if") && bb.contains("if")) {
     Json u = if_as_union(bb);
@@ -338,6 +457,18 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
                v.get<double>() >= 1 && cur.get<double>() < 1e9 && v.get<double>() < 1e9) {
       // Multiples of both integers a and b (integers themselves) are the multiples of lcm.
       cur = std::lcm(cur.get<int64_t>(), v.get<int64_t>());
+    } else if (k == "multipleOf" && cur.is_number() && v.is_number() &&
+               decimal_fraction(cur.get<double>()) && decimal_fraction(v.get<double>()) &&
+               rational_lcm(*decimal_fraction(cur.get<double>()),
+                            *decimal_fraction(v.get<double>()))) {
+      // Short decimals p/q: the common multiples of p1/q1 and p2/q2 (lowest terms) are the
+      // multiples of lcm(p1, p2) / gcd(q1, q2); an integer when the denominators are coprime.
+      auto [p, q] = *rational_lcm(*decimal_fraction(cur.get<double>()),
+                                  *decimal_fraction(v.get<double>()));
+      if (q == 1)
+        cur = p;
+      else
+        cur = static_cast<double>(p) / static_cast<double>(q);
     } else if ((k == "anyOf" || k == "oneOf") && cross_branches(cur, v)) {
       cur = *cross_branches(cur, v);
     } else if (k == "contains" && !a.contains("minContains") && !a.contains("maxContains") &&

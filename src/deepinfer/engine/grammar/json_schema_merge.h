@@ -28,6 +28,7 @@ class SchemaMerger {
 
  private:
   Result<Json> merge(Json a, const Json& b, const std::string& ptr);
+  Json inline_union_refs(const Json& s, int depth) const;
   Resolver resolve_;
   int depth_ = 0;
   std::set<std::string> conjunctions_;  // patterns this merger made from several

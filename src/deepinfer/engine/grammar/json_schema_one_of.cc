@@ -4,6 +4,7 @@
 // B's closed layout cannot hold is present) gives one case. Using only some of the reasons
 // under-approximates "not B", so every generated instance still matches exactly one branch.
 #include "deepinfer/engine/grammar/json_schema_lowering.h"
+#include "deepinfer/engine/grammar/json_schema_merge.h"
 #include "deepinfer/engine/grammar/json_schema_validate.h"
 
 namespace deepinfer::engine::grammar::detail {
@@ -57,6 +58,11 @@ std::optional<Json> values_failing(const Json& v, const Json& s) {
   if (keep.empty()) return std::nullopt;
   base["type"] = keep;
   return base;
+}
+
+bool array_capable(const Json& m) {
+  if (!m.is_object()) return m.is_boolean() && m.get<bool>();
+  return has(declared_types(m), "array");
 }
 
 bool string_capable(const Json& m) {
@@ -246,6 +252,42 @@ Result<std::optional<std::vector<Json>>> SchemaCompiler::one_of_cases(
     if (cases.size() > kMaxCasesPerBranch) cases.resize(kMaxCasesPerBranch);
   }
   return std::optional<std::vector<Json>>(std::move(cases));
+}
+
+// oneOf over arrays, e.g. [{items: number}, {items: {type: array}}] or item enums with no
+// common value: the empty array may match several branches, but a non-empty array of branch
+// i has a first item that fails every other branch's `items`, so it matches branch i only.
+// Branch i's other types are left out (a sound subset).
+std::optional<Json> SchemaCompiler::one_of_arrays(const std::vector<Json>& merged, size_t i,
+                                                  const std::vector<size_t>& others) {
+  const Json& own = merged[i];
+  if (!own.is_object() || !array_capable(own) || !own.contains("items") ||
+      own.contains("prefixItems") || !(own["items"].is_object() || own["items"].is_boolean()))
+    return std::nullopt;
+  SchemaMerger merger([this](const std::string& r, const std::string& p) { return resolve(r, p); });
+  auto flat_items = [&](const Json& m) -> std::optional<Json> {
+    auto f = merger.flatten(m["items"], "/items");
+    if (!f.is_ok()) return std::nullopt;
+    return *f;
+  };
+  auto mine = flat_items(own);
+  if (!mine) return std::nullopt;
+  for (size_t j : others) {
+    const Json& b = merged[j];
+    if (!array_capable(b)) continue;  // an array never matches it
+    if (!b.is_object() || !b.contains("items") || b.contains("prefixItems") ||
+        !(b["items"].is_object() || b["items"].is_boolean()))
+      return std::nullopt;
+    auto theirs = flat_items(b);
+    if (!theirs || !merger.pairwise_disjoint({*mine, *theirs})) return std::nullopt;
+  }
+  Json out = own;
+  out["type"] = "array";
+  int64_t lo = own.contains("minItems") && own["minItems"].is_number()
+                   ? static_cast<int64_t>(std::ceil(own["minItems"].get<double>()))
+                   : 0;
+  out["minItems"] = std::max<int64_t>(lo, 1);
+  return out;
 }
 
 }  // namespace deepinfer::engine::grammar::detail

@@ -187,6 +187,39 @@ std::string regex_syntax_subset() {
     term = "(" + atom + quant + "?|" + group(alternation(term)) + quant + "?|\\^|\\$)";
   return alternation(term);
 }
+
+// RFC 3986 URI-reference, a subset: no userinfo, no IP literals, no network-path relative
+// references; every string it matches is a valid URI-reference. With `ucs` (RFC 3987's
+// ucschar) added wherever unreserved characters may stand, every match is a valid
+// IRI-reference (iprivate, allowed only in queries, is left out).
+constexpr const char* kUcsChar =
+    "\\u{A0}-\\u{D7FF}\\u{F900}-\\u{FDCF}\\u{FDF0}-\\u{FFEF}\\u{10000}-\\u{1FFFD}\\u{20000}-"
+    "\\u{2FFFD}\\u{30000}-\\u{3FFFD}\\u{40000}-\\u{4FFFD}\\u{50000}-\\u{5FFFD}\\u{60000}-\\u{6FFFD}"
+    "\\u{70000}-\\u{7FFFD}\\u{80000}-\\u{8FFFD}\\u{90000}-\\u{9FFFD}\\u{A0000}-\\u{AFFFD}"
+    "\\u{B0000}-\\u{BFFFD}\\u{C0000}-\\u{CFFFD}\\u{D0000}-\\u{DFFFD}\\u{E1000}-\\u{EFFFD}";
+struct UriParts {
+  std::string uri, rel;
+};
+UriParts uri_parts(const std::string& ucs) {
+  const std::string pct = "%[0-9A-Fa-f]{2}";
+  const std::string pchar = "([A-Za-z0-9._~!$&'()*+,;=:@" + ucs + "-]|" + pct + ")";
+  const std::string pchar_nc = "([A-Za-z0-9._~!$&'()*+,;=@" + ucs + "-]|" + pct + ")";
+  const std::string qf = "([A-Za-z0-9._~!$&'()*+,;=:@/?" + ucs + "-]|" + pct + ")*";
+  const std::string tail = "(\\?" + qf + ")?(#" + qf + ")?";
+  const std::string abs_path = "/(" + pchar + "+(/" + pchar + "*)*)?";
+  const std::string authority =
+      "//([A-Za-z0-9._~!$&'()*+,;=" + ucs + "-]|" + pct + ")*(:[0-9]*)?(/" + pchar + "*)*";
+  UriParts out;
+  out.uri = "[A-Za-z][A-Za-z0-9+.-]*:(" + authority + "|" + abs_path + "|" + pchar + "+(/" +
+            pchar + "*)*)?" + tail;
+  out.rel = "(" + abs_path + "|" + pchar_nc + "+(/" + pchar + "*)*)?" + tail;
+  return out;
+}
+std::string uri_reference_subset(const std::string& ucs) {
+  UriParts p = uri_parts(ucs);
+  return "(" + p.uri + ")|(" + p.rel + ")";
+}
+std::string absolute_uri_subset(const std::string& ucs) { return uri_parts(ucs).uri; }
 }  // namespace
 
 std::optional<std::string> format_regex(std::string_view f) {
@@ -217,21 +250,10 @@ std::optional<std::string> format_regex(std::string_view f) {
       re += "|(" + h + ":){" + std::to_string(k) + "}(:" + h + "){1," + std::to_string(7 - k) + "}";
     return re;
   }
-  if (f == "uri-reference") {
-    // RFC 3986 URI-reference, a subset: no userinfo, no IP literals, no network-path
-    // relative references; every string it matches is a valid URI-reference.
-    const std::string pct = "%[0-9A-Fa-f]{2}";
-    const std::string pchar = "([A-Za-z0-9._~!$&'()*+,;=:@-]|" + pct + ")";
-    const std::string pchar_nc = "([A-Za-z0-9._~!$&'()*+,;=@-]|" + pct + ")";
-    const std::string qf = "([A-Za-z0-9._~!$&'()*+,;=:@/?-]|" + pct + ")*";
-    const std::string tail = "(\\?" + qf + ")?(#" + qf + ")?";
-    const std::string abs_path = "/(" + pchar + "+(/" + pchar + "*)*)?";
-    const std::string authority = "//([A-Za-z0-9._~!$&'()*+,;=-]|" + pct + ")*(:[0-9]*)?(/" + pchar + "*)*";
-    const std::string uri = "[A-Za-z][A-Za-z0-9+.-]*:(" + authority + "|" + abs_path + "|" + pchar + "+(/" +
-                            pchar + "*)*)?" + tail;
-    const std::string rel = "(" + abs_path + "|" + pchar_nc + "+(/" + pchar + "*)*)?" + tail;
-    return "(" + uri + ")|(" + rel + ")";
-  }
+  if (f == "uri-reference") return uri_reference_subset("");
+  if (f == "iri-reference") return uri_reference_subset(kUcsChar);
+  // The absolute forms, as the uri-reference subset's first alternative.
+  if (f == "iri") return absolute_uri_subset(kUcsChar);
   if (f == "uri")
     return "[A-Za-z][A-Za-z0-9+.-]*:([A-Za-z0-9._~:/?#@!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*";
   if (f == "regex") return regex_syntax_subset();
