@@ -235,8 +235,10 @@ std::optional<std::string> undeclared_unmatched_pattern(const Json& x) {
   std::string out = "^";
   if (x.contains("properties") && x["properties"].is_object() && !x["properties"].empty()) {
     std::string names;
-    for (const auto& [k, v] : x["properties"].items())
-      names += (names.empty() ? "" : "|") + regex_literal(k);
+    for (const auto& [k, v] : x["properties"].items()) {
+      if (!names.empty()) names += '|';
+      names += regex_literal(k);
+    }
     out += "(?!(?:" + names + ")$)";
   }
   if (x.contains("patternProperties")) {
