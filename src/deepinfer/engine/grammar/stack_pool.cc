@@ -7,6 +7,9 @@ StackPool::StackPool(const Grammar* g) : g_(g) {
   nodes_.push_back({kNoPos, kNoPos});  // kAccept
   nodes_.push_back({kNoPos, kNoPos});  // kContext
   mark_.resize(2, 0);
+  closure_mark_.resize(2, 0);
+  closed_begin_.resize(2, kNoPos);
+  closed_end_.resize(2, kNoPos);
 }
 
 uint32_t StackPool::node(uint32_t parent, uint32_t pos) {
@@ -15,6 +18,9 @@ uint32_t StackPool::node(uint32_t parent, uint32_t pos) {
   if (inserted) {
     nodes_.push_back({parent, pos});
     mark_.push_back(0);
+    closure_mark_.push_back(0);
+    closed_begin_.push_back(kNoPos);
+    closed_end_.push_back(kNoPos);
   }
   return it->second;
 }
@@ -26,9 +32,29 @@ void StackPool::begin_step() {
   }
 }
 
+void StackPool::add_closed(uint32_t id, std::vector<uint32_t>& out) {
+  if (closed_begin_[id] == kNoPos) {
+    if (++closure_epoch_ == 0) {  // wrapped: clear marks so stale epochs cannot collide
+      std::fill(closure_mark_.begin(), closure_mark_.end(), 0);
+      closure_epoch_ = 1;
+    }
+    closure_tmp_.clear();
+    closure(id, closure_tmp_);
+    closed_begin_[id] = static_cast<uint32_t>(closed_items_.size());
+    closed_items_.insert(closed_items_.end(), closure_tmp_.begin(), closure_tmp_.end());
+    closed_end_[id] = static_cast<uint32_t>(closed_items_.size());
+  }
+  for (uint32_t i = closed_begin_[id]; i < closed_end_[id]; ++i) {
+    const uint32_t x = closed_items_[i];
+    if (mark_[x] == epoch_) continue;
+    mark_[x] = epoch_;
+    out.push_back(x);
+  }
+}
+
 void StackPool::closure(uint32_t id, std::vector<uint32_t>& out) {
-  if (mark_[id] == epoch_) return;
-  mark_[id] = epoch_;
+  if (closure_mark_[id] == closure_epoch_) return;
+  closure_mark_[id] = closure_epoch_;
   if (id == kAccept || id == kContext) {
     out.push_back(id);
     return;
@@ -62,7 +88,7 @@ void StackPool::closure(uint32_t id, std::vector<uint32_t>& out) {
 std::vector<uint32_t> StackPool::initial(uint32_t rule) {
   begin_step();
   std::vector<uint32_t> out;
-  for (uint32_t a : g_->rule_alts[rule]) closure(node(kAccept, a), out);
+  for (uint32_t a : g_->rule_alts[rule]) add_closed(node(kAccept, a), out);
   return out;
 }
 
@@ -73,7 +99,7 @@ void StackPool::advance(const std::vector<uint32_t>& in, uint8_t b, std::vector<
     if (s == kAccept || s == kContext) continue;
     const Node n = nodes_[s];
     if (!g_->byte_sets[g_->elements[n.pos].arg].test(b)) continue;
-    closure(node(n.parent, n.pos + 1), out);
+    add_closed(node(n.parent, n.pos + 1), out);
   }
 }
 

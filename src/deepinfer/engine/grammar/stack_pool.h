@@ -38,13 +38,22 @@ class StackPool {
     uint32_t pos;
   };
   void begin_step();
+  // Appends the closed stacks id expands to (each once per closure_epoch_).
   void closure(uint32_t id, std::vector<uint32_t>& out);
+  // Adds id's closure to `out`, skipping stacks already added this step. The closure of a
+  // stack depends on the stack alone, so it is computed once and kept ([begin, end) of
+  // closed_items_): sets that share stacks (every DFA state over them) reuse it.
+  void add_closed(uint32_t id, std::vector<uint32_t>& out);
 
   const Grammar* g_;
   std::vector<Node> nodes_;
   std::unordered_map<uint64_t, uint32_t> index_;
-  std::vector<uint32_t> mark_;  // [nodes] epoch of the last step that visited the node
+  std::vector<uint32_t> mark_;  // [nodes] epoch of the last step that added the node
   uint32_t epoch_ = 0;
+  std::vector<uint32_t> closure_mark_;  // [nodes] closure() visits, per closure_epoch_
+  uint32_t closure_epoch_ = 0;
+  std::vector<uint32_t> closed_begin_, closed_end_;  // [nodes] kNoPos = not computed yet
+  std::vector<uint32_t> closed_items_, closure_tmp_;
   std::vector<uint32_t> tmp_a_, tmp_b_;
 };
 
