@@ -32,11 +32,15 @@ size_t TokenClasses::memory_bytes() const {
   return sizeof(*this) + accepted_bits.size() * 4 + accepted_ids.size() * 4 + uncertain.size() * 6;
 }
 
-size_t ContextWalker::VecHash::operator()(const std::vector<uint32_t>& v) const {
+namespace {
+
+uint64_t hash_set(const std::vector<uint32_t>& v) {
   uint64_t h = v.size();
   for (uint32_t x : v) h = (h ^ x) * 0x9E3779B97F4A7C15ull;
-  return static_cast<size_t>(h ^ (h >> 29));
+  return h ^ (h >> 29);
 }
+
+}  // namespace
 
 ByteColumns byte_columns(const Grammar& g) {
   // Partition refinement: each distinct byte class splits every column into the bytes it
@@ -106,7 +110,7 @@ int ContextWalker::plain_run(int32_t s) {
       run = 255;
       break;
     }
-    if (sets_[to].empty()) break;
+    if (set_size(to) == 0) break;
     if (plain_run_[to] >= 0) {
       run = std::min(255, 1 + plain_run_[to]);
       break;
@@ -146,23 +150,42 @@ bool ContextWalker::loops_on(int32_t s, const std::array<uint64_t, 4>& bytes) {
 
 int32_t ContextWalker::intern(std::vector<uint32_t>& v) {
   std::sort(v.begin(), v.end());
-  auto [it, inserted] = intern_.try_emplace(v, static_cast<int32_t>(sets_.size()));
-  if (inserted) {
-    has_ctx_.push_back(std::find(v.begin(), v.end(), StackPool::kContext) != v.end());
-    sets_.push_back(v);
-    set_elems_ += v.size();
-    trans_.resize(trans_.size() + num_cols_, -1);
-    loop_yes_.push_back({});
-    loop_no_.push_back({});
-    plain_run_.push_back(-1);
+  const uint64_t h = hash_set(v);
+  const size_t num_sets = set_hash_.size();
+  if (set_index_.size() < 2 * (num_sets + 1)) {  // grow and re-place every set
+    set_index_.assign(std::max<size_t>(64, set_index_.size() * 2), -1);
+    for (size_t s = 0; s < num_sets; ++s) {
+      size_t i = set_hash_[s] & (set_index_.size() - 1);
+      while (set_index_[i] >= 0) i = (i + 1) & (set_index_.size() - 1);
+      set_index_[i] = static_cast<int32_t>(s);
+    }
   }
-  return it->second;
+  const size_t mask = set_index_.size() - 1;
+  size_t i = h & mask;
+  for (; set_index_[i] >= 0; i = (i + 1) & mask) {
+    const int32_t s = set_index_[i];
+    if (set_hash_[s] == h && set_size(s) == v.size() &&
+        std::equal(v.begin(), v.end(), set_items_.begin() + set_begin_[s]))
+      return s;
+  }
+  const int32_t id = static_cast<int32_t>(num_sets);
+  set_index_[i] = id;
+  set_hash_.push_back(h);
+  set_items_.insert(set_items_.end(), v.begin(), v.end());
+  set_begin_.push_back(static_cast<uint32_t>(set_items_.size()));
+  has_ctx_.push_back(std::find(v.begin(), v.end(), StackPool::kContext) != v.end());
+  set_elems_ += v.size();
+  trans_.resize(trans_.size() + num_cols_, -1);
+  loop_yes_.push_back({});
+  loop_no_.push_back({});
+  plain_run_.push_back(-1);
+  return id;
 }
 
 int32_t ContextWalker::step(int32_t from, uint8_t byte) {
   size_t cell = static_cast<size_t>(from) * num_cols_ + byte_col_[byte];
   if (trans_[cell] >= 0) return trans_[cell];
-  pool_->advance(sets_[from], byte, scratch_);
+  pool_->advance(set_items_.data() + set_begin_[from], set_size(from), byte, scratch_);
   int32_t to = intern(scratch_);
   trans_[cell] = to;  // interning may have grown trans_, so index again
   return to;
@@ -172,15 +195,17 @@ void ContextWalker::bound_dfa() {
   // Bounds on what the shared DFA may hold before starting over (a few MB).
   constexpr size_t kMaxSets = 1 << 14, kMaxTransitions = 1 << 20, kMaxPoolNodes = 1 << 20,
                    kMaxSetElements = 1 << 21;
-  if (!pool_ || sets_.size() > kMaxSets || trans_.size() > kMaxTransitions ||
+  if (!pool_ || set_hash_.size() > kMaxSets || trans_.size() > kMaxTransitions ||
       pool_->size() > kMaxPoolNodes || set_elems_ > kMaxSetElements)
     reset_dfa();
 }
 
 void ContextWalker::reset_dfa() {
   pool_ = std::make_unique<StackPool>(g_);
-  intern_.clear();
-  sets_.clear();
+  set_items_.clear();
+  set_begin_.assign(1, 0);
+  set_hash_.clear();
+  set_index_.clear();
   trans_.clear();
   has_ctx_.clear();
   loop_yes_.clear();

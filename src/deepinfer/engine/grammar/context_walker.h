@@ -6,7 +6,6 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "deepinfer/engine/grammar/grammar_ir.h"
@@ -67,10 +66,9 @@ class ContextWalker {
   size_t last_visits() const { return last_visits_; }
 
  private:
-  struct VecHash {
-    size_t operator()(const std::vector<uint32_t>& v) const;
-  };
+  // The DFA state of stack set v (sorted in place), added when new.
   int32_t intern(std::vector<uint32_t>& v);
+  size_t set_size(int32_t s) const { return set_begin_[s + 1] - set_begin_[s]; }
   int32_t step(int32_t from, uint8_t byte);
   void reset_dfa();
   // Keeps the DFA across calls (states are stack sets, whatever context started them) until
@@ -92,8 +90,13 @@ class ContextWalker {
   std::shared_ptr<const VocabTrie> trie_;
   std::unique_ptr<StackPool> pool_;
   // A lazily built DFA over stack sets for the current context.
-  std::unordered_map<std::vector<uint32_t>, int32_t, VecHash> intern_;
-  std::vector<std::vector<uint32_t>> sets_;
+  // Stack sets stored once, back to back: set s is set_items_[set_begin_[s], set_begin_[s+1]).
+  // An open-addressing index (-1 = free slot, size a power of two, at most half full) finds
+  // a set by content without a second copy or an allocation per set.
+  std::vector<uint32_t> set_items_;
+  std::vector<uint32_t> set_begin_{0};
+  std::vector<uint64_t> set_hash_;
+  std::vector<int32_t> set_index_;
   std::array<uint8_t, 256> byte_col_{};
   int num_cols_ = 0;
   std::vector<int32_t> trans_;  // [sets * num_cols_], -1 = not computed yet

@@ -92,10 +92,11 @@ std::vector<uint32_t> StackPool::initial(uint32_t rule) {
   return out;
 }
 
-void StackPool::advance(const std::vector<uint32_t>& in, uint8_t b, std::vector<uint32_t>& out) {
+void StackPool::advance(const uint32_t* in, size_t n_in, uint8_t b, std::vector<uint32_t>& out) {
   out.clear();
   begin_step();
-  for (uint32_t s : in) {
+  for (size_t k = 0; k < n_in; ++k) {
+    const uint32_t s = in[k];
     if (s == kAccept || s == kContext) continue;
     const Node n = nodes_[s];
     if (!g_->byte_sets[g_->elements[n.pos].arg].test(b)) continue;

@@ -26,7 +26,10 @@ class StackPool {
   // Stacks whose top is a byte class (or kAccept) at the start of rule `rule`.
   std::vector<uint32_t> initial(uint32_t rule);
   // Consumes byte b from every stack in `in`; `out` gets the deduplicated closed results.
-  void advance(const std::vector<uint32_t>& in, uint8_t b, std::vector<uint32_t>& out);
+  void advance(const std::vector<uint32_t>& in, uint8_t b, std::vector<uint32_t>& out) {
+    advance(in.data(), in.size(), b, out);
+  }
+  void advance(const uint32_t* in, size_t n, uint8_t b, std::vector<uint32_t>& out);
   // True when the bytes can be consumed from stack `s`; `scratch` buffers are reused.
   bool accepts(uint32_t s, const std::string& bytes);
   // The union of byte classes the stacks can consume next.
