@@ -1,8 +1,9 @@
 // The context precompute and the masks served while it runs: a grammar used before its
-// background precompute has started (every context classified by the mask that needs it),
-// one whose precompute is driven a little between tokens, and one fully precomputed must give
-// the same bitmask at every step, and that bitmask must equal accept_token over the whole
-// vocabulary.
+// background precompute has started (every mask one scan of the vocabulary for the whole
+// stack set), one whose precompute is driven a little between tokens, one with no precompute
+// (every context classified by the first mask that needs it) and one fully precomputed must
+// give the same bitmask at every step, and that bitmask must equal accept_token over the
+// whole vocabulary.
 // Covers the scan shortcuts (a subtree accepted whole when the state loops on its bytes or a
 // counted run has copies left for it) on bounded strings, enums, numbers, regex and EBNF.
 #include <gtest/gtest.h>
@@ -69,24 +70,31 @@ std::vector<uint32_t> brute_force_mask(GrammarMatcher& m) {
 }
 
 TEST(GrammarBackgroundPrecompute, MasksWhilePendingEqualPrecomputedMasks) {
+  size_t ahead_classified = 0, ahead_scanned = 0;
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.source);
     auto full = build(c, CompiledGrammar::Precompute::kBeforeReturn);
     auto idle = build(c, CompiledGrammar::Precompute::kInBackground);    // never driven
     auto driven = build(c, CompiledGrammar::Precompute::kInBackground);  // a slice per token
-    ASSERT_TRUE(full && idle && driven);
+    // No precompute at all: every context is classified by the first mask that needs it.
+    GrammarLimits no_budget;
+    no_budget.precompute_seconds = 0;
+    auto on_demand = compile_grammar({c.kind, c.source, {}}, test_vocabulary(), no_budget);
+    ASSERT_TRUE(full && idle && driven && on_demand.is_ok());
     EXPECT_FALSE(full->precompute_pending());
     EXPECT_TRUE(idle->precompute_pending());
-    GrammarMatcher a(full), b(idle), d(driven);
+    GrammarMatcher a(full), b(idle), d(driven), o(*on_demand);
     const size_t words = full->vocab().mask_words();
-    std::vector<uint32_t> ma(words), mb(words), md(words);
+    std::vector<uint32_t> ma(words), mb(words), md(words), mo(words);
     std::vector<int32_t> ids = greedy_tokenize(full->vocab(), c.text);
     ids.push_back(full->vocab().eos_ids.at(0));
     for (size_t i = 0; i < ids.size(); ++i) {
       a.fill_next_token_bitmask(ma.data());
       b.fill_next_token_bitmask(mb.data());
       d.fill_next_token_bitmask(md.data());
-      ASSERT_EQ(ma, mb) << "mask with contexts classified on demand differs before token " << i;
+      o.fill_next_token_bitmask(mo.data());
+      ASSERT_EQ(ma, mb) << "mask scanned ahead of the precompute differs before token " << i;
+      ASSERT_EQ(ma, mo) << "mask with contexts classified on demand differs before token " << i;
       ASSERT_EQ(ma, md) << "partly precomputed mask differs before token " << i;
       // The whole vocabulary on the first steps (each check is a vocabulary of accepts).
       if (i < 4) {
@@ -95,12 +103,44 @@ TEST(GrammarBackgroundPrecompute, MasksWhilePendingEqualPrecomputedMasks) {
       ASSERT_TRUE(a.accept_token(ids[i])) << "token " << i;
       ASSERT_TRUE(b.accept_token(ids[i]));
       ASSERT_TRUE(d.accept_token(ids[i]));
+      ASSERT_TRUE(o.accept_token(ids[i]));
       driven->precompute_more(0.0002);
     }
     EXPECT_TRUE(a.is_terminated());
-    EXPECT_GT(idle->context_stats().lazy, 0u);
+    ahead_classified += idle->context_stats().lazy;
+    ahead_scanned += idle->context_stats().direct_masks;
+    EXPECT_GT((*on_demand)->context_stats().lazy, 0u);
+    EXPECT_EQ((*on_demand)->context_stats().direct_masks, 0u);
     EXPECT_EQ(full->context_stats().lazy, 0u);
   }
+  // Both ways a mask runs ahead of the precompute were taken: a few contexts classified, and
+  // one scan for a stack set with many missing contexts (an object's optional properties).
+  EXPECT_GT(ahead_classified, 0u);
+  EXPECT_GT(ahead_scanned, 0u);
+}
+
+TEST(GrammarBackgroundPrecompute, ScannedMasksAreKeptPerStackSet) {
+  // A stack set that comes back (here the same state asked three times; in decoding, every
+  // token inside an unbounded string) is scanned once while the precompute is pending, then
+  // its mask is reused.
+  Case c{
+      GrammarSpec::kJsonSchema,
+      R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"},"c":{"type":"integer"},"d":{"type":"boolean"}}})",
+      ""};
+  auto idle = build(c, CompiledGrammar::Precompute::kInBackground);
+  auto full = build(c, CompiledGrammar::Precompute::kBeforeReturn);
+  ASSERT_TRUE(idle && full);
+  GrammarMatcher a(full), b(idle);
+  std::vector<uint32_t> ma(full->vocab().mask_words()), mb(ma.size());
+  ASSERT_TRUE(a.accept_bytes("{") && b.accept_bytes("{"));
+  for (int i = 0; i < 3; ++i) {
+    a.fill_next_token_bitmask(ma.data());
+    b.fill_next_token_bitmask(mb.data());
+    ASSERT_EQ(ma, mb) << "mask " << i;
+  }
+  // The object's start holds a stack per optional property: one scan, then two reuses.
+  EXPECT_EQ(idle->context_stats().direct_masks, 1u);
+  EXPECT_EQ(ma, brute_force_mask(a));
 }
 
 // Walks `body` byte by byte on a fully precomputed grammar and on one whose contexts are

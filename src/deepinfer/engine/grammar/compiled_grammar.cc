@@ -122,7 +122,7 @@ bool CompiledGrammar::precompute_more(double seconds) const {
     auto [key, depth] = st.todo.back();
     st.todo.pop_back();
     bool refine;
-    if (const TokenClasses* known = find_classes(key)) {
+    if (const TokenClasses* known = cached_classes(key)) {
       refine = known->refine;  // classified lazily by a matcher already
     } else {
       auto c = st.walker.classify(key);
@@ -163,6 +163,7 @@ ContextStats CompiledGrammar::context_stats() const {
   ContextStats s;
   s.precomputed = precomputed_.load();
   s.lazy = lazy_.load();
+  s.direct_masks = direct_masks_.load();
   s.complete = complete_.load();
   s.pending = pending_.load();
   s.precompute_ms = precompute_ms_.load();
@@ -170,10 +171,27 @@ ContextStats CompiledGrammar::context_stats() const {
   return s;
 }
 
-const TokenClasses* CompiledGrammar::find_classes(const ContextKey& key) const {
+const TokenClasses* CompiledGrammar::cached_classes(const ContextKey& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = cache_.find(key);
   return it == cache_.end() ? nullptr : it->second.get();
+}
+
+void CompiledGrammar::fill_mask_directly(const std::vector<std::vector<uint32_t>>& stacks,
+                                         uint32_t* mask) const {
+  // The lazy walker's DFA is shared with lazy classifications; a second thread meanwhile
+  // uses a fresh walker.
+  if (std::unique_lock<std::mutex> walker_lock(lazy_walker_mu_, std::try_to_lock);
+      walker_lock.owns_lock()) {
+    if (!lazy_walker_) lazy_walker_ = std::make_unique<ContextWalker>(&grammar_, trie_, columns_);
+    lazy_walker_->fill_mask(stacks, mask);
+    nodes_visited_ += lazy_walker_->last_visits();
+  } else {
+    ContextWalker walker(&grammar_, trie_, columns_);
+    walker.fill_mask(stacks, mask);
+    nodes_visited_ += walker.last_visits();
+  }
+  direct_masks_++;
 }
 
 const TokenClasses& CompiledGrammar::classes(const ContextKey& key) const {

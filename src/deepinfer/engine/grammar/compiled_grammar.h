@@ -23,6 +23,7 @@ namespace deepinfer::engine::grammar {
 struct ContextStats {
   size_t precomputed = 0;    // classified ahead of use (compile worker or background)
   size_t lazy = 0;           // classified later, inside a mask call
+  size_t direct_masks = 0;   // masks scanned whole because the precompute had not reached them
   bool complete = false;     // every reachable context was precomputed within the budget
   bool pending = false;      // the background precompute has not finished yet
   double precompute_ms = 0;  // time spent precomputing so far
@@ -49,6 +50,13 @@ class CompiledGrammar {
   // The classification for a top-of-stack context; computed on first use when the compile
   // worker did not get to it (thread-safe; the reference stays valid for the grammar's life).
   const TokenClasses& classes(const ContextKey& key) const;
+  // The classification if it is computed already, else null (never computes).
+  const TokenClasses* cached_classes(const ContextKey& key) const;
+  // ORs into `mask` the tokens a matcher's stack set accepts (stacks as positions, top first,
+  // see ContextWalker::fill_mask), by one scan of the vocabulary: for a mask that overtakes
+  // the background precompute, cheaper than classifying its contexts (several scans each,
+  // one per key depth) ahead of the precompute.
+  void fill_mask_directly(const std::vector<std::vector<uint32_t>>& stacks, uint32_t* mask) const;
   // Classifies more contexts for about `seconds` (one thread at a time); false once nothing
   // is left to do (finished, or the precompute budget is spent).
   bool precompute_more(double seconds) const;
@@ -61,8 +69,6 @@ class CompiledGrammar {
  private:
   CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabulary> v);
   void alias_long_chains();
-  // The classification if it is computed already, else null (never computes).
-  const TokenClasses* find_classes(const ContextKey& key) const;
   struct PrecomputeState;
 
   Grammar grammar_;
@@ -82,7 +88,7 @@ class CompiledGrammar {
   mutable std::mutex lazy_walker_mu_;
   mutable std::unique_ptr<ContextWalker>
       lazy_walker_;  // classes() of contexts not precomputed (yet)
-  mutable std::atomic<size_t> precomputed_{0}, lazy_{0}, nodes_visited_{0};
+  mutable std::atomic<size_t> precomputed_{0}, lazy_{0}, direct_masks_{0}, nodes_visited_{0};
   mutable std::atomic<bool> complete_{false};
   mutable std::atomic<double> precompute_ms_{0};
 };

@@ -214,6 +214,49 @@ void ContextWalker::reset_dfa() {
   set_elems_ = 0;
 }
 
+void ContextWalker::fill_mask(const std::vector<std::vector<uint32_t>>& stacks, uint32_t* mask) {
+  const VocabTrie& t = *trie_;
+  bound_dfa();
+  scratch_.clear();
+  const int32_t kEmpty = intern(scratch_);
+  std::vector<uint32_t> start;
+  for (const auto& positions : stacks) {
+    uint32_t s = StackPool::kAccept;
+    for (size_t i = positions.size(); i-- > 0;) s = pool_->node(s, positions[i]);
+    start.push_back(s);
+  }
+  state_at_[0] = intern(start);
+  const uint8_t* byte = t.byte.data();
+  const uint32_t* depth = t.depth.data();
+  const uint32_t* end = t.end.data();
+  const uint32_t* tok_begin = t.tok_begin.data();
+  const int32_t* tokens = t.tokens.data();
+  auto allow = [&](uint32_t from, uint32_t to) {
+    for (uint32_t i = from; i < to; ++i) mask[tokens[i] >> 5] |= 1u << (tokens[i] & 31);
+  };
+  const uint32_t n = static_cast<uint32_t>(t.num_nodes());
+  size_t visits = 0;
+  for (uint32_t k = 1; k < n; ++visits) {
+    const uint32_t d = depth[k];
+    const int32_t from = state_at_[d - 1];
+    int32_t ns = trans_[static_cast<size_t>(from) * num_cols_ + byte_col_[byte[k]]];
+    if (ns < 0) ns = step(from, byte[k]);
+    if (ns == kEmpty) {
+      k = end[k];  // a dead prefix: the whole subtree is rejected
+      continue;
+    }
+    if (subtree_accepted(ns, k)) {
+      allow(tok_begin[k], tok_begin[end[k]]);
+      k = end[k];
+      continue;
+    }
+    allow(tok_begin[k], tok_begin[k + 1]);
+    state_at_[d] = ns;
+    ++k;
+  }
+  last_visits_ = visits;
+}
+
 std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
   const VocabTrie& t = *trie_;
   const int32_t words = t.vocab->mask_words();

@@ -62,7 +62,13 @@ class ContextWalker {
  public:
   ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> trie, const ByteColumns& cols);
   std::unique_ptr<TokenClasses> classify(const ContextKey& key);
-  // Trie nodes the last classify() visited (the scan's work, whatever the machine's speed).
+  // ORs into `mask` the tokens a whole stack set accepts. `stacks` holds each stack's grammar
+  // positions, top first (a matcher's real stacks, down to the accept state): nothing lies
+  // below, so nothing is uncertain and one scan gives this step's mask, with no cacheable
+  // classification (a mask that overtakes the precompute).
+  void fill_mask(const std::vector<std::vector<uint32_t>>& stacks, uint32_t* mask);
+  // Trie nodes the last classify() or fill_mask() visited (the scan's work, whatever the machine's
+  // speed).
   size_t last_visits() const { return last_visits_; }
 
  private:

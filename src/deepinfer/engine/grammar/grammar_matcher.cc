@@ -43,7 +43,8 @@ ContextKey GrammarMatcher::key_of(uint32_t stack, int depth) const {
 
 const TokenClasses& GrammarMatcher::classes_of(uint32_t stack) {
   // Stacks are hash-consed, so a stack id names its context for the matcher's lifetime.
-  if (stack >= classes_of_.size()) classes_of_.resize(std::max<size_t>(pool_.size(), stack + 1), nullptr);
+  if (stack >= classes_of_.size())
+    classes_of_.resize(std::max<size_t>(pool_.size(), stack + 1), nullptr);
   const TokenClasses*& c = classes_of_[stack];
   if (c) return *c;
   // The shallowest key whose classification is not marked for refinement (see context_walker.h).
@@ -52,6 +53,43 @@ const TokenClasses& GrammarMatcher::classes_of(uint32_t stack) {
     if (!c->refine) break;
   }
   return *c;
+}
+
+const TokenClasses* GrammarMatcher::known_classes_of(uint32_t stack) {
+  if (stack < classes_of_.size() && classes_of_[stack]) return classes_of_[stack];
+  for (int d = 1; d <= kContextFrames; ++d) {
+    const TokenClasses* c = cg_->cached_classes(key_of(stack, d));
+    if (!c) return nullptr;
+    if (!c->refine) {
+      if (stack >= classes_of_.size())
+        classes_of_.resize(std::max<size_t>(pool_.size(), stack + 1), nullptr);
+      return classes_of_[stack] = c;
+    }
+  }
+  return nullptr;
+}
+
+void GrammarMatcher::fill_mask_directly(const std::vector<uint32_t>& stacks, uint32_t* mask) {
+  // The same stack set comes back (every token inside an unbounded string, each item of an
+  // array), so the last few scans are kept. Stack ids are stable for the matcher's life.
+  const size_t words = cg_->vocab().mask_words();
+  for (const auto& [set, bits] : direct_masks_)
+    if (set == stacks) {
+      for (size_t w = 0; w < words; ++w) mask[w] |= bits[w];
+      return;
+    }
+  positions_.clear();
+  for (uint32_t s : stacks) {
+    if (s == StackPool::kAccept) continue;
+    positions_.emplace_back();
+    for (uint32_t x = s; x != StackPool::kAccept; x = pool_.parent(x))
+      positions_.back().push_back(pool_.pos(x));
+  }
+  if (!positions_.empty()) cg_->fill_mask_directly(positions_, mask);
+  if (direct_masks_.size() < kDirectMasksKept) direct_masks_.emplace_back();
+  auto& kept = direct_masks_[next_direct_mask_++ % kDirectMasksKept];
+  kept.first = stacks;
+  kept.second.assign(mask, mask + words);
 }
 
 void GrammarMatcher::check_uncertain(uint32_t s, const TokenClasses& c, uint32_t* mask) {
@@ -68,7 +106,7 @@ void GrammarMatcher::check_uncertain(uint32_t s, const TokenClasses& c, uint32_t
     if ((mask[id >> 5] >> (id & 31)) & 1) continue;  // already allowed by another stack
     const std::string& t = tb[id];
     size_t from = std::min(lcp, known);
-    lcp = SIZE_MAX;  // later tokens compare against this one
+    lcp = SIZE_MAX;                                  // later tokens compare against this one
     if (dead != SIZE_MAX && from >= dead) continue;  // shares a prefix that already died
     if (prefix_sets_.size() < t.size() + 1) prefix_sets_.resize(t.size() + 1);
     dead = SIZE_MAX;
@@ -91,6 +129,21 @@ void GrammarMatcher::fill_next_token_bitmask(uint32_t* mask) {
   std::memset(mask, 0, sizeof(uint32_t) * words);
   if (terminated_.back()) return;
   const auto& cur = history_.back();
+  if (cg_->precompute_pending()) {
+    // Ahead of the background precompute. A few missing contexts are classified here (and
+    // kept for every later mask); when many are (a stack per optional property of an object,
+    // say), one scan of the vocabulary for the whole set costs less than classifying each
+    // (a scan per key depth each); its result serves only this stack set (a few are kept).
+    size_t missing = 0;
+    for (uint32_t s : cur)
+      if (s != StackPool::kAccept && !known_classes_of(s)) ++missing;
+    if (missing > kMaxContextsClassifiedPerMask) {
+      if (std::find(cur.begin(), cur.end(), StackPool::kAccept) != cur.end())
+        for (int32_t id : v.eos_ids) mask[id >> 5] |= 1u << (id & 31);
+      fill_mask_directly(cur, mask);
+      return;
+    }
+  }
   bool any_uncertain = false;
   for (uint32_t s : cur) {
     if (s == StackPool::kAccept) {

@@ -38,6 +38,13 @@ class GrammarMatcher {
  private:
   ContextKey key_of(uint32_t stack, int depth) const;
   const TokenClasses& classes_of(uint32_t stack);
+  // While the precompute runs, a mask classifies at most this many missing contexts itself;
+  // past it, it scans the vocabulary once for its whole stack set instead.
+  static constexpr size_t kMaxContextsClassifiedPerMask = 2;
+  // The classification of `stack`'s context if it is computed already (never computes).
+  const TokenClasses* known_classes_of(uint32_t stack);
+  // One scan for the whole stack set while the precompute has not reached its contexts.
+  void fill_mask_directly(const std::vector<uint32_t>& stacks, uint32_t* mask);
   // Sets the bits of `c`'s uncertain tokens that the real stack `s` accepts.
   void check_uncertain(uint32_t s, const TokenClasses& c, uint32_t* mask);
 
@@ -46,8 +53,13 @@ class GrammarMatcher {
   std::vector<std::vector<uint32_t>> history_;  // [accepted + 1] stack sets
   std::vector<bool> terminated_;                // [accepted + 1]
   std::vector<uint32_t> scratch_a_, scratch_b_;
-  std::vector<const TokenClasses*> classes_of_;   // [pool nodes] cached per stack id
+  std::vector<const TokenClasses*> classes_of_;     // [pool nodes] cached per stack id
   std::vector<std::vector<uint32_t>> prefix_sets_;  // [bytes + 1] states along a token
+  std::vector<std::vector<uint32_t>> positions_;    // fill_mask_directly's stacks
+  // The last kDirectMasksKept whole-set scans: (stack set, its mask), replaced round robin.
+  static constexpr size_t kDirectMasksKept = 8;
+  std::vector<std::pair<std::vector<uint32_t>, std::vector<uint32_t>>> direct_masks_;
+  size_t next_direct_mask_ = 0;
 };
 
 }  // namespace deepinfer::engine::grammar
