@@ -158,5 +158,32 @@ TEST(GrammarJsonSchemaRound7, NotNextToIfThenElse) {
     expect_rejected(c, bad);
 }
 
+// oneOf whose branches are anyOf over arrays (Handwritten oneofanyofitc1): the negated
+// branch's siblings (type) distribute into its anyOf, so each alternative is complemented
+// by the array reasons (an item failing `items`, no item matching `contains`).
+TEST(GrammarJsonSchemaRound7, OverlappingOneOfOfArrayUnions) {
+  auto c = compile(R"({
+    "type": "array",
+    "oneOf": [{"anyOf": [{"items": {"$ref": "#/definitions/i1"}},
+                         {"contains": {"$ref": "#/definitions/i2"}}]},
+              {"anyOf": [{"items": {"$ref": "#/definitions/i2"}},
+                         {"contains": {"$ref": "#/definitions/i1"}}]}],
+    "definitions": {
+      "i1": {"type": "array", "contains": {"type": "number", "multipleOf": 11, "minimum": 100}},
+      "i2": {"type": "array", "items": {"type": "number", "multipleOf": 4}}}})");
+  // Only the first: an item of i2, none of i1, one not of i2. Only the second: an item of
+  // i1, none of i2, one not of i1.
+  for (const char* ok : {R"([[4], "x"])", R"([[110, 1], "x"])", R"([[8, 12], 5])",
+                         R"([[4, 110], "x"])"}) {
+    EXPECT_EQ(verdict(c, ok), Verdict::kValid) << ok;
+    if (!accepts(c, ok)) ADD_FAILURE() << "valid and rejected: " << ok;
+  }
+  for (const char* bad : {R"([])", R"([[110]])", R"([[4]])", R"([[4], [110]])",
+                          R"([[4], "x", [110, 1]])", R"(["x"])", R"([[4], [8]])",
+                          R"([[110, 4]])",
+                          R"({"a": 1})"})
+    expect_rejected(c, bad);
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar

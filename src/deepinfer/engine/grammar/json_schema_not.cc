@@ -187,12 +187,24 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
       if (x.is_object() && x.contains("anyOf") && x["anyOf"].is_array() && !x["anyOf"].empty()) {
         Json other = x;
         other.erase("anyOf");
-        if (!has_validation_siblings(other)) {
-          for (size_t i = 0; i < x["anyOf"].size(); ++i) {
-            std::string bp = fmt::format("{}/anyOf/{}", p, i);
-            DI_ASSIGN_OR_RETURN(Json b, merger.flatten(x["anyOf"][i], bp));
-            DI_RETURN_IF_ERROR(split(b, bp));
+        // Siblings distribute into the branches: S and (X or Y) == (S and X) or (S and Y),
+        // exact as long as each merge is (the merger refuses one that is not; then x is
+        // kept whole).
+        bool plain = !has_validation_siblings(other);
+        std::vector<std::pair<Json, std::string>> branches;
+        for (size_t i = 0; i < x["anyOf"].size(); ++i) {
+          std::string bp = fmt::format("{}/anyOf/{}", p, i);
+          auto b = plain ? merger.flatten(x["anyOf"][i], bp)
+                         : merger.flatten(Json{{"allOf", Json::array({other, x["anyOf"][i]})}}, bp);
+          if (!b.is_ok()) {
+            if (plain || b.status().code() != StatusCode::kUnsupported) return b.status();
+            branches.clear();
+            break;
           }
+          branches.emplace_back(std::move(*b), bp);
+        }
+        if (!branches.empty()) {
+          for (const auto& [b, bp] : branches) DI_RETURN_IF_ERROR(split(b, bp));
           return Status::ok();
         }
       }
@@ -270,10 +282,12 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
         DI_ASSIGN_OR_RETURN(CodePointDfa only, dfa_product(parts, [](const std::vector<bool>& a) {
                               return a[0] && std::find(a.begin() + 1, a.end(), true) == a.end();
                             }));
-        only = dfa_minimize(only);
-        auto [shortest, longest] = dfa_length_range(only);
-        if (shortest >= lo) lo = 0;
-        if (hi >= 0 && longest >= 0 && longest <= hi) hi = -1;
+        if (lo > 0 || hi >= 0) {
+          only = dfa_minimize(only);
+          auto [shortest, longest] = dfa_length_range(only);
+          if (shortest >= lo) lo = 0;
+          if (hi >= 0 && longest >= 0 && longest <= hi) hi = -1;
+        }
         if (lo > 0 || hi >= 0) {
           if (lo > kMaxLengthExpand) return refuse();
           if (hi > lo) hi = std::max(dfa_length_fit(only, hi), lo);
@@ -290,19 +304,25 @@ Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
         }
         DI_ASSIGN_OR_RETURN(auto cases, one_of_cases(all, 0, others));
         if (!cases) return refuse();
+        // A case whose own keywords we cannot lower (a format we do not support, ...) is
+        // left out: it is one reason among the union's, so fewer objects, all valid. With
+        // several cases the memo tables then go back to before the loop, so a later case
+        // does not reuse a rule the failed one left half-built; a lone case's leftovers stay
+        // (copying the tables for it cost a few percent of compile time), and are sound: a
+        // half-built rule has only some of its alternatives, so it accepts fewer values.
+        std::optional<std::pair<decltype(ref_rules_), decltype(merged_rules_)>> memo;
+        if (cases->size() > 1) memo.emplace(ref_rules_, merged_rules_);
         for (const Json& c : *cases) {
-          // A case whose own keywords we cannot lower (a format we do not support, ...) is
-          // left out: it is one reason among the union's, so fewer objects, all valid.
-          auto refs = ref_rules_;
-          auto merges = merged_rules_;
           auto e = gen(c, ptr);
           if (e.is_ok()) {
             alts.push_back({*e});
             continue;
           }
           if (e.status().code() != StatusCode::kUnsupported) return e.status();
-          ref_rules_ = std::move(refs);
-          merged_rules_ = std::move(merges);
+          if (memo) {
+            ref_rules_ = memo->first;
+            merged_rules_ = memo->second;
+          }
         }
       } else if (t == "array" || ((t == "number" || t == "integer") && !any_enum)) {
         // One reason per negated schema: the cases are their combinations.
