@@ -1,7 +1,9 @@
 // dependentRequired / dependentSchemas / dependencies: which names a present property
-// brings along. Only forms that reduce to "these names must be present too" (arrays, schemas
-// that only list `required`) or "this name may not appear" (false) are accepted; the object
-// lowering then emits the trigger only together with its dependents.
+// brings along. Forms that reduce to "these names must be present too" (arrays, schemas that
+// only list `required`) or "this name may not appear" (false) go to the object lowering,
+// which emits the trigger only together with its dependents; any other dependent schema makes
+// one case per set of present trigger names (dependent_schema_cases).
+#include "deepinfer/engine/grammar/code_point_dfa.h"
 #include "deepinfer/engine/grammar/json_schema_lowering.h"
 
 namespace deepinfer::engine::grammar::detail {
@@ -15,13 +17,92 @@ bool only_annotations_besides(const Json& s, const char* keep) {
   return true;
 }
 
+// What a dependent schema says about an object that has exactly the names marked present in
+// `known`: a formula over `required` lists (with not/anyOf/allOf/oneOf and type object).
+// nullopt when it uses another keyword or a name outside `known`.
+std::optional<bool> presence_value(const Json& f, const std::map<std::string, bool>& known,
+                                   int depth = 0) {
+  static const std::set<std::string> kNote = {"title",   "description", "$comment", "examples",
+                                              "default", "deprecated",  "readOnly", "writeOnly"};
+  if (f.is_boolean()) return f.get<bool>();
+  if (!f.is_object() || depth > 16) return std::nullopt;
+  bool value = true;
+  for (const auto& [k, v] : f.items()) {
+    if (kNote.count(k)) continue;
+    if (k == "type") {
+      bool object = v == "object" ||
+                    (v.is_array() && std::find(v.begin(), v.end(), Json("object")) != v.end());
+      if (!object) return std::nullopt;
+    } else if (k == "required") {
+      if (!v.is_array()) return std::nullopt;
+      for (const auto& n : v) {
+        if (!n.is_string()) return std::nullopt;
+        auto it = known.find(n.get<std::string>());
+        if (it == known.end()) return std::nullopt;
+        value = value && it->second;
+      }
+    } else if (k == "not") {
+      auto x = presence_value(v, known, depth + 1);
+      if (!x) return std::nullopt;
+      value = value && !*x;
+    } else if (k == "anyOf" || k == "allOf" || k == "oneOf") {
+      if (!v.is_array() || v.empty()) return std::nullopt;
+      size_t matched = 0;
+      for (const auto& b : v) {
+        auto x = presence_value(b, known, depth + 1);
+        if (!x) return std::nullopt;
+        matched += *x;
+      }
+      value = value && (k == "anyOf"   ? matched > 0
+                        : k == "allOf" ? matched == v.size()
+                                       : matched == 1);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return value;
+}
+
+// Declares each of `names` that `c` does not list in `properties`, with the schema that
+// governs it already (true when a patternProperties pattern matches it, whose schema still
+// applies; else additionalProperties): the same object schema, but the object lowering then
+// emits a required name it would otherwise find only through a pattern. Left as is under
+// unevaluatedProperties (declaring a name evaluates it) or when a pattern does not compile.
+void declare_names(Json& c, const std::set<std::string>& names) {
+  // Only next to patternProperties (what the lowering misses); elsewhere a declared name
+  // would only move in the schema order the object is emitted in.
+  if (!c.is_object() || c.contains("unevaluatedProperties") || !c.contains("patternProperties"))
+    return;
+  if (c.contains("properties") && !c["properties"].is_object()) return;
+  for (const auto& name : names) {
+    if (c.contains("properties") && c["properties"].contains(name)) continue;
+    bool matched = false;
+    if (c.contains("patternProperties")) {
+      if (!c["patternProperties"].is_object()) return;
+      for (const auto& [p, v] : c["patternProperties"].items()) {
+        auto d = dfa_from_pattern(p, /*search=*/true);
+        if (!d.is_ok()) return;
+        matched = matched || dfa_matches(*d, name);
+      }
+    }
+    Json governs = true;
+    if (!matched && c.contains("additionalProperties")) governs = c["additionalProperties"];
+    c["properties"][name] = governs;
+  }
+}
+
 }  // namespace
 
 Result<std::optional<Element>> SchemaCompiler::dependent_schema_cases(const Json& s,
                                                                       const std::string& ptr) {
-  constexpr size_t kMaxDependentSchemas = 3;  // 2^k cases
   // Schema-valued dependencies beyond required names: "if name is present, the object also
-  // matches d" == (name absent) or (name present and d), exact as a union of cases.
+  // matches d" == (name absent) or (name present and d), exact as a union of cases, one per
+  // set of present trigger names. A case is dropped when it contradicts the object's own
+  // `required` or a `false` property, or a dependent schema that only speaks of which
+  // trigger names are present (`not {required: [b]}`, anyOf of required lists) fails in it;
+  // such a schema that holds in the case is left out of it. Both are exact for objects.
+  constexpr size_t kMaxTriggers = 12;  // 2^k presence sets are looked at
+  constexpr size_t kMaxCases = 8;  // surviving cases become grammar alternatives (was 2^3)
   std::vector<std::tuple<std::string, std::string, Json>> split;  // keyword, name, schema
   Json rest = s;
   for (const char* kw : {"dependentSchemas", "dependencies"}) {
@@ -34,28 +115,61 @@ Result<std::optional<Element>> SchemaCompiler::dependent_schema_cases(const Json
     if (rest[kw].empty()) rest.erase(kw);
   }
   if (split.empty()) return std::optional<Element>();
-  if (split.size() > kMaxDependentSchemas)
+  if (split.size() > kMaxTriggers)
     return unsupported("json schema: more than {} schema-valued dependencies at '{}'",
-                       kMaxDependentSchemas, ptr);
-  std::vector<Sequence> alts;
+                       kMaxTriggers, ptr);
+  std::set<std::string> required, banned;
+  if (rest.contains("required") && rest["required"].is_array())
+    for (const auto& n : rest["required"])
+      if (n.is_string()) required.insert(n.get<std::string>());
+  if (rest.contains("properties") && rest["properties"].is_object())
+    for (const auto& [n, v] : rest["properties"].items())
+      if (v == Json(false)) banned.insert(n);
+  std::vector<Json> cases;
   for (uint32_t present = 0; present < (1u << split.size()); ++present) {
+    std::map<std::string, bool> known;
+    bool contradicts = false;
+    for (size_t i = 0; i < split.size(); ++i) {
+      const std::string& name = std::get<1>(split[i]);
+      bool in = (present >> i) & 1;
+      auto [it, fresh] = known.emplace(name, in);
+      // The same name under two keywords: only the cases that agree on it.
+      contradicts = contradicts || it->second != in || (in ? banned.count(name) > 0
+                                                            : required.count(name) > 0);
+    }
+    if (contradicts) continue;
     Json c = rest;
     Json all = Json::array();
-    for (size_t i = 0; i < split.size(); ++i) {
+    for (size_t i = 0; i < split.size() && !contradicts; ++i) {
       const auto& [kw, name, d] = split[i];
       if ((present >> i) & 1) {
         all.push_back(Json{{"required", Json::array({name})}});
-        all.push_back(d);
+        std::optional<bool> holds = presence_value(d, known);
+        if (holds && !*holds) contradicts = true;
+        if (!holds) all.push_back(d);
       } else {
         if (!c.contains("properties") || !c["properties"].is_object())
           c["properties"] = Json::object();
         c["properties"][name] = false;  // absent
       }
     }
+    if (contradicts) continue;
+    std::set<std::string> named = required;
+    for (const auto& [n, in] : known)
+      if (in) named.insert(n);
+    declare_names(c, named);
     if (!all.empty()) {
       all.insert(all.begin(), c);
       c = Json{{"allOf", all}};
     }
+    cases.push_back(std::move(c));
+  }
+  if (cases.size() > kMaxCases)
+    return unsupported(
+        "json schema: schema-valued dependencies at '{}' leave {} cases (more than {})", ptr,
+        cases.size(), kMaxCases);
+  std::vector<Sequence> alts;
+  for (const Json& c : cases) {
     DI_ASSIGN_OR_RETURN(Element e, gen(c, ptr));
     alts.push_back({e});
   }

@@ -1,5 +1,6 @@
-// allOf / $ref-with-siblings flattening for the JSON Schema compiler, and the disjointness
-// test that lets oneOf be compiled as a plain union without accepting overlaps.
+// allOf / $ref-with-siblings flattening for the JSON Schema compiler (json_schema_merge.cc),
+// and the disjointness test that lets oneOf be compiled as a plain union without accepting
+// overlaps (json_schema_disjoint.cc).
 #pragma once
 
 #include <functional>

@@ -30,8 +30,20 @@ std::optional<Json> values_failing(const Json& v, const Json& s) {
   if (s.is_boolean()) return s.get<bool>() ? std::nullopt : std::optional<Json>(v);
   if (!s.is_object() || (v.is_boolean() && !v.get<bool>())) return std::nullopt;
   Json base = v.is_boolean() ? Json::object() : v;
+  // A value list inside an allOf the merge kept (two property schemas merged): its values
+  // are the candidates, and the rest of V stays in the result next to the narrowed enum.
+  const Json* listed = nullptr;
   if (base.contains("enum") || base.contains("const")) {
-    Json values = base.contains("const") ? Json::array({base["const"]}) : base["enum"];
+    listed = &base;
+  } else if (base.contains("allOf") && base["allOf"].is_array()) {
+    for (const auto& b : base["allOf"])
+      if (b.is_object() && (b.contains("enum") || b.contains("const"))) {
+        listed = &b;
+        break;
+      }
+  }
+  if (listed) {
+    Json values = listed->contains("const") ? Json::array({(*listed)["const"]}) : (*listed)["enum"];
     if (!values.is_array()) return std::nullopt;
     Json out = Json::array();
     for (const auto& x : values) {
@@ -73,53 +85,125 @@ bool string_capable(const Json& m) {
 }  // namespace
 
 // The language a schema gives strings, as an automaton; nullopt when keywords we cannot
-// write as one apply to strings.
+// write as one apply to strings. `type` is ignored at the top (callers test it); inside
+// not/anyOf/allOf/oneOf/$ref a subschema that does not allow strings has the empty language,
+// and the combinators are the automata's boolean combinations (exact).
 Result<std::optional<CodePointDfa>> SchemaCompiler::string_language(const Json& m) {
-  static const std::set<std::string> kOpaque = {"not",         "anyOf",        "oneOf", "allOf",
-                                                "$ref",        "if",           "then",  "else",
-                                                "$dynamicRef", "$recursiveRef"};
-  if (m.is_boolean()) {
-    DI_ASSIGN_OR_RETURN(CodePointDfa d,
-                        m.get<bool>() ? dfa_from_pattern("", true) : dfa_of_strings({}));
-    return std::optional<CodePointDfa>(std::move(d));
-  }
-  for (const auto& [k, v] : m.items())
-    if (kOpaque.count(k)) return std::optional<CodePointDfa>();
-  std::optional<std::string> pattern, format;
-  if (m.contains("pattern")) {
-    if (!m["pattern"].is_string()) return std::optional<CodePointDfa>();
-    pattern = m["pattern"].get<std::string>();
-  }
-  if (o_.enforce_formats && m.contains("format") && m["format"].is_string()) {
-    std::string f = m["format"].get<std::string>();
-    format = format_regex(f);
-    if (!format && spec_defined_format(f)) return std::optional<CodePointDfa>();
-  }
-  auto count = [&](const char* k, int64_t dflt) {
-    return m.contains(k) && m[k].is_number() ? static_cast<int64_t>(m[k].get<double>()) : dflt;
+  SchemaMerger merger([this](const std::string& r, const std::string& p) { return resolve(r, p); });
+  std::function<Result<std::optional<CodePointDfa>>(const Json&, int)> of =
+      [&](const Json& m, int depth) -> Result<std::optional<CodePointDfa>> {
+    static const std::set<std::string> kOpaque = {"if", "then", "else", "$dynamicRef",
+                                                  "$recursiveRef"};
+    static const std::set<std::string> kCombinators = {"not", "anyOf", "oneOf", "allOf", "$ref"};
+    constexpr int kMaxDepth = 8;
+    if (m.is_boolean()) {
+      DI_ASSIGN_OR_RETURN(CodePointDfa d,
+                          m.get<bool>() ? dfa_from_pattern("", true) : dfa_of_strings({}));
+      return std::optional<CodePointDfa>(std::move(d));
+    }
+    if (!m.is_object()) return std::optional<CodePointDfa>();
+    if (depth > 0 && !string_capable(m))
+      return std::optional<CodePointDfa>(*dfa_of_strings({}));
+    for (const auto& [k, v] : m.items())
+      if (kOpaque.count(k)) return std::optional<CodePointDfa>();
+    bool combined = std::any_of(m.items().begin(), m.items().end(),
+                                [](const auto& kv) { return kCombinators.count(kv.key()) > 0; });
+    if (combined) {
+      if (depth >= kMaxDepth) return std::optional<CodePointDfa>();
+      if (m.contains("$ref") && !has_validation_siblings(m)) {
+        if (!m["$ref"].is_string()) return std::optional<CodePointDfa>();
+        auto target = resolve(m["$ref"].get<std::string>(), "");
+        if (!target.is_ok() || !*target) return std::optional<CodePointDfa>();
+        return of(**target, depth + 1);
+      }
+      Json plain = m;
+      if (m.contains("$ref") || m.contains("allOf")) {
+        // References with siblings and conjunctions are folded in first (the merge refuses
+        // what it cannot fold exactly); an allOf it keeps is intersected below.
+        auto flat = merger.flatten(m, "");
+        if (!flat.is_ok()) return std::optional<CodePointDfa>();
+        if (!flat->is_object() || flat->contains("$ref")) return of(*flat, depth + 1);
+        plain = *flat;
+      }
+      std::vector<CodePointDfa> parts;  // the plain keywords' language, then each combinator's
+      Json base = plain;
+      for (const auto& k : kCombinators) base.erase(k);
+      DI_ASSIGN_OR_RETURN(auto own, of(base, depth + 1));
+      if (!own) return std::optional<CodePointDfa>();
+      parts.push_back(std::move(*own));
+      for (const char* k : {"not", "anyOf", "oneOf", "allOf"}) {
+        if (!plain.contains(k)) continue;
+        const Json& v = plain[k];
+        std::vector<CodePointDfa> sub;
+        if (std::string(k) == "not") {
+          DI_ASSIGN_OR_RETURN(auto x, of(v, depth + 1));
+          if (!x) return std::optional<CodePointDfa>();
+          sub.push_back(std::move(*x));
+        } else {
+          if (!v.is_array() || v.empty()) return std::optional<CodePointDfa>();
+          for (const auto& b : v) {
+            DI_ASSIGN_OR_RETURN(auto x, of(b, depth + 1));
+            if (!x) return std::optional<CodePointDfa>();
+            sub.push_back(std::move(*x));
+          }
+        }
+        std::vector<const CodePointDfa*> ptrs;
+        for (const auto& d : sub) ptrs.push_back(&d);
+        std::string kw = k;
+        DI_ASSIGN_OR_RETURN(CodePointDfa joined,
+                            dfa_product(ptrs, [kw](const std::vector<bool>& a) {
+                              size_t n = std::count(a.begin(), a.end(), true);
+                              if (kw == "not") return n == 0;
+                              if (kw == "anyOf") return n > 0;
+                              if (kw == "allOf") return n == a.size();
+                              return n == 1;  // oneOf
+                            }));
+        parts.push_back(std::move(joined));
+      }
+      std::vector<const CodePointDfa*> ptrs;
+      for (const auto& d : parts) ptrs.push_back(&d);
+      DI_ASSIGN_OR_RETURN(CodePointDfa all, dfa_product(ptrs, [](const std::vector<bool>& a) {
+                            return std::find(a.begin(), a.end(), false) == a.end();
+                          }));
+      return std::optional<CodePointDfa>(std::move(all));
+    }
+    std::optional<std::string> pattern, format;
+    if (m.contains("pattern")) {
+      if (!m["pattern"].is_string()) return std::optional<CodePointDfa>();
+      pattern = m["pattern"].get<std::string>();
+    }
+    if (o_.enforce_formats && m.contains("format") && m["format"].is_string()) {
+      std::string f = m["format"].get<std::string>();
+      format = format_regex(f);
+      if (!format && spec_defined_format(f)) return std::optional<CodePointDfa>();
+    }
+    auto count = [&](const char* k, int64_t dflt) {
+      return m.contains(k) && m[k].is_number() ? static_cast<int64_t>(m[k].get<double>()) : dflt;
+    };
+    int64_t lo = std::max<int64_t>(0, count("minLength", 0)), hi = count("maxLength", -1);
+    if (hi >= 0 && hi < lo) return std::optional<CodePointDfa>(*dfa_of_strings({}));
+    Result<CodePointDfa> lang = CodePointDfa{};
+    if (pattern || format) {
+      lang = string_automaton(pattern, format, lo, hi);
+    } else {
+      DI_ASSIGN_OR_RETURN(CodePointDfa any, dfa_from_pattern("", true));
+      lang = lo > 0 || hi >= 0 ? dfa_with_length(any, lo, hi) : Result<CodePointDfa>(std::move(any));
+    }
+    if (!lang.is_ok()) return lang.status();
+    if (m.contains("enum") || m.contains("const")) {
+      Json values = m.contains("const") ? Json::array({m["const"]}) : m["enum"];
+      std::vector<std::string> strings;
+      if (values.is_array())
+        for (const auto& v : values)
+          if (v.is_string()) strings.push_back(v.get<std::string>());
+      DI_ASSIGN_OR_RETURN(CodePointDfa listed, dfa_of_strings(strings));
+      DI_ASSIGN_OR_RETURN(*lang, dfa_product({&*lang, &listed}, [](const std::vector<bool>& a) {
+        return a[0] && a[1];
+      }));
+    }
+    return std::optional<CodePointDfa>(std::move(*lang));
   };
-  int64_t lo = std::max<int64_t>(0, count("minLength", 0)), hi = count("maxLength", -1);
-  if (hi >= 0 && hi < lo) return std::optional<CodePointDfa>(*dfa_of_strings({}));
-  Result<CodePointDfa> lang = CodePointDfa{};
-  if (pattern || format) {
-    lang = string_automaton(pattern, format, lo, hi);
-  } else {
-    DI_ASSIGN_OR_RETURN(CodePointDfa any, dfa_from_pattern("", true));
-    lang = lo > 0 || hi >= 0 ? dfa_with_length(any, lo, hi) : Result<CodePointDfa>(std::move(any));
-  }
-  if (!lang.is_ok()) return lang.status();
-  if (m.contains("enum") || m.contains("const")) {
-    Json values = m.contains("const") ? Json::array({m["const"]}) : m["enum"];
-    std::vector<std::string> strings;
-    if (values.is_array())
-      for (const auto& v : values)
-        if (v.is_string()) strings.push_back(v.get<std::string>());
-    DI_ASSIGN_OR_RETURN(CodePointDfa listed, dfa_of_strings(strings));
-    DI_ASSIGN_OR_RETURN(*lang, dfa_product({&*lang, &listed}, [](const std::vector<bool>& a) {
-      return a[0] && a[1];
-    }));
-  }
-  return std::optional<CodePointDfa>(std::move(*lang));
+  return of(m, 0);
 }
 
 Result<std::optional<Element>> SchemaCompiler::one_of_strings(const std::vector<Json>& merged,
