@@ -17,9 +17,10 @@ namespace deepinfer::engine::grammar::testing {
 std::shared_ptr<const TokenVocabulary> synthetic_vocabulary() {
   auto v = std::make_shared<TokenVocabulary>();
   for (int b = 0; b < 256; ++b) v->token_bytes.push_back(std::string(1, static_cast<char>(b)));
-  for (const char* s : {"{\"", "\":", "\",", "\"}", "\": \"", "true", "false", "null", "12", "00",
-                        "ab", "abc", "name", "\\n", "\\\"", "\"\"", "[]", "{}", "],", "},", ", ",
-                        "  ", "\n ", "1.", ".5", "-1", "e+", "\u00e9t", "\xe2\x82\xac"})
+  for (const char* s :
+       {"{\"", "\":", "\",",  "\"}", "\": \"", "true", "false", "null",    "12",          "00",
+        "ab",  "abc", "name", "\\n", "\\\"",   "\"\"", "[]",    "{}",      "],",          "},",
+        ", ",  "  ",  "\n ",  "1.",  ".5",     "-1",   "e+",    "\u00e9t", "\xe2\x82\xac"})
     v->token_bytes.push_back(s);
   v->token_bytes.push_back("");  // EOS
   v->eos_ids.push_back(static_cast<int32_t>(v->token_bytes.size() - 1));
@@ -34,7 +35,9 @@ std::shared_ptr<const TokenVocabulary> test_vocabulary(bool* real) {
   static bool is_real = false;
   std::call_once(once, [] {
     const char* home = std::getenv("DEEPINFER_HOME");
-    std::string dir = home ? home : std::string(std::getenv("HOME") ? std::getenv("HOME") : "") + "/.cache/deepinfer";
+    std::string dir =
+        home ? home
+             : std::string(std::getenv("HOME") ? std::getenv("HOME") : "") + "/.cache/deepinfer";
     std::string path = dir + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
     if (std::filesystem::exists(path)) {
       auto gguf = format::GgufFile::open(path);
@@ -76,7 +79,10 @@ std::vector<int32_t> greedy_tokenize(const TokenVocabulary& v, const std::string
     size_t n = std::min(max_len, text.size() - i);
     for (; n > 0; --n) {
       auto it = index.find(text.substr(i, n));
-      if (it != index.end()) { out.push_back(it->second); break; }
+      if (it != index.end()) {
+        out.push_back(it->second);
+        break;
+      }
     }
     if (n == 0) return {};  // a byte with no token: cannot happen for byte-level vocabularies
     i += n;
@@ -127,6 +133,25 @@ void expect_refused(const std::string& schema, const std::string& keyword) {
   ASSERT_FALSE(r.is_ok()) << schema;
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().message();
   EXPECT_NE(r.status().message().find(keyword), std::string::npos) << r.status().message();
+}
+
+SchemaUnderTest compile_schema(const std::string& schema) {
+  auto r = compile_grammar({GrammarSpec::kJsonSchema, schema, {}}, synthetic_vocabulary());
+  EXPECT_TRUE(r.is_ok()) << schema << ": " << r.status().message();
+  return {nlohmann::ordered_json::parse(schema), r.is_ok() ? *r : nullptr};
+}
+
+Verdict validator_verdict(const SchemaUnderTest& c, const std::string& text, bool enforce_formats) {
+  InstanceValidator v(c.schema, enforce_formats);
+  return v.validate(c.schema, nlohmann::ordered_json::parse(text));
+}
+
+void expect_verdict(const SchemaUnderTest& c, const std::string& text, bool valid,
+                    bool enforce_formats) {
+  EXPECT_EQ(validator_verdict(c, text, enforce_formats),
+            valid ? Verdict::kValid : Verdict::kInvalid)
+      << text;
+  EXPECT_EQ(accepts(c.g, text), valid) << text;
 }
 
 }  // namespace deepinfer::engine::grammar::testing

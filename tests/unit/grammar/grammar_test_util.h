@@ -8,6 +8,7 @@
 
 #include "deepinfer/engine/grammar/grammar_matcher.h"
 #include "deepinfer/engine/grammar/json_schema_compiler.h"
+#include "deepinfer/engine/grammar/json_schema_validate.h"
 
 namespace deepinfer::engine::grammar::testing {
 
@@ -32,5 +33,18 @@ std::shared_ptr<const CompiledGrammar> compile(const std::string& schema, JsonSc
 bool accepts(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text);
 // The schema is refused as unsupported, naming `keyword`.
 void expect_refused(const std::string& schema, const std::string& keyword);
+
+// A schema compiled over the synthetic vocabulary (a test failure, and a null grammar, if
+// refused), with its JSON kept for our validator.
+struct SchemaUnderTest {
+  nlohmann::ordered_json schema;
+  std::shared_ptr<const CompiledGrammar> g;
+};
+SchemaUnderTest compile_schema(const std::string& schema);
+// Our InstanceValidator's verdict on the instance `text`.
+Verdict validator_verdict(const SchemaUnderTest& c, const std::string& text, bool enforce_formats);
+// The validator says `valid`, and the grammar agrees (masks checked at every token).
+void expect_verdict(const SchemaUnderTest& c, const std::string& text, bool valid,
+                    bool enforce_formats);
 
 }  // namespace deepinfer::engine::grammar::testing

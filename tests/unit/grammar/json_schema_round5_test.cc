@@ -16,25 +16,12 @@ using testing::synthetic_vocabulary;
 using testing::walk_text;
 using Json = nlohmann::ordered_json;
 
-struct Compiled {
-  Json schema;
-  std::shared_ptr<const CompiledGrammar> g;
-};
-
-Compiled compile(const std::string& src) {
-  auto r = compile_grammar({GrammarSpec::kJsonSchema, src, {}}, synthetic_vocabulary());
-  EXPECT_TRUE(r.is_ok()) << src << ": " << r.status().message();
-  return {Json::parse(src), r.is_ok() ? *r : nullptr};
-}
-
+using Compiled = testing::SchemaUnderTest;
+Compiled compile(const std::string& src) { return testing::compile_schema(src); }
 bool accepts(const Compiled& c, const std::string& text) { return testing::accepts(c.g, text); }
-
 // The validator agrees with `valid`, and so does the grammar.
 void expect(const Compiled& c, const std::string& text, bool valid) {
-  InstanceValidator v(c.schema, false);
-  EXPECT_EQ(v.validate(c.schema, Json::parse(text)), valid ? Verdict::kValid : Verdict::kInvalid)
-      << text;
-  EXPECT_EQ(accepts(c, text), valid) << text;
+  testing::expect_verdict(c, text, valid, /*enforce_formats=*/false);
 }
 
 // Valid by the validator, left out by the lowering (a sound subset).
@@ -117,10 +104,11 @@ TEST(GrammarJsonSchemaRound5, AnchorRef) {
   EXPECT_FALSE(accepts(c, R"({"a": -1})"));
   EXPECT_FALSE(accepts(c, R"({"b": "xyz"})"));
   // Ambiguous, missing, or under a subschema that changes the base URI: refused.
-  for (const char* src :
-       {R"({"definitions":{"p":{"$anchor":"x"},"q":{"$anchor":"x"}},"$ref":"#x"})",
-        R"({"$ref":"#nowhere"})",
-        R"({"definitions":{"p":{"$id":"other.json","$defs":{"q":{"$anchor":"x"}}}},"$ref":"#x"})"}) {
+  for (
+      const char* src :
+      {R"({"definitions":{"p":{"$anchor":"x"},"q":{"$anchor":"x"}},"$ref":"#x"})",
+       R"({"$ref":"#nowhere"})",
+       R"({"definitions":{"p":{"$id":"other.json","$defs":{"q":{"$anchor":"x"}}}},"$ref":"#x"})"}) {
     auto r = compile_grammar({GrammarSpec::kJsonSchema, src, {}}, synthetic_vocabulary());
     ASSERT_FALSE(r.is_ok()) << src;
     EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().message();
@@ -136,8 +124,8 @@ TEST(GrammarJsonSchemaRound5, NumbersThatAreNotIntegers) {
   for (const char* ok : {"1.5", "-0.25", "10.01", "0.10", "\"s\"", "true", "null"})
     expect(c, ok, true);
   for (const char* bad : {"1", "0", "-3", "1.0", "2.000", "[]", "{}"}) expect(c, bad, false);
-  expect(c, "1.5e1", false);     // 15
-  expect_left_out(c, "1.5e-1");  // every exponent is left out
+  expect(c, "1.5e1", false);         // 15
+  expect_left_out(c, "1.5e-1");      // every exponent is left out
   EXPECT_FALSE(accepts(c, "01.5"));  // not JSON
   auto d = compile(R"({"type":"number","not":{"type":"integer"}})");
   expect(d, "3.25", true);

@@ -15,26 +15,11 @@ namespace {
 using testing::synthetic_vocabulary;
 using Json = nlohmann::ordered_json;
 
-struct Compiled {
-  Json schema;
-  std::shared_ptr<const CompiledGrammar> g;
-};
-
-Compiled compile(const std::string& src) {
-  auto r = compile_grammar({GrammarSpec::kJsonSchema, src, {}}, synthetic_vocabulary());
-  EXPECT_TRUE(r.is_ok()) << src << ": " << r.status().message();
-  return {Json::parse(src), r.is_ok() ? *r : nullptr};
-}
-
-bool accepts(const Compiled& c, const std::string& text) { return testing::accepts(c.g, text); }
-
-// The validator (formats enforced, as the compiler's default) agrees with `valid`, and so
-// does the grammar.
+using Compiled = testing::SchemaUnderTest;
+Compiled compile(const std::string& src) { return testing::compile_schema(src); }
+// The validator agrees with `valid`, and so does the grammar.
 void expect(const Compiled& c, const std::string& text, bool valid) {
-  InstanceValidator v(c.schema, true);
-  EXPECT_EQ(v.validate(c.schema, Json::parse(text)), valid ? Verdict::kValid : Verdict::kInvalid)
-      << text;
-  EXPECT_EQ(accepts(c, text), valid) << text;
+  testing::expect_verdict(c, text, valid, /*enforce_formats=*/true);
 }
 
 TEST(GrammarJsonSchemaRound6, FormatIri) {
@@ -44,20 +29,18 @@ TEST(GrammarJsonSchemaRound6, FormatIri) {
         R"("urn:isbn:0451450523")", R"("mailto:someone@example.com")",
         R"("http://ƒøø.ßår/?∂éœ=πîx#πîüx")", R"("http://例え.テスト/パス")", R"("tag:")"})
     expect(c, ok, true);
-  for (const char* bad :
-       {R"("not-an-iri")", R"("")", R"("/relative/path")", R"("1http://x")",
-        R"("http://exa mple.com")", R"("http://x/a b")", R"("http://x/<>")",
-        R"("http://x/#a#b")", R"("http://x:8o/")", R"("http://x/\u0007")", "1"})
+  for (const char* bad : {R"("not-an-iri")", R"("")", R"("/relative/path")", R"("1http://x")",
+                          R"("http://exa mple.com")", R"("http://x/a b")", R"("http://x/<>")",
+                          R"("http://x/#a#b")", R"("http://x:8o/")", R"("http://x/\u0007")", "1"})
     expect(c, bad, false);
 }
 
 TEST(GrammarJsonSchemaRound6, FormatIriReference) {
   auto c = compile(R"({"type":"string","format":"iri-reference"})");
-  for (const char* ok : {R"("https://example.com/π")", R"("/relative/πath")", R"("")",
-                         R"("#frag")", R"("a/b?c")", R"("?q=é")"})
+  for (const char* ok : {R"("https://example.com/π")", R"("/relative/πath")", R"("")", R"("#frag")",
+                         R"("a/b?c")", R"("?q=é")"})
     expect(c, ok, true);
-  for (const char* bad : {R"("a b")", R"("#a#b")", R"("\\\\x")", R"("%zz")"})
-    expect(c, bad, false);
+  for (const char* bad : {R"("a b")", R"("#a#b")", R"("\\\\x")", R"("%zz")"}) expect(c, bad, false);
 }
 
 // A class range that starts inside the two-byte block and ends in a longer one keeps its
@@ -69,7 +52,9 @@ TEST(GrammarJsonSchemaRound6, ClassRangeAcrossUtf8Lengths) {
                          "\"\xf0\x90\x80\x80\xf0\x9f\x98\x80\"", "\"\xc3\x9f\xe4\xbe\x8b\""})
     expect(c, ok, true);
   // a, empty, U+009F, U+E000, U+4F8B a.
-  for (const char* bad : {"\"a\"", "\"\"", "\"\xc2\x9f\"", "\"\xee\x80\x80\"", "\"\xe4\xbe\x8b" "a\""})
+  for (const char* bad : {"\"a\"", "\"\"", "\"\xc2\x9f\"", "\"\xee\x80\x80\"",
+                          "\"\xe4\xbe\x8b"
+                          "a\""})
     expect(c, bad, false);
   auto d = compile(R"({"type":"string","pattern":"^[\\u{7FE}-\\u{801}]$"})");
   // U+07FE U+07FF U+0800 U+0801; then U+07FD U+0802.
@@ -108,8 +93,8 @@ TEST(GrammarJsonSchemaRound6, ManyOverlappingPatternProperties) {
     expect(c, ok, true);
   for (const char* bad :
        {R"({"MD5":"abc"})", R"({"SHA-1":"abcdef"})", R"({"other":1})", R"({"a b":"x"})",
-        R"({"x1":"a"})", R"({"y1":"abc"})", R"({"z":"c"})", R"({"qq":"1q"})",
-        R"({"x q":"x"})", R"({"w":"ab"})", R"({"v":"abcd"})", R"({"#":"s"})"})
+        R"({"x1":"a"})", R"({"y1":"abc"})", R"({"z":"c"})", R"({"qq":"1q"})", R"({"x q":"x"})",
+        R"({"w":"ab"})", R"({"v":"abcd"})", R"({"#":"s"})"})
     expect(c, bad, false);
 }
 
@@ -144,8 +129,8 @@ TEST(GrammarJsonSchemaRound6, PatternPropertiesAcrossAllOf) {
       {"patternProperties":{"a":true},"additionalProperties":false},
       {"patternProperties":{"b":true},"additionalProperties":false}]})");
   for (const char* ok : {R"({})", R"({"abcd":1})", R"({"xxab":1,"bbaa":[]})"}) expect(c, ok, true);
-  for (const char* bad : {R"({"ab":1})", R"({"aaaa":1})", R"({"bbbb":1})", R"({"xxxx":1})",
-                          R"({"abcd":1,"cdef":2})"})
+  for (const char* bad :
+       {R"({"ab":1})", R"({"aaaa":1})", R"({"bbbb":1})", R"({"xxxx":1})", R"({"abcd":1,"cdef":2})"})
     expect(c, bad, false);
 
   // Declared names keep the additionalProperties of the branches that do not declare them.
@@ -154,8 +139,8 @@ TEST(GrammarJsonSchemaRound6, PatternPropertiesAcrossAllOf) {
       {"patternProperties":{"^x-":{"maxLength":3}},"additionalProperties":{"minLength":1}}]})");
   for (const char* ok : {R"({"id":1})", R"({"x-a":"abc","name":"n"})", R"({"x-":""})"})
     expect(d, ok, true);
-  for (const char* bad : {R"({"id":"1"})", R"({"x-a":"abcd"})", R"({"name":""})",
-                          R"({"x-a":1})", R"({"id":1,"k":2})"})
+  for (const char* bad : {R"({"id":"1"})", R"({"x-a":"abcd"})", R"({"name":""})", R"({"x-a":1})",
+                          R"({"id":1,"k":2})"})
     expect(d, bad, false);
 
   // Names that need escaping in the rewritten pattern.
@@ -210,8 +195,8 @@ TEST(GrammarJsonSchemaRound6, OneOfSeesTypesThroughRefsInUnions) {
         "combined":{"type":"array","minItems":2,"items":{"$ref":"#/definitions/single"}}},
       "type":"object","additionalProperties":{"oneOf":[{"$ref":"#/definitions/single"},
                                                      {"$ref":"#/definitions/combined"}]}})");
-  for (const char* ok : {R"({"a":"x/y"})", R"({"a":"/x"})", R"({"a":null})",
-                         R"({"a":["x","/y"]})", R"({"a":[null,null,"q"]})"})
+  for (const char* ok : {R"({"a":"x/y"})", R"({"a":"/x"})", R"({"a":null})", R"({"a":["x","/y"]})",
+                         R"({"a":[null,null,"q"]})"})
     expect(c, ok, true);
   for (const char* bad : {R"({"a":"X"})", R"({"a":["x"]})", R"({"a":1})", R"({"a":["x",1]})",
                           R"({"a":[]})", R"({"a":{}})"})

@@ -15,28 +15,15 @@ namespace {
 using testing::synthetic_vocabulary;
 using Json = nlohmann::ordered_json;
 
-struct Compiled {
-  Json schema;
-  std::shared_ptr<const CompiledGrammar> g;
-};
-
-Compiled compile(const std::string& src) {
-  auto r = compile_grammar({GrammarSpec::kJsonSchema, src, {}}, synthetic_vocabulary());
-  EXPECT_TRUE(r.is_ok()) << src << ": " << r.status().message();
-  return {Json::parse(src), r.is_ok() ? *r : nullptr};
-}
-
+using Compiled = testing::SchemaUnderTest;
+Compiled compile(const std::string& src) { return testing::compile_schema(src); }
 bool accepts(const Compiled& c, const std::string& text) { return testing::accepts(c.g, text); }
-
 Verdict verdict(const Compiled& c, const std::string& text) {
-  InstanceValidator v(c.schema, true);
-  return v.validate(c.schema, Json::parse(text));
+  return testing::validator_verdict(c, text, /*enforce_formats=*/true);
 }
-
 // The validator agrees with `valid`, and so does the grammar.
 void expect(const Compiled& c, const std::string& text, bool valid) {
-  EXPECT_EQ(verdict(c, text), valid ? Verdict::kValid : Verdict::kInvalid) << text;
-  EXPECT_EQ(accepts(c, text), valid) << text;
+  testing::expect_verdict(c, text, valid, /*enforce_formats=*/true);
 }
 
 // Invalid by the validator, and never accepted (soundness).
@@ -61,10 +48,10 @@ constexpr const char* kFiveDependencies = R"({
 TEST(GrammarJsonSchemaRound7, DependenciesOverTriggerNames) {
   auto c = compile(kFiveDependencies);
   expect(c, R"({"a": 1, "b": "x", "d": null})", true);
-  for (const char* bad : {R"({"a": 1, "b": 2, "c": 3})", R"({"a": 1, "b": 2})",
-                          R"({"a": 1, "b": 2, "d": 3, "e": 4})", R"({"a": 1, "d": 2, "e": 3})",
-                          R"({"a": 1, "c": 2, "e": 3})", R"({"b": 1, "d": 2, "e": 3})",
-                          R"({"a": 1, "b": 2, "d": 3, "f": 4})", R"([1, 2, 3])"})
+  for (const char* bad :
+       {R"({"a": 1, "b": 2, "c": 3})", R"({"a": 1, "b": 2})", R"({"a": 1, "b": 2, "d": 3, "e": 4})",
+        R"({"a": 1, "d": 2, "e": 3})", R"({"a": 1, "c": 2, "e": 3})", R"({"b": 1, "d": 2, "e": 3})",
+        R"({"a": 1, "b": 2, "d": 3, "f": 4})", R"([1, 2, 3])"})
     expect_rejected(c, bad);
 }
 
@@ -93,9 +80,9 @@ TEST(GrammarJsonSchemaRound7, DependenciesMixedWithValues) {
       "b": {"not": {"required": ["a"]}},
       "c": {"anyOf": [{"required": ["a"]}, {"required": ["b"]}]},
       "d": {"oneOf": [{"required": ["a"]}, {"required": ["c"]}]}}})");
-  for (const char* ok : {R"({})", R"({"a": 1, "x": "A"})", R"({"b": 1, "c": 2})",
-                         R"({"a": 1, "c": 2, "x": "A"})", R"({"b": 1, "c": 2, "d": 3})",
-                         R"({"x": "z"})"})
+  for (const char* ok :
+       {R"({})", R"({"a": 1, "x": "A"})", R"({"b": 1, "c": 2})", R"({"a": 1, "c": 2, "x": "A"})",
+        R"({"b": 1, "c": 2, "d": 3})", R"({"x": "z"})"})
     expect(c, ok, true);
   for (const char* bad : {R"({"a": 1})", R"({"a": 1, "x": "B"})", R"({"a": 1, "b": 2, "x": "A"})",
                           R"({"c": 1})", R"({"d": 1})", R"({"a": 1, "c": 2, "d": 3, "x": "A"})"})
@@ -107,8 +94,7 @@ TEST(GrammarJsonSchemaRound7, DependenciesPastTheTriggerCap) {
   for (int i = 0; i < 13; ++i)
     deps[std::string(1, static_cast<char>('a' + i))] =
         Json{{"properties", Json{{"z", Json{{"type", "integer"}}}}}};
-  testing::expect_refused(Json{{"type", "object"}, {"dependencies", deps}}.dump(),
-                          "dependencies");
+  testing::expect_refused(Json{{"type", "object"}, {"dependencies", deps}}.dump(), "dependencies");
 }
 
 // `not` over strings whose negated schemas nest not/anyOf/allOf and $ref (Handwritten
@@ -150,8 +136,8 @@ TEST(GrammarJsonSchemaRound7, NotNextToIfThenElse) {
     "then": {"required": ["x"]},
     "else": {"if": {"properties": {"kind": {"enum": ["a"]}}}, "then": {"required": ["y"]},
              "else": {}}})");
-  for (const char* ok : {R"({"kind": "p", "x": 1})", R"({"kind": "a", "y": 2})",
-                         R"({"kind": "a", "x": 1, "y": 2})"})
+  for (const char* ok :
+       {R"({"kind": "p", "x": 1})", R"({"kind": "a", "y": 2})", R"({"kind": "a", "x": 1, "y": 2})"})
     expect(c, ok, true);
   for (const char* bad : {R"({"kind": "p"})", R"({"kind": "a"})", R"({"kind": "a", "x": 1})",
                           R"({"kind": "z", "x": 1, "y": 1})", R"({"x": 1})"})
@@ -173,15 +159,14 @@ TEST(GrammarJsonSchemaRound7, OverlappingOneOfOfArrayUnions) {
       "i2": {"type": "array", "items": {"type": "number", "multipleOf": 4}}}})");
   // Only the first: an item of i2, none of i1, one not of i2. Only the second: an item of
   // i1, none of i2, one not of i1.
-  for (const char* ok : {R"([[4], "x"])", R"([[110, 1], "x"])", R"([[8, 12], 5])",
-                         R"([[4, 110], "x"])"}) {
+  for (const char* ok :
+       {R"([[4], "x"])", R"([[110, 1], "x"])", R"([[8, 12], 5])", R"([[4, 110], "x"])"}) {
     EXPECT_EQ(verdict(c, ok), Verdict::kValid) << ok;
     if (!accepts(c, ok)) ADD_FAILURE() << "valid and rejected: " << ok;
   }
-  for (const char* bad : {R"([])", R"([[110]])", R"([[4]])", R"([[4], [110]])",
-                          R"([[4], "x", [110, 1]])", R"(["x"])", R"([[4], [8]])",
-                          R"([[110, 4]])",
-                          R"({"a": 1})"})
+  for (const char* bad :
+       {R"([])", R"([[110]])", R"([[4]])", R"([[4], [110]])", R"([[4], "x", [110, 1]])", R"(["x"])",
+        R"([[4], [8]])", R"([[110, 4]])", R"({"a": 1})"})
     expect_rejected(c, bad);
 }
 

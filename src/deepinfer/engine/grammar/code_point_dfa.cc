@@ -166,6 +166,8 @@ void eps_closure(const Nfa& nfa, std::vector<int>& set, std::vector<uint8_t>& se
   std::sort(set.begin(), set.end());
 }
 
+}  // namespace
+
 std::vector<uint32_t> decode_utf8(std::string_view s) {
   std::vector<uint32_t> out;
   for (size_t i = 0; i < s.size();) {
@@ -179,8 +181,6 @@ std::vector<uint32_t> decode_utf8(std::string_view s) {
   }
   return out;
 }
-
-}  // namespace
 
 namespace {
 

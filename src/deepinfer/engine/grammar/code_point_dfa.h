@@ -62,6 +62,8 @@ bool dfa_is_universal(const CodePointDfa& d);
 std::pair<int64_t, int64_t> dfa_length_range(const CodePointDfa& d);
 // Whether `d` accepts the UTF-8 string `s`.
 bool dfa_matches(const CodePointDfa& d, std::string_view s);
+// The code points of UTF-8 text (by lead-byte length; input is assumed valid).
+std::vector<uint32_t> decode_utf8(std::string_view s);
 // One rule per live state (tail calls, so matching runs in constant stack depth); characters
 // are emitted as JSON string characters when json_string is set. An empty language gives a
 // rule with no alternatives.

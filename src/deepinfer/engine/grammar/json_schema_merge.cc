@@ -2,12 +2,11 @@
 // disjointness test is in json_schema_disjoint.cc.
 #include "deepinfer/engine/grammar/json_schema_merge.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numeric>
 #include <optional>
-
-#include <algorithm>
-#include <cctype>
 #include <set>
 
 #include "deepinfer/engine/grammar/code_point_dfa.h"
@@ -17,18 +16,55 @@ namespace deepinfer::engine::grammar {
 namespace {
 using Json = nlohmann::ordered_json;
 
-const std::set<std::string> kAnnotations = {"title", "description", "$comment", "examples",
-    "default", "deprecated", "readOnly", "writeOnly", "$schema", "$id", "$defs", "definitions",
-    "$anchor", "contentMediaType", "contentEncoding"};
+const std::set<std::string> kAnnotations = {
+    "title",      "description", "$comment",  "examples",         "default",
+    "deprecated", "readOnly",    "writeOnly", "$schema",          "$id",
+    "$defs",      "definitions", "$anchor",   "contentMediaType", "contentEncoding"};
 // Keywords with a meaning in some draft; any other key is an annotation (2020-12), so two
 // different values of it do not conflict.
-const std::set<std::string> kKeywords = {"type", "enum", "const", "multipleOf", "maximum",
-    "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength", "pattern",
-    "maxItems", "minItems", "uniqueItems", "maxContains", "minContains", "maxProperties",
-    "minProperties", "required", "dependentRequired", "allOf", "anyOf", "oneOf", "not", "if",
-    "then", "else", "dependentSchemas", "dependencies", "prefixItems", "items", "additionalItems",
-    "contains", "properties", "patternProperties", "additionalProperties", "propertyNames",
-    "unevaluatedItems", "unevaluatedProperties", "$ref", "$dynamicRef", "$recursiveRef", "format"};
+const std::set<std::string> kKeywords = {"type",
+                                         "enum",
+                                         "const",
+                                         "multipleOf",
+                                         "maximum",
+                                         "exclusiveMaximum",
+                                         "minimum",
+                                         "exclusiveMinimum",
+                                         "maxLength",
+                                         "minLength",
+                                         "pattern",
+                                         "maxItems",
+                                         "minItems",
+                                         "uniqueItems",
+                                         "maxContains",
+                                         "minContains",
+                                         "maxProperties",
+                                         "minProperties",
+                                         "required",
+                                         "dependentRequired",
+                                         "allOf",
+                                         "anyOf",
+                                         "oneOf",
+                                         "not",
+                                         "if",
+                                         "then",
+                                         "else",
+                                         "dependentSchemas",
+                                         "dependencies",
+                                         "prefixItems",
+                                         "items",
+                                         "additionalItems",
+                                         "contains",
+                                         "properties",
+                                         "patternProperties",
+                                         "additionalProperties",
+                                         "propertyNames",
+                                         "unevaluatedItems",
+                                         "unevaluatedProperties",
+                                         "$ref",
+                                         "$dynamicRef",
+                                         "$recursiveRef",
+                                         "format"};
 
 // pattern A and pattern B (search semantics) as one pattern: a lookahead finds A from the
 // start, the body finds B. nullopt when either does not parse on its own (so wrapping cannot
@@ -112,13 +148,7 @@ std::optional<std::pair<int64_t, int64_t>> rational_lcm(std::pair<int64_t, int64
 // a \u{...} escape (valid ECMAScript with the u flag, and understood by parse_regex).
 std::string regex_literal(const std::string& name) {
   std::string out;
-  for (size_t i = 0; i < name.size();) {
-    unsigned char c = static_cast<unsigned char>(name[i]);
-    int n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
-    for (int k = 1; k < n && i + k < name.size(); ++k)
-      cp = (cp << 6) | (static_cast<unsigned char>(name[i + k]) & 0x3F);
-    i += n;
+  for (uint32_t cp : decode_utf8(name)) {
     if (cp < 0x80 && std::isalnum(static_cast<int>(cp)))
       out += static_cast<char>(cp);
     else
@@ -166,12 +196,17 @@ Result<Json> SchemaMerger::flatten(const Json& s, const std::string& ptr) {
     --depth_;
     return unsupported("json schema: allOf/$ref chain at '{}' is too deep or recursive", ptr);
   }
-  struct Guard { int& d; ~Guard() { --d; } } guard{depth_};
+  struct Guard {
+    int& d;
+    ~Guard() { --d; }
+  } guard{depth_};
   Json base = s;
   Json out = Json::object();
   if (base.contains("$ref")) {
-    if (!base["$ref"].is_string()) return invalid_argument("json schema: $ref at '{}' is not a string", ptr);
-    DI_ASSIGN_OR_RETURN(const Json* target, resolve_(base["$ref"].get<std::string>(), ptr + "/$ref"));
+    if (!base["$ref"].is_string())
+      return invalid_argument("json schema: $ref at '{}' is not a string", ptr);
+    DI_ASSIGN_OR_RETURN(const Json* target,
+                        resolve_(base["$ref"].get<std::string>(), ptr + "/$ref"));
     base.erase("$ref");
     DI_ASSIGN_OR_RETURN(out, flatten(*target, ptr + "/$ref"));
   }
@@ -179,7 +214,8 @@ Result<Json> SchemaMerger::flatten(const Json& s, const std::string& ptr) {
   if (base.contains("allOf")) {
     subs = base["allOf"];
     base.erase("allOf");
-    if (!subs.is_array()) return invalid_argument("json schema: allOf at '{}' is not an array", ptr);
+    if (!subs.is_array())
+      return invalid_argument("json schema: allOf at '{}' is not an array", ptr);
   }
   DI_ASSIGN_OR_RETURN(out, merge(std::move(out), base, ptr));
   for (size_t i = 0; i < subs.size(); ++i) {
@@ -211,8 +247,10 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
       for (const auto& [pk, pv] : x["patternProperties"].items()) {
         auto d = dfa_from_pattern(pk, /*search=*/true);
         if (!d.is_ok())
-          return unsupported("json schema: allOf at '{}' combines patternProperties with other "
-                             "properties ({})", ptr, d.status().message());
+          return unsupported(
+              "json schema: allOf at '{}' combines patternProperties with other "
+              "properties ({})",
+              ptr, d.status().message());
         patterns.push_back(std::move(*d));
       }
     }
@@ -243,16 +281,19 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
   }
   if (clash)
     for (Json* x : sides) {
-      if (!x->contains("additionalProperties") || is_trivial((*x)["additionalProperties"])) continue;
+      if (!x->contains("additionalProperties") || is_trivial((*x)["additionalProperties"]))
+        continue;
       auto p = undeclared_unmatched_pattern(*x);
       if (!p)
-        return unsupported("json schema: allOf at '{}' combines patternProperties with another "
-                           "branch's additionalProperties (a pattern or name does not fit the "
-                           "rewrite as a pattern property)", ptr);
+        return unsupported(
+            "json schema: allOf at '{}' combines patternProperties with another "
+            "branch's additionalProperties (a pattern or name does not fit the "
+            "rewrite as a pattern property)",
+            ptr);
       if (!x->contains("patternProperties")) (*x)["patternProperties"] = Json::object();
       if ((*x)["patternProperties"].contains(*p))
-        (*x)["patternProperties"][*p] =
-            Json{{"allOf", Json::array({(*x)["patternProperties"][*p], (*x)["additionalProperties"]})}};
+        (*x)["patternProperties"][*p] = Json{
+            {"allOf", Json::array({(*x)["patternProperties"][*p], (*x)["additionalProperties"]})}};
       else
         (*x)["patternProperties"][*p] = (*x)["additionalProperties"];
       x->erase("additionalProperties");
@@ -271,54 +312,73 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
   }
   const Json& b_ref = bb;
   // `items` means "after prefixItems" only next to its own prefixItems.
-  if ((a.contains("prefixItems") && b_ref.contains("items")) || (b_ref.contains("prefixItems") && a.contains("items")) ||
+  if ((a.contains("prefixItems") && b_ref.contains("items")) ||
+      (b_ref.contains("prefixItems") && a.contains("items")) ||
       (a.contains("items") && a["items"].is_array() && b_ref.contains("additionalItems")) ||
       (b_ref.contains("items") && b_ref["items"].is_array() && a.contains("additionalItems")))
-    return unsupported("json schema: allOf at '{}' splits prefixItems and items across branches", ptr);
+    return unsupported("json schema: allOf at '{}' splits prefixItems and items across branches",
+                       ptr);
   for (const auto& [k, v] : b_ref.items()) {
-    if (!a.contains(k)) { a[k] = v; continue; }
+    if (!a.contains(k)) {
+      a[k] = v;
+      continue;
+    }
     Json& cur = a[k];
     if (cur == v || kAnnotations.count(k) || !kKeywords.count(k)) continue;
     if (k == "properties" && cur.is_object() && v.is_object()) {
       for (const auto& [pk, pv] : v.items())
-        if (!cur.contains(pk) || cur[pk] == pv) cur[pk] = pv;
-        else if (pv == Json(false) || cur[pk] == Json(false)) cur[pk] = false;
-        else cur[pk] = Json{{"allOf", Json::array({cur[pk], pv})}};
+        if (!cur.contains(pk) || cur[pk] == pv)
+          cur[pk] = pv;
+        else if (pv == Json(false) || cur[pk] == Json(false))
+          cur[pk] = false;
+        else
+          cur[pk] = Json{{"allOf", Json::array({cur[pk], pv})}};
     } else if (k == "required" && cur.is_array() && v.is_array()) {
-      for (const auto& r : v) if (std::find(cur.begin(), cur.end(), r) == cur.end()) cur.push_back(r);
+      for (const auto& r : v)
+        if (std::find(cur.begin(), cur.end(), r) == cur.end()) cur.push_back(r);
     } else if (k == "type") {
       auto names = [](const Json& t) {
         std::set<std::string> out;
-        if (t.is_string()) out.insert(t.get<std::string>());
-        else if (t.is_array()) for (const auto& x : t) if (x.is_string()) out.insert(x.get<std::string>());
+        if (t.is_string())
+          out.insert(t.get<std::string>());
+        else if (t.is_array())
+          for (const auto& x : t)
+            if (x.is_string()) out.insert(x.get<std::string>());
         return out;
       };
       auto x = names(cur), y = names(v);
       Json both = Json::array();
       for (const auto& t : x) {
-        if (y.count(t)) both.push_back(t);
-        else if (t == "integer" && y.count("number")) both.push_back("integer");
-        else if (t == "number" && y.count("integer")) both.push_back("integer");
+        if (y.count(t))
+          both.push_back(t);
+        else if (t == "integer" && y.count("number"))
+          both.push_back("integer");
+        else if (t == "number" && y.count("integer"))
+          both.push_back("integer");
       }
       if (both.empty()) return Json(false);
       cur = both;
     } else if ((k == "minimum" || k == "exclusiveMinimum" || k == "minLength" || k == "minItems" ||
-                k == "minProperties") && cur.is_number() && v.is_number()) {
+                k == "minProperties") &&
+               cur.is_number() && v.is_number()) {
       if (v > cur) cur = v;
     } else if ((k == "maximum" || k == "exclusiveMaximum" || k == "maxLength" || k == "maxItems" ||
-                k == "maxProperties") && cur.is_number() && v.is_number()) {
+                k == "maxProperties") &&
+               cur.is_number() && v.is_number()) {
       if (v < cur) cur = v;
     } else if (k == "items" || k == "additionalProperties") {
       cur = Json{{"allOf", Json::array({cur, v})}};
     } else if (k == "enum" && cur.is_array() && v.is_array()) {
       Json both = Json::array();
-      for (const auto& x : cur) if (std::find(v.begin(), v.end(), x) != v.end()) both.push_back(x);
+      for (const auto& x : cur)
+        if (std::find(v.begin(), v.end(), x) != v.end()) both.push_back(x);
       cur = both;
     } else if (k == "const") {
       return Json(false);
     } else if (k == "pattern" && cur.is_string() && v.is_string()) {
       auto both = pattern_conjunction(cur, v, conjunctions_);
-      if (!both) return unsupported("json schema: allOf at '{}' has conflicting 'pattern' values", ptr);
+      if (!both)
+        return unsupported("json schema: allOf at '{}' has conflicting 'pattern' values", ptr);
       cur = *both;
     } else if (k == "multipleOf" && cur.is_number() && v.is_number() &&
                cur.get<double>() == std::floor(cur.get<double>()) &&
@@ -332,8 +392,8 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
                             *decimal_fraction(v.get<double>()))) {
       // Short decimals p/q: the common multiples of p1/q1 and p2/q2 (lowest terms) are the
       // multiples of lcm(p1, p2) / gcd(q1, q2); an integer when the denominators are coprime.
-      auto [p, q] = *rational_lcm(*decimal_fraction(cur.get<double>()),
-                                  *decimal_fraction(v.get<double>()));
+      auto [p, q] =
+          *rational_lcm(*decimal_fraction(cur.get<double>()), *decimal_fraction(v.get<double>()));
       if (q == 1)
         cur = p;
       else
@@ -353,8 +413,10 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
       cur = Json{{"anyOf", Json::array({cur, v})}};
     } else if (k == "patternProperties" && cur.is_object() && v.is_object()) {
       for (const auto& [pk, pv] : v.items())
-        if (!cur.contains(pk) || cur[pk] == pv) cur[pk] = pv;
-        else cur[pk] = Json{{"allOf", Json::array({cur[pk], pv})}};
+        if (!cur.contains(pk) || cur[pk] == pv)
+          cur[pk] = pv;
+        else
+          cur[pk] = Json{{"allOf", Json::array({cur[pk], pv})}};
     } else {
       return unsupported("json schema: allOf at '{}' has conflicting '{}' values", ptr, k);
     }
