@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "deepinfer/engine/grammar/code_point_dfa.h"
 #include "deepinfer/engine/grammar/json_schema_lowering.h"
 
 namespace deepinfer::engine::grammar::detail {
@@ -40,12 +41,17 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
   const Json* addl = s.contains("additionalProperties") ? &s["additionalProperties"]
                      : (o_.strict_properties ? &none : &any);
   std::string addl_ptr = ptr + "/additionalProperties";
-  for (const auto& r : required)  // required but undeclared: must come from additionalProperties
+  // Required but undeclared: written in the layout like a declared property, with the schema
+  // that governs it (set below from patternProperties, else additionalProperties), and kept
+  // out of the extra members by name.
+  for (const auto& r : required)
     if (!declared.count(r)) props.push_back({r, addl, addl_ptr, true});
   // Names in dependencies that are not declared get a place in the layout (as optional
   // additional members) so they are tracked rather than produced blindly as extras.
   DI_ASSIGN_OR_RETURN(auto deps, dependencies(s, ptr));
-  bool extras_possible = !(addl->is_boolean() && !addl->get<bool>()) || s.contains("patternProperties");
+  const Json no_patterns = Json::object();
+  const Json& pp = s.contains("patternProperties") && s["patternProperties"].is_object() ? s["patternProperties"] : no_patterns;
+  bool extras_possible = !(addl->is_boolean() && !addl->get<bool>()) || !pp.empty();
   if (extras_possible) {
     std::set<std::string> have;
     for (const auto& p : props) have.insert(p.name);
@@ -54,6 +60,26 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
       if (d) names.insert(names.end(), d->begin(), d->end());
       for (const auto& n : names)
         if (have.insert(n).second) props.push_back({n, addl, addl_ptr, false});
+    }
+  }
+  // A name matching patterns must satisfy their schemas as well as its declared one (or,
+  // when undeclared and matched, instead of additionalProperties). Done before propertyNames,
+  // which may still rule a name out; a declared `false` stays `false`.
+  std::deque<Json> conjunctions;  // stable storage for the schemas props point to
+  if (!pp.empty()) {
+    for (auto& p : props) {
+      bool undeclared = !declared.count(p.name);
+      if (!undeclared && p.schema->is_boolean() && !p.schema->get<bool>()) continue;  // cannot appear
+      DI_ASSIGN_OR_RETURN(std::optional<Json> c, pattern_conjunction(pp, p.name, undeclared ? nullptr : p.schema, addl));
+      if (c) {
+        conjunctions.push_back(std::move(*c));
+        p.schema = &conjunctions.back();
+        if (undeclared)  // for messages: the pattern(s) governing it, if any
+          for (const auto& [pattern, schema] : pp.items()) {
+            DI_ASSIGN_OR_RETURN(CodePointDfa d, dfa_from_pattern(pattern, /*search=*/true));
+            if (dfa_matches(d, p.name)) p.ptr = ptr + "/patternProperties";
+          }
+      }
     }
   }
 
@@ -92,22 +118,7 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
   }
   // One extra member (key and value), or none when no extra members are allowed.
   std::optional<Element> extra;
-  std::deque<Json> conjunctions;  // stable storage for the schemas props point to
-  if (name_filter || (s.contains("patternProperties") && s["patternProperties"].is_object() &&
-                      !s["patternProperties"].empty())) {
-    // A name matching patterns must satisfy their schemas as well as its declared one (or,
-    // when undeclared and matched, instead of additionalProperties).
-    const Json no_patterns = Json::object();
-    const Json& pp = s.contains("patternProperties") && s["patternProperties"].is_object() ? s["patternProperties"] : no_patterns;
-    for (auto& p : props) {
-      if (p.schema->is_boolean() && !p.schema->get<bool>()) continue;  // cannot appear
-      bool undeclared = !declared.count(p.name);
-      DI_ASSIGN_OR_RETURN(std::optional<Json> c, pattern_conjunction(pp, p.name, undeclared ? nullptr : p.schema, addl));
-      if (c) {
-        conjunctions.push_back(std::move(*c));
-        p.schema = &conjunctions.back();
-      }
-    }
+  if (name_filter || !pp.empty()) {
     std::vector<std::string> names;
     for (const auto& p : props) names.push_back(p.name);
     DI_ASSIGN_OR_RETURN(extra, pattern_members(pp, addl, names, ptr, name_filter ? &*name_filter : nullptr));
