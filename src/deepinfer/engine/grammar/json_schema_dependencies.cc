@@ -3,7 +3,6 @@
 // only list `required`) or "this name may not appear" (false) go to the object lowering,
 // which emits the trigger only together with its dependents; any other dependent schema makes
 // one case per set of present trigger names (dependent_schema_cases).
-#include "deepinfer/engine/grammar/code_point_dfa.h"
 #include "deepinfer/engine/grammar/json_schema_lowering.h"
 
 namespace deepinfer::engine::grammar::detail {
@@ -61,34 +60,6 @@ std::optional<bool> presence_value(const Json& f, const std::map<std::string, bo
     }
   }
   return value;
-}
-
-// Declares each of `names` that `c` does not list in `properties`, with the schema that
-// governs it already (true when a patternProperties pattern matches it, whose schema still
-// applies; else additionalProperties): the same object schema, but the object lowering then
-// emits a required name it would otherwise find only through a pattern. Left as is under
-// unevaluatedProperties (declaring a name evaluates it) or when a pattern does not compile.
-void declare_names(Json& c, const std::set<std::string>& names) {
-  // Only next to patternProperties (what the lowering misses); elsewhere a declared name
-  // would only move in the schema order the object is emitted in.
-  if (!c.is_object() || c.contains("unevaluatedProperties") || !c.contains("patternProperties"))
-    return;
-  if (c.contains("properties") && !c["properties"].is_object()) return;
-  for (const auto& name : names) {
-    if (c.contains("properties") && c["properties"].contains(name)) continue;
-    bool matched = false;
-    if (c.contains("patternProperties")) {
-      if (!c["patternProperties"].is_object()) return;
-      for (const auto& [p, v] : c["patternProperties"].items()) {
-        auto d = dfa_from_pattern(p, /*search=*/true);
-        if (!d.is_ok()) return;
-        matched = matched || dfa_matches(*d, name);
-      }
-    }
-    Json governs = true;
-    if (!matched && c.contains("additionalProperties")) governs = c["additionalProperties"];
-    c["properties"][name] = governs;
-  }
 }
 
 }  // namespace
@@ -154,10 +125,6 @@ Result<std::optional<Element>> SchemaCompiler::dependent_schema_cases(const Json
       }
     }
     if (contradicts) continue;
-    std::set<std::string> named = required;
-    for (const auto& [n, in] : known)
-      if (in) named.insert(n);
-    declare_names(c, named);
     if (!all.empty()) {
       all.insert(all.begin(), c);
       c = Json{{"allOf", all}};

@@ -50,7 +50,9 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
   // additional members) so they are tracked rather than produced blindly as extras.
   DI_ASSIGN_OR_RETURN(auto deps, dependencies(s, ptr));
   const Json no_patterns = Json::object();
-  const Json& pp = s.contains("patternProperties") && s["patternProperties"].is_object() ? s["patternProperties"] : no_patterns;
+  const Json& pp = s.contains("patternProperties") && s["patternProperties"].is_object()
+                       ? s["patternProperties"]
+                       : no_patterns;
   bool extras_possible = !(addl->is_boolean() && !addl->get<bool>()) || !pp.empty();
   if (extras_possible) {
     std::set<std::string> have;
@@ -69,8 +71,10 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
   if (!pp.empty()) {
     for (auto& p : props) {
       bool undeclared = !declared.count(p.name);
-      if (!undeclared && p.schema->is_boolean() && !p.schema->get<bool>()) continue;  // cannot appear
-      DI_ASSIGN_OR_RETURN(std::optional<Json> c, pattern_conjunction(pp, p.name, undeclared ? nullptr : p.schema, addl));
+      if (!undeclared && p.schema->is_boolean() && !p.schema->get<bool>())
+        continue;  // cannot appear
+      DI_ASSIGN_OR_RETURN(std::optional<Json> c,
+                          pattern_conjunction(pp, p.name, undeclared ? nullptr : p.schema, addl));
       if (c) {
         conjunctions.push_back(std::move(*c));
         p.schema = &conjunctions.back();
