@@ -41,30 +41,17 @@ ContextKey GrammarMatcher::key_of(uint32_t stack, int depth) const {
   return key;
 }
 
-const TokenClasses& GrammarMatcher::classes_of(uint32_t stack) {
+const TokenClasses* GrammarMatcher::find_classes_of(uint32_t stack, bool compute) {
   // Stacks are hash-consed, so a stack id names its context for the matcher's lifetime.
   if (stack >= classes_of_.size())
     classes_of_.resize(std::max<size_t>(pool_.size(), stack + 1), nullptr);
-  const TokenClasses*& c = classes_of_[stack];
-  if (c) return *c;
+  if (classes_of_[stack]) return classes_of_[stack];
   // The shallowest key whose classification is not marked for refinement (see context_walker.h).
   for (int d = 1; d <= kContextFrames; ++d) {
-    c = &cg_->classes(key_of(stack, d));
-    if (!c->refine) break;
-  }
-  return *c;
-}
-
-const TokenClasses* GrammarMatcher::known_classes_of(uint32_t stack) {
-  if (stack < classes_of_.size() && classes_of_[stack]) return classes_of_[stack];
-  for (int d = 1; d <= kContextFrames; ++d) {
-    const TokenClasses* c = cg_->cached_classes(key_of(stack, d));
+    const ContextKey key = key_of(stack, d);
+    const TokenClasses* c = compute ? &cg_->classes(key) : cg_->cached_classes(key);
     if (!c) return nullptr;
-    if (!c->refine) {
-      if (stack >= classes_of_.size())
-        classes_of_.resize(std::max<size_t>(pool_.size(), stack + 1), nullptr);
-      return classes_of_[stack] = c;
-    }
+    if (!c->refine || d == kContextFrames) return classes_of_[stack] = c;
   }
   return nullptr;
 }
@@ -136,7 +123,7 @@ void GrammarMatcher::fill_next_token_bitmask(uint32_t* mask) {
     // (a scan per key depth each); its result serves only this stack set (a few are kept).
     size_t missing = 0;
     for (uint32_t s : cur)
-      if (s != StackPool::kAccept && !known_classes_of(s)) ++missing;
+      if (s != StackPool::kAccept && !find_classes_of(s, false)) ++missing;
     if (missing > kMaxContextsClassifiedPerMask) {
       if (std::find(cur.begin(), cur.end(), StackPool::kAccept) != cur.end())
         for (int32_t id : v.eos_ids) mask[id >> 5] |= 1u << (id & 31);
@@ -150,14 +137,14 @@ void GrammarMatcher::fill_next_token_bitmask(uint32_t* mask) {
       for (int32_t id : v.eos_ids) mask[id >> 5] |= 1u << (id & 31);
       continue;
     }
-    const TokenClasses& c = classes_of(s);
+    const TokenClasses& c = *find_classes_of(s, true);
     c.add_accepted(mask);
     any_uncertain |= !c.uncertain.empty();
   }
   if (!any_uncertain) return;
   for (uint32_t s : cur)
     if (s != StackPool::kAccept) {
-      const TokenClasses& c = classes_of(s);
+      const TokenClasses& c = *find_classes_of(s, true);
       if (!c.uncertain.empty()) check_uncertain(s, c, mask);
     }
 }

@@ -37,12 +37,12 @@ class GrammarMatcher {
 
  private:
   ContextKey key_of(uint32_t stack, int depth) const;
-  const TokenClasses& classes_of(uint32_t stack);
   // While the precompute runs, a mask classifies at most this many missing contexts itself;
   // past it, it scans the vocabulary once for its whole stack set instead.
   static constexpr size_t kMaxContextsClassifiedPerMask = 2;
-  // The classification of `stack`'s context if it is computed already (never computes).
-  const TokenClasses* known_classes_of(uint32_t stack);
+  // The classification of `stack`'s context (kept per stack id). With compute, missing keys
+  // are classified now; without, null when one is not computed yet.
+  const TokenClasses* find_classes_of(uint32_t stack, bool compute);
   // One scan for the whole stack set while the precompute has not reached its contexts.
   void fill_mask_directly(const std::vector<uint32_t>& stacks, uint32_t* mask);
   // Sets the bits of `c`'s uncertain tokens that the real stack `s` accepts.
