@@ -125,7 +125,10 @@ bool CompiledGrammar::precompute_more(double seconds) const {
     if (const TokenClasses* known = cached_classes(key)) {
       refine = known->refine;  // classified lazily by a matcher already
     } else {
-      auto c = st.walker.classify(key);
+      // A deeper key is pushed only after its shallower key is cached.
+      const TokenClasses* shallower = depth > 1 ? cached_classes(shallower_key(key)) : nullptr;
+      if (shallower && !shallower->complete()) shallower = nullptr;
+      auto c = shallower ? st.walker.classify_below(key, *shallower) : st.walker.classify(key);
       nodes_visited_ += st.walker.last_visits();
       refine = c->refine;
       std::lock_guard<std::mutex> lock(mu_);
@@ -202,15 +205,21 @@ const TokenClasses& CompiledGrammar::classes(const ContextKey& key) const {
   }
   // Computed outside the cache lock; a racing duplicate is discarded. One walker is kept so
   // lazy classifications share its DFA; a second thread meanwhile uses a fresh one.
+  // A deeper key's classification is derived from its shallower key's (classified first).
+  const TokenClasses* shallower = key_depth(key) > 1 ? &classes(shallower_key(key)) : nullptr;
+  if (shallower && !shallower->complete()) shallower = nullptr;
+  auto classify = [&](ContextWalker& w) {
+    return shallower ? w.classify_below(key, *shallower) : w.classify(key);
+  };
   std::unique_ptr<TokenClasses> fresh;
   if (std::unique_lock<std::mutex> walker_lock(lazy_walker_mu_, std::try_to_lock);
       walker_lock.owns_lock()) {
     if (!lazy_walker_) lazy_walker_ = std::make_unique<ContextWalker>(&grammar_, trie_, columns_);
-    fresh = lazy_walker_->classify(key);
+    fresh = classify(*lazy_walker_);
     nodes_visited_ += lazy_walker_->last_visits();
   } else {
     ContextWalker walker(&grammar_, trie_, columns_);
-    fresh = walker.classify(key);
+    fresh = classify(walker);
     nodes_visited_ += walker.last_visits();
   }
   lazy_++;

@@ -18,7 +18,13 @@ bool key_is_final(const ContextKey& k) {
   return d == kContextFrames || (d > 0 && k[d - 1] == kStackEnd);
 }
 
+ContextKey shallower_key(ContextKey k) {
+  k[key_depth(k) - 1] = StackPool::kNoPos;
+  return k;
+}
+
 void TokenClasses::add_accepted(uint32_t* mask) const {
+  if (base) base->add_accepted(mask);
   if (!accepted_bits.empty()) {
     const size_t n = accepted_bits.size();
     const uint32_t* a = accepted_bits.data();
@@ -231,9 +237,6 @@ void ContextWalker::fill_mask(const std::vector<std::vector<uint32_t>>& stacks, 
   const uint32_t* end = t.end.data();
   const uint32_t* tok_begin = t.tok_begin.data();
   const int32_t* tokens = t.tokens.data();
-  auto allow = [&](uint32_t from, uint32_t to) {
-    for (uint32_t i = from; i < to; ++i) mask[tokens[i] >> 5] |= 1u << (tokens[i] & 31);
-  };
   const uint32_t n = static_cast<uint32_t>(t.num_nodes());
   size_t visits = 0;
   for (uint32_t k = 1; k < n; ++visits) {
@@ -246,34 +249,110 @@ void ContextWalker::fill_mask(const std::vector<std::vector<uint32_t>>& stacks, 
       continue;
     }
     if (subtree_accepted(ns, k)) {
-      allow(tok_begin[k], tok_begin[end[k]]);
+      t.add_subtree(k, mask);
       k = end[k];
       continue;
     }
-    allow(tok_begin[k], tok_begin[k + 1]);
+    for (uint32_t i = tok_begin[k]; i < tok_begin[k + 1]; ++i)
+      mask[tokens[i] >> 5] |= 1u << (tokens[i] & 31);
     state_at_[d] = ns;
     ++k;
   }
   last_visits_ = visits;
 }
 
-std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
-  const VocabTrie& t = *trie_;
-  const int32_t words = t.vocab->mask_words();
+int32_t ContextWalker::start(const ContextKey& key) {
   bound_dfa();
   // Rebuild the known frames above the accept state (kStackEnd) or an unknown rest (kContext).
-  const int known = key_depth(key);
-  const bool can_refine = !key_is_final(key);
   uint32_t s = StackPool::kContext;
-  for (int i = known - 1; i >= 0; --i)
+  for (int i = key_depth(key) - 1; i >= 0; --i)
     s = key[i] == kStackEnd ? StackPool::kAccept : pool_->node(s, key[i]);
   scratch_.clear();
-  const int32_t kEmpty = intern(scratch_);
+  const int32_t empty = intern(scratch_);
   scratch_.assign(1, s);
   state_at_[0] = intern(scratch_);
   esc_at_[0] = has_ctx_[state_at_[0]];
+  return empty;
+}
 
-  std::vector<int32_t> accepted;
+void ContextWalker::finish(TokenClasses& out, const ContextKey& key) const {
+  out.refine = !key_is_final(key) && out.uncertain.size() > kRefineUncertain;
+  // Common prefixes between consecutive uncertain tokens (they are in byte order).
+  const auto& tb = trie_->vocab->token_bytes;
+  out.uncertain_lcp.resize(out.uncertain.size(), 0);
+  for (size_t i = 1; i < out.uncertain.size(); ++i) {
+    const std::string& a = tb[out.uncertain[i - 1]];
+    const std::string& b = tb[out.uncertain[i]];
+    size_t l = 0;
+    while (l < a.size() && l < b.size() && a[l] == b[l] && l < 0xFFFF) ++l;
+    out.uncertain_lcp[i] = static_cast<uint16_t>(l);
+  }
+}
+
+std::unique_ptr<TokenClasses> ContextWalker::classify_below(const ContextKey& key,
+                                                            const TokenClasses& shallower) {
+  // Only the shallower key's uncertain tokens can change class: its accepted ones stay
+  // accepted and its rejected ones died before reaching the frame this key adds. Each is
+  // walked from this key's start state, reusing the states of the prefix it shares with the
+  // previous one (the list is in byte order).
+  const int32_t kEmpty = start(key);
+  auto out = std::make_unique<TokenClasses>();
+  out->base = &shallower;
+  const auto& tb = trie_->vocab->token_bytes;
+  size_t known = 0;           // state_at_[0..known] hold the last walked token's prefix states
+  size_t dead = SIZE_MAX;     // that token died after `dead` bytes...
+  bool dead_uncertain = false;  // ...and was uncertain (not rejected) then
+  size_t lcp = 0, visits = 0;
+  for (size_t i = 0; i < shallower.uncertain.size(); ++i) {
+    lcp = i == 0 ? 0 : std::min<size_t>(lcp, shallower.uncertain_lcp[i]);
+    const int32_t id = shallower.uncertain[i];
+    const std::string& tok = tb[id];
+    if (dead != SIZE_MAX && lcp >= dead) {  // shares the prefix that died: the same class
+      if (dead_uncertain) out->uncertain.push_back(id);
+      continue;
+    }
+    size_t j = std::min(lcp, known);
+    lcp = SIZE_MAX;  // later tokens compare against this one
+    dead = SIZE_MAX;
+    for (; j < tok.size(); ++j, ++visits) {
+      const int32_t from = state_at_[j];
+      const uint8_t b = static_cast<uint8_t>(tok[j]);
+      int32_t ns = trans_[static_cast<size_t>(from) * num_cols_ + byte_col_[b]];
+      if (ns < 0) ns = step(from, b);
+      if (ns == kEmpty) {
+        dead = j + 1;
+        dead_uncertain = esc_at_[j];
+        break;
+      }
+      state_at_[j + 1] = ns;
+      esc_at_[j + 1] = esc_at_[j] | has_ctx_[ns];
+    }
+    known = std::min(j, tok.size());
+    if (dead == SIZE_MAX) out->accepted_ids.push_back(id);
+    else if (dead_uncertain) out->uncertain.push_back(id);
+  }
+  last_visits_ = visits;
+  finish(*out, key);
+  return out;
+}
+
+std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
+  const VocabTrie& t = *trie_;
+  const int32_t words = t.vocab->mask_words();
+  const int32_t kEmpty = start(key);
+  const bool can_refine = !key_is_final(key);
+
+  // Accepted tokens are listed while few; the first large subtree accepted whole (a string
+  // body takes most of the vocabulary) switches to a bitmask that ORs its precomputed words.
+  std::vector<int32_t>& accepted = accepted_ids_;
+  accepted.clear();
+  bool as_bits = false;
+  size_t num_accepted = 0;
+  auto to_bits = [&] {
+    as_bits = true;
+    accepted_bits_.assign(words, 0);
+    for (int32_t id : accepted) accepted_bits_[id >> 5] |= 1u << (id & 31);
+  };
   auto out = std::make_unique<TokenClasses>();
   const uint8_t* byte = t.byte.data();
   const uint32_t* depth = t.depth.data();
@@ -293,9 +372,11 @@ std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
       if (esc_at_[d - 1]) {
         out->uncertain.insert(out->uncertain.end(), tokens + tok_begin[k],
                               tokens + tok_begin[end[k]]);
-        if (can_refine && out->uncertain.size() > kRefineUncertain) {
+        if (can_refine && out->uncertain.size() > kMaxUncertainToDerive) {
+          // So many that a deeper key scans the vocabulary itself: stop, keep nothing.
           out = std::make_unique<TokenClasses>();
           out->refine = true;
+          out->stopped_early = true;
           last_visits_ = visits + 1;
           return out;
         }
@@ -305,32 +386,34 @@ std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
     }
     if (subtree_accepted(ns, k)) {
       // Every token below keeps a live state: all accepted, no dead prefix, no visit.
-      accepted.insert(accepted.end(), tokens + tok_begin[k], tokens + tok_begin[end[k]]);
+      num_accepted += t.subtree_tokens(k);
+      if (!as_bits && t.subtree_bits_at[k] != VocabTrie::kNoBits) to_bits();
+      if (as_bits) t.add_subtree(k, accepted_bits_.data());
+      else accepted.insert(accepted.end(), tokens + tok_begin[k], tokens + tok_begin[end[k]]);
       k = end[k];
       continue;
     }
-    for (uint32_t i = tok_begin[k]; i < tok_begin[k + 1]; ++i) accepted.push_back(tokens[i]);
+    for (uint32_t i = tok_begin[k]; i < tok_begin[k + 1]; ++i, ++num_accepted) {
+      if (as_bits) accepted_bits_[tokens[i] >> 5] |= 1u << (tokens[i] & 31);
+      else accepted.push_back(tokens[i]);
+    }
     state_at_[d] = ns;
     esc_at_[d] = esc_at_[d - 1] | has_ctx_[ns];
     ++k;
   }
   last_visits_ = visits;
-  if (accepted.size() >= static_cast<size_t>(words)) {
-    out->accepted_bits.assign(words, 0);
-    for (int32_t id : accepted) out->accepted_bits[id >> 5] |= 1u << (id & 31);
+  if (num_accepted >= static_cast<size_t>(words)) {
+    if (!as_bits) to_bits();
+    out->accepted_bits = accepted_bits_;
+  } else if (as_bits) {
+    out->accepted_ids.reserve(num_accepted);
+    for (int32_t w = 0; w < words; ++w)
+      for (uint32_t bits = accepted_bits_[w]; bits; bits &= bits - 1)
+        out->accepted_ids.push_back(w * 32 + __builtin_ctz(bits));
   } else {
-    out->accepted_ids = std::move(accepted);
+    out->accepted_ids.assign(accepted.begin(), accepted.end());
   }
-  // Common prefixes between consecutive uncertain tokens (they are in byte order).
-  const auto& tb = t.vocab->token_bytes;
-  out->uncertain_lcp.resize(out->uncertain.size(), 0);
-  for (size_t i = 1; i < out->uncertain.size(); ++i) {
-    const std::string& a = tb[out->uncertain[i - 1]];
-    const std::string& b = tb[out->uncertain[i]];
-    size_t l = 0;
-    while (l < a.size() && l < b.size() && a[l] == b[l] && l < 0xFFFF) ++l;
-    out->uncertain_lcp[i] = static_cast<uint16_t>(l);
-  }
+  finish(*out, key);
   return out;
 }
 

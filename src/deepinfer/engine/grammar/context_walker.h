@@ -23,10 +23,15 @@ using ContextKey = std::array<uint32_t, kContextFrames>;  // [0] = top
 inline constexpr uint32_t kStackEnd = 0xFFFFFFFEu;
 // Past this many uncertain tokens a key that can still grow asks for one more frame.
 inline constexpr size_t kRefineUncertain = 16;
+// Up to this many, the deeper key is classified from the shallower one's uncertain tokens
+// alone; past it, the shallower scan stops early and the deeper key scans the vocabulary.
+inline constexpr size_t kMaxUncertainToDerive = 512;
 
 // Frames known in the key, and whether no deeper key exists (the stack ends, or d is maximal).
 int key_depth(const ContextKey& k);
 bool key_is_final(const ContextKey& k);
+// The key less its deepest known frame (depth >= 2).
+ContextKey shallower_key(ContextKey k);
 
 struct ContextKeyHash {
   size_t operator()(const ContextKey& k) const {
@@ -37,14 +42,20 @@ struct ContextKeyHash {
 };
 
 struct TokenClasses {
-  // Tokens valid whatever the deeper stack holds: a bitmask when many, else a list.
+  // Tokens valid whatever the deeper stack holds: base's (the shallower key's, when this
+  // classification was derived from it) plus a bitmask when many, else a list.
+  const TokenClasses* base = nullptr;
   std::vector<uint32_t> accepted_bits;  // [mask_words] or empty
   std::vector<int32_t> accepted_ids;    // used when accepted_bits is empty
   // Tokens that depend on the deeper stack, in byte order, with the length of the prefix each
   // shares with the previous one (so run-time checks reuse the states of common prefixes).
   std::vector<int32_t> uncertain;
   std::vector<uint16_t> uncertain_lcp;  // [uncertain]
-  bool refine = false;  // too many uncertain tokens: use the key one frame deeper instead
+  // Too many uncertain tokens: use the key one frame deeper instead (classified from this).
+  bool refine = false;
+  // The scan stopped at kMaxUncertainToDerive uncertain tokens: the lists are not filled.
+  bool stopped_early = false;
+  bool complete() const { return !stopped_early; }
 
   void add_accepted(uint32_t* mask) const;
   size_t memory_bytes() const;
@@ -62,6 +73,10 @@ class ContextWalker {
  public:
   ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> trie, const ByteColumns& cols);
   std::unique_ptr<TokenClasses> classify(const ContextKey& key);
+  // The classification of `key` from the one of its shallower key (key less its deepest
+  // frame): only that one's uncertain tokens are walked, and its accepted ones are shared
+  // (`shallower` must outlive the result).
+  std::unique_ptr<TokenClasses> classify_below(const ContextKey& key, const TokenClasses& shallower);
   // ORs into `mask` the tokens a whole stack set accepts. `stacks` holds each stack's grammar
   // positions, top first (a matcher's real stacks, down to the accept state): nothing lies
   // below, so nothing is uncertain and one scan gives this step's mask, with no cacheable
@@ -74,6 +89,10 @@ class ContextWalker {
  private:
   // The DFA state of stack set v (sorted in place), added when new.
   int32_t intern(std::vector<uint32_t>& v);
+  // Sets state_at_[0] and esc_at_[0] to the key's start state; returns the dead state.
+  int32_t start(const ContextKey& key);
+  // Sets refine and the uncertain tokens' common prefixes.
+  void finish(TokenClasses& out, const ContextKey& key) const;
   size_t set_size(int32_t s) const { return set_begin_[s + 1] - set_begin_[s]; }
   int32_t step(int32_t from, uint8_t byte);
   void reset_dfa();
@@ -115,6 +134,8 @@ class ContextWalker {
   size_t set_elems_ = 0;        // stacks held by all sets (a memory bound)
   std::array<std::array<uint64_t, 4>, 256> col_bytes_{};  // [column] its bytes
   std::vector<uint32_t> scratch_;
+  std::vector<int32_t> accepted_ids_;    // classify's accepted tokens while few
+  std::vector<uint32_t> accepted_bits_;  // and as [mask_words] once many
   std::vector<int32_t> state_at_;  // [max_len + 1] per trie depth on the current path
   std::vector<uint8_t> esc_at_;    // [max_len + 1] some path popped below the known frames
   size_t last_visits_ = 0;

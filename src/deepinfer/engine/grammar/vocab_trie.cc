@@ -93,6 +93,20 @@ std::shared_ptr<const VocabTrie> build(const std::shared_ptr<const TokenVocabula
     for (int w = 0; w < 4; ++w) up[w] |= acc[k][w];
     up[t->byte[k] >> 6] |= uint64_t{1} << (t->byte[k] & 63);
   }
+  // A bitmask costs mask_words words to store and to OR (several words per instruction);
+  // setting bits one by one costs a few instructions per token.
+  const size_t words = v.mask_words();
+  const size_t min_tokens = std::max<size_t>(64, words / VocabTrie::kSubtreeBitsWordsPerToken);
+  t->subtree_bits_at.assign(n, VocabTrie::kNoBits);
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t node = static_cast<uint32_t>(k);
+    if (t->subtree_tokens(node) < min_tokens) continue;
+    t->subtree_bits_at[k] = static_cast<uint32_t>(t->subtree_bits.size());
+    t->subtree_bits.resize(t->subtree_bits.size() + words, 0);
+    uint32_t* bits = t->subtree_bits.data() + t->subtree_bits_at[k];
+    for (uint32_t i = t->tok_begin[k]; i < t->tok_begin[t->end[k]]; ++i)
+      bits[t->tokens[i] >> 5] |= 1u << (t->tokens[i] & 31);
+  }
   std::map<std::array<uint64_t, 4>, uint32_t> ids;
   t->below.resize(n);
   t->below_sets.push_back({});
@@ -106,6 +120,19 @@ std::shared_ptr<const VocabTrie> build(const std::shared_ptr<const TokenVocabula
 }
 
 }  // namespace
+
+void VocabTrie::add_subtree(uint32_t k, uint32_t* mask) const {
+  if (subtree_bits_at[k] != kNoBits) {
+    const uint32_t* bits = subtree_bits.data() + subtree_bits_at[k];
+    const size_t words = vocab->mask_words();
+    for (size_t w = 0; w < words; ++w) mask[w] |= bits[w];
+    return;
+  }
+  // Local pointers: `mask` could alias the vectors' own storage as far as the compiler knows.
+  const int32_t* id = tokens.data() + tok_begin[k];
+  const int32_t* last = tokens.data() + tok_begin[end[k]];
+  for (; id < last; ++id) mask[*id >> 5] |= 1u << (*id & 31);
+}
 
 std::shared_ptr<const VocabTrie> shared_vocab_trie(const std::shared_ptr<const TokenVocabulary>& vocab) {
   // Sorting 100k+ tokens costs milliseconds, so one trie serves every grammar of a vocabulary.

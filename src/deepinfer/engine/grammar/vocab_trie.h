@@ -33,8 +33,19 @@ struct VocabTrie {
   // that survives that many plain bytes accepts the whole subtree (counted runs, maxLength).
   static constexpr uint8_t kNotPlain = 255;
   std::vector<uint8_t> plain_height;  // [nodes]
+  // Token bitmasks (mask_words words each) of the subtrees holding many tokens: a scan that
+  // accepts such a subtree whole ORs its words instead of setting a bit per token (a string
+  // body accepts most of the vocabulary this way). Node k's words start at
+  // subtree_bits[subtree_bits_at[k]], or subtree_bits_at[k] = kNoBits.
+  static constexpr uint32_t kNoBits = 0xFFFFFFFFu;
+  static constexpr size_t kSubtreeBitsWordsPerToken = 16;  // bits kept from mask_words / 8 tokens
+  std::vector<uint32_t> subtree_bits_at;  // [nodes]
+  std::vector<uint32_t> subtree_bits;
 
   size_t num_nodes() const { return byte.size(); }
+  size_t subtree_tokens(uint32_t k) const { return tok_begin[end[k]] - tok_begin[k]; }
+  // ORs the tokens of node k's whole subtree into `mask`.
+  void add_subtree(uint32_t k, uint32_t* mask) const;
 };
 
 // The trie of `vocab`, cached for the life of the process (one per tokenizer).
