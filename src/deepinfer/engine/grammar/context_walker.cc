@@ -78,7 +78,10 @@ ContextWalker::ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> 
     : g_(g), trie_(std::move(trie)), byte_col_(cols.col), num_cols_(cols.num) {
   state_at_.resize(trie_->max_len + 2);
   esc_at_.resize(trie_->max_len + 2);
-  for (int b = 0; b < 256; ++b) col_bytes_[byte_col_[b]][b >> 6] |= uint64_t{1} << (b & 63);
+  for (int b = 255; b >= 0; --b) {
+    col_bytes_[byte_col_[b]][b >> 6] |= uint64_t{1} << (b & 63);
+    col_rep_[byte_col_[b]] = static_cast<uint8_t>(b);
+  }
   std::array<bool, 256> seen_col{};
   for (int b = 0; b < 256; ++b)
     if (((trie_->plain[b >> 6] >> (b & 63)) & 1) && !seen_col[byte_col_[b]]) {
@@ -126,6 +129,11 @@ int ContextWalker::plain_run(int32_t s) {
   for (size_t i = chain.size(); i-- > 0; run = std::min(255, run + 1))
     plain_run_[chain[i]] = static_cast<int16_t>(run);
   return plain_run_[s];
+}
+
+bool ContextWalker::accepts_all_plain(int32_t s) {
+  return trie_->max_len < 255 && trie_->num_plain_tokens > 0 &&
+         plain_run(s) >= static_cast<int>(trie_->max_len);
 }
 
 bool ContextWalker::subtree_accepted(int32_t s, uint32_t k) {
@@ -237,15 +245,28 @@ void ContextWalker::fill_mask(const std::vector<std::vector<uint32_t>>& stacks, 
   const uint32_t* end = t.end.data();
   const uint32_t* tok_begin = t.tok_begin.data();
   const int32_t* tokens = t.tokens.data();
-  const uint32_t n = static_cast<uint32_t>(t.num_nodes());
   size_t visits = 0;
-  for (uint32_t k = 1; k < n; ++visits) {
+  const bool all_plain = accepts_all_plain(state_at_[0]);
+  if (all_plain)
+    for (size_t w = 0; w < t.plain_token_bits.size(); ++w) mask[w] |= t.plain_token_bits[w];
+  // Nothing is uncertain here, so first bytes that lead nowhere are skipped unvisited.
+  for (uint32_t root : live_roots(state_at_[0], kEmpty))
+  for (uint32_t k = root, stop = end[root]; k < stop; ++visits) {
     const uint32_t d = depth[k];
     const int32_t from = state_at_[d - 1];
     int32_t ns = trans_[static_cast<size_t>(from) * num_cols_ + byte_col_[byte[k]]];
     if (ns < 0) ns = step(from, byte[k]);
     if (ns == kEmpty) {
       k = end[k];  // a dead prefix: the whole subtree is rejected
+      continue;
+    }
+    if (all_plain && t.plain_path[k]) {  // its tokens are plain: in the mask already
+      if (t.plain_height[k] != VocabTrie::kNotPlain) {
+        k = end[k];
+      } else {
+        state_at_[d] = ns;
+        ++k;
+      }
       continue;
     }
     if (subtree_accepted(ns, k)) {
@@ -259,6 +280,21 @@ void ContextWalker::fill_mask(const std::vector<std::vector<uint32_t>>& stacks, 
     ++k;
   }
   last_visits_ = visits;
+}
+
+const std::vector<uint32_t>& ContextWalker::live_roots(int32_t s, int32_t empty) {
+  std::array<uint64_t, 4> live{};
+  for (int col = 0; col < num_cols_; ++col) {
+    int32_t to = trans_[static_cast<size_t>(s) * num_cols_ + col];
+    if (to < 0) to = step(s, col_rep_[col]);
+    if (to != empty)
+      for (int w = 0; w < 4; ++w) live[w] |= col_bytes_[col][w];
+  }
+  roots_.clear();
+  for (int w = 0; w < 4; ++w)
+    for (uint64_t bits = live[w] & trie_->root_bytes[w]; bits; bits &= bits - 1)
+      roots_.push_back(trie_->root_child[w * 64 + __builtin_ctzll(bits)]);
+  return roots_;
 }
 
 int32_t ContextWalker::start(const ContextKey& key) {
@@ -353,15 +389,27 @@ std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
     accepted_bits_.assign(words, 0);
     for (int32_t id : accepted) accepted_bits_[id >> 5] |= 1u << (id & 31);
   };
+  // A start state that survives any plain token (a string body) accepts them all at once;
+  // the walk then skips their nodes.
+  const bool all_plain = accepts_all_plain(state_at_[0]);
+  if (all_plain) {
+    to_bits();
+    accepted_bits_ = t.plain_token_bits;
+    num_accepted = t.num_plain_tokens;
+  }
   auto out = std::make_unique<TokenClasses>();
   const uint8_t* byte = t.byte.data();
   const uint32_t* depth = t.depth.data();
   const uint32_t* end = t.end.data();
   const uint32_t* tok_begin = t.tok_begin.data();
   const int32_t* tokens = t.tokens.data();
-  const uint32_t n = static_cast<uint32_t>(t.num_nodes());
   size_t visits = 0;
-  for (uint32_t k = 1; k < n; ++visits) {
+  // A first byte that leads nowhere rejects its subtree unless the start state may pop
+  // below the known frames (then its tokens are uncertain, and the whole trie is scanned).
+  const std::vector<uint32_t>& roots =
+      esc_at_[0] ? t.root_children : live_roots(state_at_[0], kEmpty);
+  for (uint32_t root : roots)
+  for (uint32_t k = root, stop = end[root]; k < stop; ++visits) {
     const uint32_t d = depth[k];
     const int32_t from = state_at_[d - 1];
     int32_t ns = trans_[static_cast<size_t>(from) * num_cols_ + byte_col_[byte[k]]];
@@ -382,6 +430,16 @@ std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
         }
       }
       k = end[k];
+      continue;
+    }
+    if (all_plain && t.plain_path[k]) {  // its tokens are plain: accepted already
+      if (t.plain_height[k] != VocabTrie::kNotPlain) {
+        k = end[k];
+      } else {
+        state_at_[d] = ns;
+        esc_at_[d] = esc_at_[d - 1] | has_ctx_[ns];
+        ++k;
+      }
       continue;
     }
     if (subtree_accepted(ns, k)) {

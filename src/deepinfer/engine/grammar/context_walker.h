@@ -89,6 +89,9 @@ class ContextWalker {
  private:
   // The DFA state of stack set v (sorted in place), added when new.
   int32_t intern(std::vector<uint32_t>& v);
+  // The trie's depth-1 nodes whose byte does not kill state s (in byte order): a scan that
+  // need not list rejected tokens skips the rest (a literal's context has one).
+  const std::vector<uint32_t>& live_roots(int32_t s, int32_t empty);
   // Sets state_at_[0] and esc_at_[0] to the key's start state; returns the dead state.
   int32_t start(const ContextKey& key);
   // Sets refine and the uncertain tokens' common prefixes.
@@ -108,6 +111,8 @@ class ContextWalker {
   // tells apart: digits, literals): 255 for a loop, n for a counted run with n copies left,
   // else 0. Underestimates are safe (fewer subtrees accepted whole).
   int plain_run(int32_t s);
+  // State s survives every plain token (VocabTrie::plain_token_bits).
+  bool accepts_all_plain(int32_t s);
   // The subtree below trie node k (entered in state s) is accepted whole.
   bool subtree_accepted(int32_t s, uint32_t k);
 
@@ -133,6 +138,8 @@ class ContextWalker {
   std::vector<int32_t> chain_;  // plain_run's scratch
   size_t set_elems_ = 0;        // stacks held by all sets (a memory bound)
   std::array<std::array<uint64_t, 4>, 256> col_bytes_{};  // [column] its bytes
+  std::array<uint8_t, 256> col_rep_{};                    // [column] its smallest byte
+  std::vector<uint32_t> roots_;                           // live_roots' result
   std::vector<uint32_t> scratch_;
   std::vector<int32_t> accepted_ids_;    // classify's accepted tokens while few
   std::vector<uint32_t> accepted_bits_;  // and as [mask_words] once many

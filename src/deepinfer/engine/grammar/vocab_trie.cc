@@ -107,6 +107,21 @@ std::shared_ptr<const VocabTrie> build(const std::shared_ptr<const TokenVocabula
     for (uint32_t i = t->tok_begin[k]; i < t->tok_begin[t->end[k]]; ++i)
       bits[t->tokens[i] >> 5] |= 1u << (t->tokens[i] & 31);
   }
+  t->plain_path.assign(n, 0);
+  t->plain_path[0] = 1;
+  t->plain_token_bits.assign(words, 0);
+  for (size_t k = 1; k < n; ++k) {
+    const uint8_t b = t->byte[k];
+    t->plain_path[k] = t->plain_path[parent[k]] && ((t->plain[b >> 6] >> (b & 63)) & 1);
+    if (!t->plain_path[k]) continue;
+    for (uint32_t i = t->tok_begin[k]; i < t->tok_begin[k + 1]; ++i, ++t->num_plain_tokens)
+      t->plain_token_bits[t->tokens[i] >> 5] |= 1u << (t->tokens[i] & 31);
+  }
+  for (uint32_t k = 1; k < n; k = t->end[k]) {
+    t->root_children.push_back(k);
+    t->root_child[t->byte[k]] = k;
+    t->root_bytes[t->byte[k] >> 6] |= uint64_t{1} << (t->byte[k] & 63);
+  }
   std::map<std::array<uint64_t, 4>, uint32_t> ids;
   t->below.resize(n);
   t->below_sets.push_back({});

@@ -38,9 +38,20 @@ struct VocabTrie {
   // body accepts most of the vocabulary this way). Node k's words start at
   // subtree_bits[subtree_bits_at[k]], or subtree_bits_at[k] = kNoBits.
   static constexpr uint32_t kNoBits = 0xFFFFFFFFu;
-  static constexpr size_t kSubtreeBitsWordsPerToken = 16;  // bits kept from mask_words / 8 tokens
+  static constexpr size_t kSubtreeBitsWordsPerToken = 4;  // bits kept from mask_words / 4 tokens
   std::vector<uint32_t> subtree_bits_at;  // [nodes]
   std::vector<uint32_t> subtree_bits;
+
+  // Node k's path from the root is all plain bytes (so with a plain subtree, its tokens are
+  // all plain tokens); and the bitmask and count of the plain tokens: a state that survives
+  // max_len plain bytes accepts all of them at once (a string body).
+  std::vector<uint8_t> plain_path;  // [nodes]
+  std::vector<uint32_t> plain_token_bits;
+  size_t num_plain_tokens = 0;
+  // The depth-1 nodes (first bytes), in byte order, and by byte.
+  std::vector<uint32_t> root_children;
+  std::array<uint32_t, 256> root_child{};  // 0 = no token starts with that byte
+  std::array<uint64_t, 4> root_bytes{};    // the bytes that have one
 
   size_t num_nodes() const { return byte.size(); }
   size_t subtree_tokens(uint32_t k) const { return tok_begin[end[k]] - tok_begin[k]; }
