@@ -122,7 +122,7 @@ TEST(GrammarBackgroundPrecompute, MasksWhilePendingEqualPrecomputedMasks) {
 TEST(GrammarBackgroundPrecompute, ScannedMasksAreKeptPerStackSet) {
   // A stack set that comes back (here the same state asked three times; in decoding, every
   // token inside an unbounded string) is scanned once while the precompute is pending, then
-  // its mask is reused.
+  // its classification is reused.
   Case c{
       GrammarSpec::kJsonSchema,
       R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"},"c":{"type":"integer"},"d":{"type":"boolean"}}})",
@@ -141,6 +141,24 @@ TEST(GrammarBackgroundPrecompute, ScannedMasksAreKeptPerStackSet) {
   // The object's start holds a stack per optional property: one scan, then two reuses.
   EXPECT_EQ(idle->context_stats().direct_masks, 1u);
   EXPECT_EQ(ma, brute_force_mask(a));
+}
+
+TEST(GrammarBackgroundPrecompute, KeySetScansAreSharedAcrossDeeperStacks) {
+  // Inside a bounded string each character moves the stacks to the next link of the counted
+  // run, so no two masks see the same stacks; their keys (links far from the bound are keyed
+  // alike) are the same, and so is the one scan kept for that key set.
+  Case c{GrammarSpec::kJsonSchema, R"({"type":"string","maxLength":1000})", ""};
+  auto idle = build(c, CompiledGrammar::Precompute::kInBackground);
+  ASSERT_TRUE(idle);
+  GrammarMatcher m(idle);
+  std::vector<uint32_t> mask(idle->vocab().mask_words());
+  ASSERT_TRUE(m.accept_bytes("\"a"));
+  for (int i = 0; i < 6; ++i) {
+    m.fill_next_token_bitmask(mask.data());
+    if (i == 0 || i == 5) EXPECT_EQ(mask, brute_force_mask(m)) << "mask " << i;
+    ASSERT_TRUE(m.accept_bytes("b"));
+  }
+  EXPECT_EQ(idle->context_stats().direct_masks, 1u);
 }
 
 // Walks `body` byte by byte on a fully precomputed grammar and on one whose contexts are

@@ -180,21 +180,34 @@ const TokenClasses* CompiledGrammar::cached_classes(const ContextKey& key) const
   return it == cache_.end() ? nullptr : it->second.get();
 }
 
-void CompiledGrammar::fill_mask_directly(const std::vector<std::vector<uint32_t>>& stacks,
-                                         uint32_t* mask) const {
+std::shared_ptr<const TokenClasses> CompiledGrammar::set_classes(
+    const std::vector<ContextKey>& keys) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = set_cache_.find(keys);
+    if (it != set_cache_.end()) return it->second;
+  }
   // The lazy walker's DFA is shared with lazy classifications; a second thread meanwhile
   // uses a fresh walker.
+  std::shared_ptr<const TokenClasses> fresh;
   if (std::unique_lock<std::mutex> walker_lock(lazy_walker_mu_, std::try_to_lock);
       walker_lock.owns_lock()) {
     if (!lazy_walker_) lazy_walker_ = std::make_unique<ContextWalker>(&grammar_, trie_, columns_);
-    lazy_walker_->fill_mask(stacks, mask);
+    fresh = lazy_walker_->classify_set(keys);
     nodes_visited_ += lazy_walker_->last_visits();
   } else {
     ContextWalker walker(&grammar_, trie_, columns_);
-    walker.fill_mask(stacks, mask);
+    fresh = walker.classify_set(keys);
     nodes_visited_ += walker.last_visits();
   }
   direct_masks_++;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (set_cache_.size() < kMaxSetClasses) {
+    auto [it, inserted] = set_cache_.try_emplace(keys, fresh);
+    if (inserted) cache_bytes_ += fresh->memory_bytes();
+    return it->second;
+  }
+  return fresh;
 }
 
 const TokenClasses& CompiledGrammar::classes(const ContextKey& key) const {

@@ -23,7 +23,7 @@ namespace deepinfer::engine::grammar {
 struct ContextStats {
   size_t precomputed = 0;    // classified ahead of use (compile worker or background)
   size_t lazy = 0;           // classified later, inside a mask call
-  size_t direct_masks = 0;   // masks scanned whole because the precompute had not reached them
+  size_t direct_masks = 0;   // stack sets scanned whole because the precompute had not reached them
   bool complete = false;     // every reachable context was precomputed within the budget
   bool pending = false;      // the background precompute has not finished yet
   double precompute_ms = 0;  // time spent precomputing so far
@@ -52,11 +52,12 @@ class CompiledGrammar {
   const TokenClasses& classes(const ContextKey& key) const;
   // The classification if it is computed already, else null (never computes).
   const TokenClasses* cached_classes(const ContextKey& key) const;
-  // ORs into `mask` the tokens a matcher's stack set accepts (stacks as positions, top first,
-  // see ContextWalker::fill_mask), by one scan of the vocabulary: for a mask that overtakes
-  // the background precompute, cheaper than classifying its contexts (several scans each,
-  // one per key depth) ahead of the precompute.
-  void fill_mask_directly(const std::vector<std::vector<uint32_t>>& stacks, uint32_t* mask) const;
+  // The classification of a whole stack set's keys (sorted, each kContextFrames deep or to
+  // the stack's end) by one scan of the vocabulary, kept per key set (up to kMaxSetClasses):
+  // for a mask that overtakes the background precompute, cheaper than classifying each of
+  // its contexts (a scan per key depth each), and the same keys come back with other deeper
+  // stacks (every token inside a bounded string, each item of an array).
+  std::shared_ptr<const TokenClasses> set_classes(const std::vector<ContextKey>& keys) const;
   // Classifies more contexts for about `seconds` (one thread at a time); false once nothing
   // is left to do (finished, or the precompute budget is spent).
   bool precompute_more(double seconds) const;
@@ -79,6 +80,17 @@ class CompiledGrammar {
   std::vector<uint8_t> deferred_;  // [rules] precomputed last: deep into an optional run
   mutable std::mutex mu_;
   mutable std::unordered_map<ContextKey, std::unique_ptr<TokenClasses>, ContextKeyHash> cache_;
+  struct KeySetHash {
+    size_t operator()(const std::vector<ContextKey>& keys) const {
+      size_t h = keys.size();
+      for (const auto& k : keys) h = h * 0x9E3779B97F4A7C15ull ^ ContextKeyHash()(k);
+      return h;
+    }
+  };
+  static constexpr size_t kMaxSetClasses = 1024;
+  mutable std::unordered_map<std::vector<ContextKey>, std::shared_ptr<const TokenClasses>,
+                             KeySetHash>
+      set_cache_;
   mutable size_t cache_bytes_ = 0;
   // The precompute's resumable state (positions still to visit, refinements pending); only
   // the thread holding pre_mu_ touches it. Freed when the precompute ends.

@@ -228,59 +228,6 @@ void ContextWalker::reset_dfa() {
   set_elems_ = 0;
 }
 
-void ContextWalker::fill_mask(const std::vector<std::vector<uint32_t>>& stacks, uint32_t* mask) {
-  const VocabTrie& t = *trie_;
-  bound_dfa();
-  scratch_.clear();
-  const int32_t kEmpty = intern(scratch_);
-  std::vector<uint32_t> start;
-  for (const auto& positions : stacks) {
-    uint32_t s = StackPool::kAccept;
-    for (size_t i = positions.size(); i-- > 0;) s = pool_->node(s, positions[i]);
-    start.push_back(s);
-  }
-  state_at_[0] = intern(start);
-  const uint8_t* byte = t.byte.data();
-  const uint32_t* depth = t.depth.data();
-  const uint32_t* end = t.end.data();
-  const uint32_t* tok_begin = t.tok_begin.data();
-  const int32_t* tokens = t.tokens.data();
-  size_t visits = 0;
-  const bool all_plain = accepts_all_plain(state_at_[0]);
-  if (all_plain)
-    for (size_t w = 0; w < t.plain_token_bits.size(); ++w) mask[w] |= t.plain_token_bits[w];
-  // Nothing is uncertain here, so first bytes that lead nowhere are skipped unvisited.
-  for (uint32_t root : live_roots(state_at_[0], kEmpty))
-  for (uint32_t k = root, stop = end[root]; k < stop; ++visits) {
-    const uint32_t d = depth[k];
-    const int32_t from = state_at_[d - 1];
-    int32_t ns = trans_[static_cast<size_t>(from) * num_cols_ + byte_col_[byte[k]]];
-    if (ns < 0) ns = step(from, byte[k]);
-    if (ns == kEmpty) {
-      k = end[k];  // a dead prefix: the whole subtree is rejected
-      continue;
-    }
-    if (all_plain && t.plain_path[k]) {  // its tokens are plain: in the mask already
-      if (t.plain_height[k] != VocabTrie::kNotPlain) {
-        k = end[k];
-      } else {
-        state_at_[d] = ns;
-        ++k;
-      }
-      continue;
-    }
-    if (subtree_accepted(ns, k)) {
-      t.add_subtree(k, mask);
-      k = end[k];
-      continue;
-    }
-    for (uint32_t i = tok_begin[k]; i < tok_begin[k + 1]; ++i)
-      mask[tokens[i] >> 5] |= 1u << (tokens[i] & 31);
-    state_at_[d] = ns;
-    ++k;
-  }
-  last_visits_ = visits;
-}
 
 const std::vector<uint32_t>& ContextWalker::live_roots(int32_t s, int32_t empty) {
   std::array<uint64_t, 4> live{};
@@ -297,22 +244,24 @@ const std::vector<uint32_t>& ContextWalker::live_roots(int32_t s, int32_t empty)
   return roots_;
 }
 
-int32_t ContextWalker::start(const ContextKey& key) {
+int32_t ContextWalker::start(const ContextKey* keys, size_t n) {
   bound_dfa();
-  // Rebuild the known frames above the accept state (kStackEnd) or an unknown rest (kContext).
-  uint32_t s = StackPool::kContext;
-  for (int i = key_depth(key) - 1; i >= 0; --i)
-    s = key[i] == kStackEnd ? StackPool::kAccept : pool_->node(s, key[i]);
   scratch_.clear();
   const int32_t empty = intern(scratch_);
-  scratch_.assign(1, s);
+  // Rebuild the known frames above the accept state (kStackEnd) or an unknown rest (kContext).
+  for (size_t k = 0; k < n; ++k) {
+    uint32_t s = StackPool::kContext;
+    for (int i = key_depth(keys[k]) - 1; i >= 0; --i)
+      s = keys[k][i] == kStackEnd ? StackPool::kAccept : pool_->node(s, keys[k][i]);
+    scratch_.push_back(s);
+  }
   state_at_[0] = intern(scratch_);
   esc_at_[0] = has_ctx_[state_at_[0]];
   return empty;
 }
 
-void ContextWalker::finish(TokenClasses& out, const ContextKey& key) const {
-  out.refine = !key_is_final(key) && out.uncertain.size() > kRefineUncertain;
+void ContextWalker::finish(TokenClasses& out, bool can_refine) const {
+  out.refine = can_refine && out.uncertain.size() > kRefineUncertain;
   // Common prefixes between consecutive uncertain tokens (they are in byte order).
   const auto& tb = trie_->vocab->token_bytes;
   out.uncertain_lcp.resize(out.uncertain.size(), 0);
@@ -331,7 +280,7 @@ std::unique_ptr<TokenClasses> ContextWalker::classify_below(const ContextKey& ke
   // accepted and its rejected ones died before reaching the frame this key adds. Each is
   // walked from this key's start state, reusing the states of the prefix it shares with the
   // previous one (the list is in byte order).
-  const int32_t kEmpty = start(key);
+  const int32_t kEmpty = start(&key, 1);
   auto out = std::make_unique<TokenClasses>();
   out->base = &shallower;
   const auto& tb = trie_->vocab->token_bytes;
@@ -368,15 +317,26 @@ std::unique_ptr<TokenClasses> ContextWalker::classify_below(const ContextKey& ke
     else if (dead_uncertain) out->uncertain.push_back(id);
   }
   last_visits_ = visits;
-  finish(*out, key);
+  finish(*out, !key_is_final(key));
   return out;
 }
 
 std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
+  const bool can_refine = !key_is_final(key);
+  auto out = scan(start(&key, 1), can_refine);
+  if (!out->stopped_early) finish(*out, can_refine);
+  return out;
+}
+
+std::unique_ptr<TokenClasses> ContextWalker::classify_set(const std::vector<ContextKey>& keys) {
+  auto out = scan(start(keys.data(), keys.size()), false);
+  finish(*out, false);
+  return out;
+}
+
+std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t kEmpty, bool can_refine) {
   const VocabTrie& t = *trie_;
   const int32_t words = t.vocab->mask_words();
-  const int32_t kEmpty = start(key);
-  const bool can_refine = !key_is_final(key);
 
   // Accepted tokens are listed while few; the first large subtree accepted whole (a string
   // body takes most of the vocabulary) switches to a bitmask that ORs its precomputed words.
@@ -471,7 +431,6 @@ std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
   } else {
     out->accepted_ids.assign(accepted.begin(), accepted.end());
   }
-  finish(*out, key);
   return out;
 }
 

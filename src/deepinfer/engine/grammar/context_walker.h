@@ -77,12 +77,11 @@ class ContextWalker {
   // frame): only that one's uncertain tokens are walked, and its accepted ones are shared
   // (`shallower` must outlive the result).
   std::unique_ptr<TokenClasses> classify_below(const ContextKey& key, const TokenClasses& shallower);
-  // ORs into `mask` the tokens a whole stack set accepts. `stacks` holds each stack's grammar
-  // positions, top first (a matcher's real stacks, down to the accept state): nothing lies
-  // below, so nothing is uncertain and one scan gives this step's mask, with no cacheable
-  // classification (a mask that overtakes the precompute).
-  void fill_mask(const std::vector<std::vector<uint32_t>>& stacks, uint32_t* mask);
-  // Trie nodes the last classify() or fill_mask() visited (the scan's work, whatever the machine's
+  // The classification of a set of final keys at once (a token is accepted when some key
+  // accepts it; uncertain ones are checked against the real stacks at run time; never
+  // refined): one scan for a matcher's whole stack set.
+  std::unique_ptr<TokenClasses> classify_set(const std::vector<ContextKey>& keys);
+  // Trie nodes (or token bytes) the last classification visited (the scan's work, whatever the machine's
   // speed).
   size_t last_visits() const { return last_visits_; }
 
@@ -92,10 +91,14 @@ class ContextWalker {
   // The trie's depth-1 nodes whose byte does not kill state s (in byte order): a scan that
   // need not list rejected tokens skips the rest (a literal's context has one).
   const std::vector<uint32_t>& live_roots(int32_t s, int32_t empty);
-  // Sets state_at_[0] and esc_at_[0] to the key's start state; returns the dead state.
-  int32_t start(const ContextKey& key);
+  // Sets state_at_[0] and esc_at_[0] to the start state of the keys' stacks; returns the
+  // dead state.
+  int32_t start(const ContextKey* keys, size_t n);
+  // Classifies the vocabulary from state_at_[0] (refine and the common prefixes are left to
+  // finish()).
+  std::unique_ptr<TokenClasses> scan(int32_t empty, bool can_refine);
   // Sets refine and the uncertain tokens' common prefixes.
-  void finish(TokenClasses& out, const ContextKey& key) const;
+  void finish(TokenClasses& out, bool can_refine) const;
   size_t set_size(int32_t s) const { return set_begin_[s + 1] - set_begin_[s]; }
   int32_t step(int32_t from, uint8_t byte);
   void reset_dfa();

@@ -56,36 +56,28 @@ const TokenClasses* GrammarMatcher::find_classes_of(uint32_t stack, bool compute
   return nullptr;
 }
 
-void GrammarMatcher::fill_mask_directly(const std::vector<uint32_t>& stacks, uint32_t* mask) {
-  // The same stack set comes back (every token inside an unbounded string, each item of an
-  // array), so the last few scans are kept. Stack ids are stable for the matcher's life.
-  const size_t words = cg_->vocab().mask_words();
-  for (const auto& [set, bits] : direct_masks_)
-    if (set == stacks) {
-      for (size_t w = 0; w < words; ++w) mask[w] |= bits[w];
-      return;
-    }
-  positions_.clear();
-  for (uint32_t s : stacks) {
-    if (s == StackPool::kAccept) continue;
-    positions_.emplace_back();
-    for (uint32_t x = s; x != StackPool::kAccept; x = pool_.parent(x))
-      positions_.back().push_back(pool_.pos(x));
-  }
-  if (!positions_.empty()) cg_->fill_mask_directly(positions_, mask);
-  if (direct_masks_.size() < kDirectMasksKept) direct_masks_.emplace_back();
-  auto& kept = direct_masks_[next_direct_mask_++ % kDirectMasksKept];
-  kept.first = stacks;
-  kept.second.assign(mask, mask + words);
+void GrammarMatcher::fill_mask_by_key_set(const std::vector<uint32_t>& stacks, uint32_t* mask) {
+  // Each stack cut to its key of kContextFrames frames (or to its end): sets of such keys come
+  // back with other deeper stacks, and the grammar keeps one scan per set.
+  key_set_.clear();
+  for (uint32_t s : stacks)
+    if (s != StackPool::kAccept) key_set_.push_back(key_of(s, kContextFrames));
+  std::sort(key_set_.begin(), key_set_.end());
+  key_set_.erase(std::unique(key_set_.begin(), key_set_.end()), key_set_.end());
+  if (key_set_.empty()) return;
+  std::shared_ptr<const TokenClasses> c = cg_->set_classes(key_set_);
+  c->add_accepted(mask);
+  if (!c->uncertain.empty()) check_uncertain(stacks, *c, mask);
 }
 
-void GrammarMatcher::check_uncertain(uint32_t s, const TokenClasses& c, uint32_t* mask) {
+void GrammarMatcher::check_uncertain(const std::vector<uint32_t>& stacks, const TokenClasses& c,
+                                     uint32_t* mask) {
   // Tokens come in byte order with their common prefix with the previous one, so the states
   // after a shared prefix are reused: prefix_sets_[j] = stacks after j bytes of the last token
   // walked, valid up to `known`; `dead` marks the depth where that token died.
   const auto& tb = cg_->vocab().token_bytes;
   if (prefix_sets_.empty()) prefix_sets_.resize(1);
-  prefix_sets_[0].assign(1, s);
+  prefix_sets_[0] = stacks;
   size_t known = 0, dead = SIZE_MAX, lcp = 0;
   for (size_t i = 0; i < c.uncertain.size(); ++i) {
     lcp = i == 0 ? 0 : std::min<size_t>(lcp, c.uncertain_lcp[i]);
@@ -119,15 +111,15 @@ void GrammarMatcher::fill_next_token_bitmask(uint32_t* mask) {
   if (cg_->precompute_pending()) {
     // Ahead of the background precompute. A few missing contexts are classified here (and
     // kept for every later mask); when many are (a stack per optional property of an object,
-    // say), one scan of the vocabulary for the whole set costs less than classifying each
-    // (a scan per key depth each); its result serves only this stack set (a few are kept).
+    // say), one scan of the vocabulary for the set of their deepest keys costs less than
+    // classifying each (a scan per key depth each); the grammar keeps it per key set.
     size_t missing = 0;
     for (uint32_t s : cur)
       if (s != StackPool::kAccept && !find_classes_of(s, false)) ++missing;
     if (missing > kMaxContextsClassifiedPerMask) {
       if (std::find(cur.begin(), cur.end(), StackPool::kAccept) != cur.end())
         for (int32_t id : v.eos_ids) mask[id >> 5] |= 1u << (id & 31);
-      fill_mask_directly(cur, mask);
+      fill_mask_by_key_set(cur, mask);
       return;
     }
   }
@@ -145,7 +137,10 @@ void GrammarMatcher::fill_next_token_bitmask(uint32_t* mask) {
   for (uint32_t s : cur)
     if (s != StackPool::kAccept) {
       const TokenClasses& c = *find_classes_of(s, true);
-      if (!c.uncertain.empty()) check_uncertain(s, c, mask);
+      if (!c.uncertain.empty()) {
+        one_stack_.assign(1, s);
+        check_uncertain(one_stack_, c, mask);
+      }
     }
 }
 

@@ -38,15 +38,16 @@ class GrammarMatcher {
  private:
   ContextKey key_of(uint32_t stack, int depth) const;
   // While the precompute runs, a mask classifies at most this many missing contexts itself;
-  // past it, it scans the vocabulary once for its whole stack set instead.
+  // past it, it scans the vocabulary once for its whole key set instead.
   static constexpr size_t kMaxContextsClassifiedPerMask = 2;
   // The classification of `stack`'s context (kept per stack id). With compute, missing keys
   // are classified now; without, null when one is not computed yet.
   const TokenClasses* find_classes_of(uint32_t stack, bool compute);
-  // One scan for the whole stack set while the precompute has not reached its contexts.
-  void fill_mask_directly(const std::vector<uint32_t>& stacks, uint32_t* mask);
-  // Sets the bits of `c`'s uncertain tokens that the real stack `s` accepts.
-  void check_uncertain(uint32_t s, const TokenClasses& c, uint32_t* mask);
+  // While the precompute has not reached the stack set's contexts: one scan for the set of
+  // their deepest keys (kept by the grammar per key set), then its uncertain tokens checked.
+  void fill_mask_by_key_set(const std::vector<uint32_t>& stacks, uint32_t* mask);
+  // Sets the bits of `c`'s uncertain tokens that some stack of the real set `stacks` accepts.
+  void check_uncertain(const std::vector<uint32_t>& stacks, const TokenClasses& c, uint32_t* mask);
 
   std::shared_ptr<const CompiledGrammar> cg_;
   StackPool pool_;
@@ -55,11 +56,8 @@ class GrammarMatcher {
   std::vector<uint32_t> scratch_a_, scratch_b_;
   std::vector<const TokenClasses*> classes_of_;     // [pool nodes] cached per stack id
   std::vector<std::vector<uint32_t>> prefix_sets_;  // [bytes + 1] states along a token
-  std::vector<std::vector<uint32_t>> positions_;    // fill_mask_directly's stacks
-  // The last kDirectMasksKept whole-set scans: (stack set, its mask), replaced round robin.
-  static constexpr size_t kDirectMasksKept = 8;
-  std::vector<std::pair<std::vector<uint32_t>, std::vector<uint32_t>>> direct_masks_;
-  size_t next_direct_mask_ = 0;
+  std::vector<ContextKey> key_set_;   // fill_mask_by_key_set's keys
+  std::vector<uint32_t> one_stack_;   // check_uncertain's set for one stack
 };
 
 }  // namespace deepinfer::engine::grammar
