@@ -53,7 +53,7 @@ void compare_keys(const std::shared_ptr<const CompiledGrammar>& g, Counts& count
         auto derived = walker.classify_below(deeper, *c);
         auto scanned = scanner.classify(deeper);
         SCOPED_TRACE(::testing::Message() << "key " << deeper[0] << "," << deeper[1] << ","
-                                        << deeper[2] << "," << deeper[3]);
+                                          << deeper[2] << "," << deeper[3]);
         ASSERT_TRUE(scanned->complete());  // its uncertain tokens are a subset of c's
         EXPECT_EQ(accepted_mask(*derived, words), accepted_mask(*scanned, words));
         EXPECT_EQ(derived->uncertain, scanned->uncertain);
@@ -78,7 +78,8 @@ TEST(ContextDerive, DeeperKeysFromShallowerUncertainTokensEqualFullScans) {
        {}},
       {GrammarSpec::kJsonObject, "", {}},
       {GrammarSpec::kEbnf,
-       "root ::= item (\",\" item)*\nitem ::= \"[\" root \"]\" | word\nword ::= [a-z]+ | \"'\" [a-z ]* \"'\"",
+       "root ::= item (\",\" item)*\nitem ::= \"[\" root \"]\" | word\nword ::= [a-z]+ | \"'\" "
+       "[a-z ]* \"'\"",
        {}},
   };
   Counts counts;

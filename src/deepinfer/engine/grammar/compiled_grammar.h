@@ -23,7 +23,7 @@ namespace deepinfer::engine::grammar {
 struct ContextStats {
   size_t precomputed = 0;    // classified ahead of use (compile worker or background)
   size_t lazy = 0;           // classified later, inside a mask call
-  size_t direct_masks = 0;   // stack sets scanned whole because the precompute had not reached them
+  size_t direct_masks = 0;   // key sets scanned at once: the precompute had not reached them
   bool complete = false;     // every reachable context was precomputed within the budget
   bool pending = false;      // the background precompute has not finished yet
   double precompute_ms = 0;  // time spent precomputing so far

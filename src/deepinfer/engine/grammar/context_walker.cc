@@ -228,7 +228,6 @@ void ContextWalker::reset_dfa() {
   set_elems_ = 0;
 }
 
-
 const std::vector<uint32_t>& ContextWalker::live_roots(int32_t s, int32_t empty) {
   std::array<uint64_t, 4> live{};
   for (int col = 0; col < num_cols_; ++col) {
@@ -284,8 +283,8 @@ std::unique_ptr<TokenClasses> ContextWalker::classify_below(const ContextKey& ke
   auto out = std::make_unique<TokenClasses>();
   out->base = &shallower;
   const auto& tb = trie_->vocab->token_bytes;
-  size_t known = 0;           // state_at_[0..known] hold the last walked token's prefix states
-  size_t dead = SIZE_MAX;     // that token died after `dead` bytes...
+  size_t known = 0;             // state_at_[0..known] hold the last walked token's prefix states
+  size_t dead = SIZE_MAX;       // that token died after `dead` bytes...
   bool dead_uncertain = false;  // ...and was uncertain (not rejected) then
   size_t lcp = 0, visits = 0;
   for (size_t i = 0; i < shallower.uncertain.size(); ++i) {
@@ -313,8 +312,10 @@ std::unique_ptr<TokenClasses> ContextWalker::classify_below(const ContextKey& ke
       esc_at_[j + 1] = esc_at_[j] | has_ctx_[ns];
     }
     known = std::min(j, tok.size());
-    if (dead == SIZE_MAX) out->accepted_ids.push_back(id);
-    else if (dead_uncertain) out->uncertain.push_back(id);
+    if (dead == SIZE_MAX)
+      out->accepted_ids.push_back(id);
+    else if (dead_uncertain)
+      out->uncertain.push_back(id);
   }
   last_visits_ = visits;
   finish(*out, !key_is_final(key));
@@ -334,7 +335,7 @@ std::unique_ptr<TokenClasses> ContextWalker::classify_set(const std::vector<Cont
   return out;
 }
 
-std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t kEmpty, bool can_refine) {
+std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine) {
   const VocabTrie& t = *trie_;
   const int32_t words = t.vocab->mask_words();
 
@@ -367,58 +368,62 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t kEmpty, bool can_refin
   // A first byte that leads nowhere rejects its subtree unless the start state may pop
   // below the known frames (then its tokens are uncertain, and the whole trie is scanned).
   const std::vector<uint32_t>& roots =
-      esc_at_[0] ? t.root_children : live_roots(state_at_[0], kEmpty);
+      esc_at_[0] ? t.root_children : live_roots(state_at_[0], empty);
   for (uint32_t root : roots)
-  for (uint32_t k = root, stop = end[root]; k < stop; ++visits) {
-    const uint32_t d = depth[k];
-    const int32_t from = state_at_[d - 1];
-    int32_t ns = trans_[static_cast<size_t>(from) * num_cols_ + byte_col_[byte[k]]];
-    if (ns < 0) ns = step(from, byte[k]);
-    if (ns == kEmpty) {
-      // The whole subtree shares this dead prefix; it is uncertain only if some path popped
-      // below the known frames on the way (the real stack might continue it).
-      if (esc_at_[d - 1]) {
-        out->uncertain.insert(out->uncertain.end(), tokens + tok_begin[k],
-                              tokens + tok_begin[end[k]]);
-        if (can_refine && out->uncertain.size() > kMaxUncertainToDerive) {
-          // So many that a deeper key scans the vocabulary itself: stop, keep nothing.
-          out = std::make_unique<TokenClasses>();
-          out->refine = true;
-          out->stopped_early = true;
-          last_visits_ = visits + 1;
-          return out;
+    for (uint32_t k = root, stop = end[root]; k < stop; ++visits) {
+      const uint32_t d = depth[k];
+      const int32_t from = state_at_[d - 1];
+      int32_t ns = trans_[static_cast<size_t>(from) * num_cols_ + byte_col_[byte[k]]];
+      if (ns < 0) ns = step(from, byte[k]);
+      if (ns == empty) {
+        // The whole subtree shares this dead prefix; it is uncertain only if some path popped
+        // below the known frames on the way (the real stack might continue it).
+        if (esc_at_[d - 1]) {
+          out->uncertain.insert(out->uncertain.end(), tokens + tok_begin[k],
+                                tokens + tok_begin[end[k]]);
+          if (can_refine && out->uncertain.size() > kMaxUncertainToDerive) {
+            // So many that a deeper key scans the vocabulary itself: stop, keep nothing.
+            out = std::make_unique<TokenClasses>();
+            out->refine = true;
+            out->stopped_early = true;
+            last_visits_ = visits + 1;
+            return out;
+          }
         }
-      }
-      k = end[k];
-      continue;
-    }
-    if (all_plain && t.plain_path[k]) {  // its tokens are plain: accepted already
-      if (t.plain_height[k] != VocabTrie::kNotPlain) {
         k = end[k];
-      } else {
-        state_at_[d] = ns;
-        esc_at_[d] = esc_at_[d - 1] | has_ctx_[ns];
-        ++k;
+        continue;
       }
-      continue;
+      if (all_plain && t.plain_path[k]) {  // its tokens are plain: accepted already
+        if (t.plain_height[k] != VocabTrie::kNotPlain) {
+          k = end[k];
+        } else {
+          state_at_[d] = ns;
+          esc_at_[d] = esc_at_[d - 1] | has_ctx_[ns];
+          ++k;
+        }
+        continue;
+      }
+      if (subtree_accepted(ns, k)) {
+        // Every token below keeps a live state: all accepted, no dead prefix, no visit.
+        num_accepted += t.subtree_tokens(k);
+        if (!as_bits && t.subtree_bits_at[k] != VocabTrie::kNoBits) to_bits();
+        if (as_bits)
+          t.add_subtree(k, accepted_bits_.data());
+        else
+          accepted.insert(accepted.end(), tokens + tok_begin[k], tokens + tok_begin[end[k]]);
+        k = end[k];
+        continue;
+      }
+      for (uint32_t i = tok_begin[k]; i < tok_begin[k + 1]; ++i, ++num_accepted) {
+        if (as_bits)
+          accepted_bits_[tokens[i] >> 5] |= 1u << (tokens[i] & 31);
+        else
+          accepted.push_back(tokens[i]);
+      }
+      state_at_[d] = ns;
+      esc_at_[d] = esc_at_[d - 1] | has_ctx_[ns];
+      ++k;
     }
-    if (subtree_accepted(ns, k)) {
-      // Every token below keeps a live state: all accepted, no dead prefix, no visit.
-      num_accepted += t.subtree_tokens(k);
-      if (!as_bits && t.subtree_bits_at[k] != VocabTrie::kNoBits) to_bits();
-      if (as_bits) t.add_subtree(k, accepted_bits_.data());
-      else accepted.insert(accepted.end(), tokens + tok_begin[k], tokens + tok_begin[end[k]]);
-      k = end[k];
-      continue;
-    }
-    for (uint32_t i = tok_begin[k]; i < tok_begin[k + 1]; ++i, ++num_accepted) {
-      if (as_bits) accepted_bits_[tokens[i] >> 5] |= 1u << (tokens[i] & 31);
-      else accepted.push_back(tokens[i]);
-    }
-    state_at_[d] = ns;
-    esc_at_[d] = esc_at_[d - 1] | has_ctx_[ns];
-    ++k;
-  }
   last_visits_ = visits;
   if (num_accepted >= static_cast<size_t>(words)) {
     if (!as_bits) to_bits();

@@ -77,12 +77,12 @@ class ContextWalker {
   // frame): only that one's uncertain tokens are walked, and its accepted ones are shared
   // (`shallower` must outlive the result).
   std::unique_ptr<TokenClasses> classify_below(const ContextKey& key, const TokenClasses& shallower);
-  // The classification of a set of final keys at once (a token is accepted when some key
-  // accepts it; uncertain ones are checked against the real stacks at run time; never
-  // refined): one scan for a matcher's whole stack set.
+  // The classification of a set of keys at once (a matcher's stacks, each cut to
+  // kContextFrames frames): a token is accepted when some key accepts it; uncertain ones are
+  // checked against the real stacks at run time; never refined.
   std::unique_ptr<TokenClasses> classify_set(const std::vector<ContextKey>& keys);
-  // Trie nodes (or token bytes) the last classification visited (the scan's work, whatever the machine's
-  // speed).
+  // Trie nodes (or token bytes) the last classification visited: the scan's work, whatever
+  // the machine's speed.
   size_t last_visits() const { return last_visits_; }
 
  private:
