@@ -155,7 +155,9 @@ TEST(GrammarBackgroundPrecompute, KeySetScansAreSharedAcrossDeeperStacks) {
   ASSERT_TRUE(m.accept_bytes("\"a"));
   for (int i = 0; i < 6; ++i) {
     m.fill_next_token_bitmask(mask.data());
-    if (i == 0 || i == 5) EXPECT_EQ(mask, brute_force_mask(m)) << "mask " << i;
+    if (i == 0 || i == 5) {
+      EXPECT_EQ(mask, brute_force_mask(m)) << "mask " << i;
+    }
     ASSERT_TRUE(m.accept_bytes("b"));
   }
   EXPECT_EQ(idle->context_stats().direct_masks, 1u);
