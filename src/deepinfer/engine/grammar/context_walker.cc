@@ -354,7 +354,7 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
   // the walk then skips their nodes.
   const bool all_plain = accepts_all_plain(state_at_[0]);
   if (all_plain) {
-    to_bits();
+    as_bits = true;
     accepted_bits_ = t.plain_token_bits;
     num_accepted = t.num_plain_tokens;
   }

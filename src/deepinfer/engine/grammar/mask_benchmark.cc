@@ -207,7 +207,7 @@ std::string MaskBenchResult::report() const {
   out += fmt::format("mask us/token: p50 {:.1f} p99 {:.1f} mean {:.1f} (n={})\n", mask_us.p50,
                      mask_us.p99, mask_us.mean, mask_us.n);
   out += fmt::format(
-      "  of which ran ahead of the precompute (a scan for the stack set, or a context classified): "
+      "  of which ran ahead of the precompute (a scan for the key set, or a context classified): "
       "p50 {:.1f} p99 {:.1f} "
       "mean {:.1f} (n={})\n",
       lazy_mask_us.p50, lazy_mask_us.p99, lazy_mask_us.mean, lazy_mask_us.n);

@@ -98,7 +98,7 @@ std::shared_ptr<const VocabTrie> build(const std::shared_ptr<const TokenVocabula
   const size_t words = v.mask_words();
   const size_t min_tokens = std::max<size_t>(64, words / VocabTrie::kSubtreeBitsWordsPerToken);
   t->subtree_bits_at.assign(n, VocabTrie::kNoBits);
-  for (size_t k = 0; k < n; ++k) {
+  for (size_t k = 1; k < n; ++k) {  // the root is never accepted whole
     const uint32_t node = static_cast<uint32_t>(k);
     if (t->subtree_tokens(node) < min_tokens) continue;
     t->subtree_bits_at[k] = static_cast<uint32_t>(t->subtree_bits.size());
