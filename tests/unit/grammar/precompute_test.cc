@@ -244,6 +244,31 @@ TEST(GrammarBackgroundPrecompute, BoundedStringsSkipSubtreesWhenTheGrammarSplits
   EXPECT_TRUE(m->can_terminate());
 }
 
+TEST(GrammarBackgroundPrecompute, BoundedStringEndsAcceptShortPlainTokensAtOnce) {
+  // Near the end of a bounded string the plain tokens that fit are accepted by one bitmask
+  // (VocabTrie::short_plain) and longer ones rejected, instead of walking every trie node on
+  // a plain path as deep as the copies left. Measured in trie nodes visited.
+  Case c{GrammarSpec::kJsonSchema,
+         R"({"type":"object","properties":{"id":{"type":"string","minLength":24,"maxLength":24},
+              "tag":{"type":"string","maxLength":16}},"required":["id","tag"]})",
+         ""};
+  auto g = build(c, CompiledGrammar::Precompute::kBeforeReturn);
+  ASSERT_TRUE(g);
+  const ContextStats st = g->context_stats();
+  ASSERT_TRUE(st.complete);
+  bool real = false;
+  const size_t trie_nodes = shared_vocab_trie(test_vocabulary(&real))->num_nodes();
+  // Calibrated on the real vocabulary: 1,120,000 nodes without the bitmask (11 trie sizes),
+  // 294,000 with it, for 1,142 contexts.
+  if (real) EXPECT_LT(st.nodes_visited, 6 * trie_nodes);
+  auto m = walk_comparing(
+      c.source, R"({"id":")" + std::string(24, 'k') + R"(","tag":")" + std::string(16, 'q'),
+      {7, 20, 28, 30, 31, 32, 40, 45, 48});
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->accept_bytes("\"}"));
+  EXPECT_TRUE(m->can_terminate());
+}
+
 TEST(GrammarBackgroundPrecompute, CompilerHandsOutGrammarsBeforeThePrecompute) {
   // The future is ready once the grammar is built; the compiler's background thread then
   // classifies every context; destroying the compiler mid-precompute returns promptly.

@@ -136,6 +136,24 @@ bool ContextWalker::accepts_all_plain(int32_t s) {
          plain_run(s) >= static_cast<int>(trie_->max_len);
 }
 
+ContextWalker::ShortPlainRun ContextWalker::short_plain_run(int32_t s, int32_t empty) {
+  ShortPlainRun out;
+  const int run = plain_run(s);
+  if (run <= 0 || run > static_cast<int>(trie_->max_short_plain)) return out;
+  // plain_run may underestimate (a run it stopped counting); the walk to its end and the
+  // check that every plain byte dies there make the answer exact.
+  int32_t x = s;
+  for (int i = 0;; ++i) {
+    out.escapes |= has_ctx_[x] != 0;
+    if (i == run) break;
+    x = step(x, plain_cols_.front().second);
+  }
+  for (const auto& col_and_byte : plain_cols_)
+    if (step(x, col_and_byte.second) != empty) return out;
+  out.run = run;
+  return out;
+}
+
 bool ContextWalker::subtree_accepted(int32_t s, uint32_t k) {
   const VocabTrie& t = *trie_;
   const uint8_t ph = t.plain_height[k];
@@ -351,13 +369,31 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
     for (int32_t id : accepted) accepted_bits_[id >> 5] |= 1u << (id & 31);
   };
   // A start state that survives any plain token (a string body) accepts them all at once;
-  // the walk then skips their nodes.
+  // one that survives n plain bytes and then none (near a bounded string's end) accepts
+  // those of at most n bytes at once and rejects the rest. The walk skips their nodes.
   const bool all_plain = accepts_all_plain(state_at_[0]);
+  const ShortPlainRun short_plain =
+      all_plain ? ShortPlainRun{} : short_plain_run(state_at_[0], empty);
+  if (short_plain.run > 0 && short_plain.escapes && can_refine &&
+      t.num_plain_tokens - t.num_short_plain[short_plain.run] > kMaxUncertainToDerive) {
+    // The longer plain tokens alone are too many uncertain ones: the scan would stop early.
+    auto out = std::make_unique<TokenClasses>();
+    out->refine = true;
+    out->stopped_early = true;
+    last_visits_ = 0;
+    return out;
+  }
+  const int short_run = short_plain.escapes ? 0 : short_plain.run;
   if (all_plain) {
     as_bits = true;
     accepted_bits_ = t.plain_token_bits;
     num_accepted = t.num_plain_tokens;
+  } else if (short_run > 0) {
+    as_bits = true;
+    accepted_bits_.assign(t.short_plain(short_run), t.short_plain(short_run) + words);
+    num_accepted = t.num_short_plain[short_run];
   }
+  const bool plain_classified = all_plain || short_run > 0;
   auto out = std::make_unique<TokenClasses>();
   const uint8_t* byte = t.byte.data();
   const uint32_t* depth = t.depth.data();
@@ -393,7 +429,7 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
         k = end[k];
         continue;
       }
-      if (all_plain && t.plain_path[k]) {  // its tokens are plain: accepted already
+      if (plain_classified && t.plain_path[k]) {  // its tokens are plain: classified already
         if (t.plain_height[k] != VocabTrie::kNotPlain) {
           k = end[k];
         } else {

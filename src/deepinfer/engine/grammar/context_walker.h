@@ -76,7 +76,8 @@ class ContextWalker {
   // The classification of `key` from the one of its shallower key (key less its deepest
   // frame): only that one's uncertain tokens are walked, and its accepted ones are shared
   // (`shallower` must outlive the result).
-  std::unique_ptr<TokenClasses> classify_below(const ContextKey& key, const TokenClasses& shallower);
+  std::unique_ptr<TokenClasses> classify_below(const ContextKey& key,
+                                               const TokenClasses& shallower);
   // The classification of a set of keys at once (a matcher's stacks, each cut to
   // kContextFrames frames): a token is accepted when some key accepts it; uncertain ones are
   // checked against the real stacks at run time; never refined.
@@ -116,6 +117,16 @@ class ContextWalker {
   int plain_run(int32_t s);
   // State s survives every plain token (VocabTrie::plain_token_bits).
   bool accepts_all_plain(int32_t s);
+  // State s survives exactly `run` plain bytes (1..VocabTrie::max_short_plain) and then dies
+  // on every plain byte, as near the end of a bounded string body: plain tokens of at most
+  // `run` bytes are accepted (VocabTrie::short_plain), and longer ones are rejected, or
+  // uncertain when some stack may pop below the known frames on the way (`escapes`: the
+  // string may end there, and what follows is not known). run = 0 otherwise.
+  struct ShortPlainRun {
+    int run = 0;
+    bool escapes = false;
+  };
+  ShortPlainRun short_plain_run(int32_t s, int32_t empty);
   // The subtree below trie node k (entered in state s) is accepted whole.
   bool subtree_accepted(int32_t s, uint32_t k);
 
@@ -146,8 +157,8 @@ class ContextWalker {
   std::vector<uint32_t> scratch_;
   std::vector<int32_t> accepted_ids_;    // classify's accepted tokens while few
   std::vector<uint32_t> accepted_bits_;  // and as [mask_words] once many
-  std::vector<int32_t> state_at_;  // [max_len + 1] per trie depth on the current path
-  std::vector<uint8_t> esc_at_;    // [max_len + 1] some path popped below the known frames
+  std::vector<int32_t> state_at_;        // [max_len + 1] per trie depth on the current path
+  std::vector<uint8_t> esc_at_;          // [max_len + 1] some path popped below the known frames
   size_t last_visits_ = 0;
 };
 

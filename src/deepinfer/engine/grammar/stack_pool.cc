@@ -1,6 +1,8 @@
 // Closure and byte advance over hash-consed stacks (see stack_pool.h).
 #include "deepinfer/engine/grammar/stack_pool.h"
 
+#include <algorithm>
+
 namespace deepinfer::engine::grammar {
 
 StackPool::StackPool(const Grammar* g) : g_(g) {
@@ -10,19 +12,44 @@ StackPool::StackPool(const Grammar* g) : g_(g) {
   closure_mark_.resize(2, 0);
   closed_begin_.resize(2, kNoPos);
   closed_end_.resize(2, kNoPos);
+  next_.resize(2, kNoPos);
 }
 
+namespace {
+size_t slot_of(uint64_t key, size_t mask) {
+  key *= 0x9E3779B97F4A7C15ull;
+  return static_cast<size_t>(key ^ (key >> 32)) & mask;
+}
+}  // namespace
+
 uint32_t StackPool::node(uint32_t parent, uint32_t pos) {
-  uint64_t key = (uint64_t{parent} << 32) | pos;
-  auto [it, inserted] = index_.try_emplace(key, static_cast<uint32_t>(nodes_.size()));
-  if (inserted) {
-    nodes_.push_back({parent, pos});
-    mark_.push_back(0);
-    closure_mark_.push_back(0);
-    closed_begin_.push_back(kNoPos);
-    closed_end_.push_back(kNoPos);
+  const uint64_t key = (uint64_t{parent} << 32) | pos;
+  if (index_ids_.size() < 2 * (nodes_.size() + 1)) {  // grow and re-place every node
+    const size_t size = std::max<size_t>(256, index_ids_.size() * 2);
+    index_keys_.assign(size, 0);
+    index_ids_.assign(size, kNoPos);
+    for (uint32_t id = 2; id < nodes_.size(); ++id) {
+      const uint64_t k = (uint64_t{nodes_[id].parent} << 32) | nodes_[id].pos;
+      size_t i = slot_of(k, size - 1);
+      while (index_ids_[i] != kNoPos) i = (i + 1) & (size - 1);
+      index_keys_[i] = k;
+      index_ids_[i] = id;
+    }
   }
-  return it->second;
+  const size_t mask = index_ids_.size() - 1;
+  size_t i = slot_of(key, mask);
+  for (; index_ids_[i] != kNoPos; i = (i + 1) & mask)
+    if (index_keys_[i] == key) return index_ids_[i];
+  const uint32_t id = static_cast<uint32_t>(nodes_.size());
+  index_keys_[i] = key;
+  index_ids_[i] = id;
+  nodes_.push_back({parent, pos});
+  mark_.push_back(0);
+  closure_mark_.push_back(0);
+  closed_begin_.push_back(kNoPos);
+  closed_end_.push_back(kNoPos);
+  next_.push_back(kNoPos);
+  return id;
 }
 
 void StackPool::begin_step() {
@@ -100,7 +127,12 @@ void StackPool::advance(const uint32_t* in, size_t n_in, uint8_t b, std::vector<
     if (s == kAccept || s == kContext) continue;
     const Node n = nodes_[s];
     if (!g_->byte_sets[g_->elements[n.pos].arg].test(b)) continue;
-    add_closed(node(n.parent, n.pos + 1), out);
+    // The stack past its byte class: looked up in the hash-consing index once, then kept.
+    if (next_[s] == kNoPos) {
+      const uint32_t next = node(n.parent, n.pos + 1);
+      next_[s] = next;
+    }
+    add_closed(next_[s], out);
   }
 }
 

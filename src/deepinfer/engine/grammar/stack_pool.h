@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "deepinfer/engine/grammar/grammar_ir.h"
@@ -50,12 +49,16 @@ class StackPool {
 
   const Grammar* g_;
   std::vector<Node> nodes_;
-  std::unordered_map<uint64_t, uint32_t> index_;
+  // Hash-consing index: open addressing over (parent, pos) keys, the node id in the slot's
+  // value (kNoPos = free); a power of two in size, at most half full. No allocation per node.
+  std::vector<uint64_t> index_keys_;
+  std::vector<uint32_t> index_ids_;
   std::vector<uint32_t> mark_;  // [nodes] epoch of the last step that added the node
   uint32_t epoch_ = 0;
   std::vector<uint32_t> closure_mark_;  // [nodes] closure() visits, per closure_epoch_
   uint32_t closure_epoch_ = 0;
   std::vector<uint32_t> closed_begin_, closed_end_;  // [nodes] kNoPos = not computed yet
+  std::vector<uint32_t> next_;  // [nodes] node(parent, pos + 1) once advanced, else kNoPos
   std::vector<uint32_t> closed_items_, closure_tmp_;
   std::vector<uint32_t> tmp_a_, tmp_b_;
 };

@@ -117,6 +117,23 @@ std::shared_ptr<const VocabTrie> build(const std::shared_ptr<const TokenVocabula
     for (uint32_t i = t->tok_begin[k]; i < t->tok_begin[k + 1]; ++i, ++t->num_plain_tokens)
       t->plain_token_bits[t->tokens[i] >> 5] |= 1u << (t->tokens[i] & 31);
   }
+  // Plain tokens by length, then cumulated: bits for length L include every shorter one.
+  t->max_short_plain =
+      std::min(t->max_len - 1, VocabTrie::kMaxShortPlainBytes / (words * sizeof(uint32_t)));
+  t->short_plain_bits.assign(t->max_short_plain * words, 0);
+  t->num_short_plain.assign(t->max_short_plain + 1, 0);
+  for (size_t k = 1; k < n; ++k) {
+    const size_t len = t->depth[k];
+    if (!t->plain_path[k] || len > t->max_short_plain) continue;
+    uint32_t* bits = t->short_plain_bits.data() + (len - 1) * words;
+    for (uint32_t i = t->tok_begin[k]; i < t->tok_begin[k + 1]; ++i, ++t->num_short_plain[len])
+      bits[t->tokens[i] >> 5] |= 1u << (t->tokens[i] & 31);
+  }
+  for (size_t len = 2; len <= t->max_short_plain; ++len) {
+    t->num_short_plain[len] += t->num_short_plain[len - 1];
+    for (size_t w = 0; w < words; ++w)
+      t->short_plain_bits[(len - 1) * words + w] |= t->short_plain_bits[(len - 2) * words + w];
+  }
   for (uint32_t k = 1; k < n; k = t->end[k]) {
     t->root_children.push_back(k);
     t->root_child[t->byte[k]] = k;

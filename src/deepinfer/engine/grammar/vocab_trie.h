@@ -48,6 +48,17 @@ struct VocabTrie {
   std::vector<uint8_t> plain_path;  // [nodes]
   std::vector<uint32_t> plain_token_bits;
   size_t num_plain_tokens = 0;
+  // The plain tokens of at most L bytes, for L = 1..max_short_plain (cumulative bitmasks): a
+  // state that survives exactly L plain bytes and then dies on every one (near the end of a
+  // bounded string body) accepts these and no longer plain token. L stops short of max_len
+  // where the tables would pass kMaxShortPlainBytes (huge vocabularies with long tokens).
+  static constexpr size_t kMaxShortPlainBytes = size_t{8} << 20;
+  size_t max_short_plain = 0;
+  std::vector<uint32_t> short_plain_bits;    // [max_short_plain * mask_words]
+  std::vector<uint32_t> num_short_plain;     // [max_short_plain + 1]
+  const uint32_t* short_plain(size_t len) const {
+    return short_plain_bits.data() + (len - 1) * vocab->mask_words();
+  }
   // The depth-1 nodes (first bytes), in byte order, and by byte.
   std::vector<uint32_t> root_children;
   std::array<uint32_t, 256> root_child{};  // 0 = no token starts with that byte

@@ -1,0 +1,183 @@
+// A context's classification by the vocabulary-trie scan (ContextWalker::classify, with its
+// shortcuts: subtrees accepted whole, all plain tokens at once, plain tokens up to a run's
+// end at once, first bytes that lead nowhere skipped) must equal a token-by-token reference:
+// each token's bytes pushed through the key's stacks one at a time. Accepted = some stack
+// survives the whole token; uncertain = every stack died, after some stack could pop below
+// the key's known frames on the way; rejected = the rest. Checked for every key the precompute
+// would visit, down to the deepest frame, on grammars chosen for those shortcuts.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "deepinfer/engine/grammar/context_keys.h"
+#include "deepinfer/engine/grammar/grammar_compiler.h"
+#include "deepinfer/engine/grammar/vocab_trie.h"
+#include "grammar_test_util.h"
+
+namespace deepinfer::engine::grammar {
+namespace {
+
+using testing::test_vocabulary;
+
+struct Reference {
+  std::vector<uint32_t> accepted;  // bitmask
+  std::vector<int32_t> uncertain;  // sorted ids
+};
+
+// Tokens in byte order, so each reuses the stack sets of the prefix it shares with the last.
+Reference reference_classes(const Grammar& g, const VocabTrie& trie, const ContextKey& key) {
+  StackPool pool(&g);
+  uint32_t top = StackPool::kContext;
+  for (int i = key_depth(key) - 1; i >= 0; --i)
+    top = key[i] == kStackEnd ? StackPool::kAccept : pool.node(top, key[i]);
+  const auto& bytes = trie.vocab->token_bytes;
+  Reference ref;
+  ref.accepted.assign(trie.vocab->mask_words(), 0);
+  auto has_context = [](const std::vector<uint32_t>& set) {
+    return std::find(set.begin(), set.end(), StackPool::kContext) != set.end();
+  };
+  std::vector<std::vector<uint32_t>> sets = {{top}};  // sets[j]: after j bytes of `last`
+  std::vector<uint8_t> escaped = {has_context(sets[0])};
+  std::string last;
+  for (int32_t id : trie.tokens) {
+    const std::string& t = bytes[id];
+    size_t j = 0;
+    while (j < last.size() && j < t.size() && j + 1 < sets.size() && last[j] == t[j]) ++j;
+    sets.resize(j + 1);
+    escaped.resize(j + 1);
+    for (; j < t.size() && !sets[j].empty(); ++j) {
+      std::vector<uint32_t> next;
+      pool.advance(sets[j], static_cast<uint8_t>(t[j]), next);
+      escaped.push_back(escaped[j] | has_context(next));
+      sets.push_back(std::move(next));
+    }
+    last = t;
+    // sets.back() is after j bytes: the whole token, or the byte where every stack died.
+    if (!sets.back().empty() && j == t.size()) {
+      ref.accepted[id >> 5] |= 1u << (id & 31);
+    } else if (escaped[escaped.size() - 2]) {  // some stack could pop before the fatal byte
+      ref.uncertain.push_back(id);
+    }
+  }
+  std::sort(ref.uncertain.begin(), ref.uncertain.end());
+  return ref;
+}
+
+struct Counts {
+  size_t keys = 0;       // keys compared
+  size_t uncertain = 0;  // keys with uncertain tokens among them
+};
+
+void compare_keys(const std::shared_ptr<const CompiledGrammar>& g, Counts& counts) {
+  const Grammar& grammar = g->grammar();
+  auto trie = shared_vocab_trie(test_vocabulary());
+  const ByteColumns cols = byte_columns(grammar);
+  ContextWalker walker(&grammar, trie, cols);
+  const std::vector<uint32_t> no_aliases;
+  ContextGraph graph(grammar, no_aliases);
+  std::vector<ContextKey> todo;
+  for (uint32_t p : graph.positions()) {
+    todo.push_back({p, StackPool::kNoPos, StackPool::kNoPos, StackPool::kNoPos});
+    while (!todo.empty()) {
+      const ContextKey key = todo.back();
+      todo.pop_back();
+      const auto scanned = walker.classify(key);
+      const Reference ref = reference_classes(grammar, *trie, key);
+      SCOPED_TRACE(::testing::Message()
+                   << "key " << key[0] << "," << key[1] << "," << key[2] << "," << key[3]);
+      const bool can_refine = !key_is_final(key);
+      if (scanned->complete()) {
+        std::vector<uint32_t> accepted(ref.accepted.size(), 0);
+        scanned->add_accepted(accepted.data());
+        EXPECT_EQ(accepted, ref.accepted);
+        std::vector<int32_t> uncertain = scanned->uncertain;
+        std::sort(uncertain.begin(), uncertain.end());
+        EXPECT_EQ(uncertain, ref.uncertain);
+        EXPECT_EQ(scanned->refine, can_refine && ref.uncertain.size() > kRefineUncertain);
+      } else {  // stopped early: only when so many are uncertain that a deeper key is due
+        EXPECT_TRUE(can_refine && scanned->refine);
+        EXPECT_GT(ref.uncertain.size(), kMaxUncertainToDerive);
+      }
+      if (key_depth(key) == 1) {
+        // The same key alone as a key set (a mask ahead of the precompute): never refined, so
+        // every uncertain token is listed, even where the refinable scan stops early.
+        const auto as_set = walker.classify_set({key});
+        ASSERT_TRUE(as_set->complete());
+        std::vector<uint32_t> accepted(ref.accepted.size(), 0);
+        as_set->add_accepted(accepted.data());
+        EXPECT_EQ(accepted, ref.accepted);
+        std::vector<int32_t> uncertain = as_set->uncertain;
+        std::sort(uncertain.begin(), uncertain.end());
+        EXPECT_EQ(uncertain, ref.uncertain);
+      }
+      ++counts.keys;
+      counts.uncertain += !ref.uncertain.empty();
+      if (!scanned->refine) continue;
+      const int depth = key_depth(key);
+      for (uint32_t below : graph.frames_below(key[depth - 1])) {
+        ContextKey deeper = key;
+        deeper[depth] = below;
+        todo.push_back(deeper);
+      }
+    }
+  }
+}
+
+TEST(ContextClassify, ScansEqualTokenByTokenReference) {
+  const std::vector<GrammarSpec> specs = {
+      // Bounded strings in an object: near a string's end its key (one frame) may pop below
+      // (the string can end there) and the deeper key cannot; an exact length; a short one.
+      {GrammarSpec::kJsonSchema,
+       R"({"type":"object","properties":{"a":{"type":"string","minLength":3,"maxLength":12},
+            "b":{"type":"string","maxLength":4},"c":{"type":"string","minLength":6,"maxLength":6}},
+            "required":["a"]})",
+       {}},
+      // A string language that splits the plain bytes (no plain run), and one long enough
+      // that its early copies accept every plain token.
+      {GrammarSpec::kJsonSchema, R"({"type":"string","pattern":"^[a-z]{2,5}-[0-9]+$"})", {}},
+      {GrammarSpec::kJsonSchema,
+       R"({"type":"array","items":{"anyOf":[{"type":"string"},{"type":"integer"}]},"maxItems":3})",
+       {}},
+      {GrammarSpec::kEbnf, "root ::= \"<\" [a-z]{1,3} \">\" | \"'\" [ -~]{0,5} \"'\"", {}},
+  };
+  Counts counts;
+  for (const auto& spec : specs) {
+    SCOPED_TRACE(spec.source);
+    GrammarLimits no_precompute;
+    no_precompute.precompute_seconds = 0;
+    auto g = compile_grammar(spec, test_vocabulary(), no_precompute);
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    compare_keys(*g, counts);
+  }
+  EXPECT_GT(counts.keys, 100u);
+  EXPECT_GT(counts.uncertain, 10u) << counts.keys << " keys";
+}
+
+TEST(ContextClassify, ShortPlainTokensByLengthMatchTheVocabulary) {
+  auto vocab = test_vocabulary();
+  auto trie = shared_vocab_trie(vocab);
+  ASSERT_GT(trie->max_short_plain, 0u);
+  auto plain = [&](const std::string& t) {
+    for (unsigned char c : t)
+      if (!((trie->plain[c >> 6] >> (c & 63)) & 1)) return false;
+    return true;
+  };
+  for (size_t len : {size_t{1}, size_t{2}, size_t{5}, trie->max_short_plain}) {
+    std::vector<uint32_t> want(vocab->mask_words(), 0);
+    uint32_t count = 0;
+    for (int32_t id : trie->tokens) {
+      const std::string& t = vocab->token_bytes[id];
+      if (t.size() <= len && plain(t)) {
+        want[id >> 5] |= 1u << (id & 31);
+        ++count;
+      }
+    }
+    SCOPED_TRACE(len);
+    EXPECT_EQ(std::vector<uint32_t>(trie->short_plain(len), trie->short_plain(len) + want.size()),
+              want);
+    EXPECT_EQ(trie->num_short_plain[len], count);
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::engine::grammar
