@@ -132,7 +132,7 @@ class LLGuidanceEngine:
         return m.is_accepting()
 
 
-def run(engine, files, data_dir, hf_tok, eos, step_ms=0.0):
+def run(engine, files, data_dir, hf_tok, eos, step_ms=0.0, prefill_ms=0.0):
     compile_ms, mask_us = [], []
     counts = dict(schemas=0, compiled=0, refused=0, valid=0, invalid=0, wrong_rej=0, wrong_acc=0)
     for name in files:
@@ -149,6 +149,8 @@ def run(engine, files, data_dir, hf_tok, eos, step_ms=0.0):
             continue
         compile_ms.append((time.perf_counter() - t0) * 1e3)
         counts["compiled"] += 1
+        if prefill_ms > 0:
+            time.sleep(prefill_ms / 1e3)  # the request's prefill, as --prefill-ms in DeepInfer
         for t in doc.get("tests", []):
             valid = bool(t.get("valid"))
             counts["valid" if valid else "invalid"] += 1
@@ -185,6 +187,8 @@ def main():
     ap.add_argument("--engines", default="xgrammar,llguidance")
     ap.add_argument("--step-ms", type=float, default=0.0,
                     help="sleep before each mask of a valid instance (a stand-in for the forward pass)")
+    ap.add_argument("--prefill-ms", type=float, default=0.0,
+                    help="sleep once between compile and the first mask (a stand-in for the prefill)")
     args = ap.parse_args()
     from transformers import AutoTokenizer
     hf_tok = AutoTokenizer.from_pretrained(os.path.dirname(os.path.abspath(args.gguf)),
@@ -196,7 +200,7 @@ def main():
         files = files[:args.limit]
     for name in args.engines.split(","):
         engine = {"xgrammar": XGrammarEngine, "llguidance": LLGuidanceEngine}[name](hf_tok, vocab_size)
-        run(engine, files, args.data, hf_tok, eos, args.step_ms)
+        run(engine, files, args.data, hf_tok, eos, args.step_ms, args.prefill_ms)
 
 
 if __name__ == "__main__":

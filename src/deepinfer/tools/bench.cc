@@ -41,6 +41,7 @@ struct BenchFlags {
   int stride = 1;
   std::string grammar_precompute = "background";
   double step_ms = 0;
+  double prefill_ms = 0;
   std::string prompt_lens = "2000,8000";
   int megabytes = 1;
 };
@@ -63,6 +64,7 @@ int run_mask_bench(const BenchFlags& f) {
   opts.stride = f.stride;
   opts.precompute_first = f.grammar_precompute == "first";
   opts.step_ms = f.step_ms;
+  opts.prefill_ms = f.prefill_ms;
   auto res = engine::grammar::run_mask_benchmark(vocab, opts);
   if (!res.is_ok()) return report_error(res.status());
   std::fprintf(stderr, "%s\n", res->report().c_str());
@@ -77,6 +79,7 @@ int run_mask_bench(const BenchFlags& f) {
                       {"compile_ms_p99", res->compile_ms.p99},
                       {"grammar_precompute", f.grammar_precompute},
                       {"step_ms", f.step_ms},
+                      {"prefill_ms", f.prefill_ms},
                       {"precompute_ms_p50", res->precompute_ms.p50},
                       {"precompute_ms_p99", res->precompute_ms.p99},
                       {"contexts_lazy", res->contexts_lazy},
@@ -272,6 +275,10 @@ Subcommand make_bench_command() {
     cmd->add_option("--step-ms", f->step_ms,
                     "mask: sleep this long before each mask, standing in for a decode step's forward pass")
         ->check(CLI::Range(0.0, 1000.0));
+    cmd->add_option("--prefill-ms", f->prefill_ms,
+                    "mask: sleep this long once between a grammar being ready and its first mask, standing in "
+                    "for the request's prefill (the background precompute runs meanwhile)")
+        ->check(CLI::Range(0.0, 10000.0));
     cmd->add_option("--batch", f->batches, "Batch sizes, comma-separated (e.g. 1,2,4,8)");
     cmd->add_option("--prompt-len", f->prompt_len, "Prompt tokens per sequence")->check(CLI::Range(1, 1 << 20));
     cmd->add_option("--gen-len", f->gen_len, "Generated tokens per sequence (decode)")->check(CLI::Range(2, 1 << 20));

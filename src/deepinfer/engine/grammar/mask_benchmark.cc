@@ -121,6 +121,8 @@ Result<MaskBenchResult> run_mask_benchmark(std::shared_ptr<const TokenVocabulary
         while (g->precompute_more(0.002)) {
         }
       });
+    if (compiled.is_ok() && opts.prefill_ms > 0)  // the prompt's forward pass, once
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(opts.prefill_ms));
     if (!compiled.is_ok()) {
       c.refused = 1;
       // Two subsets have no test instances; their refusals are listed apart.

@@ -31,6 +31,10 @@ struct MaskBenchOptions {
   // Milliseconds slept before each mask of a valid instance, standing in for the decode
   // step's forward pass (0 = masks back to back, the worst case for a background precompute).
   double step_ms = 0;
+  // Milliseconds slept once after a grammar is ready and before its first mask, standing in
+  // for the request's prefill (the background precompute runs meanwhile; 0 = none, the worst
+  // case for it).
+  double prefill_ms = 0;
   // Tokenizer for instance text; default: greedy longest match over the vocabulary.
   std::function<std::vector<int32_t>(const std::string&)> encode;
 };
