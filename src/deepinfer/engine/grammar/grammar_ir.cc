@@ -58,12 +58,10 @@ uint32_t GrammarBuilder::rule_with_alts(std::string name, std::vector<Sequence> 
 }
 
 Element GrammarBuilder::bytes(const ByteSet& set) {
-  // Small grammars reuse identical classes; a linear scan over recent ones is enough.
-  size_t start = byte_sets_.size() > 64 ? byte_sets_.size() - 64 : 0;
-  for (size_t i = start; i < byte_sets_.size(); ++i)
-    if (byte_sets_[i] == set) return {ElemKind::kBytes, static_cast<uint32_t>(i)};
-  byte_sets_.push_back(set);
-  return {ElemKind::kBytes, static_cast<uint32_t>(byte_sets_.size() - 1)};
+  // Identical classes share one entry (a literal's bytes are looked up one by one).
+  auto [it, inserted] = byte_set_ids_.try_emplace(set, static_cast<uint32_t>(byte_sets_.size()));
+  if (inserted) byte_sets_.push_back(set);
+  return {ElemKind::kBytes, it->second};
 }
 
 Element GrammarBuilder::byte(uint8_t b) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "deepinfer/base/status.h"
@@ -95,6 +96,14 @@ class GrammarBuilder {
   std::vector<std::vector<Sequence>> rules_;
   std::vector<std::string> names_;
   std::vector<ByteSet> byte_sets_;
+  struct ByteSetHash {
+    size_t operator()(const ByteSet& b) const {
+      uint64_t h = 0;
+      for (uint64_t w : b.bits) h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+      return static_cast<size_t>(h ^ (h >> 32));
+    }
+  };
+  std::unordered_map<ByteSet, uint32_t, ByteSetHash> byte_set_ids_;  // each set stored once
   std::vector<std::vector<uint32_t>> chains_;
   size_t num_elements_ = 0;
   double start_seconds_ = 0;
