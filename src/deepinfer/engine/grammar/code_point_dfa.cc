@@ -296,10 +296,25 @@ Result<CodePointDfa> dfa_from_regex(const RegexAst& ast, size_t max_states) {
       max_states);
 }
 
+namespace {
+thread_local PatternDfaMemo* t_pattern_memo = nullptr;
+}  // namespace
+
+PatternDfaMemo::PatternDfaMemo() : outer_(t_pattern_memo) { t_pattern_memo = this; }
+PatternDfaMemo::~PatternDfaMemo() { t_pattern_memo = outer_; }
+
 Result<CodePointDfa> dfa_from_pattern(std::string_view pattern, bool search, size_t max_states) {
+  PatternDfaMemo* memo = t_pattern_memo;
+  auto key = std::make_tuple(std::string(pattern), search, max_states);
+  if (memo) {
+    auto it = memo->built_.find(key);
+    if (it != memo->built_.end()) return it->second;
+  }
   DI_ASSIGN_OR_RETURN(RegexAst ast, parse_regex(pattern, search));
   DI_ASSIGN_OR_RETURN(CodePointDfa d, dfa_from_regex(ast, max_states));
-  return dfa_minimize(d);
+  CodePointDfa min = dfa_minimize(d);
+  if (memo) memo->built_.emplace(std::move(key), min);
+  return min;
 }
 
 Result<CodePointDfa> dfa_of_strings(const std::vector<std::string>& strings) {

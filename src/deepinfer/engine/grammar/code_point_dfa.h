@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -35,6 +37,22 @@ struct CodePointDfa {
 Result<CodePointDfa> dfa_from_regex(const RegexAst& ast, size_t max_states = kMaxDfaStates);
 Result<CodePointDfa> dfa_from_pattern(std::string_view pattern, bool search,
                                       size_t max_states = kMaxDfaStates);
+// While one is alive on a thread, dfa_from_pattern there keeps each automaton it builds and
+// answers the same (pattern, search, max_states) with a copy: one schema names a
+// patternProperties key once, but its compile matches it against every property name and
+// object that it governs. Scoped to one compile (nothing is kept across schemas).
+class PatternDfaMemo {
+ public:
+  PatternDfaMemo();
+  ~PatternDfaMemo();
+  PatternDfaMemo(const PatternDfaMemo&) = delete;
+  PatternDfaMemo& operator=(const PatternDfaMemo&) = delete;
+
+ private:
+  friend Result<CodePointDfa> dfa_from_pattern(std::string_view, bool, size_t);
+  PatternDfaMemo* outer_;
+  std::map<std::tuple<std::string, bool, size_t>, CodePointDfa> built_;
+};
 // Exactly the given strings (UTF-8).
 Result<CodePointDfa> dfa_of_strings(const std::vector<std::string>& strings);
 // Runs the automata in lockstep; a tuple of states accepts when `accept` says so given which

@@ -2,6 +2,7 @@
 // json_schema_lowering.h (structure, combinators, $ref) and json_schema_types.cc (types).
 #include "deepinfer/engine/grammar/json_schema_compiler.h"
 
+#include "deepinfer/engine/grammar/code_point_dfa.h"
 #include "deepinfer/engine/grammar/json_schema_lowering.h"
 
 namespace deepinfer::engine::grammar {
@@ -14,6 +15,7 @@ Result<Grammar> compile_json_schema(std::string_view schema, const JsonSchemaOpt
   } catch (const std::exception& e) {
     return invalid_argument("json schema: not valid JSON: {}", e.what());
   }
+  PatternDfaMemo patterns;  // a patternProperties key is matched at every name it governs
   detail::SchemaCompiler c(root, opts, limits);
   return c.run();
 }
