@@ -103,6 +103,11 @@ int ContextWalker::plain_run(int32_t s) {
     plain_run_[x] = 0;
     chain.push_back(x);
     if (chain.size() > 255) break;
+    // A plain byte no stack consumes dies, so the run ends here (dead or parting ways).
+    bool all_consumed = true;
+    for (int w = 0; w < 4; ++w)
+      all_consumed &= (next_bytes_[x].bits[w] & trie_->plain[w]) == trie_->plain[w];
+    if (!all_consumed) break;
     int32_t to = -1;
     bool one_next = true;
     for (const auto& [col, rep] : plain_cols_) {
@@ -211,6 +216,7 @@ int32_t ContextWalker::intern(std::vector<uint32_t>& v) {
   loop_yes_.push_back({});
   loop_no_.push_back({});
   plain_run_.push_back(-1);
+  next_bytes_.push_back(pool_->next_bytes(v.data(), v.size()));
   return id;
 }
 
@@ -243,17 +249,13 @@ void ContextWalker::reset_dfa() {
   loop_yes_.clear();
   loop_no_.clear();
   plain_run_.clear();
+  next_bytes_.clear();
   set_elems_ = 0;
 }
 
-const std::vector<uint32_t>& ContextWalker::live_roots(int32_t s, int32_t empty) {
-  std::array<uint64_t, 4> live{};
-  for (int col = 0; col < num_cols_; ++col) {
-    int32_t to = trans_[static_cast<size_t>(s) * num_cols_ + col];
-    if (to < 0) to = step(s, col_rep_[col]);
-    if (to != empty)
-      for (int w = 0; w < 4; ++w) live[w] |= col_bytes_[col][w];
-  }
+const std::vector<uint32_t>& ContextWalker::live_roots(int32_t s) {
+  // Bytes no stack can consume die; the few others that still do are dropped by the walk.
+  const std::array<uint64_t, 4>& live = next_bytes_[s].bits;
   roots_.clear();
   for (int w = 0; w < 4; ++w)
     for (uint64_t bits = live[w] & trie_->root_bytes[w]; bits; bits &= bits - 1)
@@ -403,8 +405,7 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
   size_t visits = 0;
   // A first byte that leads nowhere rejects its subtree unless the start state may pop
   // below the known frames (then its tokens are uncertain, and the whole trie is scanned).
-  const std::vector<uint32_t>& roots =
-      esc_at_[0] ? t.root_children : live_roots(state_at_[0], empty);
+  const std::vector<uint32_t>& roots = esc_at_[0] ? t.root_children : live_roots(state_at_[0]);
   for (uint32_t root : roots)
     for (uint32_t k = root, stop = end[root]; k < stop; ++visits) {
       const uint32_t d = depth[k];

@@ -89,9 +89,10 @@ class ContextWalker {
  private:
   // The DFA state of stack set v (sorted in place), added when new.
   int32_t intern(std::vector<uint32_t>& v);
-  // The trie's depth-1 nodes whose byte does not kill state s (in byte order): a scan that
-  // need not list rejected tokens skips the rest (a literal's context has one).
-  const std::vector<uint32_t>& live_roots(int32_t s, int32_t empty);
+  // The trie's depth-1 nodes whose byte some stack of state s consumes (in byte order; the
+  // others kill it): a scan that need not list rejected tokens skips the rest (a literal's
+  // context has one).
+  const std::vector<uint32_t>& live_roots(int32_t s);
   // Sets state_at_[0] and esc_at_[0] to the start state of the keys' stacks; returns the
   // dead state.
   int32_t start(const ContextKey* keys, size_t n);
@@ -147,6 +148,10 @@ class ContextWalker {
   std::vector<uint8_t> has_ctx_;
   std::vector<std::array<uint64_t, 4>> loop_yes_, loop_no_;  // [sets] bytes known to (not) loop
   std::vector<int16_t> plain_run_;                           // [sets] -1 = not computed
+  // [sets] bytes some stack of the set can consume: a byte outside leads to the dead state
+  // (inside, it usually does not), so first bytes and plain runs are ruled out without
+  // stepping every byte column.
+  std::vector<ByteSet> next_bytes_;
   // The columns holding plain bytes, each with one of its plain bytes.
   std::vector<std::pair<int, uint8_t>> plain_cols_;
   std::vector<int32_t> chain_;  // plain_run's scratch

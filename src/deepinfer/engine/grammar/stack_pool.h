@@ -32,7 +32,10 @@ class StackPool {
   // True when the bytes can be consumed from stack `s`; `scratch` buffers are reused.
   bool accepts(uint32_t s, const std::string& bytes);
   // The union of byte classes the stacks can consume next.
-  ByteSet next_bytes(const std::vector<uint32_t>& stacks) const;
+  ByteSet next_bytes(const std::vector<uint32_t>& stacks) const {
+    return next_bytes(stacks.data(), stacks.size());
+  }
+  ByteSet next_bytes(const uint32_t* stacks, size_t n) const;
 
  private:
   struct Node {
