@@ -148,8 +148,8 @@ bool StackPool::accepts(uint32_t s, const std::string& bytes) {
 
 ByteSet StackPool::next_bytes(const uint32_t* stacks, size_t n) const {
   ByteSet u;
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t s = stacks[i];
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t s = stacks[k];
     if (s == kAccept || s == kContext) continue;
     const ByteSet& b = g_->byte_sets[g_->elements[nodes_[s].pos].arg];
     for (int i = 0; i < 4; ++i) u.bits[i] |= b.bits[i];

@@ -118,8 +118,8 @@ std::shared_ptr<const VocabTrie> build(const std::shared_ptr<const TokenVocabula
       t->plain_token_bits[t->tokens[i] >> 5] |= 1u << (t->tokens[i] & 31);
   }
   // Plain tokens by length, then cumulated: bits for length L include every shorter one.
-  t->max_short_plain =
-      std::min(t->max_len - 1, VocabTrie::kMaxShortPlainBytes / (words * sizeof(uint32_t)));
+  t->max_short_plain = std::min(t->max_len - 1, VocabTrie::kMaxShortPlainBytes /
+                                                    std::max<size_t>(1, words * sizeof(uint32_t)));
   t->short_plain_bits.assign(t->max_short_plain * words, 0);
   t->num_short_plain.assign(t->max_short_plain + 1, 0);
   for (size_t k = 1; k < n; ++k) {
