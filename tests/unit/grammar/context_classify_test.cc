@@ -63,6 +63,16 @@ Reference reference_classes(const Grammar& g, const VocabTrie& trie, const Conte
   return ref;
 }
 
+// The classification's accepted and uncertain sets equal the reference's.
+void expect_reference(const TokenClasses& c, const Reference& ref) {
+  std::vector<uint32_t> accepted(ref.accepted.size(), 0);
+  c.add_accepted(accepted.data());
+  EXPECT_EQ(accepted, ref.accepted);
+  std::vector<int32_t> uncertain = c.uncertain;
+  std::sort(uncertain.begin(), uncertain.end());
+  EXPECT_EQ(uncertain, ref.uncertain);
+}
+
 struct Counts {
   size_t keys = 0;       // keys compared
   size_t uncertain = 0;  // keys with uncertain tokens among them
@@ -87,12 +97,7 @@ void compare_keys(const std::shared_ptr<const CompiledGrammar>& g, Counts& count
                    << "key " << key[0] << "," << key[1] << "," << key[2] << "," << key[3]);
       const bool can_refine = !key_is_final(key);
       if (scanned->complete()) {
-        std::vector<uint32_t> accepted(ref.accepted.size(), 0);
-        scanned->add_accepted(accepted.data());
-        EXPECT_EQ(accepted, ref.accepted);
-        std::vector<int32_t> uncertain = scanned->uncertain;
-        std::sort(uncertain.begin(), uncertain.end());
-        EXPECT_EQ(uncertain, ref.uncertain);
+        expect_reference(*scanned, ref);
         EXPECT_EQ(scanned->refine, can_refine && ref.uncertain.size() > kRefineUncertain);
       } else {  // stopped early: only when so many are uncertain that a deeper key is due
         EXPECT_TRUE(can_refine && scanned->refine);
@@ -103,12 +108,7 @@ void compare_keys(const std::shared_ptr<const CompiledGrammar>& g, Counts& count
         // every uncertain token is listed, even where the refinable scan stops early.
         const auto as_set = walker.classify_set({key});
         ASSERT_TRUE(as_set->complete());
-        std::vector<uint32_t> accepted(ref.accepted.size(), 0);
-        as_set->add_accepted(accepted.data());
-        EXPECT_EQ(accepted, ref.accepted);
-        std::vector<int32_t> uncertain = as_set->uncertain;
-        std::sort(uncertain.begin(), uncertain.end());
-        EXPECT_EQ(uncertain, ref.uncertain);
+        expect_reference(*as_set, ref);
       }
       ++counts.keys;
       counts.uncertain += !ref.uncertain.empty();
@@ -143,11 +143,9 @@ TEST(ContextClassify, ScansEqualTokenByTokenReference) {
   Counts counts;
   for (const auto& spec : specs) {
     SCOPED_TRACE(spec.source);
-    GrammarLimits no_precompute;
-    no_precompute.precompute_seconds = 0;
-    auto g = compile_grammar(spec, test_vocabulary(), no_precompute);
-    ASSERT_TRUE(g.is_ok()) << g.status().message();
-    compare_keys(*g, counts);
+    auto g = testing::compile_unclassified(spec);
+    ASSERT_TRUE(g);
+    compare_keys(g, counts);
   }
   EXPECT_GT(counts.keys, 100u);
   EXPECT_GT(counts.uncertain, 10u) << counts.keys << " keys";

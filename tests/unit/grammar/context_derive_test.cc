@@ -85,11 +85,9 @@ TEST(ContextDerive, DeeperKeysFromShallowerUncertainTokensEqualFullScans) {
   Counts counts;
   for (const auto& spec : specs) {
     SCOPED_TRACE(spec.source);
-    GrammarLimits no_precompute;
-    no_precompute.precompute_seconds = 0;
-    auto g = compile_grammar(spec, test_vocabulary(), no_precompute);
-    ASSERT_TRUE(g.is_ok()) << g.status().message();
-    compare_keys(*g, counts);
+    auto g = testing::compile_unclassified(spec);
+    ASSERT_TRUE(g);
+    compare_keys(g, counts);
   }
   // The derivation must actually have been exercised, at more than one depth.
   EXPECT_GT(counts.derived, 20u) << counts.keys << " keys";

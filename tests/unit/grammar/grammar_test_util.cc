@@ -120,6 +120,14 @@ std::shared_ptr<const CompiledGrammar> compile(const std::string& schema, JsonSc
   return r.is_ok() ? *r : nullptr;
 }
 
+std::shared_ptr<const CompiledGrammar> compile_unclassified(const GrammarSpec& spec) {
+  GrammarLimits no_precompute;
+  no_precompute.precompute_seconds = 0;
+  auto r = compile_grammar(spec, test_vocabulary(), no_precompute);
+  EXPECT_TRUE(r.is_ok()) << spec.source << ": " << r.status().message();
+  return r.is_ok() ? *r : nullptr;
+}
+
 bool accepts(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
   if (!g) return false;
   bool mismatch = false;

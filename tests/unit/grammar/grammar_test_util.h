@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "deepinfer/engine/grammar/grammar_compiler.h"
 #include "deepinfer/engine/grammar/grammar_matcher.h"
 #include "deepinfer/engine/grammar/json_schema_compiler.h"
 #include "deepinfer/engine/grammar/json_schema_validate.h"
@@ -26,6 +27,10 @@ bool walk_text(const std::shared_ptr<const CompiledGrammar>& g, const std::strin
                bool* mask_mismatch = nullptr);
 
 std::string data_dir();  // $DEEPINFER_SOURCE_DIR/../shared/data
+
+// A grammar over test_vocabulary() with no context classified yet (a test failure, and null,
+// if refused): for tests that classify contexts themselves.
+std::shared_ptr<const CompiledGrammar> compile_unclassified(const GrammarSpec& spec);
 
 // A JSON Schema compiled over the synthetic vocabulary (a test failure, and null, if refused).
 std::shared_ptr<const CompiledGrammar> compile(const std::string& schema, JsonSchemaOptions o = {});
