@@ -260,7 +260,9 @@ TEST(GrammarBackgroundPrecompute, BoundedStringEndsAcceptShortPlainTokensAtOnce)
   const size_t trie_nodes = shared_vocab_trie(test_vocabulary(&real))->num_nodes();
   // Calibrated on the real vocabulary: 1,120,000 nodes without the bitmask (11 trie sizes),
   // 294,000 with it, for 1,142 contexts.
-  if (real) EXPECT_LT(st.nodes_visited, 6 * trie_nodes);
+  if (real) {
+    EXPECT_LT(st.nodes_visited, 6 * trie_nodes);
+  }
   auto m = walk_comparing(
       c.source, R"({"id":")" + std::string(24, 'k') + R"(","tag":")" + std::string(16, 'q'),
       {7, 20, 28, 30, 31, 32, 40, 45, 48});

@@ -132,8 +132,8 @@ bool CompiledGrammar::precompute_more(double seconds) const {
       nodes_visited_ += st.walker.last_visits();
       refine = c->refine;
       std::lock_guard<std::mutex> lock(mu_);
-      auto [it, inserted] = cache_.try_emplace(key, std::move(c));
-      if (inserted) cache_bytes_ += it->second->memory_bytes();
+      auto [kept, inserted] = cache_.insert(key, std::move(c));
+      if (inserted) cache_bytes_ += kept->memory_bytes();
       precomputed_++;
     }
     if (!refine) continue;
@@ -176,8 +176,19 @@ ContextStats CompiledGrammar::context_stats() const {
 
 const TokenClasses* CompiledGrammar::cached_classes(const ContextKey& key) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = cache_.find(key);
-  return it == cache_.end() ? nullptr : it->second.get();
+  return cache_.find(key);
+}
+
+const TokenClasses* CompiledGrammar::cached_classes_for(const ContextKey& deepest) const {
+  ContextKey key;
+  key.fill(StackPool::kNoPos);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int d = 1; d <= kContextFrames; ++d) {
+    key[d - 1] = deepest[d - 1];
+    const TokenClasses* c = cache_.find(key);
+    if (!c || !c->refine || d == kContextFrames) return c;
+  }
+  return nullptr;
 }
 
 std::shared_ptr<const TokenClasses> CompiledGrammar::set_classes(
@@ -213,8 +224,7 @@ std::shared_ptr<const TokenClasses> CompiledGrammar::set_classes(
 const TokenClasses& CompiledGrammar::classes(const ContextKey& key) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return *it->second;
+    if (const TokenClasses* known = cache_.find(key)) return *known;
   }
   // Computed outside the cache lock; a racing duplicate is discarded. One walker is kept so
   // lazy classifications share its DFA; a second thread meanwhile uses a fresh one.
@@ -237,9 +247,9 @@ const TokenClasses& CompiledGrammar::classes(const ContextKey& key) const {
   }
   lazy_++;
   std::lock_guard<std::mutex> lock(mu_);
-  auto [it, inserted] = cache_.try_emplace(key, std::move(fresh));
-  if (inserted) cache_bytes_ += it->second->memory_bytes();
-  return *it->second;
+  auto [kept, inserted] = cache_.insert(key, std::move(fresh));
+  if (inserted) cache_bytes_ += kept->memory_bytes();
+  return *kept;
 }
 
 }  // namespace deepinfer::engine::grammar

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "deepinfer/base/status.h"
+#include "deepinfer/engine/grammar/context_table.h"
 #include "deepinfer/engine/grammar/context_walker.h"
 #include "deepinfer/engine/grammar/grammar_ir.h"
 #include "deepinfer/engine/grammar/token_vocabulary.h"
@@ -52,6 +53,11 @@ class CompiledGrammar {
   const TokenClasses& classes(const ContextKey& key) const;
   // The classification if it is computed already, else null (never computes).
   const TokenClasses* cached_classes(const ContextKey& key) const;
+  // What a matcher uses for a stack whose kContextFrames-deep key is `deepest`: the
+  // classification of its shallowest prefix key that is not marked for refinement (or of
+  // the deepest), when it and every shallower prefix key are computed already; else null.
+  // One lock for all depths.
+  const TokenClasses* cached_classes_for(const ContextKey& deepest) const;
   // The classification of a whole stack set's keys (sorted, each kContextFrames deep or to
   // the stack's end) by one scan of the vocabulary, kept per key set (up to kMaxSetClasses):
   // for a mask that overtakes the background precompute, cheaper than classifying each of
@@ -79,7 +85,7 @@ class CompiledGrammar {
   std::vector<uint32_t> key_pos_;  // [elements] or empty when no chain is long enough
   std::vector<uint8_t> deferred_;  // [rules] precomputed last: deep into an optional run
   mutable std::mutex mu_;
-  mutable std::unordered_map<ContextKey, std::unique_ptr<TokenClasses>, ContextKeyHash> cache_;
+  mutable ContextTable cache_;
   struct KeySetHash {
     size_t operator()(const std::vector<ContextKey>& keys) const {
       size_t h = keys.size();

@@ -47,10 +47,12 @@ const TokenClasses* GrammarMatcher::find_classes_of(uint32_t stack, bool compute
     classes_of_.resize(std::max<size_t>(pool_.size(), stack + 1), nullptr);
   if (classes_of_[stack]) return classes_of_[stack];
   // The shallowest key whose classification is not marked for refinement (see context_walker.h).
+  if (const TokenClasses* c = cg_->cached_classes_for(key_of(stack, kContextFrames)))
+    return classes_of_[stack] = c;
+  if (!compute) return nullptr;
   for (int d = 1; d <= kContextFrames; ++d) {
     const ContextKey key = key_of(stack, d);
-    const TokenClasses* c = compute ? &cg_->classes(key) : cg_->cached_classes(key);
-    if (!c) return nullptr;
+    const TokenClasses* c = &cg_->classes(key);
     if (!c->refine || d == kContextFrames) return classes_of_[stack] = c;
   }
   return nullptr;
