@@ -198,19 +198,8 @@ std::shared_ptr<const TokenClasses> CompiledGrammar::set_classes(
     auto it = set_cache_.find(keys);
     if (it != set_cache_.end()) return it->second;
   }
-  // The lazy walker's DFA is shared with lazy classifications; a second thread meanwhile
-  // uses a fresh walker.
-  std::shared_ptr<const TokenClasses> fresh;
-  if (std::unique_lock<std::mutex> walker_lock(lazy_walker_mu_, std::try_to_lock);
-      walker_lock.owns_lock()) {
-    if (!lazy_walker_) lazy_walker_ = std::make_unique<ContextWalker>(&grammar_, trie_, columns_);
-    fresh = lazy_walker_->classify_set(keys);
-    nodes_visited_ += lazy_walker_->last_visits();
-  } else {
-    ContextWalker walker(&grammar_, trie_, columns_);
-    fresh = walker.classify_set(keys);
-    nodes_visited_ += walker.last_visits();
-  }
+  std::shared_ptr<const TokenClasses> fresh =
+      classify_off_precompute([&](ContextWalker& w) { return w.classify_set(keys); });
   direct_masks_++;
   std::lock_guard<std::mutex> lock(mu_);
   if (set_cache_.size() < kMaxSetClasses) {
@@ -219,6 +208,24 @@ std::shared_ptr<const TokenClasses> CompiledGrammar::set_classes(
     return it->second;
   }
   return fresh;
+}
+
+std::unique_ptr<TokenClasses> CompiledGrammar::classify_off_precompute(
+    const std::function<std::unique_ptr<TokenClasses>(ContextWalker&)>& classify) const {
+  // One walker is kept so classifications outside the precompute share its DFA; a second
+  // thread meanwhile uses a fresh one.
+  std::unique_ptr<TokenClasses> out;
+  if (std::unique_lock<std::mutex> walker_lock(lazy_walker_mu_, std::try_to_lock);
+      walker_lock.owns_lock()) {
+    if (!lazy_walker_) lazy_walker_ = std::make_unique<ContextWalker>(&grammar_, trie_, columns_);
+    out = classify(*lazy_walker_);
+    nodes_visited_ += lazy_walker_->last_visits();
+  } else {
+    ContextWalker walker(&grammar_, trie_, columns_);
+    out = classify(walker);
+    nodes_visited_ += walker.last_visits();
+  }
+  return out;
 }
 
 const TokenClasses& CompiledGrammar::classes(const ContextKey& key) const {
@@ -231,20 +238,9 @@ const TokenClasses& CompiledGrammar::classes(const ContextKey& key) const {
   // A deeper key's classification is derived from its shallower key's (classified first).
   const TokenClasses* shallower = key_depth(key) > 1 ? &classes(shallower_key(key)) : nullptr;
   if (shallower && !shallower->complete()) shallower = nullptr;
-  auto classify = [&](ContextWalker& w) {
+  std::unique_ptr<TokenClasses> fresh = classify_off_precompute([&](ContextWalker& w) {
     return shallower ? w.classify_below(key, *shallower) : w.classify(key);
-  };
-  std::unique_ptr<TokenClasses> fresh;
-  if (std::unique_lock<std::mutex> walker_lock(lazy_walker_mu_, std::try_to_lock);
-      walker_lock.owns_lock()) {
-    if (!lazy_walker_) lazy_walker_ = std::make_unique<ContextWalker>(&grammar_, trie_, columns_);
-    fresh = classify(*lazy_walker_);
-    nodes_visited_ += lazy_walker_->last_visits();
-  } else {
-    ContextWalker walker(&grammar_, trie_, columns_);
-    fresh = classify(walker);
-    nodes_visited_ += walker.last_visits();
-  }
+  });
   lazy_++;
   std::lock_guard<std::mutex> lock(mu_);
   auto [kept, inserted] = cache_.insert(key, std::move(fresh));

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -76,6 +77,10 @@ class CompiledGrammar {
  private:
   CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabulary> v);
   void alias_long_chains();
+  // Runs `classify` on the kept lazy walker (or a fresh one while another thread holds it)
+  // for a mask that overtook the precompute.
+  std::unique_ptr<TokenClasses> classify_off_precompute(
+      const std::function<std::unique_ptr<TokenClasses>(ContextWalker&)>& classify) const;
   struct PrecomputeState;
 
   Grammar grammar_;

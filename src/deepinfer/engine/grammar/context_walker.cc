@@ -78,10 +78,7 @@ ContextWalker::ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> 
     : g_(g), trie_(std::move(trie)), byte_col_(cols.col), num_cols_(cols.num) {
   state_at_.resize(trie_->max_len + 2);
   esc_at_.resize(trie_->max_len + 2);
-  for (int b = 255; b >= 0; --b) {
-    col_bytes_[byte_col_[b]][b >> 6] |= uint64_t{1} << (b & 63);
-    col_rep_[byte_col_[b]] = static_cast<uint8_t>(b);
-  }
+  for (int b = 0; b < 256; ++b) col_bytes_[byte_col_[b]][b >> 6] |= uint64_t{1} << (b & 63);
   std::array<bool, 256> seen_col{};
   for (int b = 0; b < 256; ++b)
     if (((trie_->plain[b >> 6] >> (b & 63)) & 1) && !seen_col[byte_col_[b]]) {
@@ -365,6 +362,14 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
   accepted.clear();
   bool as_bits = false;
   size_t num_accepted = 0;
+  // Too many uncertain tokens for a refinable key: a deeper key scans the vocabulary itself.
+  auto stopped_early = [&](size_t visited) {
+    auto early = std::make_unique<TokenClasses>();
+    early->refine = true;
+    early->stopped_early = true;
+    last_visits_ = visited;
+    return early;
+  };
   auto to_bits = [&] {
     as_bits = true;
     accepted_bits_.assign(words, 0);
@@ -378,12 +383,7 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
       all_plain ? ShortPlainRun{} : short_plain_run(state_at_[0], empty);
   if (short_plain.run > 0 && short_plain.escapes && can_refine &&
       t.num_plain_tokens - t.num_short_plain[short_plain.run] > kMaxUncertainToDerive) {
-    // The longer plain tokens alone are too many uncertain ones: the scan would stop early.
-    auto out = std::make_unique<TokenClasses>();
-    out->refine = true;
-    out->stopped_early = true;
-    last_visits_ = 0;
-    return out;
+    return stopped_early(0);  // the longer plain tokens alone would stop the scan
   }
   const int short_run = short_plain.escapes ? 0 : short_plain.run;
   if (all_plain) {
@@ -418,14 +418,8 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
         if (esc_at_[d - 1]) {
           out->uncertain.insert(out->uncertain.end(), tokens + tok_begin[k],
                                 tokens + tok_begin[end[k]]);
-          if (can_refine && out->uncertain.size() > kMaxUncertainToDerive) {
-            // So many that a deeper key scans the vocabulary itself: stop, keep nothing.
-            out = std::make_unique<TokenClasses>();
-            out->refine = true;
-            out->stopped_early = true;
-            last_visits_ = visits + 1;
-            return out;
-          }
+          if (can_refine && out->uncertain.size() > kMaxUncertainToDerive)
+            return stopped_early(visits + 1);
         }
         k = end[k];
         continue;

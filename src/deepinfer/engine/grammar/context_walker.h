@@ -157,7 +157,6 @@ class ContextWalker {
   std::vector<int32_t> chain_;  // plain_run's scratch
   size_t set_elems_ = 0;        // stacks held by all sets (a memory bound)
   std::array<std::array<uint64_t, 4>, 256> col_bytes_{};  // [column] its bytes
-  std::array<uint8_t, 256> col_rep_{};                    // [column] its smallest byte
   std::vector<uint32_t> roots_;                           // live_roots' result
   std::vector<uint32_t> scratch_;
   std::vector<int32_t> accepted_ids_;    // classify's accepted tokens while few
