@@ -107,6 +107,12 @@ std::shared_ptr<const VocabTrie> build(const std::shared_ptr<const TokenVocabula
     for (uint32_t i = t->tok_begin[k]; i < t->tok_begin[t->end[k]]; ++i)
       bits[t->tokens[i] >> 5] |= 1u << (t->tokens[i] & 31);
   }
+  // The plain tokens, all of them and by length (cumulated below: the bits for length L
+  // include every shorter one).
+  t->max_short_plain = std::min(t->max_len - 1, VocabTrie::kMaxShortPlainBytes /
+                                                    std::max<size_t>(1, words * sizeof(uint32_t)));
+  t->short_plain_bits.assign(t->max_short_plain * words, 0);
+  t->num_short_plain.assign(t->max_short_plain + 1, 0);
   t->plain_path.assign(n, 0);
   t->plain_path[0] = 1;
   t->plain_token_bits.assign(words, 0);
@@ -114,20 +120,17 @@ std::shared_ptr<const VocabTrie> build(const std::shared_ptr<const TokenVocabula
     const uint8_t b = t->byte[k];
     t->plain_path[k] = t->plain_path[parent[k]] && ((t->plain[b >> 6] >> (b & 63)) & 1);
     if (!t->plain_path[k]) continue;
-    for (uint32_t i = t->tok_begin[k]; i < t->tok_begin[k + 1]; ++i, ++t->num_plain_tokens)
-      t->plain_token_bits[t->tokens[i] >> 5] |= 1u << (t->tokens[i] & 31);
-  }
-  // Plain tokens by length, then cumulated: bits for length L include every shorter one.
-  t->max_short_plain = std::min(t->max_len - 1, VocabTrie::kMaxShortPlainBytes /
-                                                    std::max<size_t>(1, words * sizeof(uint32_t)));
-  t->short_plain_bits.assign(t->max_short_plain * words, 0);
-  t->num_short_plain.assign(t->max_short_plain + 1, 0);
-  for (size_t k = 1; k < n; ++k) {
     const size_t len = t->depth[k];
-    if (!t->plain_path[k] || len > t->max_short_plain) continue;
-    uint32_t* bits = t->short_plain_bits.data() + (len - 1) * words;
-    for (uint32_t i = t->tok_begin[k]; i < t->tok_begin[k + 1]; ++i, ++t->num_short_plain[len])
-      bits[t->tokens[i] >> 5] |= 1u << (t->tokens[i] & 31);
+    uint32_t* by_len =
+        len <= t->max_short_plain ? t->short_plain_bits.data() + (len - 1) * words : nullptr;
+    for (uint32_t i = t->tok_begin[k]; i < t->tok_begin[k + 1]; ++i, ++t->num_plain_tokens) {
+      const int32_t id = t->tokens[i];
+      t->plain_token_bits[id >> 5] |= 1u << (id & 31);
+      if (by_len) {
+        by_len[id >> 5] |= 1u << (id & 31);
+        ++t->num_short_plain[len];
+      }
+    }
   }
   for (size_t len = 2; len <= t->max_short_plain; ++len) {
     t->num_short_plain[len] += t->num_short_plain[len - 1];
