@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "deepinfer/engine/grammar/context_keys.h"
+#include "deepinfer/engine/grammar/scan_grammar.h"
 #include "deepinfer/engine/grammar/stack_pool.h"
 
 namespace deepinfer::engine::grammar {
@@ -41,7 +42,7 @@ Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::create(
   cg->alias_long_chains();
   if (limits.precompute_seconds > 0 && limits.precompute_max_contexts > 0) {
     cg->pre_.reset(new PrecomputeState{
-        limits, ContextWalker(&cg->grammar_, cg->trie_, cg->columns_), {}, {}, 0, {}, 0});
+        limits, ContextWalker(&cg->scan_grammar(), cg->trie_, cg->columns_), {}, {}, 0, {}, 0});
     cg->pending_ = true;
     if (mode == Precompute::kBeforeReturn)
       while (cg->precompute_more(1e9)) {
@@ -58,6 +59,7 @@ void CompiledGrammar::alias_long_chains() {
   // Outputs rarely run far into an optional repetition (a string well under its maxLength),
   // so the links more than kEarlyLinks into one are precomputed after everything else.
   constexpr size_t kEarlyLinks = 16;
+  scan_grammar_ = loop_long_chains(grammar_, trie_->max_len);
   deferred_.assign(grammar_.num_rules(), 0);
   for (const auto& chain : grammar_.counted_chains) {
     const bool optional_run = grammar_.rule_alts[chain.back()].size() == 2;
@@ -158,8 +160,9 @@ bool CompiledGrammar::is_eos(int32_t id) const {
 
 size_t CompiledGrammar::memory_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
+  const size_t scan_bytes = scan_grammar_ ? scan_grammar_->elements.size() * sizeof(Element) : 0;
   return grammar_.elements.size() * sizeof(Element) + grammar_.byte_sets.size() * sizeof(ByteSet) +
-         cache_bytes_;
+         scan_bytes + cache_bytes_;
 }
 
 ContextStats CompiledGrammar::context_stats() const {
@@ -217,11 +220,11 @@ std::unique_ptr<TokenClasses> CompiledGrammar::classify_off_precompute(
   std::unique_ptr<TokenClasses> out;
   if (std::unique_lock<std::mutex> walker_lock(lazy_walker_mu_, std::try_to_lock);
       walker_lock.owns_lock()) {
-    if (!lazy_walker_) lazy_walker_ = std::make_unique<ContextWalker>(&grammar_, trie_, columns_);
+    if (!lazy_walker_) lazy_walker_ = std::make_unique<ContextWalker>(&scan_grammar(), trie_, columns_);
     out = classify(*lazy_walker_);
     nodes_visited_ += lazy_walker_->last_visits();
   } else {
-    ContextWalker walker(&grammar_, trie_, columns_);
+    ContextWalker walker(&scan_grammar(), trie_, columns_);
     out = classify(walker);
     nodes_visited_ += walker.last_visits();
   }

@@ -44,6 +44,9 @@ class CompiledGrammar {
   ~CompiledGrammar();
 
   const Grammar& grammar() const { return grammar_; }
+  // What the vocabulary scans step: the grammar with long counted runs looped (see
+  // scan_grammar.h), or the grammar itself when it has none.
+  const Grammar& scan_grammar() const { return scan_grammar_ ? *scan_grammar_ : grammar_; }
   const TokenVocabulary& vocab() const { return *vocab_; }
   bool is_eos(int32_t id) const;
   size_t memory_bytes() const;
@@ -88,6 +91,7 @@ class CompiledGrammar {
   std::shared_ptr<const VocabTrie> trie_;
   ByteColumns columns_;
   std::vector<uint32_t> key_pos_;  // [elements] or empty when no chain is long enough
+  std::unique_ptr<Grammar> scan_grammar_;  // null when no chain is long enough
   std::vector<uint8_t> deferred_;  // [rules] precomputed last: deep into an optional run
   mutable std::mutex mu_;
   mutable ContextTable cache_;

@@ -1,0 +1,68 @@
+// See scan_grammar.h.
+#include "deepinfer/engine/grammar/scan_grammar.h"
+
+#include <vector>
+
+namespace deepinfer::engine::grammar {
+namespace {
+
+std::vector<uint8_t> nullable_rules(const Grammar& g) {
+  std::vector<uint8_t> nullable(g.num_rules(), 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < g.num_rules(); ++r) {
+      if (nullable[r]) continue;
+      for (uint32_t p : g.rule_alts[r]) {
+        while (g.elements[p].kind == ElemKind::kRule && nullable[g.elements[p].arg]) ++p;
+        if (g.elements[p].kind == ElemKind::kEndAlt) {
+          nullable[r] = changed = true;
+          break;
+        }
+      }
+    }
+  }
+  return nullable;
+}
+
+}  // namespace
+
+std::unique_ptr<Grammar> loop_long_chains(const Grammar& g, size_t max_len) {
+  const size_t a = max_len + 1;
+  std::vector<uint8_t> nullable;  // computed only if a chain of required copies needs it
+  std::vector<uint32_t> redirect;  // [rules] the rule a call goes to instead (itself if none)
+  std::unique_ptr<Grammar> out;
+  for (const auto& chain : g.counted_chains) {
+    if (chain.size() <= a + 1) continue;
+    const uint32_t top = chain[a];
+    const bool optional = g.rule_alts[top].size() == 2;
+    if (!optional) {
+      // A required copy's body: alt 0 less its trailing call of the next link.
+      if (nullable.empty()) nullable = nullable_rules(g);
+      bool body_nullable = true;
+      for (uint32_t p = g.rule_alts[top][0]; body_nullable; ++p) {
+        const Element& e = g.elements[p];
+        if (e.kind == ElemKind::kEndAlt) break;
+        const bool last = g.elements[p + 1].kind == ElemKind::kEndAlt;
+        if (!last) body_nullable = e.kind == ElemKind::kRule && nullable[e.arg];
+      }
+      if (body_nullable) continue;
+    }
+    if (!out) {
+      out = std::make_unique<Grammar>(g);
+      redirect.resize(g.num_rules());
+      for (uint32_t r = 0; r < redirect.size(); ++r) redirect[r] = r;
+    }
+    for (size_t i = a + 1; i < chain.size(); ++i) redirect[chain[i]] = top;
+    // Link A's body ends with its call of link A - 1 (in tail position).
+    uint32_t p = g.rule_alts[top][0];
+    while (g.elements[p + 1].kind != ElemKind::kEndAlt) ++p;
+    if (g.elements[p].kind == ElemKind::kRule && g.elements[p].arg == chain[a - 1])
+      out->elements[p].arg = top;
+  }
+  if (!out) return nullptr;
+  for (Element& e : out->elements)
+    if (e.kind == ElemKind::kRule) e.arg = redirect[e.arg];
+  return out;
+}
+
+}  // namespace deepinfer::engine::grammar
