@@ -133,6 +133,88 @@ int ContextWalker::plain_run(int32_t s) {
   return plain_run_[s];
 }
 
+bool ContextWalker::text_safe(int32_t s, int32_t empty) {
+  if (text_safe_[s] >= 0) return text_safe_[s];
+  if (trie_->num_text_tokens == 0 || plain_cols_.empty()) {
+    text_safe_[s] = 0;
+    return false;
+  }
+  // Each multi-byte form as byte ranges (lead byte, then the allowed range of each next
+  // byte). Every byte column meeting a range is followed.
+  struct Form {
+    uint8_t lo[4], hi[4];
+    int len;
+  };
+  static constexpr Form kForms[] = {
+      {{0xC2, 0x80}, {0xDF, 0xBF}, 2},
+      {{0xE0, 0xA0, 0x80}, {0xE0, 0xBF, 0xBF}, 3},
+      {{0xE1, 0x80, 0x80}, {0xEC, 0xBF, 0xBF}, 3},
+      {{0xED, 0x80, 0x80}, {0xED, 0x9F, 0xBF}, 3},
+      {{0xEE, 0x80, 0x80}, {0xEF, 0xBF, 0xBF}, 3},
+      {{0xF0, 0x90, 0x80, 0x80}, {0xF0, 0xBF, 0xBF, 0xBF}, 4},
+      {{0xF1, 0x80, 0x80, 0x80}, {0xF3, 0xBF, 0xBF, 0xBF}, 4},
+      {{0xF4, 0x80, 0x80, 0x80}, {0xF4, 0x8F, 0xBF, 0xBF}, 4},
+  };
+  // The states after one whole character from x (plain byte or multi-byte form) go to
+  // `out`; false when some character, or a prefix of one, dies.
+  std::vector<int32_t> after;
+  auto characters = [&](int32_t x) {
+    after.clear();
+    for (const auto& col_and_byte : plain_cols_) {
+      const int32_t to = step(x, col_and_byte.second);
+      if (to == empty) return false;
+      after.push_back(to);
+    }
+    auto follow = [&](auto&& self, const Form& f, int i, int32_t y) -> bool {
+      if (i >= f.len || i >= 4) {
+        after.push_back(y);
+        return true;
+      }
+      std::array<bool, 256> seen{};
+      for (int b = f.lo[i]; b <= f.hi[i]; ++b) {
+        const int col = byte_col_[b];
+        if (seen[col]) continue;
+        seen[col] = true;
+        const int32_t to = step(y, static_cast<uint8_t>(b));
+        if (to == empty || !self(self, f, i + 1, to)) return false;
+      }
+      return true;
+    };
+    for (const Form& f : kForms)
+      if (!follow(follow, f, 0, x)) return false;
+    return true;
+  };
+  // Greatest fixpoint over the states reached character by character: every state met must
+  // take every character (a state met again counts as safe). Past kMaxStates, give up.
+  constexpr size_t kMaxStates = 64;
+  std::vector<int32_t> todo = {s}, met = {s};
+  bool safe = true;
+  while (safe && !todo.empty()) {
+    const int32_t x = todo.back();
+    todo.pop_back();
+    if (text_safe_[x] == 1) continue;
+    if (text_safe_[x] == 0 || !characters(x)) {
+      safe = false;
+      break;
+    }
+    for (int32_t y : after)
+      if (std::find(met.begin(), met.end(), y) == met.end()) {
+        if (met.size() == kMaxStates) {
+          safe = false;
+          break;
+        }
+        met.push_back(y);
+        todo.push_back(y);
+      }
+  }
+  if (safe) {
+    for (int32_t x : met) text_safe_[x] = 1;  // each met state's characters all stayed safe
+  } else {
+    text_safe_[s] = 0;
+  }
+  return safe;
+}
+
 bool ContextWalker::accepts_all_plain(int32_t s) {
   return trie_->max_len < 255 && trie_->num_plain_tokens > 0 &&
          plain_run(s) >= static_cast<int>(trie_->max_len);
@@ -156,8 +238,7 @@ ContextWalker::ShortPlainRun ContextWalker::short_plain_run(int32_t s, int32_t e
   return out;
 }
 
-bool ContextWalker::subtree_accepted(int32_t s, uint32_t k) {
-  const VocabTrie& t = *trie_;
+bool ContextWalker::subtree_accepted(const VocabTrie& t, int32_t s, uint32_t k) {
   const uint8_t ph = t.plain_height[k];
   if (ph != VocabTrie::kNotPlain && ph > 0 && plain_run(s) >= ph) return true;
   return t.below[k] != 0 && loops_on(s, t.below_sets[t.below[k]]);
@@ -213,6 +294,7 @@ int32_t ContextWalker::intern(std::vector<uint32_t>& v) {
   loop_yes_.push_back({});
   loop_no_.push_back({});
   plain_run_.push_back(-1);
+  text_safe_.push_back(-1);
   next_bytes_.push_back(pool_->next_bytes(v.data(), v.size()));
   return id;
 }
@@ -246,17 +328,18 @@ void ContextWalker::reset_dfa() {
   loop_yes_.clear();
   loop_no_.clear();
   plain_run_.clear();
+  text_safe_.clear();
   next_bytes_.clear();
   set_elems_ = 0;
 }
 
-const std::vector<uint32_t>& ContextWalker::live_roots(int32_t s) {
+const std::vector<uint32_t>& ContextWalker::live_roots(const VocabTrie& t, int32_t s) {
   // Bytes no stack can consume die; the few others that still do are dropped by the walk.
   const std::array<uint64_t, 4>& live = next_bytes_[s].bits;
   roots_.clear();
   for (int w = 0; w < 4; ++w)
-    for (uint64_t bits = live[w] & trie_->root_bytes[w]; bits; bits &= bits - 1)
-      roots_.push_back(trie_->root_child[w * 64 + __builtin_ctzll(bits)]);
+    for (uint64_t bits = live[w] & t.root_bytes[w]; bits; bits &= bits - 1)
+      roots_.push_back(t.root_child[w * 64 + __builtin_ctzll(bits)]);
   return roots_;
 }
 
@@ -353,8 +436,8 @@ std::unique_ptr<TokenClasses> ContextWalker::classify_set(const std::vector<Cont
 }
 
 std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine) {
-  const VocabTrie& t = *trie_;
-  const int32_t words = t.vocab->mask_words();
+  const VocabTrie& whole = *trie_;
+  const int32_t words = whole.vocab->mask_words();
 
   // Accepted tokens are listed while few; the first large subtree accepted whole (a string
   // body takes most of the vocabulary) switches to a bitmask that ORs its precomputed words.
@@ -382,20 +465,30 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
   const ShortPlainRun short_plain =
       all_plain ? ShortPlainRun{} : short_plain_run(state_at_[0], empty);
   if (short_plain.run > 0 && short_plain.escapes && can_refine &&
-      t.num_plain_tokens - t.num_short_plain[short_plain.run] > kMaxUncertainToDerive) {
+      whole.num_plain_tokens - whole.num_short_plain[short_plain.run] > kMaxUncertainToDerive) {
     return stopped_early(0);  // the longer plain tokens alone would stop the scan
   }
   const int short_run = short_plain.escapes ? 0 : short_plain.run;
+  // A string body that takes every character also takes the text tokens at once.
+  const bool all_text = all_plain && whole.non_text && text_safe(state_at_[0], empty);
   if (all_plain) {
     as_bits = true;
-    accepted_bits_ = t.plain_token_bits;
-    num_accepted = t.num_plain_tokens;
+    accepted_bits_ = whole.plain_token_bits;
+    num_accepted = whole.num_plain_tokens;
+    if (all_text) {
+      for (int32_t w = 0; w < words; ++w) accepted_bits_[w] |= whole.text_token_bits[w];
+      num_accepted += whole.num_text_tokens;
+    }
   } else if (short_run > 0) {
     as_bits = true;
-    accepted_bits_.assign(t.short_plain(short_run), t.short_plain(short_run) + words);
-    num_accepted = t.num_short_plain[short_run];
+    accepted_bits_.assign(whole.short_plain(short_run), whole.short_plain(short_run) + words);
+    num_accepted = whole.num_short_plain[short_run];
   }
+  // With the plain tokens classified, only the others are walked, in their own small trie.
   const bool plain_classified = all_plain || short_run > 0;
+  const VocabTrie& t = all_text                                ? *whole.non_text
+                       : plain_classified && whole.non_plain ? *whole.non_plain
+                                                             : whole;
   auto out = std::make_unique<TokenClasses>();
   const uint8_t* byte = t.byte.data();
   const uint32_t* depth = t.depth.data();
@@ -405,7 +498,7 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
   size_t visits = 0;
   // A first byte that leads nowhere rejects its subtree unless the start state may pop
   // below the known frames (then its tokens are uncertain, and the whole trie is scanned).
-  const std::vector<uint32_t>& roots = esc_at_[0] ? t.root_children : live_roots(state_at_[0]);
+  const std::vector<uint32_t>& roots = esc_at_[0] ? t.root_children : live_roots(t, state_at_[0]);
   for (uint32_t root : roots)
     for (uint32_t k = root, stop = end[root]; k < stop; ++visits) {
       const uint32_t d = depth[k];
@@ -434,7 +527,7 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
         }
         continue;
       }
-      if (subtree_accepted(ns, k)) {
+      if (subtree_accepted(t, ns, k)) {
         // Every token below keeps a live state: all accepted, no dead prefix, no visit.
         num_accepted += t.subtree_tokens(k);
         if (!as_bits && t.subtree_bits_at[k] != VocabTrie::kNoBits) to_bits();

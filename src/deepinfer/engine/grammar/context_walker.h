@@ -92,7 +92,7 @@ class ContextWalker {
   // The trie's depth-1 nodes whose byte some stack of state s consumes (in byte order; the
   // others kill it): a scan that need not list rejected tokens skips the rest (a literal's
   // context has one).
-  const std::vector<uint32_t>& live_roots(int32_t s);
+  const std::vector<uint32_t>& live_roots(const VocabTrie& t, int32_t s);
   // Sets state_at_[0] and esc_at_[0] to the start state of the keys' stacks; returns the
   // dead state.
   int32_t start(const ContextKey* keys, size_t n);
@@ -116,6 +116,11 @@ class ContextWalker {
   // tells apart: digits, literals): 255 for a loop, n for a counted run with n copies left,
   // else 0. Underestimates are safe (fewer subtrees accepted whole).
   int plain_run(int32_t s);
+  // Every state reached from s character by character (a plain byte, or a well-formed UTF-8
+  // character of two to four bytes) takes every character again, dying on no prefix of one
+  // (a JSON string body that allows any character, well before any maxLength): s accepts
+  // every text token (is_text_token). Cached per state.
+  bool text_safe(int32_t s, int32_t empty);
   // State s survives every plain token (VocabTrie::plain_token_bits).
   bool accepts_all_plain(int32_t s);
   // State s survives exactly `run` plain bytes (1..VocabTrie::max_short_plain) and then dies
@@ -128,8 +133,8 @@ class ContextWalker {
     bool escapes = false;
   };
   ShortPlainRun short_plain_run(int32_t s, int32_t empty);
-  // The subtree below trie node k (entered in state s) is accepted whole.
-  bool subtree_accepted(int32_t s, uint32_t k);
+  // The subtree below node k of trie t (entered in state s) is accepted whole.
+  bool subtree_accepted(const VocabTrie& t, int32_t s, uint32_t k);
 
   const Grammar* g_;
   std::shared_ptr<const VocabTrie> trie_;
@@ -148,6 +153,7 @@ class ContextWalker {
   std::vector<uint8_t> has_ctx_;
   std::vector<std::array<uint64_t, 4>> loop_yes_, loop_no_;  // [sets] bytes known to (not) loop
   std::vector<int16_t> plain_run_;                           // [sets] -1 = not computed
+  std::vector<int8_t> text_safe_;                            // [sets] -1 = not computed
   // [sets] bytes some stack of the set can consume: a byte outside leads to the dead state
   // (inside, it usually does not), so first bytes and plain runs are ruled out without
   // stepping every byte column.

@@ -9,17 +9,81 @@
 namespace deepinfer::engine::grammar {
 namespace {
 
-std::shared_ptr<const VocabTrie> build(const std::shared_ptr<const TokenVocabulary>& vocab) {
+// Printable ASCII but '"' and '\\'.
+std::array<uint64_t, 4> plain_bytes() {
+  std::array<uint64_t, 4> plain{};
+  for (int b = 0x20; b < 0x7F; ++b)
+    if (b != '"' && b != '\\') plain[b >> 6] |= uint64_t{1} << (b & 63);
+  return plain;
+}
+
+}  // namespace
+
+bool is_text_token(const std::string& s) {
+  bool multibyte = false;
+  for (size_t i = 0; i < s.size();) {
+    const uint8_t c = static_cast<uint8_t>(s[i]);
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7F || c == '"' || c == '\\') return false;
+      ++i;
+      continue;
+    }
+    // The lead byte gives the length and the range of the second byte (no overlong forms,
+    // no surrogates, nothing past U+10FFFF); later bytes are 80-BF.
+    size_t len;
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    multibyte = true;
+    for (size_t j = 1; j < len; ++j) {
+      if (i + j == s.size()) return true;  // the token ends inside the character
+      const uint8_t b = static_cast<uint8_t>(s[i + j]);
+      if (b < (j == 1 ? lo : 0x80) || b > (j == 1 ? hi : 0xBF)) return false;
+    }
+    i += len;
+  }
+  return multibyte;
+}
+
+namespace {
+
+enum class TrieTokens { kAll, kNonPlain, kNonText };
+
+// The trie of every token, of the tokens with some byte outside the plain set, or of those
+// that are neither plain nor text (see is_text_token).
+std::shared_ptr<VocabTrie> build(const std::shared_ptr<const TokenVocabulary>& vocab,
+                                 TrieTokens which) {
+  const bool non_plain_only = which != TrieTokens::kAll;
   auto t = std::make_shared<VocabTrie>();
   const TokenVocabulary& v = *vocab;
   t->vocab = vocab;
+  t->plain = plain_bytes();
   t->eos.assign(v.size(), false);
   for (int32_t id : v.eos_ids)
     if (id >= 0 && id < v.size()) t->eos[id] = true;
+  auto is_plain = [&](const std::string& s) {
+    for (unsigned char c : s)
+      if (!((t->plain[c >> 6] >> (c & 63)) & 1)) return false;
+    return true;
+  };
   std::vector<int32_t> sorted;
   for (int32_t id = 0; id < v.size(); ++id) {
     bool special = !v.is_special.empty() && v.is_special[id];
-    if (!special && !v.token_bytes[id].empty()) sorted.push_back(id);
+    if (special || v.token_bytes[id].empty()) continue;
+    if (non_plain_only && is_plain(v.token_bytes[id])) continue;
+    if (which == TrieTokens::kNonText && is_text_token(v.token_bytes[id])) continue;
+    sorted.push_back(id);
   }
   std::sort(sorted.begin(), sorted.end(),
             [&](int32_t a, int32_t b) { return v.token_bytes[a] < v.token_bytes[b]; });
@@ -80,8 +144,6 @@ std::shared_ptr<const VocabTrie> build(const std::shared_ptr<const TokenVocabula
     parent[k] = last_at[t->depth[k] - 1];
     last_at[t->depth[k]] = static_cast<uint32_t>(k);
   }
-  for (int b = 0x20; b < 0x7F; ++b)
-    if (b != '"' && b != '\\') t->plain[b >> 6] |= uint64_t{1} << (b & 63);
   t->plain_height.assign(n, 0);
   for (size_t k = n; k-- > 1;) {
     uint8_t& ph = t->plain_height[parent[k]];
@@ -109,7 +171,9 @@ std::shared_ptr<const VocabTrie> build(const std::shared_ptr<const TokenVocabula
   }
   // The plain tokens, all of them and by length (cumulated below: the bits for length L
   // include every shorter one).
-  t->max_short_plain = std::min(t->max_len - 1, VocabTrie::kMaxShortPlainBytes /
+  t->max_short_plain =
+      non_plain_only ? 0
+                     : std::min(t->max_len - 1, VocabTrie::kMaxShortPlainBytes /
                                                     std::max<size_t>(1, words * sizeof(uint32_t)));
   t->short_plain_bits.assign(t->max_short_plain * words, 0);
   t->num_short_plain.assign(t->max_short_plain + 1, 0);
@@ -131,6 +195,14 @@ std::shared_ptr<const VocabTrie> build(const std::shared_ptr<const TokenVocabula
         ++t->num_short_plain[len];
       }
     }
+  }
+  if (which == TrieTokens::kAll) {
+    t->text_token_bits.assign(words, 0);
+    for (int32_t id : t->tokens)
+      if (is_text_token(v.token_bytes[id])) {
+        t->text_token_bits[id >> 5] |= 1u << (id & 31);
+        ++t->num_text_tokens;
+      }
   }
   for (size_t len = 2; len <= t->max_short_plain; ++len) {
     t->num_short_plain[len] += t->num_short_plain[len - 1];
@@ -176,7 +248,9 @@ std::shared_ptr<const VocabTrie> shared_vocab_trie(const std::shared_ptr<const T
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(vocab.get());
   if (it != cache.end() && it->second->vocab == vocab) return it->second;
-  auto t = build(vocab);
+  auto t = build(vocab, TrieTokens::kAll);
+  t->non_plain = build(vocab, TrieTokens::kNonPlain);
+  t->non_text = build(vocab, TrieTokens::kNonText);
   cache[vocab.get()] = t;  // kept for the process: one per tokenizer
   return t;
 }

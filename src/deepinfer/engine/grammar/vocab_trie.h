@@ -59,6 +59,17 @@ struct VocabTrie {
   const uint32_t* short_plain(size_t len) const {
     return short_plain_bits.data() + (len - 1) * vocab->mask_words();
   }
+  // The trie of the tokens that are not plain (a few percent of a vocabulary), laid out
+  // alike: a scan that classifies the plain tokens at once by bitmask walks this one
+  // instead, a few thousand nodes that stay in cache, rather than picking the paths to the
+  // same tokens out of the whole trie. Null in itself.
+  std::shared_ptr<const VocabTrie> non_plain;
+  // Text tokens (is_text_token) and the trie of the tokens that are neither plain nor text:
+  // a state that takes back to itself every plain byte and every UTF-8 character of two to
+  // four bytes (a JSON string body) accepts the text tokens too, and walks only that trie.
+  std::vector<uint32_t> text_token_bits;  // [mask_words]; empty in the two smaller tries
+  size_t num_text_tokens = 0;
+  std::shared_ptr<const VocabTrie> non_text;
   // The depth-1 nodes (first bytes), in byte order, and by byte.
   std::vector<uint32_t> root_children;
   std::array<uint32_t, 256> root_child{};  // 0 = no token starts with that byte
@@ -69,6 +80,11 @@ struct VocabTrie {
   // ORs the tokens of node k's whole subtree into `mask`.
   void add_subtree(uint32_t k, uint32_t* mask) const;
 };
+
+// Some byte is not ASCII, and the bytes are well-formed UTF-8 with no control character, '"'
+// or '\\', the last character possibly cut short (a token may end inside one): a JSON string
+// body that allows any character takes every such token.
+bool is_text_token(const std::string& bytes);
 
 // The trie of `vocab`, cached for the life of the process (one per tokenizer).
 std::shared_ptr<const VocabTrie> shared_vocab_trie(const std::shared_ptr<const TokenVocabulary>& vocab);
