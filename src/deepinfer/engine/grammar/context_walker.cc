@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "deepinfer/base/check.h"
+
 namespace deepinfer::engine::grammar {
 
 int key_depth(const ContextKey& k) {
@@ -241,7 +243,57 @@ ContextWalker::ShortPlainRun ContextWalker::short_plain_run(int32_t s, int32_t e
 bool ContextWalker::subtree_accepted(const VocabTrie& t, int32_t s, uint32_t k) {
   const uint8_t ph = t.plain_height[k];
   if (ph != VocabTrie::kNotPlain && ph > 0 && plain_run(s) >= ph) return true;
-  return t.below[k] != 0 && loops_on(s, t.below_sets[t.below[k]]);
+  if (t.below[k] == 0) return false;
+  const auto& bytes = t.below_sets[t.below[k]];
+  if (loops_on(s, bytes)) return true;
+  // A counted run of the subtree's bytes long enough for its longest path (checked only when
+  // the state consumes every byte of the subtree at all).
+  for (int w = 0; w < 4; ++w)
+    if (bytes[w] & ~next_bytes_[s].bits[w]) return false;
+  return t.height[k] < 255 && run_covers(s, bytes, t.height[k]);
+}
+
+void ContextWalker::main_successor(int32_t s) {
+  // One step per byte column the state consumes; the successor reached by most bytes wins.
+  std::vector<std::pair<int32_t, ByteSet>>& by_next = succ_scratch_;
+  by_next.clear();
+  const auto live = next_bytes_[s].bits;  // a copy: step() may grow next_bytes_
+  for (int w = 0; w < 4; ++w)
+    for (uint64_t left = live[w]; left;) {
+      const int b = w * 64 + __builtin_ctzll(left);
+      const int col = byte_col_[b];
+      left &= ~col_bytes_[col][w];
+      const int32_t to = step(s, static_cast<uint8_t>(b));
+      if (to == kEmptySet) continue;
+      auto it = std::find_if(by_next.begin(), by_next.end(),
+                             [&](const auto& e) { return e.first == to; });
+      if (it == by_next.end()) it = by_next.insert(by_next.end(), {to, ByteSet{}});
+      for (int i = 0; i < 4; ++i) it->second.bits[i] |= col_bytes_[col][i] & live[i];
+    }
+  int32_t best = kEmptySet;
+  ByteSet best_bytes;
+  int most = 0;
+  for (const auto& [to, set] : by_next)
+    if (set.count() > most) {
+      most = set.count();
+      best = to;
+      best_bytes = set;
+    }
+  succ_[s] = best;
+  succ_bytes_[s] = best_bytes;
+}
+
+bool ContextWalker::run_covers(int32_t s, const std::array<uint64_t, 4>& bytes, int h) {
+  int32_t x = s;
+  for (int i = 0; i < h; ++i) {
+    if (succ_[x] < 0) main_successor(x);
+    if (succ_[x] == kEmptySet) return false;
+    for (int w = 0; w < 4; ++w)
+      if (bytes[w] & ~succ_bytes_[x].bits[w]) return false;
+    if (succ_[x] == x) return true;  // a loop on these bytes: any length
+    x = succ_[x];
+  }
+  return true;
 }
 
 bool ContextWalker::loops_on(int32_t s, const std::array<uint64_t, 4>& bytes) {
@@ -295,6 +347,8 @@ int32_t ContextWalker::intern(std::vector<uint32_t>& v) {
   loop_no_.push_back({});
   plain_run_.push_back(-1);
   text_safe_.push_back(-1);
+  succ_.push_back(-1);
+  succ_bytes_.push_back({});
   next_bytes_.push_back(pool_->next_bytes(v.data(), v.size()));
   return id;
 }
@@ -302,6 +356,8 @@ int32_t ContextWalker::intern(std::vector<uint32_t>& v) {
 int32_t ContextWalker::step(int32_t from, uint8_t byte) {
   size_t cell = static_cast<size_t>(from) * num_cols_ + byte_col_[byte];
   if (trans_[cell] >= 0) return trans_[cell];
+  // A byte no stack of the set consumes (nor any byte of its column) dies without a step.
+  if (!next_bytes_[from].test(byte)) return trans_[cell] = kEmptySet;
   pool_->advance(set_items_.data() + set_begin_[from], set_size(from), byte, scratch_);
   int32_t to = intern(scratch_);
   trans_[cell] = to;  // interning may have grown trans_, so index again
@@ -329,6 +385,8 @@ void ContextWalker::reset_dfa() {
   loop_no_.clear();
   plain_run_.clear();
   text_safe_.clear();
+  succ_.clear();
+  succ_bytes_.clear();
   next_bytes_.clear();
   set_elems_ = 0;
 }
@@ -347,6 +405,7 @@ int32_t ContextWalker::start(const ContextKey* keys, size_t n) {
   bound_dfa();
   scratch_.clear();
   const int32_t empty = intern(scratch_);
+  DI_CHECK(empty == kEmptySet, "the empty stack set is interned first");
   // Rebuild the known frames above the accept state (kStackEnd) or an unknown rest (kContext).
   for (size_t k = 0; k < n; ++k) {
     uint32_t s = StackPool::kContext;

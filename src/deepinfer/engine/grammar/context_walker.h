@@ -87,6 +87,8 @@ class ContextWalker {
   size_t last_visits() const { return last_visits_; }
 
  private:
+  // The empty stack set (every stack died): the first set interned after each reset.
+  static constexpr int32_t kEmptySet = 0;
   // The DFA state of stack set v (sorted in place), added when new.
   int32_t intern(std::vector<uint32_t>& v);
   // The trie's depth-1 nodes whose byte some stack of state s consumes (in byte order; the
@@ -121,6 +123,11 @@ class ContextWalker {
   // (a JSON string body that allows any character, well before any maxLength): s accepts
   // every text token (is_text_token). Cached per state.
   bool text_safe(int32_t s, int32_t empty);
+  // The state most of s's live bytes lead to, and those bytes (succ_, succ_bytes_).
+  void main_successor(int32_t s);
+  // Every path of at most h bytes of `bytes` from s stays alive, each byte leading to the
+  // main successor (a counted run of a byte class, or a loop on it).
+  bool run_covers(int32_t s, const std::array<uint64_t, 4>& bytes, int h);
   // State s survives every plain token (VocabTrie::plain_token_bits).
   bool accepts_all_plain(int32_t s);
   // State s survives exactly `run` plain bytes (1..VocabTrie::max_short_plain) and then dies
@@ -153,6 +160,9 @@ class ContextWalker {
   std::vector<uint8_t> has_ctx_;
   std::vector<std::array<uint64_t, 4>> loop_yes_, loop_no_;  // [sets] bytes known to (not) loop
   std::vector<int16_t> plain_run_;                           // [sets] -1 = not computed
+  std::vector<int32_t> succ_;       // [sets] main successor; -1 = not computed
+  std::vector<ByteSet> succ_bytes_;  // [sets] the bytes that lead to it
+  std::vector<std::pair<int32_t, ByteSet>> succ_scratch_;
   std::vector<int8_t> text_safe_;                            // [sets] -1 = not computed
   // [sets] bytes some stack of the set can consume: a byte outside leads to the dead state
   // (inside, it usually does not), so first bytes and plain runs are ruled out without

@@ -145,7 +145,10 @@ std::shared_ptr<VocabTrie> build(const std::shared_ptr<const TokenVocabulary>& v
     last_at[t->depth[k]] = static_cast<uint32_t>(k);
   }
   t->plain_height.assign(n, 0);
+  t->height.assign(n, 0);
   for (size_t k = n; k-- > 1;) {
+    uint8_t& h = t->height[parent[k]];
+    h = std::max<uint8_t>(h, t->height[k] == 255 ? 255 : static_cast<uint8_t>(t->height[k] + 1));
     uint8_t& ph = t->plain_height[parent[k]];
     const bool plain_edge = (t->plain[t->byte[k] >> 6] >> (t->byte[k] & 63)) & 1;
     const uint8_t mine = t->plain_height[k];

@@ -33,6 +33,9 @@ struct VocabTrie {
   // that survives that many plain bytes accepts the whole subtree (counted runs, maxLength).
   static constexpr uint8_t kNotPlain = 255;
   std::vector<uint8_t> plain_height;  // [nodes]
+  // The longest path below node k (255: that or more): a state that survives that many bytes
+  // of the subtree's byte set, one same next state per byte, accepts the subtree whole.
+  std::vector<uint8_t> height;  // [nodes]
   // Token bitmasks (mask_words words each) of the subtrees holding many tokens: a scan that
   // accepts such a subtree whole ORs its words instead of setting a bit per token (a string
   // body accepts most of the vocabulary this way). Node k's words start at
