@@ -109,22 +109,23 @@ void GrammarMatcher::fill_next_token_bitmask(uint32_t* mask) {
   const int words = v.mask_words();
   std::memset(mask, 0, sizeof(uint32_t) * words);
   if (terminated_.back()) return;
-  const auto& cur = history_.back();
+  const std::vector<uint32_t>* stacks = &history_.back();
   if (cg_->precompute_pending()) {
     // Ahead of the background precompute. A few missing contexts are classified here (and
     // kept for every later mask); when many are (a stack per optional property of an object,
     // say), one scan of the vocabulary for the set of their deepest keys costs less than
-    // classifying each (a scan per key depth each); the grammar keeps it per key set.
-    size_t missing = 0;
-    for (uint32_t s : cur)
-      if (s != StackPool::kAccept && !find_classes_of(s, false)) ++missing;
-    if (missing > kMaxContextsClassifiedPerMask) {
-      if (std::find(cur.begin(), cur.end(), StackPool::kAccept) != cur.end())
-        for (int32_t id : v.eos_ids) mask[id >> 5] |= 1u << (id & 31);
-      fill_mask_by_key_set(cur, mask);
-      return;
+    // classifying each (a scan per key depth each); the grammar keeps it per key set. The
+    // stacks whose contexts are classified already use them, as below.
+    missing_.clear();
+    known_.clear();
+    for (uint32_t s : *stacks)
+      (s != StackPool::kAccept && !find_classes_of(s, false) ? missing_ : known_).push_back(s);
+    if (missing_.size() > kMaxContextsClassifiedPerMask) {
+      fill_mask_by_key_set(missing_, mask);
+      stacks = &known_;
     }
   }
+  const auto& cur = *stacks;
   bool any_uncertain = false;
   for (uint32_t s : cur) {
     if (s == StackPool::kAccept) {

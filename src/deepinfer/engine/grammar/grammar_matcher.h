@@ -43,7 +43,7 @@ class GrammarMatcher {
   // The classification of `stack`'s context (kept per stack id). With compute, missing keys
   // are classified now; without, null when one is not computed yet.
   const TokenClasses* find_classes_of(uint32_t stack, bool compute);
-  // While the precompute has not reached the stack set's contexts: one scan for the set of
+  // While the precompute has not reached these stacks' contexts: one scan for the set of
   // their deepest keys (kept by the grammar per key set), then its uncertain tokens checked.
   void fill_mask_by_key_set(const std::vector<uint32_t>& stacks, uint32_t* mask);
   // Sets the bits of `c`'s uncertain tokens that some stack of the real set `stacks` accepts.
@@ -58,6 +58,7 @@ class GrammarMatcher {
   std::vector<std::vector<uint32_t>> prefix_sets_;  // [bytes + 1] states along a token
   std::vector<ContextKey> key_set_;   // fill_mask_by_key_set's keys
   std::vector<uint32_t> one_stack_;   // check_uncertain's set for one stack
+  std::vector<uint32_t> missing_, known_;  // stacks without / with a classified context
 };
 
 }  // namespace deepinfer::engine::grammar
