@@ -1,5 +1,7 @@
 // Vocabulary classification for one context (see context_walker.h): a linear scan of the
-// preorder trie over a lazily built DFA of stack sets; a dead prefix skips its subtree.
+// preorder trie over a lazily built DFA of stack sets; a dead prefix skips its subtree. What a
+// state does over runs of bytes (whole subtrees accepted unvisited) is in
+// context_walker_runs.cc.
 #include "deepinfer/engine/grammar/context_walker.h"
 
 #include <algorithm>
@@ -87,232 +89,6 @@ ContextWalker::ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> 
       seen_col[byte_col_[b]] = true;
       plain_cols_.push_back({byte_col_[b], static_cast<uint8_t>(b)});
     }
-}
-
-int ContextWalker::plain_run(int32_t s) {
-  if (plain_cols_.empty()) return 0;
-  if (plain_run_[s] >= 0) return plain_run_[s];
-  // Follow plain bytes from s until the run's end is known: a loop (255: any length), a
-  // dead state (0), a state already known, or 255 steps (0: an underestimate, so safe). A
-  // state met again on the way reads 0 (in progress): also an underestimate.
-  std::vector<int32_t>& chain = chain_;
-  chain.clear();
-  int run = 0;
-  for (int32_t x = s;;) {
-    plain_run_[x] = 0;
-    chain.push_back(x);
-    if (chain.size() > 255) break;
-    // A plain byte no stack consumes dies, so the run ends here (dead or parting ways).
-    bool all_consumed = true;
-    for (int w = 0; w < 4; ++w)
-      all_consumed &= (next_bytes_[x].bits[w] & trie_->plain[w]) == trie_->plain[w];
-    if (!all_consumed) break;
-    int32_t to = -1;
-    bool one_next = true;
-    for (const auto& [col, rep] : plain_cols_) {
-      int32_t next = trans_[static_cast<size_t>(x) * num_cols_ + col];
-      if (next < 0) next = step(x, rep);
-      if (to >= 0 && next != to) {
-        one_next = false;
-        break;
-      }
-      to = next;
-    }
-    if (!one_next) break;  // plain bytes part ways here: count no further (an underestimate)
-    if (to == x) {
-      run = 255;
-      break;
-    }
-    if (set_size(to) == 0) break;
-    if (plain_run_[to] >= 0) {
-      run = std::min(255, 1 + plain_run_[to]);
-      break;
-    }
-    x = to;
-  }
-  for (size_t i = chain.size(); i-- > 0; run = std::min(255, run + 1))
-    plain_run_[chain[i]] = static_cast<int16_t>(run);
-  return plain_run_[s];
-}
-
-bool ContextWalker::text_safe(int32_t s, int32_t empty) {
-  if (text_safe_[s] >= 0) return text_safe_[s];
-  if (trie_->num_text_tokens == 0 || plain_cols_.empty()) {
-    text_safe_[s] = 0;
-    return false;
-  }
-  // Each multi-byte form as byte ranges (lead byte, then the allowed range of each next
-  // byte). Every byte column meeting a range is followed.
-  struct Form {
-    uint8_t lo[4], hi[4];
-    int len;
-  };
-  static constexpr Form kForms[] = {
-      {{0xC2, 0x80}, {0xDF, 0xBF}, 2},
-      {{0xE0, 0xA0, 0x80}, {0xE0, 0xBF, 0xBF}, 3},
-      {{0xE1, 0x80, 0x80}, {0xEC, 0xBF, 0xBF}, 3},
-      {{0xED, 0x80, 0x80}, {0xED, 0x9F, 0xBF}, 3},
-      {{0xEE, 0x80, 0x80}, {0xEF, 0xBF, 0xBF}, 3},
-      {{0xF0, 0x90, 0x80, 0x80}, {0xF0, 0xBF, 0xBF, 0xBF}, 4},
-      {{0xF1, 0x80, 0x80, 0x80}, {0xF3, 0xBF, 0xBF, 0xBF}, 4},
-      {{0xF4, 0x80, 0x80, 0x80}, {0xF4, 0x8F, 0xBF, 0xBF}, 4},
-  };
-  // The states after one whole character from x (plain byte or multi-byte form) go to
-  // `out`; false when some character, or a prefix of one, dies.
-  std::vector<int32_t> after;
-  auto characters = [&](int32_t x) {
-    after.clear();
-    for (const auto& col_and_byte : plain_cols_) {
-      const int32_t to = step(x, col_and_byte.second);
-      if (to == empty) return false;
-      after.push_back(to);
-    }
-    auto follow = [&](auto&& self, const Form& f, int i, int32_t y) -> bool {
-      if (i >= f.len || i >= 4) {
-        after.push_back(y);
-        return true;
-      }
-      std::array<bool, 256> seen{};
-      for (int b = f.lo[i]; b <= f.hi[i]; ++b) {
-        const int col = byte_col_[b];
-        if (seen[col]) continue;
-        seen[col] = true;
-        const int32_t to = step(y, static_cast<uint8_t>(b));
-        if (to == empty || !self(self, f, i + 1, to)) return false;
-      }
-      return true;
-    };
-    for (const Form& f : kForms)
-      if (!follow(follow, f, 0, x)) return false;
-    return true;
-  };
-  // Greatest fixpoint over the states reached character by character: every state met must
-  // take every character (a state met again counts as safe). Past kMaxStates, give up.
-  constexpr size_t kMaxStates = 64;
-  std::vector<int32_t> todo = {s}, met = {s};
-  bool safe = true;
-  while (safe && !todo.empty()) {
-    const int32_t x = todo.back();
-    todo.pop_back();
-    if (text_safe_[x] == 1) continue;
-    if (text_safe_[x] == 0 || !characters(x)) {
-      safe = false;
-      break;
-    }
-    for (int32_t y : after)
-      if (std::find(met.begin(), met.end(), y) == met.end()) {
-        if (met.size() == kMaxStates) {
-          safe = false;
-          break;
-        }
-        met.push_back(y);
-        todo.push_back(y);
-      }
-  }
-  if (safe) {
-    for (int32_t x : met) text_safe_[x] = 1;  // each met state's characters all stayed safe
-  } else {
-    text_safe_[s] = 0;
-  }
-  return safe;
-}
-
-bool ContextWalker::accepts_all_plain(int32_t s) {
-  return trie_->max_len < 255 && trie_->num_plain_tokens > 0 &&
-         plain_run(s) >= static_cast<int>(trie_->max_len);
-}
-
-ContextWalker::ShortPlainRun ContextWalker::short_plain_run(int32_t s, int32_t empty) {
-  ShortPlainRun out;
-  const int run = plain_run(s);
-  if (run <= 0 || run > static_cast<int>(trie_->max_short_plain)) return out;
-  // plain_run may underestimate (a run it stopped counting); the walk to its end and the
-  // check that every plain byte dies there make the answer exact.
-  int32_t x = s;
-  for (int i = 0;; ++i) {
-    out.escapes |= has_ctx_[x] != 0;
-    if (i == run) break;
-    x = step(x, plain_cols_.front().second);
-  }
-  for (const auto& col_and_byte : plain_cols_)
-    if (step(x, col_and_byte.second) != empty) return out;
-  out.run = run;
-  return out;
-}
-
-bool ContextWalker::subtree_accepted(const VocabTrie& t, int32_t s, uint32_t k) {
-  const uint8_t ph = t.plain_height[k];
-  if (ph != VocabTrie::kNotPlain && ph > 0 && plain_run(s) >= ph) return true;
-  if (t.below[k] == 0) return false;
-  const auto& bytes = t.below_sets[t.below[k]];
-  if (loops_on(s, bytes)) return true;
-  // A counted run of the subtree's bytes long enough for its longest path (checked only when
-  // the state consumes every byte of the subtree at all).
-  for (int w = 0; w < 4; ++w)
-    if (bytes[w] & ~next_bytes_[s].bits[w]) return false;
-  return t.height[k] < 255 && run_covers(s, bytes, t.height[k]);
-}
-
-void ContextWalker::main_successor(int32_t s) {
-  // One step per byte column the state consumes; the successor reached by most bytes wins.
-  std::vector<std::pair<int32_t, ByteSet>>& by_next = succ_scratch_;
-  by_next.clear();
-  const auto live = next_bytes_[s].bits;  // a copy: step() may grow next_bytes_
-  for (int w = 0; w < 4; ++w)
-    for (uint64_t left = live[w]; left;) {
-      const int b = w * 64 + __builtin_ctzll(left);
-      const int col = byte_col_[b];
-      left &= ~col_bytes_[col][w];
-      const int32_t to = step(s, static_cast<uint8_t>(b));
-      if (to == kEmptySet) continue;
-      auto it = std::find_if(by_next.begin(), by_next.end(),
-                             [&](const auto& e) { return e.first == to; });
-      if (it == by_next.end()) it = by_next.insert(by_next.end(), {to, ByteSet{}});
-      for (int i = 0; i < 4; ++i) it->second.bits[i] |= col_bytes_[col][i] & live[i];
-    }
-  int32_t best = kEmptySet;
-  ByteSet best_bytes;
-  int most = 0;
-  for (const auto& [to, set] : by_next)
-    if (set.count() > most) {
-      most = set.count();
-      best = to;
-      best_bytes = set;
-    }
-  succ_[s] = best;
-  succ_bytes_[s] = best_bytes;
-}
-
-bool ContextWalker::run_covers(int32_t s, const std::array<uint64_t, 4>& bytes, int h) {
-  int32_t x = s;
-  for (int i = 0; i < h; ++i) {
-    if (succ_[x] < 0) main_successor(x);
-    if (succ_[x] == kEmptySet) return false;
-    for (int w = 0; w < 4; ++w)
-      if (bytes[w] & ~succ_bytes_[x].bits[w]) return false;
-    if (succ_[x] == x) return true;  // a loop on these bytes: any length
-    x = succ_[x];
-  }
-  return true;
-}
-
-bool ContextWalker::loops_on(int32_t s, const std::array<uint64_t, 4>& bytes) {
-  for (int w = 0; w < 4; ++w)
-    if (bytes[w] & loop_no_[s][w]) return false;
-  for (int w = 0; w < 4; ++w) {
-    uint64_t unknown = bytes[w] & ~loop_yes_[s][w];
-    while (unknown) {
-      const int b = w * 64 + __builtin_ctzll(unknown);
-      const int col = byte_col_[b];
-      int32_t to = trans_[static_cast<size_t>(s) * num_cols_ + col];
-      if (to < 0) to = step(s, static_cast<uint8_t>(b));
-      auto& mark = to == s ? loop_yes_[s] : loop_no_[s];
-      for (int i = 0; i < 4; ++i) mark[i] |= col_bytes_[col][i];
-      if (to != s) return false;
-      unknown &= ~loop_yes_[s][w];
-    }
-  }
-  return true;
 }
 
 int32_t ContextWalker::intern(std::vector<uint32_t>& v) {
@@ -522,14 +298,14 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
   // those of at most n bytes at once and rejects the rest. The walk skips their nodes.
   const bool all_plain = accepts_all_plain(state_at_[0]);
   const ShortPlainRun short_plain =
-      all_plain ? ShortPlainRun{} : short_plain_run(state_at_[0], empty);
+      all_plain ? ShortPlainRun{} : short_plain_run(state_at_[0]);
   if (short_plain.run > 0 && short_plain.escapes && can_refine &&
       whole.num_plain_tokens - whole.num_short_plain[short_plain.run] > kMaxUncertainToDerive) {
     return stopped_early(0);  // the longer plain tokens alone would stop the scan
   }
   const int short_run = short_plain.escapes ? 0 : short_plain.run;
   // A string body that takes every character also takes the text tokens at once.
-  const bool all_text = all_plain && whole.non_text && text_safe(state_at_[0], empty);
+  const bool all_text = all_plain && whole.non_text && text_safe(state_at_[0]);
   if (all_plain) {
     as_bits = true;
     accepted_bits_ = whole.plain_token_bits;

@@ -122,7 +122,7 @@ class ContextWalker {
   // character of two to four bytes) takes every character again, dying on no prefix of one
   // (a JSON string body that allows any character, well before any maxLength): s accepts
   // every text token (is_text_token). Cached per state.
-  bool text_safe(int32_t s, int32_t empty);
+  bool text_safe(int32_t s);
   // The state most of s's live bytes lead to, and those bytes (succ_, succ_bytes_).
   void main_successor(int32_t s);
   // Every path of at most h bytes of `bytes` from s stays alive, each byte leading to the
@@ -139,7 +139,7 @@ class ContextWalker {
     int run = 0;
     bool escapes = false;
   };
-  ShortPlainRun short_plain_run(int32_t s, int32_t empty);
+  ShortPlainRun short_plain_run(int32_t s);
   // The subtree below node k of trie t (entered in state s) is accepted whole.
   bool subtree_accepted(const VocabTrie& t, int32_t s, uint32_t k);
 
