@@ -184,6 +184,7 @@ Result<Grammar> GrammarBuilder::build(uint32_t root) const {
   g.rule_names = names_;
   g.root = root;
   g.counted_chains = chains_;
+  g.nullable.assign(nullable.begin(), nullable.end());
   g.rule_alts.resize(n);
   g.elements.reserve(num_elements_);
   for (size_t r = 0; r < n; ++r)

@@ -48,6 +48,7 @@ struct Grammar {
   // the body left. Matching is exact; context keys treat links beyond the longest token as
   // one (a token cannot tell 90 remaining copies from 900), see CompiledGrammar.
   std::vector<std::vector<uint32_t>> counted_chains;
+  std::vector<uint8_t> nullable;  // [num_rules] the rule can match the empty string
 
   size_t num_rules() const { return rule_alts.size(); }
   std::string to_string() const;  // GBNF-like dump for debugging and docs

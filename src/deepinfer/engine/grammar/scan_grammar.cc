@@ -4,31 +4,9 @@
 #include <vector>
 
 namespace deepinfer::engine::grammar {
-namespace {
-
-std::vector<uint8_t> nullable_rules(const Grammar& g) {
-  std::vector<uint8_t> nullable(g.num_rules(), 0);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < g.num_rules(); ++r) {
-      if (nullable[r]) continue;
-      for (uint32_t p : g.rule_alts[r]) {
-        while (g.elements[p].kind == ElemKind::kRule && nullable[g.elements[p].arg]) ++p;
-        if (g.elements[p].kind == ElemKind::kEndAlt) {
-          nullable[r] = changed = true;
-          break;
-        }
-      }
-    }
-  }
-  return nullable;
-}
-
-}  // namespace
 
 std::unique_ptr<Grammar> loop_long_chains(const Grammar& g, size_t max_len) {
   const size_t a = max_len + 1;
-  std::vector<uint8_t> nullable;  // computed only if a chain of required copies needs it
   std::vector<uint32_t> redirect;  // [rules] the rule a call goes to instead (itself if none)
   std::unique_ptr<Grammar> out;
   for (const auto& chain : g.counted_chains) {
@@ -36,14 +14,14 @@ std::unique_ptr<Grammar> loop_long_chains(const Grammar& g, size_t max_len) {
     const uint32_t top = chain[a];
     const bool optional = g.rule_alts[top].size() == 2;
     if (!optional) {
-      // A required copy's body: alt 0 less its trailing call of the next link.
-      if (nullable.empty()) nullable = nullable_rules(g);
+      // A required copy's body: alt 0 less its trailing call of the next link (a rule the
+      // grammar does not mark counts as nullable: no loop then).
       bool body_nullable = true;
       for (uint32_t p = g.rule_alts[top][0]; body_nullable; ++p) {
         const Element& e = g.elements[p];
         if (e.kind == ElemKind::kEndAlt) break;
         const bool last = g.elements[p + 1].kind == ElemKind::kEndAlt;
-        if (!last) body_nullable = e.kind == ElemKind::kRule && nullable[e.arg];
+        if (!last) body_nullable = e.kind == ElemKind::kRule && (e.arg >= g.nullable.size() || g.nullable[e.arg]);
       }
       if (body_nullable) continue;
     }
