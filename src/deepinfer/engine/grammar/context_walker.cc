@@ -124,7 +124,8 @@ int32_t ContextWalker::intern(std::vector<uint32_t>& v) {
   plain_run_.push_back(-1);
   text_safe_.push_back(-1);
   succ_.push_back(-1);
-  succ_bytes_.push_back({});
+  succ_yes_.push_back({});
+  succ_no_.push_back({});
   next_bytes_.push_back(pool_->next_bytes(v.data(), v.size()));
   return id;
 }
@@ -162,7 +163,8 @@ void ContextWalker::reset_dfa() {
   plain_run_.clear();
   text_safe_.clear();
   succ_.clear();
-  succ_bytes_.clear();
+  succ_yes_.clear();
+  succ_no_.clear();
   next_bytes_.clear();
   set_elems_ = 0;
 }

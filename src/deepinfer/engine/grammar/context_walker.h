@@ -123,10 +123,11 @@ class ContextWalker {
   // (a JSON string body that allows any character, well before any maxLength): s accepts
   // every text token (is_text_token). Cached per state.
   bool text_safe(int32_t s);
-  // The state most of s's live bytes lead to, and those bytes (succ_, succ_bytes_).
-  void main_successor(int32_t s);
+  // Every byte of `bytes` leads from s to succ_[s]: the first live state met from s, set on
+  // the first call that steps a byte column of s (columns are stepped only as asked).
+  bool leads_to_successor(int32_t s, const std::array<uint64_t, 4>& bytes);
   // Every path of at most h bytes of `bytes` from s stays alive, each byte leading to the
-  // main successor (a counted run of a byte class, or a loop on it).
+  // successor (a counted run of a byte class, or a loop on it).
   bool run_covers(int32_t s, const std::array<uint64_t, 4>& bytes, int h);
   // State s survives every plain token (VocabTrie::plain_token_bits).
   bool accepts_all_plain(int32_t s);
@@ -160,9 +161,8 @@ class ContextWalker {
   std::vector<uint8_t> has_ctx_;
   std::vector<std::array<uint64_t, 4>> loop_yes_, loop_no_;  // [sets] bytes known to (not) loop
   std::vector<int16_t> plain_run_;                           // [sets] -1 = not computed
-  std::vector<int32_t> succ_;       // [sets] main successor; -1 = not computed
-  std::vector<ByteSet> succ_bytes_;  // [sets] the bytes that lead to it
-  std::vector<std::pair<int32_t, ByteSet>> succ_scratch_;
+  std::vector<int32_t> succ_;  // [sets] leads_to_successor's successor; -1 = none met yet
+  std::vector<ByteSet> succ_yes_, succ_no_;  // [sets] bytes known to lead (not) to it
   std::vector<int8_t> text_safe_;                            // [sets] -1 = not computed
   // [sets] bytes some stack of the set can consume: a byte outside leads to the dead state
   // (inside, it usually does not), so first bytes and plain runs are ruled out without

@@ -171,43 +171,31 @@ bool ContextWalker::subtree_accepted(const VocabTrie& t, int32_t s, uint32_t k) 
   return t.height[k] < 255 && run_covers(s, bytes, t.height[k]);
 }
 
-void ContextWalker::main_successor(int32_t s) {
-  // One step per byte column the state consumes; the successor reached by most bytes wins.
-  std::vector<std::pair<int32_t, ByteSet>>& by_next = succ_scratch_;
-  by_next.clear();
-  const auto live = next_bytes_[s].bits;  // a copy: step() may grow next_bytes_
+bool ContextWalker::leads_to_successor(int32_t s, const std::array<uint64_t, 4>& bytes) {
+  // Known answers first; then only the unknown columns of `bytes` are stepped, and the first
+  // that parts ways ends the check, so a new state's other columns are not expanded for an
+  // answer that is usually no.
   for (int w = 0; w < 4; ++w)
-    for (uint64_t left = live[w]; left;) {
+    if (bytes[w] & succ_no_[s].bits[w]) return false;
+  for (int w = 0; w < 4; ++w)
+    for (uint64_t left = bytes[w] & ~succ_yes_[s].bits[w]; left;) {
       const int b = w * 64 + __builtin_ctzll(left);
       const int col = byte_col_[b];
       left &= ~col_bytes_[col][w];
-      const int32_t to = step(s, static_cast<uint8_t>(b));
-      if (to == kEmptySet) continue;
-      auto it = std::find_if(by_next.begin(), by_next.end(),
-                             [&](const auto& e) { return e.first == to; });
-      if (it == by_next.end()) it = by_next.insert(by_next.end(), {to, ByteSet{}});
-      for (int i = 0; i < 4; ++i) it->second.bits[i] |= col_bytes_[col][i] & live[i];
+      int32_t to = trans_[static_cast<size_t>(s) * num_cols_ + col];
+      if (to < 0) to = step(s, static_cast<uint8_t>(b));
+      if (succ_[s] < 0 && to != kEmptySet) succ_[s] = to;  // the first live successor met
+      ByteSet& mark = to == succ_[s] ? succ_yes_[s] : succ_no_[s];
+      for (int i = 0; i < 4; ++i) mark.bits[i] |= col_bytes_[col][i];
+      if (to != succ_[s]) return false;
     }
-  int32_t best = kEmptySet;
-  ByteSet best_bytes;
-  int most = 0;
-  for (const auto& [to, set] : by_next)
-    if (set.count() > most) {
-      most = set.count();
-      best = to;
-      best_bytes = set;
-    }
-  succ_[s] = best;
-  succ_bytes_[s] = best_bytes;
+  return true;
 }
 
 bool ContextWalker::run_covers(int32_t s, const std::array<uint64_t, 4>& bytes, int h) {
   int32_t x = s;
   for (int i = 0; i < h; ++i) {
-    if (succ_[x] < 0) main_successor(x);
-    if (succ_[x] == kEmptySet) return false;
-    for (int w = 0; w < 4; ++w)
-      if (bytes[w] & ~succ_bytes_[x].bits[w]) return false;
+    if (!leads_to_successor(x, bytes)) return false;
     if (succ_[x] == x) return true;  // a loop on these bytes: any length
     x = succ_[x];
   }
