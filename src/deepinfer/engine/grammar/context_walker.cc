@@ -122,6 +122,7 @@ int32_t ContextWalker::intern(std::vector<uint32_t>& v) {
   loop_yes_.push_back({});
   loop_no_.push_back({});
   plain_run_.push_back(-1);
+  plain_uniform_.push_back(-1);
   text_safe_.push_back(-1);
   succ_.push_back(-1);
   succ_yes_.push_back({});
@@ -161,6 +162,7 @@ void ContextWalker::reset_dfa() {
   loop_yes_.clear();
   loop_no_.clear();
   plain_run_.clear();
+  plain_uniform_.clear();
   text_safe_.clear();
   succ_.clear();
   succ_yes_.clear();

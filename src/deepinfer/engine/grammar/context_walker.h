@@ -118,6 +118,9 @@ class ContextWalker {
   // tells apart: digits, literals): 255 for a loop, n for a counted run with n copies left,
   // else 0. Underestimates are safe (fewer subtrees accepted whole).
   int plain_run(int32_t s);
+  // Every plain byte takes state x to the same next state, by a look at its stacks' byte
+  // classes (no step). Cached per state.
+  bool plain_uniform(int32_t x);
   // Every state reached from s character by character (a plain byte, or a well-formed UTF-8
   // character of two to four bytes) takes every character again, dying on no prefix of one
   // (a JSON string body that allows any character, well before any maxLength): s accepts
@@ -161,6 +164,7 @@ class ContextWalker {
   std::vector<uint8_t> has_ctx_;
   std::vector<std::array<uint64_t, 4>> loop_yes_, loop_no_;  // [sets] bytes known to (not) loop
   std::vector<int16_t> plain_run_;                           // [sets] -1 = not computed
+  std::vector<int8_t> plain_uniform_;                        // [sets] -1 = not computed
   std::vector<int32_t> succ_;  // [sets] leads_to_successor's successor; -1 = none met yet
   std::vector<ByteSet> succ_yes_, succ_no_;  // [sets] bytes known to lead (not) to it
   std::vector<int8_t> text_safe_;                            // [sets] -1 = not computed

@@ -27,14 +27,22 @@ int ContextWalker::plain_run(int32_t s) {
     if (!all_consumed) break;
     int32_t to = -1;
     bool one_next = true;
-    for (const auto& [col, rep] : plain_cols_) {
-      int32_t next = trans_[static_cast<size_t>(x) * num_cols_ + col];
-      if (next < 0) next = step(x, rep);
-      if (to >= 0 && next != to) {
-        one_next = false;
-        break;
+    if (plain_uniform(x)) {  // one step answers for every plain column
+      const auto [col0, rep0] = plain_cols_.front();
+      to = trans_[static_cast<size_t>(x) * num_cols_ + col0];
+      if (to < 0) to = step(x, rep0);
+      for (const auto& col_and_byte : plain_cols_)
+        trans_[static_cast<size_t>(x) * num_cols_ + col_and_byte.first] = to;
+    } else {
+      for (const auto& [col, rep] : plain_cols_) {
+        int32_t next = trans_[static_cast<size_t>(x) * num_cols_ + col];
+        if (next < 0) next = step(x, rep);
+        if (to >= 0 && next != to) {
+          one_next = false;
+          break;
+        }
+        to = next;
       }
-      to = next;
     }
     if (!one_next) break;  // plain bytes part ways here: count no further (an underestimate)
     if (to == x) {
@@ -51,6 +59,28 @@ int ContextWalker::plain_run(int32_t s) {
   for (size_t i = chain.size(); i-- > 0; run = std::min(255, run + 1))
     plain_run_[chain[i]] = static_cast<int16_t>(run);
   return plain_run_[s];
+}
+
+bool ContextWalker::plain_uniform(int32_t x) {
+  if (plain_uniform_[x] >= 0) return plain_uniform_[x];
+  // Every stack's byte class holds all the plain bytes or none: the same stacks go on
+  // whichever plain byte comes, so every plain byte leads to the same next state.
+  const auto& plain = trie_->plain;
+  bool uniform = true;
+  for (uint32_t i = set_begin_[x]; i < set_begin_[x + 1] && uniform; ++i) {
+    const uint32_t st = set_items_[i];
+    if (st == StackPool::kAccept || st == StackPool::kContext) continue;
+    const ByteSet& b = g_->byte_sets[g_->elements[pool_->pos(st)].arg];
+    bool none = true, all = true;
+    for (int w = 0; w < 4; ++w) {
+      const uint64_t m = b.bits[w] & plain[w];
+      none &= m == 0;
+      all &= m == plain[w];
+    }
+    uniform = none || all;
+  }
+  plain_uniform_[x] = uniform;
+  return uniform;
 }
 
 bool ContextWalker::text_safe(int32_t s) {
