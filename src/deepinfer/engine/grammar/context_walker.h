@@ -126,6 +126,8 @@ class ContextWalker {
   // (a JSON string body that allows any character, well before any maxLength): s accepts
   // every text token (is_text_token). Cached per state.
   bool text_safe(int32_t s);
+  // Fills utf8_paths_ from the byte columns.
+  void build_utf8_paths();
   // Every byte of `bytes` leads from s to succ_[s]: the first live state met from s, set on
   // the first call that steps a byte column of s (columns are stepped only as asked).
   bool leads_to_successor(int32_t s, const std::array<uint64_t, 4>& bytes);
@@ -168,6 +170,10 @@ class ContextWalker {
   std::vector<int32_t> succ_;  // [sets] leads_to_successor's successor; -1 = none met yet
   std::vector<ByteSet> succ_yes_, succ_no_;  // [sets] bytes known to lead (not) to it
   std::vector<int8_t> text_safe_;                            // [sets] -1 = not computed
+  // Every well-formed multi-byte UTF-8 character, one path per sequence of byte columns, as
+  // a preorder trie: (depth 1..4, a byte of the column). A node is a whole character when the
+  // next one is no deeper. text_safe steps each character from a state along these.
+  std::vector<std::pair<uint8_t, uint8_t>> utf8_paths_;
   // [sets] bytes some stack of the set can consume: a byte outside leads to the dead state
   // (inside, it usually does not), so first bytes and plain runs are ruled out without
   // stepping every byte column.

@@ -89,24 +89,8 @@ bool ContextWalker::text_safe(int32_t s) {
     text_safe_[s] = 0;
     return false;
   }
-  // Each multi-byte form as byte ranges (lead byte, then the allowed range of each next
-  // byte). Every byte column meeting a range is followed.
-  struct Form {
-    uint8_t lo[4], hi[4];
-    int len;
-  };
-  static constexpr Form kForms[] = {
-      {{0xC2, 0x80}, {0xDF, 0xBF}, 2},
-      {{0xE0, 0xA0, 0x80}, {0xE0, 0xBF, 0xBF}, 3},
-      {{0xE1, 0x80, 0x80}, {0xEC, 0xBF, 0xBF}, 3},
-      {{0xED, 0x80, 0x80}, {0xED, 0x9F, 0xBF}, 3},
-      {{0xEE, 0x80, 0x80}, {0xEF, 0xBF, 0xBF}, 3},
-      {{0xF0, 0x90, 0x80, 0x80}, {0xF0, 0xBF, 0xBF, 0xBF}, 4},
-      {{0xF1, 0x80, 0x80, 0x80}, {0xF3, 0xBF, 0xBF, 0xBF}, 4},
-      {{0xF4, 0x80, 0x80, 0x80}, {0xF4, 0x8F, 0xBF, 0xBF}, 4},
-  };
   // The states after one whole character from x (plain byte or multi-byte form) go to
-  // `out`; false when some character, or a prefix of one, dies.
+  // `after`; false when some character, or a prefix of one, dies.
   std::vector<int32_t> after;
   auto characters = [&](int32_t x) {
     after.clear();
@@ -115,23 +99,15 @@ bool ContextWalker::text_safe(int32_t s) {
       if (to == kEmptySet) return false;
       after.push_back(to);
     }
-    auto follow = [&](auto&& self, const Form& f, int i, int32_t y) -> bool {
-      if (i >= f.len || i >= 4) {
-        after.push_back(y);
-        return true;
-      }
-      std::array<bool, 256> seen{};
-      for (int b = f.lo[i]; b <= f.hi[i]; ++b) {
-        const int col = byte_col_[b];
-        if (seen[col]) continue;
-        seen[col] = true;
-        const int32_t to = step(y, static_cast<uint8_t>(b));
-        if (to == kEmptySet || !self(self, f, i + 1, to)) return false;
-      }
-      return true;
-    };
-    for (const Form& f : kForms)
-      if (!follow(follow, f, 0, x)) return false;
+    int32_t at[5];  // at[d] = the state after the first d bytes of the current path
+    at[0] = x;
+    for (size_t n = 0; n < utf8_paths_.size(); ++n) {
+      const auto [depth, byte] = utf8_paths_[n];
+      const int32_t to = step(at[depth - 1], byte);
+      if (to == kEmptySet) return false;
+      at[depth] = to;
+      if (n + 1 == utf8_paths_.size() || utf8_paths_[n + 1].first <= depth) after.push_back(to);
+    }
     return true;
   };
   // Greatest fixpoint over the states reached character by character: every state met must
