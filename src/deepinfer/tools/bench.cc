@@ -63,6 +63,7 @@ int run_mask_bench(const BenchFlags& f) {
   opts.limit = f.limit;
   opts.stride = f.stride;
   opts.precompute_first = f.grammar_precompute == "first";
+  opts.precompute_none = f.grammar_precompute == "none";
   opts.step_ms = f.step_ms;
   opts.prefill_ms = f.prefill_ms;
   auto res = engine::grammar::run_mask_benchmark(vocab, opts);
@@ -270,8 +271,10 @@ Subcommand make_bench_command() {
     cmd->add_option("--grammar-precompute", f->grammar_precompute,
                     "mask: 'background' (as the engine: a grammar is ready once built, its contexts are "
                     "classified on the compiler's background thread; compile time = time to ready) or "
-                    "'first' (classify everything before the first mask)")
-        ->check(CLI::IsMember({"background", "first"}));
+                    "'first' (classify everything before the first mask) or 'none' (no precompute: each "
+                    "context is classified by the first mask that needs it; the path of a mask that "
+                    "overtakes the precompute, with work independent of thread timing)")
+        ->check(CLI::IsMember({"background", "first", "none"}));
     cmd->add_option("--step-ms", f->step_ms,
                     "mask: sleep this long before each mask, standing in for a decode step's forward pass")
         ->check(CLI::Range(0.0, 1000.0));

@@ -116,7 +116,7 @@ Result<MaskBenchResult> run_mask_benchmark(std::shared_ptr<const TokenVocabulary
     CompileResult compiled = compile_grammar(spec, vocab, limits, mode);
     compile_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     std::thread background;
-    if (compiled.is_ok() && (*compiled)->precompute_pending())
+    if (compiled.is_ok() && (*compiled)->precompute_pending() && !opts.precompute_none)
       background = std::thread([g = *compiled] {
         while (g->precompute_more(0.002)) {
         }

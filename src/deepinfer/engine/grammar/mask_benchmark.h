@@ -28,6 +28,10 @@ struct MaskBenchOptions {
   // instances are walked; compile time = time to ready. true: classify everything first
   // (compile time includes the whole precompute; no mask waits on it).
   bool precompute_first = false;
+  // true: no precompute at all (background mode without its thread): every context is
+  // classified by the first mask that needs it, so the masks measure the path a mask takes
+  // when it overtakes the precompute, with work that does not depend on thread timing.
+  bool precompute_none = false;
   // Milliseconds slept before each mask of a valid instance, standing in for the decode
   // step's forward pass (0 = masks back to back, the worst case for a background precompute).
   double step_ms = 0;
