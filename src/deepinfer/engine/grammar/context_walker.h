@@ -128,8 +128,9 @@ class ContextWalker {
   bool text_safe(int32_t s);
   // Fills utf8_paths_ from the byte columns.
   void build_utf8_paths();
-  // Every byte of `bytes` leads from s to succ_[s]: the first live state met from s, set on
-  // the first call that steps a byte column of s (columns are stepped only as asked).
+  // Every byte of `bytes` (not empty) leads from s to succ_[s]: the first live state met
+  // from s, set on the first call that steps a byte column of s (columns are stepped only as
+  // asked), so it is set whenever the answer is yes.
   bool leads_to_successor(int32_t s, const std::array<uint64_t, 4>& bytes);
   // Every path of at most h bytes of `bytes` from s stays alive, each byte leading to the
   // successor (a counted run of a byte class, or a loop on it).
