@@ -62,8 +62,9 @@ int run_mask_bench(const BenchFlags& f) {
   opts.dir = f.data;
   opts.limit = f.limit;
   opts.stride = f.stride;
-  opts.precompute_first = f.grammar_precompute == "first";
-  opts.precompute_none = f.grammar_precompute == "none";
+  opts.precompute = f.grammar_precompute == "first"  ? engine::grammar::MaskBenchPrecompute::kFirst
+                    : f.grammar_precompute == "none" ? engine::grammar::MaskBenchPrecompute::kNone
+                                                     : engine::grammar::MaskBenchPrecompute::kBackground;
   opts.step_ms = f.step_ms;
   opts.prefill_ms = f.prefill_ms;
   auto res = engine::grammar::run_mask_benchmark(vocab, opts);

@@ -131,6 +131,28 @@ TEST(JsonSchemaBench, DeterministicSampleIsSound) {
   EXPECT_GT(r->total.compiled, r->total.schemas / 2);
 }
 
+TEST(JsonSchemaBench, WithoutPrecomputeEveryContextIsClassifiedByAMask) {
+  // `bench --mode mask --grammar-precompute none`: masks alone classify every context (key-set
+  // scans and single contexts), and must agree with the matcher as precomputed ones do.
+  std::string dir = testing::data_dir() + "/jsonschemabench";
+  if (!fs::exists(dir)) {
+    if (data_required()) FAIL() << "missing " << dir;
+    GTEST_SKIP() << "JSONSchemaBench not found at " << dir;
+  }
+  MaskBenchOptions opts;
+  opts.dir = dir;
+  opts.stride = 100;
+  opts.precompute = MaskBenchPrecompute::kNone;
+  auto r = run_mask_benchmark(testing::test_vocabulary(), opts);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->contexts_precomputed, 0u);
+  EXPECT_GT(r->contexts_lazy, 0u);
+  EXPECT_GT(r->lazy_mask_us.n, 0u);
+  EXPECT_EQ(r->total.wrongly_accepted, 0);
+  EXPECT_EQ(r->total.mask_mismatches, 0);
+  EXPECT_NE(r->report().find("no precompute:"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace deepinfer::engine::grammar
 
@@ -149,7 +171,7 @@ TEST(JsonSchemaBench, Full) {
   // depend on it, only the compile/mask times do.
   if (const char* pre = std::getenv("DEEPINFER_GRAMMAR_PRECOMPUTE_SECONDS")) opts.limits.precompute_seconds = std::atof(pre);
   // Classify every context before walking (compile time then includes it): =1.
-  if (const char* pf = std::getenv("DEEPINFER_GRAMMAR_BENCH_PRECOMPUTE_FIRST")) opts.precompute_first = std::string(pf) == "1";
+  if (const char* pf = std::getenv("DEEPINFER_GRAMMAR_BENCH_PRECOMPUTE_FIRST")) if (std::string(pf) == "1") opts.precompute = MaskBenchPrecompute::kFirst;
   // A simulated forward pass of this many ms before each mask of a valid instance.
   if (const char* st = std::getenv("DEEPINFER_GRAMMAR_BENCH_STEP_MS")) opts.step_ms = std::atof(st);
   // Refusal tally without the walks (seconds): DEEPINFER_GRAMMAR_BENCH_COMPILE_ONLY=1.

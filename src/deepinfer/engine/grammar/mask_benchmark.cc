@@ -83,6 +83,7 @@ Result<MaskBenchResult> run_mask_benchmark(std::shared_ptr<const TokenVocabulary
   auto encode = opts.encode ? opts.encode : [&](const std::string& t) { return greedy.encode(t); };
 
   MaskBenchResult res;
+  res.precompute = opts.precompute;
   std::vector<double> compile_ms, mask_us, precompute_ms, lazy_us;
   std::vector<uint32_t> mask(vocab->mask_words());
   int taken = 0;
@@ -110,13 +111,15 @@ Result<MaskBenchResult> run_mask_benchmark(std::shared_ptr<const TokenVocabulary
     // Compiled in this thread, as the peers are (so the time is the work, not a thread
     // handoff); in background mode a second thread then precomputes as GrammarCompiler's
     // background thread does, while the instances are walked.
-    const auto mode = opts.precompute_first ? CompiledGrammar::Precompute::kBeforeReturn
-                                            : CompiledGrammar::Precompute::kInBackground;
+    const auto mode = opts.precompute == MaskBenchPrecompute::kFirst
+                          ? CompiledGrammar::Precompute::kBeforeReturn
+                          : CompiledGrammar::Precompute::kInBackground;
     auto t0 = Clock::now();
     CompileResult compiled = compile_grammar(spec, vocab, limits, mode);
     compile_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     std::thread background;
-    if (compiled.is_ok() && (*compiled)->precompute_pending() && !opts.precompute_none)
+    if (compiled.is_ok() && (*compiled)->precompute_pending() &&
+        opts.precompute == MaskBenchPrecompute::kBackground)
       background = std::thread([g = *compiled] {
         while (g->precompute_more(0.002)) {
         }
@@ -213,16 +216,22 @@ std::string MaskBenchResult::report() const {
       "p50 {:.1f} p99 {:.1f} "
       "mean {:.1f} (n={})\n",
       lazy_mask_us.p50, lazy_mask_us.p99, lazy_mask_us.mean, lazy_mask_us.n);
-  out += fmt::format("precompute ms per grammar: p50 {:.2f} p99 {:.2f} mean {:.2f}\n",
-                     precompute_ms.p50, precompute_ms.p99, precompute_ms.mean);
-  out += fmt::format("contexts: {} precomputed, {} lazy; {} grammars hit the precompute budget\n",
-                     contexts_precomputed, contexts_lazy, precompute_incomplete);
+  const bool none = precompute == MaskBenchPrecompute::kNone;
+  if (none) {
+    out += fmt::format("no precompute: {} contexts, each classified by the first mask that needs it\n",
+                       contexts_lazy);
+  } else {
+    out += fmt::format("precompute ms per grammar: p50 {:.2f} p99 {:.2f} mean {:.2f}\n",
+                       precompute_ms.p50, precompute_ms.p99, precompute_ms.mean);
+    out += fmt::format("contexts: {} precomputed, {} lazy; {} grammars hit the precompute budget\n",
+                       contexts_precomputed, contexts_lazy, precompute_incomplete);
+  }
   const size_t contexts = contexts_precomputed + contexts_lazy;
   out += fmt::format(
       "vocabulary-trie nodes visited per context: {:.0f} (the scan's work; {} in all)\n",
       contexts ? static_cast<double>(trie_nodes_visited) / contexts : 0.0, trie_nodes_visited);
   for (const auto& [ms, file] : slowest_precompute)
-    out += fmt::format("slowest precompute: {:.1f} ms {}\n", ms, file);
+    if (!none) out += fmt::format("slowest precompute: {:.1f} ms {}\n", ms, file);
   for (const auto& w : wrongly_accepted) out += "WRONGLY ACCEPTED: " + w + "\n";
   return out;
 }

@@ -15,6 +15,20 @@
 
 namespace deepinfer::engine::grammar {
 
+// When a grammar's contexts are classified.
+enum class MaskBenchPrecompute {
+  // As the engine does (GrammarCompiler): the grammar is ready once built and its contexts
+  // are classified on a background thread while the instances are walked; compile time =
+  // time to ready.
+  kBackground,
+  // Everything classified first: compile time includes the whole precompute; no mask waits.
+  kFirst,
+  // No precompute at all: every context is classified by the first mask that needs it, so
+  // the masks measure the path of a mask that overtakes the precompute, with work that does
+  // not depend on thread timing.
+  kNone,
+};
+
 struct MaskBenchOptions {
   std::string dir;  // JSONSchemaBench directory (one JSON file per schema)
   int limit = 0;    // schemas to run after sampling; 0 = all
@@ -23,15 +37,7 @@ struct MaskBenchOptions {
   bool compile_only = false;  // count compiled/refused (and refusal reasons) without walking
   JsonSchemaOptions schema_opts;
   GrammarLimits limits;  // compile limits, including the context precompute budget
-  // false (default): compile as the engine does (GrammarCompiler): the grammar is ready once
-  // built and its contexts are classified on the compiler's background thread while the
-  // instances are walked; compile time = time to ready. true: classify everything first
-  // (compile time includes the whole precompute; no mask waits on it).
-  bool precompute_first = false;
-  // true: no precompute at all (background mode without its thread): every context is
-  // classified by the first mask that needs it, so the masks measure the path a mask takes
-  // when it overtakes the precompute, with work that does not depend on thread timing.
-  bool precompute_none = false;
+  MaskBenchPrecompute precompute = MaskBenchPrecompute::kBackground;
   // Milliseconds slept before each mask of a valid instance, standing in for the decode
   // step's forward pass (0 = masks back to back, the worst case for a background precompute).
   double step_ms = 0;
@@ -68,6 +74,7 @@ struct MaskBenchResult {
   size_t trie_nodes_visited =
       0;  // by all classifications: the precompute's work, machine-independent
   int precompute_incomplete = 0;               // grammars that hit the budget
+  MaskBenchPrecompute precompute = MaskBenchPrecompute::kBackground;  // the options' mode
   std::map<std::string, int> refusal_reasons;  // refusal message, JSON pointers elided -> count
   std::string report() const;                  // human-readable table
 };
