@@ -62,9 +62,10 @@ int run_mask_bench(const BenchFlags& f) {
   opts.dir = f.data;
   opts.limit = f.limit;
   opts.stride = f.stride;
-  opts.precompute = f.grammar_precompute == "first"  ? engine::grammar::MaskBenchPrecompute::kFirst
-                    : f.grammar_precompute == "none" ? engine::grammar::MaskBenchPrecompute::kNone
-                                                     : engine::grammar::MaskBenchPrecompute::kBackground;
+  using engine::grammar::MaskBenchPrecompute;
+  opts.precompute = f.grammar_precompute == "first"  ? MaskBenchPrecompute::kFirst
+                    : f.grammar_precompute == "none" ? MaskBenchPrecompute::kNone
+                                                     : MaskBenchPrecompute::kBackground;
   opts.step_ms = f.step_ms;
   opts.prefill_ms = f.prefill_ms;
   auto res = engine::grammar::run_mask_benchmark(vocab, opts);

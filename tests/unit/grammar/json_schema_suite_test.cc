@@ -171,7 +171,8 @@ TEST(JsonSchemaBench, Full) {
   // depend on it, only the compile/mask times do.
   if (const char* pre = std::getenv("DEEPINFER_GRAMMAR_PRECOMPUTE_SECONDS")) opts.limits.precompute_seconds = std::atof(pre);
   // Classify every context before walking (compile time then includes it): =1.
-  if (const char* pf = std::getenv("DEEPINFER_GRAMMAR_BENCH_PRECOMPUTE_FIRST")) if (std::string(pf) == "1") opts.precompute = MaskBenchPrecompute::kFirst;
+  const char* pf = std::getenv("DEEPINFER_GRAMMAR_BENCH_PRECOMPUTE_FIRST");
+  if (pf && std::string(pf) == "1") opts.precompute = MaskBenchPrecompute::kFirst;
   // A simulated forward pass of this many ms before each mask of a valid instance.
   if (const char* st = std::getenv("DEEPINFER_GRAMMAR_BENCH_STEP_MS")) opts.step_ms = std::atof(st);
   // Refusal tally without the walks (seconds): DEEPINFER_GRAMMAR_BENCH_COMPILE_ONLY=1.

@@ -218,8 +218,9 @@ std::string MaskBenchResult::report() const {
       lazy_mask_us.p50, lazy_mask_us.p99, lazy_mask_us.mean, lazy_mask_us.n);
   const bool none = precompute == MaskBenchPrecompute::kNone;
   if (none) {
-    out += fmt::format("no precompute: {} contexts, each classified by the first mask that needs it\n",
-                       contexts_lazy);
+    out += fmt::format(
+        "no precompute: {} contexts, each classified by the first mask that needs it\n",
+        contexts_lazy);
   } else {
     out += fmt::format("precompute ms per grammar: p50 {:.2f} p99 {:.2f} mean {:.2f}\n",
                        precompute_ms.p50, precompute_ms.p99, precompute_ms.mean);
