@@ -83,6 +83,36 @@ bool ContextWalker::plain_uniform(int32_t x) {
   return uniform;
 }
 
+void ContextWalker::build_utf8_paths() {
+  // Each multi-byte form as byte ranges (lead byte, then the allowed range of each next
+  // byte); one path per sequence of byte columns meeting the ranges.
+  struct Form {
+    uint8_t lo[4], hi[4];
+    int len;
+  };
+  static constexpr Form kForms[] = {
+      {{0xC2, 0x80}, {0xDF, 0xBF}, 2},
+      {{0xE0, 0xA0, 0x80}, {0xE0, 0xBF, 0xBF}, 3},
+      {{0xE1, 0x80, 0x80}, {0xEC, 0xBF, 0xBF}, 3},
+      {{0xED, 0x80, 0x80}, {0xED, 0x9F, 0xBF}, 3},
+      {{0xEE, 0x80, 0x80}, {0xEF, 0xBF, 0xBF}, 3},
+      {{0xF0, 0x90, 0x80, 0x80}, {0xF0, 0xBF, 0xBF, 0xBF}, 4},
+      {{0xF1, 0x80, 0x80, 0x80}, {0xF3, 0xBF, 0xBF, 0xBF}, 4},
+      {{0xF4, 0x80, 0x80, 0x80}, {0xF4, 0x8F, 0xBF, 0xBF}, 4},
+  };
+  auto follow = [&](auto&& self, const Form& f, int i) -> void {
+    if (i >= f.len || i >= 4) return;
+    std::array<bool, 256> seen{};
+    for (int b = f.lo[i]; b <= f.hi[i]; ++b) {
+      if (seen[byte_col_[b]]) continue;
+      seen[byte_col_[b]] = true;
+      utf8_paths_.push_back({static_cast<uint8_t>(i + 1), static_cast<uint8_t>(b)});
+      self(self, f, i + 1);
+    }
+  };
+  for (const Form& f : kForms) follow(follow, f, 0);
+}
+
 bool ContextWalker::text_safe(int32_t s) {
   if (text_safe_[s] >= 0) return text_safe_[s];
   if (trie_->num_text_tokens == 0 || plain_cols_.empty()) {
