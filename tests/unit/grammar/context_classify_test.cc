@@ -177,6 +177,24 @@ TEST(ContextClassify, LoopedLongRunsEqualTokenByTokenReference) {
   EXPECT_GT(counts.keys, 50u);
 }
 
+TEST(ContextClassify, ClosedRunsEqualTokenByTokenReference) {
+  // States whose stacks take every plain (and text) byte for ever, between them, though the
+  // bytes part ways (closed_runs.h): property names that must differ from the declared ones
+  // (which share prefixes), and a quoted run where only the letters lead into a closed rule,
+  // so the state is not closed however many of its stacks are.
+  const std::vector<GrammarSpec> specs = {
+      {GrammarSpec::kJsonSchema,
+       R"({"type":"object","properties":{"first":{"type":"string"},"fit":{"type":"integer"},
+            "a":{"type":"boolean"}},"additionalProperties":{"type":"string"}})",
+       {}},
+      {GrammarSpec::kEbnf, "root ::= \"'\" ([a-z] rest | [0-9] \"x\")\nrest ::= [ -~] rest | \"'\"",
+       {}},
+  };
+  Counts counts;
+  compare_specs(specs, counts);
+  EXPECT_GT(counts.keys, 20u);
+}
+
 TEST(ContextClassify, TextTokens) {
   EXPECT_TRUE(is_text_token("caf\xc3\xa9"));           // a whole two-byte character
   EXPECT_TRUE(is_text_token(" \xe2\x80"));              // cut inside a three-byte one

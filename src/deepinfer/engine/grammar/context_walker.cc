@@ -79,7 +79,8 @@ ByteColumns byte_columns(const Grammar& g) {
 
 ContextWalker::ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> trie,
                              const ByteColumns& cols)
-    : g_(g), trie_(std::move(trie)), byte_col_(cols.col), num_cols_(cols.num) {
+    : g_(g), trie_(std::move(trie)), byte_col_(cols.col), num_cols_(cols.num),
+      runs_(*g_, ByteSet{trie_->plain}) {
   state_at_.resize(trie_->max_len + 2);
   esc_at_.resize(trie_->max_len + 2);
   for (int b = 0; b < 256; ++b) col_bytes_[byte_col_[b]][b >> 6] |= uint64_t{1} << (b & 63);
@@ -125,6 +126,7 @@ int32_t ContextWalker::intern(std::vector<uint32_t>& v) {
   plain_run_.push_back(-1);
   plain_uniform_.push_back(-1);
   text_safe_.push_back(-1);
+  closed_.push_back(-1);
   succ_.push_back(-1);
   succ_yes_.push_back({});
   succ_no_.push_back({});
@@ -165,6 +167,7 @@ void ContextWalker::reset_dfa() {
   plain_run_.clear();
   plain_uniform_.clear();
   text_safe_.clear();
+  closed_.clear();
   succ_.clear();
   succ_yes_.clear();
   succ_no_.clear();
@@ -301,7 +304,8 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
   // A start state that survives any plain token (a string body) accepts them all at once;
   // one that survives n plain bytes and then none (near a bounded string's end) accepts
   // those of at most n bytes at once and rejects the rest. The walk skips their nodes.
-  const bool all_plain = accepts_all_plain(state_at_[0]);
+  const bool all_plain = closed_over(state_at_[0], ClosedRuns::kPlain) ||
+                         accepts_all_plain(state_at_[0]);
   const ShortPlainRun short_plain =
       all_plain ? ShortPlainRun{} : short_plain_run(state_at_[0]);
   if (short_plain.run > 0 && short_plain.escapes && can_refine &&
@@ -310,7 +314,9 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
   }
   const int short_run = short_plain.escapes ? 0 : short_plain.run;
   // A string body that takes every character also takes the text tokens at once.
-  const bool all_text = all_plain && whole.non_text && text_safe(state_at_[0]);
+  const bool all_text =
+      all_plain && whole.non_text &&
+      (closed_over(state_at_[0], ClosedRuns::kText) || text_safe(state_at_[0]));
   if (all_plain) {
     as_bits = true;
     accepted_bits_ = whole.plain_token_bits;

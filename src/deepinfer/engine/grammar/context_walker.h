@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "deepinfer/engine/grammar/closed_runs.h"
 #include "deepinfer/engine/grammar/grammar_ir.h"
 #include "deepinfer/engine/grammar/stack_pool.h"
 #include "deepinfer/engine/grammar/vocab_trie.h"
@@ -135,6 +136,9 @@ class ContextWalker {
   // Every path of at most h bytes of `bytes` from s stays alive, each byte leading to the
   // successor (a counted run of a byte class, or a loop on it).
   bool run_covers(int32_t s, const std::array<uint64_t, 4>& bytes, int h);
+  // State s takes every run of ClosedRuns `which` bytes (kPlain or kText), by its stacks'
+  // positions alone (no step). Cached per state.
+  bool closed_over(int32_t s, uint8_t which);
   // State s survives every plain token (VocabTrie::plain_token_bits).
   bool accepts_all_plain(int32_t s);
   // State s survives exactly `run` plain bytes (1..VocabTrie::max_short_plain) and then dies
@@ -171,6 +175,8 @@ class ContextWalker {
   std::vector<int32_t> succ_;  // [sets] leads_to_successor's successor; -1 = none met yet
   std::vector<ByteSet> succ_yes_, succ_no_;  // [sets] bytes known to lead (not) to it
   std::vector<int8_t> text_safe_;                            // [sets] -1 = not computed
+  ClosedRuns runs_;
+  std::vector<int8_t> closed_;  // [sets] closed_over's kPlain | kText bits; -1 = not computed
   // Every well-formed multi-byte UTF-8 character, one path per sequence of byte columns, as
   // a preorder trie: (depth 1..4, a byte of the column). A node is a whole character when the
   // next one is no deeper. text_safe steps each character from a state along these.

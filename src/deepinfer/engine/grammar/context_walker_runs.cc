@@ -171,6 +171,30 @@ bool ContextWalker::text_safe(int32_t s) {
   return safe;
 }
 
+bool ContextWalker::closed_over(int32_t s, uint8_t which) {
+  if (closed_[s] < 0) {
+    // The bytes of each set that some stack takes into a closed continuation.
+    const ByteSet& plain_bytes = runs_.bytes(ClosedRuns::kPlain);
+    const ByteSet& text_bytes = runs_.bytes(ClosedRuns::kText);
+    ByteSet plain, text;
+    for (uint32_t i = set_begin_[s]; i < set_begin_[s + 1]; ++i) {
+      const uint32_t st = set_items_[i];
+      if (st == StackPool::kAccept || st == StackPool::kContext) continue;
+      const uint32_t p = pool_->pos(st);
+      const uint8_t after = runs_.after(p);
+      if (!after) continue;
+      const ByteSet& b = g_->byte_sets[g_->elements[p].arg];
+      for (int w = 0; w < 4; ++w) {
+        if (after & ClosedRuns::kPlain) plain.bits[w] |= b.bits[w] & plain_bytes.bits[w];
+        if (after & ClosedRuns::kText) text.bits[w] |= b.bits[w] & text_bytes.bits[w];
+      }
+    }
+    closed_[s] = static_cast<int8_t>((plain == plain_bytes ? ClosedRuns::kPlain : 0) |
+                                     (text == text_bytes ? ClosedRuns::kText : 0));
+  }
+  return (closed_[s] & which) != 0;
+}
+
 bool ContextWalker::accepts_all_plain(int32_t s) {
   return trie_->max_len < 255 && trie_->num_plain_tokens > 0 &&
          plain_run(s) >= static_cast<int>(trie_->max_len);
@@ -196,9 +220,17 @@ ContextWalker::ShortPlainRun ContextWalker::short_plain_run(int32_t s) {
 
 bool ContextWalker::subtree_accepted(const VocabTrie& t, int32_t s, uint32_t k) {
   const uint8_t ph = t.plain_height[k];
-  if (ph != VocabTrie::kNotPlain && ph > 0 && plain_run(s) >= ph) return true;
+  if (ph != VocabTrie::kNotPlain && ph > 0 &&
+      (closed_over(s, ClosedRuns::kPlain) || plain_run(s) >= ph))
+    return true;
   if (t.below[k] == 0) return false;
   const auto& bytes = t.below_sets[t.below[k]];
+  if (closed_over(s, ClosedRuns::kText)) {
+    const ByteSet& text = runs_.bytes(ClosedRuns::kText);
+    bool text_only = true;
+    for (int w = 0; w < 4; ++w) text_only &= (bytes[w] & ~text.bits[w]) == 0;
+    if (text_only) return true;
+  }
   if (loops_on(s, bytes)) return true;
   // A counted run of the subtree's bytes long enough for its longest path (checked only when
   // the state consumes every byte of the subtree at all).

@@ -1,0 +1,113 @@
+// See closed_runs.h. A rule is closed over a set S when its alternatives take, between them,
+// every byte of S into closed continuations: an alternative that starts with a byte class B
+// gives B's bytes of S when, after it, byte classes that each hold all of S lead to a tail
+// call of a closed rule; one that is a lone tail call gives that rule's bytes. Tail calls
+// replace their frame (StackPool::closure), so none of this depends on the frames below.
+// Everything else (a non-tail call, an alternative that ends) gives nothing, which errs on
+// the safe side.
+#include "deepinfer/engine/grammar/closed_runs.h"
+
+namespace deepinfer::engine::grammar {
+namespace {
+
+bool holds_all(const ByteSet& a, const ByteSet& s) {
+  for (int w = 0; w < 4; ++w)
+    if ((a.bits[w] & s.bits[w]) != s.bits[w]) return false;
+  return true;
+}
+
+}  // namespace
+
+ClosedRuns::ClosedRuns(const Grammar& g, const ByteSet& plain) : g_(g) {
+  sets_[0].bytes = plain;
+  sets_[1].bytes = plain;
+  sets_[1].bytes.set_range(0x80, 0xFF);
+}
+
+int64_t ClosedRuns::continuation_rule(uint32_t q, const ByteSet& s) const {
+  for (;; ++q) {
+    const Element& e = g_.elements[q];
+    if (e.kind == ElemKind::kBytes) {
+      if (!holds_all(g_.byte_sets[e.arg], s)) return kNoRule;
+      continue;
+    }
+    if (e.kind == ElemKind::kRule && g_.elements[q + 1].kind == ElemKind::kEndAlt) return e.arg;
+    return kNoRule;
+  }
+}
+
+int64_t ClosedRuns::dependency(uint32_t a, const ByteSet& s) const {
+  const Element& e = g_.elements[a];
+  if (e.kind == ElemKind::kBytes) return continuation_rule(a + 1, s);
+  if (e.kind == ElemKind::kRule && g_.elements[a + 1].kind == ElemKind::kEndAlt) return e.arg;
+  return kNoRule;
+}
+
+const ByteSet& ClosedRuns::gives(Set& set, uint32_t r) {
+  if (set.slot.empty()) set.slot.assign(g_.num_rules(), -1);
+  if (set.slot[r] >= 0) return set.gives[set.slot[r]];
+  const ByteSet& s = set.bytes;
+  // The rules not known yet that r depends on, directly or not; slot -2 - i while in
+  // question (i = index into rules_).
+  rules_.clear();
+  todo_.clear();
+  auto ask = [&](uint32_t x) {
+    set.slot[x] = -2 - static_cast<int32_t>(rules_.size());
+    rules_.push_back(x);
+    todo_.push_back(x);
+  };
+  ask(r);
+  while (!todo_.empty()) {
+    const uint32_t x = todo_.back();
+    todo_.pop_back();
+    for (uint32_t a : g_.rule_alts[x]) {
+      const int64_t d = dependency(a, s);
+      if (d != kNoRule && set.slot[d] == -1) ask(static_cast<uint32_t>(d));
+    }
+  }
+  // From "every rule gives all of s" down, until nothing changes (bytes only shrink, so this
+  // ends); later-found rules first, as they tend to be what earlier ones depend on.
+  local_.assign(rules_.size(), s);
+  auto current = [&](int64_t d) -> const ByteSet& {
+    const int32_t slot = set.slot[d];
+    return slot >= 0 ? set.gives[slot] : local_[-2 - slot];
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = rules_.size(); i-- > 0;) {
+      ByteSet got;
+      for (uint32_t a : g_.rule_alts[rules_[i]]) {
+        const int64_t d = dependency(a, s);
+        if (d == kNoRule) continue;
+        const Element& e = g_.elements[a];
+        const ByteSet& next = current(d);
+        if (e.kind == ElemKind::kRule) {
+          for (int w = 0; w < 4; ++w) got.bits[w] |= next.bits[w];
+        } else if (holds_all(next, s)) {
+          for (int w = 0; w < 4; ++w) got.bits[w] |= g_.byte_sets[e.arg].bits[w] & s.bits[w];
+        }
+      }
+      if (got != local_[i]) {
+        local_[i] = got;
+        changed = true;
+      }
+    }
+  }
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    set.slot[rules_[i]] = static_cast<int32_t>(set.gives.size());
+    set.gives.push_back(local_[i]);
+  }
+  return set.gives[set.slot[r]];
+}
+
+uint8_t ClosedRuns::after(uint32_t p) {
+  uint8_t out = 0;
+  for (int i = 0; i < 2; ++i) {
+    const int64_t r = continuation_rule(p + 1, sets_[i].bytes);
+    if (r != kNoRule && holds_all(gives(sets_[i], static_cast<uint32_t>(r)), sets_[i].bytes))
+      out |= i == 0 ? kPlain : kText;
+  }
+  return out;
+}
+
+}  // namespace deepinfer::engine::grammar
