@@ -108,10 +108,38 @@ TEST(ClosedRuns, RulesThatPartWaysOnLettersAreClosedTogether) {
   EXPECT_EQ(after(g, after_ab, 0), kBoth);  // across a second class that takes every byte
 }
 
+TEST(ClosedRuns, CharacterLoopIsClosedOverPlainThroughItsCaller) {
+  // chars ::= char chars | ;  char ::= [ASCII] | [2-byte lead] [continuation]
+  // (a JSON string body of well-formed UTF-8): the character rule's ASCII alternative ends
+  // its rule, and the loop goes on where the call returns. A lone lead byte does not go on,
+  // so the loop is not closed over text bytes.
+  GrammarBuilder b;
+  auto call = GrammarBuilder::call;
+  const uint32_t root = b.new_rule("root"), chars = b.new_rule("chars"), ch = b.new_rule("char"),
+                 narrow = b.new_rule("narrow"), narrow_ch = b.new_rule("narrow_char");
+  b.add_alt(root, {b.byte('"'), call(chars), b.byte('"')});
+  b.add_alt(root, {b.byte('\''), call(narrow), b.byte('\'')});
+  b.add_alt(chars, {call(ch), call(chars)});
+  b.add_alt(chars, {});
+  b.add_alt(ch, {b.bytes(without(range(0x20, 0x7F), '"'))});
+  b.add_alt(ch, {b.bytes(range(0xC2, 0xDF)), b.bytes(range(0x80, 0xBF))});
+  // The same loop over a character rule that never takes 'q'.
+  b.add_alt(narrow, {call(narrow_ch), call(narrow)});
+  b.add_alt(narrow, {});
+  b.add_alt(narrow_ch, {b.bytes(without(range(0x20, 0x7E), 'q'))});
+  const Grammar g = build(b, root);
+  EXPECT_EQ(after(g, ch, 0), 0);  // alone, it ends: what follows is its caller's
+  ClosedRuns runs(g, plain_bytes());
+  EXPECT_EQ(runs.after_return(g.rule_alts[chars][0]), ClosedRuns::kPlain);
+  EXPECT_EQ(runs.after(g.rule_alts[root][0]), ClosedRuns::kPlain);  // the opening quote
+  EXPECT_EQ(runs.after_return(g.rule_alts[narrow][0]), 0);
+  EXPECT_EQ(runs.after(g.rule_alts[root][1]), 0);
+}
+
 TEST(ClosedRuns, AMissingByteAnEndOrACallThatReturnsIsNotClosed) {
   // `gap` never takes 'a'; `ends` finishes its rule (what follows is not known); `returns`
-  // calls itself other than last, so each run ends where a call returns; `narrow` passes
-  // through a class short of the plain bytes before its tail call.
+  // calls a rule that ends after one byte, and what follows that call takes 'x' only;
+  // `narrow` passes through a class short of the plain bytes before its tail call.
   GrammarBuilder b;
   auto call = GrammarBuilder::call;
   const uint32_t root = b.new_rule("root"), gap = b.new_rule("gap"), ends = b.new_rule("ends"),
@@ -120,8 +148,7 @@ TEST(ClosedRuns, AMissingByteAnEndOrACallThatReturnsIsNotClosed) {
   b.add_alt(gap, {b.bytes(without(body_bytes(), 'a')), call(gap)});
   b.add_alt(gap, {b.byte('"')});
   b.add_alt(ends, {b.bytes(body_bytes())});
-  b.add_alt(returns, {b.bytes(body_bytes()), call(returns), b.byte('x')});
-  b.add_alt(returns, {b.byte('"')});
+  b.add_alt(returns, {b.bytes(body_bytes()), call(ends), b.byte('x')});
   b.add_alt(narrow, {b.bytes(body_bytes()), b.bytes(range('a', 'z')), call(narrow)});
   b.add_alt(narrow, {b.byte('"')});
   const Grammar g = build(b, root);
@@ -129,6 +156,20 @@ TEST(ClosedRuns, AMissingByteAnEndOrACallThatReturnsIsNotClosed) {
   EXPECT_EQ(after(g, ends, 0), 0);
   EXPECT_EQ(after(g, returns, 0), 0);
   EXPECT_EQ(after(g, narrow, 0), 0);
+}
+
+TEST(ClosedRuns, ARuleThatNeverEndsMayGrowTheStack) {
+  // nest ::= [body] nest 'x' | '"' never ends on body bytes (each pushes a frame), so what
+  // follows its call never matters.
+  GrammarBuilder b;
+  auto call = GrammarBuilder::call;
+  const uint32_t root = b.new_rule("root"), nest = b.new_rule("nest");
+  b.add_alt(root, {b.byte('<'), call(nest), b.byte('>')});
+  b.add_alt(nest, {b.bytes(body_bytes()), call(nest), b.byte('x')});
+  b.add_alt(nest, {b.byte('"')});
+  const Grammar g = build(b, root);
+  EXPECT_EQ(after(g, nest, 0), kBoth);
+  EXPECT_EQ(after(g, root, 0), kBoth);
 }
 
 TEST(ClosedRuns, ALossSpreadsBackAlongTheChain) {

@@ -189,6 +189,10 @@ TEST(ContextClassify, ClosedRunsEqualTokenByTokenReference) {
        {}},
       {GrammarSpec::kEbnf, "root ::= \"'\" ([a-z] rest | [0-9] \"x\")\nrest ::= [ -~] rest | \"'\"",
        {}},
+      // A search pattern: `.*` loops over a character rule beside words that part ways with
+      // them; and a rule that never ends on printable bytes, pushing a frame for each.
+      {GrammarSpec::kJsonSchema, R"({"type":"string","pattern":"(ab\\.c)|('.*')+$"})", {}},
+      {GrammarSpec::kEbnf, "root ::= \"<\" nest \">\"\nnest ::= [ -~] nest \"x\" | \"|\"", {}},
   };
   Counts counts;
   compare_specs(specs, counts);

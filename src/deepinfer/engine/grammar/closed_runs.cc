@@ -1,10 +1,13 @@
 // See closed_runs.h. A rule is closed over a set S when its alternatives take, between them,
-// every byte of S into closed continuations: an alternative that starts with a byte class B
-// gives B's bytes of S when, after it, byte classes that each hold all of S lead to a tail
-// call of a closed rule; one that is a lone tail call gives that rule's bytes. Tail calls
-// replace their frame (StackPool::closure), so none of this depends on the frames below.
-// Everything else (a non-tail call, an alternative that ends) gives nothing, which errs on
-// the safe side.
+// every byte of S into closed continuations, where a continuation is closed when it enters a
+// closed rule (after byte classes that each hold all of S), by a tail call or not: a closed
+// rule never ends on a run of S, so what follows its call never matters. An alternative that
+// starts with a byte class B gives B's bytes of S when its continuation is closed; one that
+// starts with a call gives the called rule's bytes, and, when the call returns to a closed
+// continuation, the bytes of S the called rule takes in one byte and returns on (a character
+// rule's ASCII alternative). Everything else gives nothing, which errs on the safe side. The
+// grammar has no left recursion, so following calls at the start of alternatives reaches a
+// byte class in finitely many steps, and the greatest fixpoint is sound.
 #include "deepinfer/engine/grammar/closed_runs.h"
 
 namespace deepinfer::engine::grammar {
@@ -31,16 +34,24 @@ int64_t ClosedRuns::continuation_rule(uint32_t q, const ByteSet& s) const {
       if (!holds_all(g_.byte_sets[e.arg], s)) return kNoRule;
       continue;
     }
-    if (e.kind == ElemKind::kRule && g_.elements[q + 1].kind == ElemKind::kEndAlt) return e.arg;
-    return kNoRule;
+    return e.kind == ElemKind::kRule ? e.arg : kNoRule;
   }
 }
 
-int64_t ClosedRuns::dependency(uint32_t a, const ByteSet& s) const {
+ClosedRuns::AltDeps ClosedRuns::dependencies(uint32_t a, const ByteSet& s) const {
   const Element& e = g_.elements[a];
-  if (e.kind == ElemKind::kBytes) return continuation_rule(a + 1, s);
-  if (e.kind == ElemKind::kRule && g_.elements[a + 1].kind == ElemKind::kEndAlt) return e.arg;
-  return kNoRule;
+  if (e.kind == ElemKind::kEndAlt) return {};
+  if (e.kind == ElemKind::kBytes) return {kNoRule, continuation_rule(a + 1, s)};
+  const bool tail = g_.elements[a + 1].kind == ElemKind::kEndAlt;
+  return {e.arg, tail ? kNoRule : continuation_rule(a + 1, s)};
+}
+
+ByteSet ClosedRuns::one_byte_returns(uint32_t r) const {
+  ByteSet out;
+  for (uint32_t a : g_.rule_alts[r])
+    if (g_.elements[a].kind == ElemKind::kBytes && g_.elements[a + 1].kind == ElemKind::kEndAlt)
+      for (int w = 0; w < 4; ++w) out.bits[w] |= g_.byte_sets[g_.elements[a].arg].bits[w];
+  return out;
 }
 
 const ByteSet& ClosedRuns::gives(Set& set, uint32_t r) {
@@ -61,8 +72,9 @@ const ByteSet& ClosedRuns::gives(Set& set, uint32_t r) {
     const uint32_t x = todo_.back();
     todo_.pop_back();
     for (uint32_t a : g_.rule_alts[x]) {
-      const int64_t d = dependency(a, s);
-      if (d != kNoRule && set.slot[d] == -1) ask(static_cast<uint32_t>(d));
+      const AltDeps d = dependencies(a, s);
+      for (int64_t y : {d.entered, d.then})
+        if (y != kNoRule && set.slot[y] == -1) ask(static_cast<uint32_t>(y));
     }
   }
   // From "every rule gives all of s" down, until nothing changes (bytes only shrink, so this
@@ -77,14 +89,16 @@ const ByteSet& ClosedRuns::gives(Set& set, uint32_t r) {
     for (size_t i = rules_.size(); i-- > 0;) {
       ByteSet got;
       for (uint32_t a : g_.rule_alts[rules_[i]]) {
-        const int64_t d = dependency(a, s);
-        if (d == kNoRule) continue;
-        const Element& e = g_.elements[a];
-        const ByteSet& next = current(d);
-        if (e.kind == ElemKind::kRule) {
-          for (int w = 0; w < 4; ++w) got.bits[w] |= next.bits[w];
-        } else if (holds_all(next, s)) {
-          for (int w = 0; w < 4; ++w) got.bits[w] |= g_.byte_sets[e.arg].bits[w] & s.bits[w];
+        const AltDeps d = dependencies(a, s);
+        if (d.entered != kNoRule) {
+          const ByteSet& inner = current(d.entered);
+          for (int w = 0; w < 4; ++w) got.bits[w] |= inner.bits[w];
+        }
+        if (d.then != kNoRule && holds_all(current(d.then), s)) {
+          const Element& e = g_.elements[a];
+          const ByteSet taken =
+              e.kind == ElemKind::kBytes ? g_.byte_sets[e.arg] : one_byte_returns(e.arg);
+          for (int w = 0; w < 4; ++w) got.bits[w] |= taken.bits[w] & s.bits[w];
         }
       }
       if (got != local_[i]) {
@@ -100,10 +114,14 @@ const ByteSet& ClosedRuns::gives(Set& set, uint32_t r) {
   return set.gives[set.slot[r]];
 }
 
-uint8_t ClosedRuns::after(uint32_t p) {
+uint8_t ClosedRuns::after(uint32_t p) { return continues(p + 1); }
+
+uint8_t ClosedRuns::after_return(uint32_t call_site) { return continues(call_site + 1); }
+
+uint8_t ClosedRuns::continues(uint32_t q) {
   uint8_t out = 0;
   for (int i = 0; i < 2; ++i) {
-    const int64_t r = continuation_rule(p + 1, sets_[i].bytes);
+    const int64_t r = continuation_rule(q, sets_[i].bytes);
     if (r != kNoRule && holds_all(gives(sets_[i], static_cast<uint32_t>(r)), sets_[i].bytes))
       out |= i == 0 ? kPlain : kText;
   }

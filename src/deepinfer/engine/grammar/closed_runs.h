@@ -1,13 +1,14 @@
 // Grammar positions from which a stack takes any run of bytes of a set, whatever lies below
 // it: the byte taken there leads into a rule that takes every byte of the set again, the same
-// way, and never has to end first. The case that matters is a property name that must differ
-// from the declared ones (json_schema_parts.cc's key_excluding: a trie of rules, one per
-// prefix, each falling back to a loop over string bytes). A context walker's state whose
-// stacks take every byte of the set this way, between them, accepts every token made of those
-// bytes without stepping one, though its transitions part ways on the declared names' letters
+// way, and never has to end first (it may call itself and grow the stack). The case that matters is
+// a property name that must differ from the declared ones (json_schema_parts.cc's key_excluding: a
+// trie of rules, one per prefix, each falling back to a loop over string bytes). A context walker's
+// state whose stacks take every byte of the set this way, between them, accepts every token made of
+// those bytes without stepping one, though its transitions part ways on the declared names' letters
 // (so ContextWalker::plain_run, which needs one next state for all plain bytes, misses it).
-// Only byte classes followed by tail calls count; a body that calls a character rule (a JSON
-// string of well-formed UTF-8) is left to plain_run and text_safe.
+// A loop that calls a character rule and then itself (a JSON string body, a regex's `.*`)
+// counts too, through the character rule's one-byte alternatives (ASCII); its multi-byte ones
+// do not take every run of text bytes, so such a loop is closed over plain bytes only.
 #pragma once
 
 #include <cstdint>
@@ -29,27 +30,38 @@ class ClosedRuns {
   // For byte-class position p: the sets (kPlain | kText) whose every run a byte taken at p
   // leads on to. Each rule's answer is kept for later questions.
   uint8_t after(uint32_t p);
+  // For a rule that ends after the byte it takes (a character rule's one-byte alternative):
+  // the same for where it returns to, after the call at position call_site (the stack's
+  // parent frame).
+  uint8_t after_return(uint32_t call_site);
 
  private:
   static constexpr int64_t kNoRule = -1;
   struct Set {
     ByteSet bytes;
     // [rules] index into `gives` once known, else -1 (or, while a question is being
-    // answered, kInQuestion - i for the question's i-th rule).
+    // answered, -2 - i for the question's i-th rule).
     std::vector<int32_t> slot;
     // The bytes of the set that a known rule takes into closed continuations (all of the
     // set: the rule is closed).
     std::vector<ByteSet> gives;
   };
-  // The rule that the continuation at position q tail-calls, after byte classes that each
-  // hold all of s; kNoRule when it ends, calls without a tail, or meets a narrower class.
+  // The rule the continuation at position q enters (by a call, after byte classes that each
+  // hold all of s); kNoRule when it ends or meets a narrower class first.
   int64_t continuation_rule(uint32_t q, const ByteSet& s) const;
-  // What alternative a of some rule depends on: the rule its first byte leads on to, or the
-  // rule it tail-calls at once; kNoRule when it gives nothing whatever the answer.
-  int64_t dependency(uint32_t a, const ByteSet& s) const;
+  // What alternative a of some rule depends on: the rule it starts by calling, and the rule
+  // its continuation enters after its first byte class or after that call returns (kNoRule
+  // where there is none, or the call is a tail call).
+  struct AltDeps {
+    int64_t entered = kNoRule, then = kNoRule;
+  };
+  AltDeps dependencies(uint32_t a, const ByteSet& s) const;
+  // The bytes rule r takes in one byte and then returns on (its [bytes] alternatives).
+  ByteSet one_byte_returns(uint32_t r) const;
+  // The sets whose every run the continuation at position q leads on to.
+  uint8_t continues(uint32_t q);
   // Rule r's bytes in set `set`: a greatest fixpoint over the rules r depends on that are not
-  // known yet (a chain of tail calls from one rule reaches a byte class in finitely many
-  // steps, as the grammar has no left recursion, so the fixpoint is sound).
+  // known yet (see closed_runs.cc for why it is sound).
   const ByteSet& gives(Set& set, uint32_t r);
 
   const Grammar& g_;

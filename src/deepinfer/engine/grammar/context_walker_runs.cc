@@ -181,7 +181,13 @@ bool ContextWalker::closed_over(int32_t s, uint8_t which) {
       const uint32_t st = set_items_[i];
       if (st == StackPool::kAccept || st == StackPool::kContext) continue;
       const uint32_t p = pool_->pos(st);
-      const uint8_t after = runs_.after(p);
+      uint8_t after = runs_.after(p);
+      // A rule that ends after this byte (a character rule's ASCII alternative) goes on where
+      // its call returns, when that frame is known.
+      const uint32_t caller = pool_->parent(st);
+      if (!after && g_->elements[p + 1].kind == ElemKind::kEndAlt &&
+          caller != StackPool::kAccept && caller != StackPool::kContext)
+        after = runs_.after_return(pool_->pos(caller));
       if (!after) continue;
       const ByteSet& b = g_->byte_sets[g_->elements[p].arg];
       for (int w = 0; w < 4; ++w) {
