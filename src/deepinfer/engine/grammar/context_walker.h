@@ -137,8 +137,12 @@ class ContextWalker {
   // successor (a counted run of a byte class, or a loop on it).
   bool run_covers(int32_t s, const std::array<uint64_t, 4>& bytes, int h);
   // State s takes every run of ClosedRuns `which` bytes (kPlain or kText), by its stacks'
-  // positions alone (no step). Cached per state.
-  bool closed_over(int32_t s, uint8_t which);
+  // positions alone (no step). Cached per state (asked at every subtree the scan meets).
+  bool closed_over(int32_t s, uint8_t which) {
+    if (closed_[s] < 0) closed_[s] = closed_bits(s);
+    return (closed_[s] & which) != 0;
+  }
+  int8_t closed_bits(int32_t s);
   // State s survives every plain token (VocabTrie::plain_token_bits).
   bool accepts_all_plain(int32_t s);
   // State s survives exactly `run` plain bytes (1..VocabTrie::max_short_plain) and then dies
