@@ -8,6 +8,7 @@ namespace deepinfer::engine::grammar {
 StackPool::StackPool(const Grammar* g) : g_(g) {
   nodes_.push_back({kNoPos, kNoPos});  // kAccept
   nodes_.push_back({kNoPos, kNoPos});  // kContext
+  class_of_.assign(2, nullptr);
   mark_.resize(2, 0);
   closure_mark_.resize(2, 0);
   closed_begin_.resize(2, kNoPos);
@@ -44,6 +45,8 @@ uint32_t StackPool::node(uint32_t parent, uint32_t pos) {
   index_keys_[i] = key;
   index_ids_[i] = id;
   nodes_.push_back({parent, pos});
+  const Element& e = g_->elements[pos];
+  class_of_.push_back(e.kind == ElemKind::kBytes ? &g_->byte_sets[e.arg] : nullptr);
   mark_.push_back(0);
   closure_mark_.push_back(0);
   closed_begin_.push_back(kNoPos);
@@ -125,10 +128,10 @@ void StackPool::advance(const uint32_t* in, size_t n_in, uint8_t b, std::vector<
   for (size_t k = 0; k < n_in; ++k) {
     const uint32_t s = in[k];
     if (s == kAccept || s == kContext) continue;
-    const Node n = nodes_[s];
-    if (!g_->byte_sets[g_->elements[n.pos].arg].test(b)) continue;
+    if (!class_of_[s]->test(b)) continue;
     // The stack past its byte class: looked up in the hash-consing index once, then kept.
     if (next_[s] == kNoPos) {
+      const Node n = nodes_[s];
       const uint32_t next = node(n.parent, n.pos + 1);
       next_[s] = next;
     }

@@ -24,7 +24,9 @@ class StackPool {
 
   // Stacks whose top is a byte class (or kAccept) at the start of rule `rule`.
   std::vector<uint32_t> initial(uint32_t rule);
-  // Consumes byte b from every stack in `in`; `out` gets the deduplicated closed results.
+  // Consumes byte b from every stack in `in` (closed stacks, as initial() and advance()
+  // return them: each top a byte class, or kAccept / kContext); `out` gets the deduplicated
+  // closed results.
   void advance(const std::vector<uint32_t>& in, uint8_t b, std::vector<uint32_t>& out) {
     advance(in.data(), in.size(), b, out);
   }
@@ -52,6 +54,9 @@ class StackPool {
 
   const Grammar* g_;
   std::vector<Node> nodes_;
+  // [nodes] the byte class a stack consumes next (its top's), null when its top is no byte
+  // class (a stack not closed yet): advance tests it without going through its position.
+  std::vector<const ByteSet*> class_of_;
   // Hash-consing index: open addressing over (parent, pos) keys, the node id in the slot's
   // value (kNoPos = free); a power of two in size, at most half full. No allocation per node.
   std::vector<uint64_t> index_keys_;
