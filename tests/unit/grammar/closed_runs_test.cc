@@ -136,6 +136,56 @@ TEST(ClosedRuns, CharacterLoopIsClosedOverPlainThroughItsCaller) {
   EXPECT_EQ(runs.after(g.rule_alts[root][1]), 0);
 }
 
+// Adds to `ch` one alternative per well-formed multi-byte UTF-8 form (as a JSON string's
+// character rule has them), the 4-byte ones only when asked.
+void add_multibyte_forms(GrammarBuilder& b, uint32_t ch, bool four_byte) {
+  const ByteSet cont = range(0x80, 0xBF);
+  b.add_alt(ch, {b.bytes(range(0xC2, 0xDF)), b.bytes(cont)});
+  b.add_alt(ch, {b.byte(0xE0), b.bytes(range(0xA0, 0xBF)), b.bytes(cont)});
+  b.add_alt(ch, {b.bytes(range(0xE1, 0xEC)), b.bytes(cont), b.bytes(cont)});
+  b.add_alt(ch, {b.byte(0xED), b.bytes(range(0x80, 0x9F)), b.bytes(cont)});
+  b.add_alt(ch, {b.bytes(range(0xEE, 0xEF)), b.bytes(cont), b.bytes(cont)});
+  if (!four_byte) return;
+  b.add_alt(ch, {b.byte(0xF0), b.bytes(range(0x90, 0xBF)), b.bytes(cont), b.bytes(cont)});
+  b.add_alt(ch, {b.bytes(range(0xF1, 0xF3)), b.bytes(cont), b.bytes(cont), b.bytes(cont)});
+  b.add_alt(ch, {b.byte(0xF4), b.bytes(range(0x80, 0x8F)), b.bytes(cont), b.bytes(cont)});
+}
+
+TEST(ClosedRuns, UnicodeStringBodyIsClosedOverTextByCharacters) {
+  // chars ::= char chars | ;  char ::= [ASCII but '"'] | every multi-byte form: every text
+  // token, character by character (kTextChars), though not every run of high bytes (kText).
+  // The same loop without the 4-byte forms is not.
+  GrammarBuilder b;
+  auto call = GrammarBuilder::call;
+  const uint32_t root = b.new_rule("root"), chars = b.new_rule("chars"), ch = b.new_rule("char"),
+                 bmp = b.new_rule("bmp"), bmp_ch = b.new_rule("bmp_char");
+  b.add_alt(root, {b.byte('"'), call(chars), b.byte('"')});
+  b.add_alt(root, {b.byte('\''), call(bmp), b.byte('\'')});
+  b.add_alt(chars, {call(ch), call(chars)});
+  b.add_alt(chars, {});
+  b.add_alt(ch, {b.bytes(without(range(0x20, 0x7F), '"'))});
+  add_multibyte_forms(b, ch, true);
+  b.add_alt(bmp, {call(bmp_ch), call(bmp)});
+  b.add_alt(bmp, {});
+  b.add_alt(bmp_ch, {b.bytes(without(range(0x20, 0x7F), '"'))});
+  add_multibyte_forms(b, bmp_ch, false);
+  const Grammar g = build(b, root);
+  ClosedRuns runs(g, plain_bytes());
+  EXPECT_EQ(runs.after_return(g.rule_alts[chars][0]), ClosedRuns::kPlain | ClosedRuns::kTextChars);
+  EXPECT_EQ(runs.after(g.rule_alts[root][0]), ClosedRuns::kPlain | ClosedRuns::kTextChars);
+  EXPECT_TRUE(runs.takes_every_multibyte_character(ch));
+  EXPECT_EQ(runs.after(g.rule_alts[root][1]), ClosedRuns::kPlain);
+  EXPECT_FALSE(runs.takes_every_multibyte_character(bmp_ch));
+  // Each alternative's leads: the 2-byte form's C2-DF; none for a lone continuation class or
+  // the ASCII alternative.
+  ByteSet two = runs.multibyte_leads(g.rule_alts[ch][1]);
+  EXPECT_EQ(two, range(0xC2, 0xDF));
+  EXPECT_TRUE(runs.multibyte_leads(g.rule_alts[ch][1] + 1).empty());
+  EXPECT_TRUE(runs.multibyte_leads(g.rule_alts[ch][0]).empty());
+  EXPECT_FALSE(ClosedRuns::every_lead(range(0xC2, 0xEF)));
+  EXPECT_TRUE(ClosedRuns::every_lead(range(0xC2, 0xF4)));
+}
+
 TEST(ClosedRuns, AMissingByteAnEndOrACallThatReturnsIsNotClosed) {
   // `gap` never takes 'a'; `ends` finishes its rule (what follows is not known); `returns`
   // calls a rule that ends after one byte, and what follows that call takes 'x' only;

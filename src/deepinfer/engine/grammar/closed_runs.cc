@@ -19,31 +19,92 @@ bool holds_all(const ByteSet& a, const ByteSet& s) {
   return true;
 }
 
+// The well-formed multi-byte UTF-8 forms (as is_text_token checks them): a lead byte range,
+// then the range of each next byte.
+struct Utf8Form {
+  uint8_t lo[4], hi[4];
+  int len;
+};
+constexpr Utf8Form kUtf8Forms[] = {
+    {{0xC2, 0x80}, {0xDF, 0xBF}, 2},
+    {{0xE0, 0xA0, 0x80}, {0xE0, 0xBF, 0xBF}, 3},
+    {{0xE1, 0x80, 0x80}, {0xEC, 0xBF, 0xBF}, 3},
+    {{0xED, 0x80, 0x80}, {0xED, 0x9F, 0xBF}, 3},
+    {{0xEE, 0x80, 0x80}, {0xEF, 0xBF, 0xBF}, 3},
+    {{0xF0, 0x90, 0x80, 0x80}, {0xF0, 0xBF, 0xBF, 0xBF}, 4},
+    {{0xF1, 0x80, 0x80, 0x80}, {0xF3, 0xBF, 0xBF, 0xBF}, 4},
+    {{0xF4, 0x80, 0x80, 0x80}, {0xF4, 0x8F, 0xBF, 0xBF}, 4},
+};
+
+bool holds_range(const ByteSet& a, uint8_t lo, uint8_t hi) {
+  for (int b = lo; b <= hi; ++b)
+    if (!a.test(static_cast<uint8_t>(b))) return false;
+  return true;
+}
+
+constexpr uint8_t kAnyMultibyte = 0x80;  // kTextChars' stand-in bit for multi-byte characters
+
 }  // namespace
 
 ClosedRuns::ClosedRuns(const Grammar& g, const ByteSet& plain) : g_(g) {
   sets_[0].bytes = plain;
   sets_[1].bytes = plain;
   sets_[1].bytes.set_range(0x80, 0xFF);
+  sets_[2].bytes = plain;
+  sets_[2].bytes.set(kAnyMultibyte);
+  sets_[2].by_characters = true;
 }
 
-int64_t ClosedRuns::continuation_rule(uint32_t q, const ByteSet& s) const {
+int64_t ClosedRuns::continuation_rule(uint32_t q, const Set& set) const {
   for (;; ++q) {
     const Element& e = g_.elements[q];
     if (e.kind == ElemKind::kBytes) {
-      if (!holds_all(g_.byte_sets[e.arg], s)) return kNoRule;
+      // By characters, a class in between could split a character from what follows it.
+      if (set.by_characters || !holds_all(g_.byte_sets[e.arg], set.bytes)) return kNoRule;
       continue;
     }
     return e.kind == ElemKind::kRule ? e.arg : kNoRule;
   }
 }
 
-ClosedRuns::AltDeps ClosedRuns::dependencies(uint32_t a, const ByteSet& s) const {
+ClosedRuns::AltDeps ClosedRuns::dependencies(uint32_t a, const Set& set) const {
   const Element& e = g_.elements[a];
   if (e.kind == ElemKind::kEndAlt) return {};
-  if (e.kind == ElemKind::kBytes) return {kNoRule, continuation_rule(a + 1, s)};
+  if (e.kind == ElemKind::kBytes) return {kNoRule, continuation_rule(a + 1, set)};
   const bool tail = g_.elements[a + 1].kind == ElemKind::kEndAlt;
-  return {e.arg, tail ? kNoRule : continuation_rule(a + 1, s)};
+  return {e.arg, tail ? kNoRule : continuation_rule(a + 1, set)};
+}
+
+ByteSet ClosedRuns::multibyte_leads(uint32_t p) const {
+  ByteSet leads;
+  for (const Utf8Form& f : kUtf8Forms) {
+    bool whole = g_.elements[p + f.len].kind == ElemKind::kEndAlt;
+    for (int i = 0; i < f.len && whole; ++i) {
+      const Element& e = g_.elements[p + i];
+      whole = e.kind == ElemKind::kBytes &&
+              (i == 0 || holds_range(g_.byte_sets[e.arg], f.lo[i], f.hi[i]));
+    }
+    if (!whole) continue;
+    const ByteSet& first = g_.byte_sets[g_.elements[p].arg];
+    for (int b = f.lo[0]; b <= f.hi[0]; ++b)
+      if (first.test(static_cast<uint8_t>(b))) leads.set(static_cast<uint8_t>(b));
+  }
+  return leads;
+}
+
+bool ClosedRuns::every_lead(const ByteSet& leads) { return holds_range(leads, 0xC2, 0xF4); }
+
+bool ClosedRuns::takes_every_multibyte_character(uint32_t r) {
+  if (multibyte_.empty()) multibyte_.assign(g_.num_rules(), -1);
+  if (multibyte_[r] < 0) {
+    ByteSet leads;
+    for (uint32_t a : g_.rule_alts[r]) {
+      const ByteSet l = multibyte_leads(a);
+      for (int w = 0; w < 4; ++w) leads.bits[w] |= l.bits[w];
+    }
+    multibyte_[r] = every_lead(leads);
+  }
+  return multibyte_[r];
 }
 
 ByteSet ClosedRuns::one_byte_returns(uint32_t r) const {
@@ -72,7 +133,7 @@ const ByteSet& ClosedRuns::gives(Set& set, uint32_t r) {
     const uint32_t x = todo_.back();
     todo_.pop_back();
     for (uint32_t a : g_.rule_alts[x]) {
-      const AltDeps d = dependencies(a, s);
+      const AltDeps d = dependencies(a, set);
       for (int64_t y : {d.entered, d.then})
         if (y != kNoRule && set.slot[y] == -1) ask(static_cast<uint32_t>(y));
     }
@@ -89,15 +150,20 @@ const ByteSet& ClosedRuns::gives(Set& set, uint32_t r) {
     for (size_t i = rules_.size(); i-- > 0;) {
       ByteSet got;
       for (uint32_t a : g_.rule_alts[rules_[i]]) {
-        const AltDeps d = dependencies(a, s);
+        const AltDeps d = dependencies(a, set);
         if (d.entered != kNoRule) {
           const ByteSet& inner = current(d.entered);
           for (int w = 0; w < 4; ++w) got.bits[w] |= inner.bits[w];
         }
         if (d.then != kNoRule && holds_all(current(d.then), s)) {
           const Element& e = g_.elements[a];
-          const ByteSet taken =
+          ByteSet taken =
               e.kind == ElemKind::kBytes ? g_.byte_sets[e.arg] : one_byte_returns(e.arg);
+          if (set.by_characters) {  // single bytes count as plain ones only
+            for (int w = 0; w < 4; ++w) taken.bits[w] &= sets_[0].bytes.bits[w];
+            if (e.kind == ElemKind::kRule && takes_every_multibyte_character(e.arg))
+              taken.set(kAnyMultibyte);
+          }
           for (int w = 0; w < 4; ++w) got.bits[w] |= taken.bits[w] & s.bits[w];
         }
       }
@@ -120,10 +186,10 @@ uint8_t ClosedRuns::after_return(uint32_t call_site) { return continues(call_sit
 
 uint8_t ClosedRuns::continues(uint32_t q) {
   uint8_t out = 0;
-  for (int i = 0; i < 2; ++i) {
-    const int64_t r = continuation_rule(q, sets_[i].bytes);
+  for (int i = 0; i < 3; ++i) {
+    const int64_t r = continuation_rule(q, sets_[i]);
     if (r != kNoRule && holds_all(gives(sets_[i], static_cast<uint32_t>(r)), sets_[i].bytes))
-      out |= i == 0 ? kPlain : kText;
+      out |= static_cast<uint8_t>(1 << i);
   }
   return out;
 }

@@ -314,9 +314,9 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
   }
   const int short_run = short_plain.escapes ? 0 : short_plain.run;
   // A string body that takes every character also takes the text tokens at once.
-  const bool all_text =
-      all_plain && whole.non_text &&
-      (closed_over(state_at_[0], ClosedRuns::kText) || text_safe(state_at_[0]));
+  const bool all_text = all_plain && whole.non_text &&
+                        (closed_over(state_at_[0], ClosedRuns::kText | ClosedRuns::kTextChars) ||
+                         text_safe(state_at_[0]));
   if (all_plain) {
     as_bits = true;
     accepted_bits_ = whole.plain_token_bits;

@@ -172,30 +172,41 @@ bool ContextWalker::text_safe(int32_t s) {
 }
 
 int8_t ContextWalker::closed_bits(int32_t s) {
-  // The bytes of each set that some stack takes into a closed continuation.
+  // The bytes of each set that some stack takes into a closed continuation; by characters,
+  // also the lead bytes of the multi-byte characters some stack takes whole.
   const ByteSet& plain_bytes = runs_.bytes(ClosedRuns::kPlain);
   const ByteSet& text_bytes = runs_.bytes(ClosedRuns::kText);
-  ByteSet plain, text;
+  ByteSet plain, text, chars, leads;
   for (uint32_t i = set_begin_[s]; i < set_begin_[s + 1]; ++i) {
     const uint32_t st = set_items_[i];
     if (st == StackPool::kAccept || st == StackPool::kContext) continue;
     const uint32_t p = pool_->pos(st);
     uint8_t after = runs_.after(p);
-    // A rule that ends after this byte (a character rule's ASCII alternative) goes on where
-    // its call returns, when that frame is known.
+    // A rule that ends after this byte or character (a character rule's alternatives) goes
+    // on where its call returns, when that frame is known.
     const uint32_t caller = pool_->parent(st);
-    if (!after && g_->elements[p + 1].kind == ElemKind::kEndAlt &&
-        caller != StackPool::kAccept && caller != StackPool::kContext)
-      after = runs_.after_return(pool_->pos(caller));
+    if (!after && caller != StackPool::kAccept && caller != StackPool::kContext) {
+      const bool one_byte = g_->elements[p + 1].kind == ElemKind::kEndAlt;
+      const ByteSet whole = runs_.multibyte_leads(p);
+      if (one_byte || !whole.empty()) {
+        const uint8_t back = runs_.after_return(pool_->pos(caller));
+        if (one_byte) after = back;
+        if (back & ClosedRuns::kTextChars)
+          for (int w = 0; w < 4; ++w) leads.bits[w] |= whole.bits[w];
+      }
+    }
     if (!after) continue;
     const ByteSet& b = g_->byte_sets[g_->elements[p].arg];
     for (int w = 0; w < 4; ++w) {
       if (after & ClosedRuns::kPlain) plain.bits[w] |= b.bits[w] & plain_bytes.bits[w];
       if (after & ClosedRuns::kText) text.bits[w] |= b.bits[w] & text_bytes.bits[w];
+      if (after & ClosedRuns::kTextChars) chars.bits[w] |= b.bits[w] & plain_bytes.bits[w];
     }
   }
+  const bool by_characters = chars == plain_bytes && ClosedRuns::every_lead(leads);
   return static_cast<int8_t>((plain == plain_bytes ? ClosedRuns::kPlain : 0) |
-                             (text == text_bytes ? ClosedRuns::kText : 0));
+                             (text == text_bytes ? ClosedRuns::kText : 0) |
+                             (by_characters ? ClosedRuns::kTextChars : 0));
 }
 
 bool ContextWalker::accepts_all_plain(int32_t s) {
