@@ -37,8 +37,12 @@ constexpr Utf8Form kUtf8Forms[] = {
 };
 
 bool holds_range(const ByteSet& a, uint8_t lo, uint8_t hi) {
-  for (int b = lo; b <= hi; ++b)
-    if (!a.test(static_cast<uint8_t>(b))) return false;
+  for (int w = lo >> 6; w <= hi >> 6; ++w) {
+    const int from = w == (lo >> 6) ? lo & 63 : 0, to = w == (hi >> 6) ? hi & 63 : 63;
+    const uint64_t want =
+        (to == 63 ? ~uint64_t{0} : (uint64_t{1} << (to + 1)) - 1) & ~((uint64_t{1} << from) - 1);
+    if ((a.bits[w] & want) != want) return false;
+  }
   return true;
 }
 
@@ -77,15 +81,19 @@ ClosedRuns::AltDeps ClosedRuns::dependencies(uint32_t a, const Set& set) const {
 
 ByteSet ClosedRuns::multibyte_leads(uint32_t p) const {
   ByteSet leads;
+  const Element& e0 = g_.elements[p];
+  if (e0.kind != ElemKind::kBytes) return leads;
+  const ByteSet& first = g_.byte_sets[e0.arg];
+  // Lead bytes are C2-F4 (bits 2-52 of the last word): most classes hold none.
+  constexpr uint64_t kLeadBits = ((uint64_t{1} << 51) - 1) << 2;
+  if (!(first.bits[3] & kLeadBits)) return leads;
   for (const Utf8Form& f : kUtf8Forms) {
-    bool whole = g_.elements[p + f.len].kind == ElemKind::kEndAlt;
-    for (int i = 0; i < f.len && whole; ++i) {
+    bool whole = true;
+    for (int i = 1; i < f.len && whole; ++i) {
       const Element& e = g_.elements[p + i];
-      whole = e.kind == ElemKind::kBytes &&
-              (i == 0 || holds_range(g_.byte_sets[e.arg], f.lo[i], f.hi[i]));
+      whole = e.kind == ElemKind::kBytes && holds_range(g_.byte_sets[e.arg], f.lo[i], f.hi[i]);
     }
-    if (!whole) continue;
-    const ByteSet& first = g_.byte_sets[g_.elements[p].arg];
+    if (!whole || g_.elements[p + f.len].kind != ElemKind::kEndAlt) continue;
     for (int b = f.lo[0]; b <= f.hi[0]; ++b)
       if (first.test(static_cast<uint8_t>(b))) leads.set(static_cast<uint8_t>(b));
   }
