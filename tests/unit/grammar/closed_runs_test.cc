@@ -108,80 +108,76 @@ TEST(ClosedRuns, RulesThatPartWaysOnLettersAreClosedTogether) {
   EXPECT_EQ(after(g, after_ab, 0), kBoth);  // across a second class that takes every byte
 }
 
-TEST(ClosedRuns, CharacterLoopIsClosedOverPlainThroughItsCaller) {
-  // chars ::= char chars | ;  char ::= [ASCII] | [2-byte lead] [continuation]
-  // (a JSON string body of well-formed UTF-8): the character rule's ASCII alternative ends
-  // its rule, and the loop goes on where the call returns. A lone lead byte does not go on,
-  // so the loop is not closed over text bytes.
-  GrammarBuilder b;
-  auto call = GrammarBuilder::call;
-  const uint32_t root = b.new_rule("root"), chars = b.new_rule("chars"), ch = b.new_rule("char"),
-                 narrow = b.new_rule("narrow"), narrow_ch = b.new_rule("narrow_char");
-  b.add_alt(root, {b.byte('"'), call(chars), b.byte('"')});
-  b.add_alt(root, {b.byte('\''), call(narrow), b.byte('\'')});
-  b.add_alt(chars, {call(ch), call(chars)});
-  b.add_alt(chars, {});
-  b.add_alt(ch, {b.bytes(without(range(0x20, 0x7F), '"'))});
-  b.add_alt(ch, {b.bytes(range(0xC2, 0xDF)), b.bytes(range(0x80, 0xBF))});
-  // The same loop over a character rule that never takes 'q'.
-  b.add_alt(narrow, {call(narrow_ch), call(narrow)});
-  b.add_alt(narrow, {});
-  b.add_alt(narrow_ch, {b.bytes(without(range(0x20, 0x7E), 'q'))});
-  const Grammar g = build(b, root);
-  EXPECT_EQ(after(g, ch, 0), 0);  // alone, it ends: what follows is its caller's
-  ClosedRuns runs(g, plain_bytes());
-  EXPECT_EQ(runs.after_return(g.rule_alts[chars][0]), ClosedRuns::kPlain);
-  EXPECT_EQ(runs.after(g.rule_alts[root][0]), ClosedRuns::kPlain);  // the opening quote
-  EXPECT_EQ(runs.after_return(g.rule_alts[narrow][0]), 0);
-  EXPECT_EQ(runs.after(g.rule_alts[root][1]), 0);
-}
-
-// Adds to `ch` one alternative per well-formed multi-byte UTF-8 form (as a JSON string's
-// character rule has them), the 4-byte ones only when asked.
-void add_multibyte_forms(GrammarBuilder& b, uint32_t ch, bool four_byte) {
+// loop ::= char loop | ;  char ::= [ascii] | multi-byte forms (as a JSON string's character
+// rule has them): the 2-byte form only, all but the 4-byte ones, or all.
+enum class Forms { kTwoByte, kNoFourByte, kAll };
+struct CharLoop {
+  uint32_t loop, ch;
+};
+CharLoop add_char_loop(GrammarBuilder& b, const ByteSet& ascii, Forms forms) {
+  const uint32_t loop = b.new_rule("loop"), ch = b.new_rule("char");
+  b.add_alt(loop, {GrammarBuilder::call(ch), GrammarBuilder::call(loop)});
+  b.add_alt(loop, {});
+  b.add_alt(ch, {b.bytes(ascii)});
   const ByteSet cont = range(0x80, 0xBF);
   b.add_alt(ch, {b.bytes(range(0xC2, 0xDF)), b.bytes(cont)});
+  if (forms == Forms::kTwoByte) return {loop, ch};
   b.add_alt(ch, {b.byte(0xE0), b.bytes(range(0xA0, 0xBF)), b.bytes(cont)});
   b.add_alt(ch, {b.bytes(range(0xE1, 0xEC)), b.bytes(cont), b.bytes(cont)});
   b.add_alt(ch, {b.byte(0xED), b.bytes(range(0x80, 0x9F)), b.bytes(cont)});
   b.add_alt(ch, {b.bytes(range(0xEE, 0xEF)), b.bytes(cont), b.bytes(cont)});
-  if (!four_byte) return;
+  if (forms == Forms::kNoFourByte) return {loop, ch};
   b.add_alt(ch, {b.byte(0xF0), b.bytes(range(0x90, 0xBF)), b.bytes(cont), b.bytes(cont)});
   b.add_alt(ch, {b.bytes(range(0xF1, 0xF3)), b.bytes(cont), b.bytes(cont), b.bytes(cont)});
   b.add_alt(ch, {b.byte(0xF4), b.bytes(range(0x80, 0x8F)), b.bytes(cont), b.bytes(cont)});
+  return {loop, ch};
+}
+
+TEST(ClosedRuns, CharacterLoopIsClosedOverPlainThroughItsCaller) {
+  // The character rule's ASCII alternative ends its rule, and the loop goes on where the
+  // call returns. A lone lead byte does not go on, so the loop is not closed over text
+  // bytes; one whose character rule never takes 'q' is not closed at all.
+  GrammarBuilder b;
+  auto call = GrammarBuilder::call;
+  const uint32_t root = b.new_rule("root");
+  const CharLoop any = add_char_loop(b, without(range(0x20, 0x7F), '"'), Forms::kTwoByte);
+  const CharLoop no_q = add_char_loop(b, without(range(0x20, 0x7E), 'q'), Forms::kTwoByte);
+  b.add_alt(root, {b.byte('"'), call(any.loop), b.byte('"')});
+  b.add_alt(root, {b.byte('\''), call(no_q.loop), b.byte('\'')});
+  const Grammar g = build(b, root);
+  EXPECT_EQ(after(g, any.ch, 0), 0);  // alone, it ends: what follows is its caller's
+  ClosedRuns runs(g, plain_bytes());
+  EXPECT_EQ(runs.after_return(g.rule_alts[any.loop][0]), ClosedRuns::kPlain);
+  EXPECT_EQ(runs.after(g.rule_alts[root][0]), ClosedRuns::kPlain);  // the opening quote
+  EXPECT_EQ(runs.after_return(g.rule_alts[no_q.loop][0]), 0);
+  EXPECT_EQ(runs.after(g.rule_alts[root][1]), 0);
 }
 
 TEST(ClosedRuns, UnicodeStringBodyIsClosedOverTextByCharacters) {
-  // chars ::= char chars | ;  char ::= [ASCII but '"'] | every multi-byte form: every text
-  // token, character by character (kTextChars), though not every run of high bytes (kText).
-  // The same loop without the 4-byte forms is not.
+  // A loop over every multi-byte form takes every text token, character by character
+  // (kTextChars), though not every run of high bytes (kText). Without the 4-byte forms it
+  // does not.
   GrammarBuilder b;
   auto call = GrammarBuilder::call;
-  const uint32_t root = b.new_rule("root"), chars = b.new_rule("chars"), ch = b.new_rule("char"),
-                 bmp = b.new_rule("bmp"), bmp_ch = b.new_rule("bmp_char");
-  b.add_alt(root, {b.byte('"'), call(chars), b.byte('"')});
-  b.add_alt(root, {b.byte('\''), call(bmp), b.byte('\'')});
-  b.add_alt(chars, {call(ch), call(chars)});
-  b.add_alt(chars, {});
-  b.add_alt(ch, {b.bytes(without(range(0x20, 0x7F), '"'))});
-  add_multibyte_forms(b, ch, true);
-  b.add_alt(bmp, {call(bmp_ch), call(bmp)});
-  b.add_alt(bmp, {});
-  b.add_alt(bmp_ch, {b.bytes(without(range(0x20, 0x7F), '"'))});
-  add_multibyte_forms(b, bmp_ch, false);
+  const uint32_t root = b.new_rule("root");
+  const ByteSet ascii = without(range(0x20, 0x7F), '"');
+  const CharLoop all = add_char_loop(b, ascii, Forms::kAll);
+  const CharLoop bmp = add_char_loop(b, ascii, Forms::kNoFourByte);
+  b.add_alt(root, {b.byte('"'), call(all.loop), b.byte('"')});
+  b.add_alt(root, {b.byte('\''), call(bmp.loop), b.byte('\'')});
   const Grammar g = build(b, root);
   ClosedRuns runs(g, plain_bytes());
-  EXPECT_EQ(runs.after_return(g.rule_alts[chars][0]), ClosedRuns::kPlain | ClosedRuns::kTextChars);
-  EXPECT_EQ(runs.after(g.rule_alts[root][0]), ClosedRuns::kPlain | ClosedRuns::kTextChars);
-  EXPECT_TRUE(runs.takes_every_multibyte_character(ch));
+  const uint8_t by_characters = ClosedRuns::kPlain | ClosedRuns::kTextChars;
+  EXPECT_EQ(runs.after_return(g.rule_alts[all.loop][0]), by_characters);
+  EXPECT_EQ(runs.after(g.rule_alts[root][0]), by_characters);
+  EXPECT_TRUE(runs.takes_every_multibyte_character(all.ch));
   EXPECT_EQ(runs.after(g.rule_alts[root][1]), ClosedRuns::kPlain);
-  EXPECT_FALSE(runs.takes_every_multibyte_character(bmp_ch));
+  EXPECT_FALSE(runs.takes_every_multibyte_character(bmp.ch));
   // Each alternative's leads: the 2-byte form's C2-DF; none for a lone continuation class or
   // the ASCII alternative.
-  ByteSet two = runs.multibyte_leads(g.rule_alts[ch][1]);
-  EXPECT_EQ(two, range(0xC2, 0xDF));
-  EXPECT_TRUE(runs.multibyte_leads(g.rule_alts[ch][1] + 1).empty());
-  EXPECT_TRUE(runs.multibyte_leads(g.rule_alts[ch][0]).empty());
+  EXPECT_EQ(runs.multibyte_leads(g.rule_alts[all.ch][1]), range(0xC2, 0xDF));
+  EXPECT_TRUE(runs.multibyte_leads(g.rule_alts[all.ch][1] + 1).empty());
+  EXPECT_TRUE(runs.multibyte_leads(g.rule_alts[all.ch][0]).empty());
   EXPECT_FALSE(ClosedRuns::every_lead(range(0xC2, 0xEF)));
   EXPECT_TRUE(ClosedRuns::every_lead(range(0xC2, 0xF4)));
 }

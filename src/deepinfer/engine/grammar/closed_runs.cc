@@ -10,6 +10,8 @@
 // byte class in finitely many steps, and the greatest fixpoint is sound.
 #include "deepinfer/engine/grammar/closed_runs.h"
 
+#include "deepinfer/engine/grammar/vocab_trie.h"
+
 namespace deepinfer::engine::grammar {
 namespace {
 
@@ -18,23 +20,6 @@ bool holds_all(const ByteSet& a, const ByteSet& s) {
     if ((a.bits[w] & s.bits[w]) != s.bits[w]) return false;
   return true;
 }
-
-// The well-formed multi-byte UTF-8 forms (as is_text_token checks them): a lead byte range,
-// then the range of each next byte.
-struct Utf8Form {
-  uint8_t lo[4], hi[4];
-  int len;
-};
-constexpr Utf8Form kUtf8Forms[] = {
-    {{0xC2, 0x80}, {0xDF, 0xBF}, 2},
-    {{0xE0, 0xA0, 0x80}, {0xE0, 0xBF, 0xBF}, 3},
-    {{0xE1, 0x80, 0x80}, {0xEC, 0xBF, 0xBF}, 3},
-    {{0xED, 0x80, 0x80}, {0xED, 0x9F, 0xBF}, 3},
-    {{0xEE, 0x80, 0x80}, {0xEF, 0xBF, 0xBF}, 3},
-    {{0xF0, 0x90, 0x80, 0x80}, {0xF0, 0xBF, 0xBF, 0xBF}, 4},
-    {{0xF1, 0x80, 0x80, 0x80}, {0xF3, 0xBF, 0xBF, 0xBF}, 4},
-    {{0xF4, 0x80, 0x80, 0x80}, {0xF4, 0x8F, 0xBF, 0xBF}, 4},
-};
 
 bool holds_range(const ByteSet& a, uint8_t lo, uint8_t hi) {
   for (int w = lo >> 6; w <= hi >> 6; ++w) {

@@ -84,23 +84,8 @@ bool ContextWalker::plain_uniform(int32_t x) {
 }
 
 void ContextWalker::build_utf8_paths() {
-  // Each multi-byte form as byte ranges (lead byte, then the allowed range of each next
-  // byte); one path per sequence of byte columns meeting the ranges.
-  struct Form {
-    uint8_t lo[4], hi[4];
-    int len;
-  };
-  static constexpr Form kForms[] = {
-      {{0xC2, 0x80}, {0xDF, 0xBF}, 2},
-      {{0xE0, 0xA0, 0x80}, {0xE0, 0xBF, 0xBF}, 3},
-      {{0xE1, 0x80, 0x80}, {0xEC, 0xBF, 0xBF}, 3},
-      {{0xED, 0x80, 0x80}, {0xED, 0x9F, 0xBF}, 3},
-      {{0xEE, 0x80, 0x80}, {0xEF, 0xBF, 0xBF}, 3},
-      {{0xF0, 0x90, 0x80, 0x80}, {0xF0, 0xBF, 0xBF, 0xBF}, 4},
-      {{0xF1, 0x80, 0x80, 0x80}, {0xF3, 0xBF, 0xBF, 0xBF}, 4},
-      {{0xF4, 0x80, 0x80, 0x80}, {0xF4, 0x8F, 0xBF, 0xBF}, 4},
-  };
-  auto follow = [&](auto&& self, const Form& f, int i) -> void {
+  // One path per sequence of byte columns meeting a multi-byte form's ranges.
+  auto follow = [&](auto&& self, const Utf8Form& f, int i) -> void {
     if (i >= f.len || i >= 4) return;
     std::array<bool, 256> seen{};
     for (int b = f.lo[i]; b <= f.hi[i]; ++b) {
@@ -110,7 +95,7 @@ void ContextWalker::build_utf8_paths() {
       self(self, f, i + 1);
     }
   };
-  for (const Form& f : kForms) follow(follow, f, 0);
+  for (const Utf8Form& f : kUtf8Forms) follow(follow, f, 0);
 }
 
 bool ContextWalker::text_safe(int32_t s) {

@@ -25,7 +25,7 @@ struct VocabTrie {
   // The bytes that occur below node k (on edges inside its subtree, not its own edge):
   // below_sets[below[k]]. A scan whose state loops on all of them accepts the whole subtree
   // without visiting it. Distinct sets are stored once.
-  std::vector<uint32_t> below;                     // [nodes]
+  std::vector<uint32_t> below;                      // [nodes]
   std::vector<std::array<uint64_t, 4>> below_sets;  // distinct sets; [0] = empty
   // Printable ASCII but '"' and '\\' (the bytes of most tokens inside a quoted string).
   std::array<uint64_t, 4> plain{};
@@ -42,7 +42,7 @@ struct VocabTrie {
   // subtree_bits[subtree_bits_at[k]], or subtree_bits_at[k] = kNoBits.
   static constexpr uint32_t kNoBits = 0xFFFFFFFFu;
   static constexpr size_t kSubtreeBitsWordsPerToken = 4;  // bits kept from mask_words / 4 tokens
-  std::vector<uint32_t> subtree_bits_at;  // [nodes]
+  std::vector<uint32_t> subtree_bits_at;                  // [nodes]
   std::vector<uint32_t> subtree_bits;
 
   // Node k's path from the root is all plain bytes (so with a plain subtree, its tokens are
@@ -57,8 +57,8 @@ struct VocabTrie {
   // where the tables would pass kMaxShortPlainBytes (huge vocabularies with long tokens).
   static constexpr size_t kMaxShortPlainBytes = size_t{8} << 20;
   size_t max_short_plain = 0;
-  std::vector<uint32_t> short_plain_bits;    // [max_short_plain * mask_words]
-  std::vector<uint32_t> num_short_plain;     // [max_short_plain + 1]
+  std::vector<uint32_t> short_plain_bits;  // [max_short_plain * mask_words]
+  std::vector<uint32_t> num_short_plain;   // [max_short_plain + 1]
   const uint32_t* short_plain(size_t len) const {
     return short_plain_bits.data() + (len - 1) * vocab->mask_words();
   }
@@ -89,7 +89,25 @@ struct VocabTrie {
 // body that allows any character takes every such token.
 bool is_text_token(const std::string& bytes);
 
+// The well-formed multi-byte UTF-8 forms (no overlong form, no surrogate, nothing past
+// U+10FFFF): a lead byte range, then the range of each next byte.
+struct Utf8Form {
+  uint8_t lo[4], hi[4];
+  int len;
+};
+inline constexpr Utf8Form kUtf8Forms[] = {
+    {{0xC2, 0x80}, {0xDF, 0xBF}, 2},
+    {{0xE0, 0xA0, 0x80}, {0xE0, 0xBF, 0xBF}, 3},
+    {{0xE1, 0x80, 0x80}, {0xEC, 0xBF, 0xBF}, 3},
+    {{0xED, 0x80, 0x80}, {0xED, 0x9F, 0xBF}, 3},
+    {{0xEE, 0x80, 0x80}, {0xEF, 0xBF, 0xBF}, 3},
+    {{0xF0, 0x90, 0x80, 0x80}, {0xF0, 0xBF, 0xBF, 0xBF}, 4},
+    {{0xF1, 0x80, 0x80, 0x80}, {0xF3, 0xBF, 0xBF, 0xBF}, 4},
+    {{0xF4, 0x80, 0x80, 0x80}, {0xF4, 0x8F, 0xBF, 0xBF}, 4},
+};
+
 // The trie of `vocab`, cached for the life of the process (one per tokenizer).
-std::shared_ptr<const VocabTrie> shared_vocab_trie(const std::shared_ptr<const TokenVocabulary>& vocab);
+std::shared_ptr<const VocabTrie> shared_vocab_trie(
+    const std::shared_ptr<const TokenVocabulary>& vocab);
 
 }  // namespace deepinfer::engine::grammar
