@@ -1,14 +1,14 @@
 // Grammar positions from which a stack takes any run of bytes of a set, whatever lies below
 // it: the byte taken there leads into a rule that takes every byte of the set again, the same
-// way, and never has to end first (it may call itself and grow the stack). The case that matters is
-// a property name that must differ from the declared ones (json_schema_parts.cc's key_excluding: a
-// trie of rules, one per prefix, each falling back to a loop over string bytes). A context walker's
-// state whose stacks take every byte of the set this way, between them, accepts every token made of
-// those bytes without stepping one, though its transitions part ways on the declared names' letters
-// (so ContextWalker::plain_run, which needs one next state for all plain bytes, misses it).
-// A loop that calls a character rule and then itself (a JSON string body, a regex's `.*`)
-// counts too, through the character rule's one-byte alternatives (ASCII); its multi-byte ones
-// do not take every run of text bytes, so such a loop is closed over plain bytes only.
+// way, and never has to end first (it may call itself and grow the stack). A context
+// walker's state whose stacks do this between them accepts every token made of those bytes
+// without stepping one, where ContextWalker::plain_run (one next state for all plain bytes)
+// sees nothing: a property name that must differ from the declared ones (key_excluding in
+// json_schema_parts.cc: a trie of rules, one per prefix, each falling back to a loop over
+// string bytes), a regex's `.*` beside the words of a search pattern. A loop that calls a
+// character rule and then itself (a JSON string body) counts through the character rule's
+// one-byte alternatives, and, for text tokens, by whole characters (kTextChars) when its
+// multi-byte alternatives cover every well-formed UTF-8 form.
 #pragma once
 
 #include <cstdint>
