@@ -136,8 +136,9 @@ class ContextWalker {
   // Every path of at most h bytes of `bytes` from s stays alive, each byte leading to the
   // successor (a counted run of a byte class, or a loop on it).
   bool run_covers(int32_t s, const std::array<uint64_t, 4>& bytes, int h);
-  // State s takes every run of ClosedRuns `which` bytes (kPlain or kText), by its stacks'
-  // positions alone (no step). Cached per state (asked at every subtree the scan meets).
+  // State s takes every run of a ClosedRuns set in `which` (kPlain, kText, kTextChars), by
+  // its stacks' positions alone (no step). Cached per state (asked at every subtree the scan
+  // meets).
   bool closed_over(int32_t s, uint8_t which) {
     if (closed_[s] < 0) closed_[s] = closed_bits(s);
     return (closed_[s] & which) != 0;
@@ -180,7 +181,7 @@ class ContextWalker {
   std::vector<ByteSet> succ_yes_, succ_no_;  // [sets] bytes known to lead (not) to it
   std::vector<int8_t> text_safe_;                            // [sets] -1 = not computed
   ClosedRuns runs_;
-  std::vector<int8_t> closed_;  // [sets] closed_over's kPlain | kText bits; -1 = not computed
+  std::vector<int8_t> closed_;  // [sets] closed_bits' ClosedRuns sets; -1 = not computed
   // Every well-formed multi-byte UTF-8 character, one path per sequence of byte columns, as
   // a preorder trie: (depth 1..4, a byte of the column). A node is a whole character when the
   // next one is no deeper. text_safe steps each character from a state along these.
