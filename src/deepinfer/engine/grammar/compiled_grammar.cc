@@ -109,7 +109,7 @@ bool CompiledGrammar::precompute_more(double seconds) const {
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     size_t bytes;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<base::SpinMutex> lock(mu_);
       bytes = cache_bytes_;
     }
     if (st.spent_seconds + elapsed > st.limits.precompute_seconds ||
@@ -133,7 +133,7 @@ bool CompiledGrammar::precompute_more(double seconds) const {
       auto c = shallower ? st.walker.classify_below(key, *shallower) : st.walker.classify(key);
       nodes_visited_ += st.walker.last_visits();
       refine = c->refine;
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<base::SpinMutex> lock(mu_);
       auto [kept, inserted] = cache_.insert(key, std::move(c));
       if (inserted) cache_bytes_ += kept->memory_bytes();
       precomputed_++;
@@ -159,7 +159,7 @@ bool CompiledGrammar::is_eos(int32_t id) const {
 }
 
 size_t CompiledGrammar::memory_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<base::SpinMutex> lock(mu_);
   const size_t scan_bytes = scan_grammar_ ? scan_grammar_->elements.size() * sizeof(Element) : 0;
   return grammar_.elements.size() * sizeof(Element) + grammar_.byte_sets.size() * sizeof(ByteSet) +
          scan_bytes + cache_bytes_;
@@ -178,14 +178,14 @@ ContextStats CompiledGrammar::context_stats() const {
 }
 
 const TokenClasses* CompiledGrammar::cached_classes(const ContextKey& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<base::SpinMutex> lock(mu_);
   return cache_.find(key);
 }
 
 const TokenClasses* CompiledGrammar::cached_classes_for(const ContextKey& deepest) const {
   ContextKey key;
   key.fill(StackPool::kNoPos);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<base::SpinMutex> lock(mu_);
   for (int d = 1; d <= kContextFrames; ++d) {
     key[d - 1] = deepest[d - 1];
     const TokenClasses* c = cache_.find(key);
@@ -197,14 +197,14 @@ const TokenClasses* CompiledGrammar::cached_classes_for(const ContextKey& deepes
 std::shared_ptr<const TokenClasses> CompiledGrammar::set_classes(
     const std::vector<ContextKey>& keys) const {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<base::SpinMutex> lock(mu_);
     auto it = set_cache_.find(keys);
     if (it != set_cache_.end()) return it->second;
   }
   std::shared_ptr<const TokenClasses> fresh =
       classify_off_precompute([&](ContextWalker& w) { return w.classify_set(keys); });
   direct_masks_++;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<base::SpinMutex> lock(mu_);
   if (set_cache_.size() < kMaxSetClasses) {
     auto [it, inserted] = set_cache_.try_emplace(keys, fresh);
     if (inserted) cache_bytes_ += fresh->memory_bytes();
@@ -233,7 +233,7 @@ std::unique_ptr<TokenClasses> CompiledGrammar::classify_off_precompute(
 
 const TokenClasses& CompiledGrammar::classes(const ContextKey& key) const {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<base::SpinMutex> lock(mu_);
     if (const TokenClasses* known = cache_.find(key)) return *known;
   }
   // Computed outside the cache lock; a racing duplicate is discarded. One walker is kept so
@@ -245,7 +245,7 @@ const TokenClasses& CompiledGrammar::classes(const ContextKey& key) const {
     return shallower ? w.classify_below(key, *shallower) : w.classify(key);
   });
   lazy_++;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<base::SpinMutex> lock(mu_);
   auto [kept, inserted] = cache_.insert(key, std::move(fresh));
   if (inserted) cache_bytes_ += kept->memory_bytes();
   return *kept;

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "deepinfer/base/spin_mutex.h"
 #include "deepinfer/base/status.h"
 #include "deepinfer/engine/grammar/context_table.h"
 #include "deepinfer/engine/grammar/context_walker.h"
@@ -93,7 +94,9 @@ class CompiledGrammar {
   std::vector<uint32_t> key_pos_;  // [elements] or empty when no chain is long enough
   std::unique_ptr<Grammar> scan_grammar_;  // null when no chain is long enough
   std::vector<uint8_t> deferred_;  // [rules] precomputed last: deep into an optional run
-  mutable std::mutex mu_;
+  // Guards cache_, set_cache_ and cache_bytes_. Every mask looks contexts up under it while
+  // the background precompute inserts: sections are short, so waiters spin, not sleep.
+  mutable base::SpinMutex mu_;
   mutable ContextTable cache_;
   struct KeySetHash {
     size_t operator()(const std::vector<ContextKey>& keys) const {
