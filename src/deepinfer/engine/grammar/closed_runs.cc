@@ -131,40 +131,53 @@ const ByteSet& ClosedRuns::gives(Set& set, uint32_t r) {
         if (y != kNoRule && set.slot[y] == -1) ask(static_cast<uint32_t>(y));
     }
   }
-  // From "every rule gives all of s" down, until nothing changes (bytes only shrink, so this
-  // ends); later-found rules first, as they tend to be what earlier ones depend on.
+  // From "every rule gives all of s" down: a rule whose bytes shrink sends the rules that
+  // use it back to the work list (bytes only shrink, so each rule returns at most once per
+  // byte of s, whatever cycles the rules form).
   local_.assign(rules_.size(), s);
   auto current = [&](int64_t d) -> const ByteSet& {
     const int32_t slot = set.slot[d];
     return slot >= 0 ? set.gives[slot] : local_[-2 - slot];
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t i = rules_.size(); i-- > 0;) {
-      ByteSet got;
-      for (uint32_t a : g_.rule_alts[rules_[i]]) {
-        const AltDeps d = dependencies(a, set);
-        if (d.entered != kNoRule) {
-          const ByteSet& inner = current(d.entered);
-          for (int w = 0; w < 4; ++w) got.bits[w] |= inner.bits[w];
-        }
-        if (d.then != kNoRule && holds_all(current(d.then), s)) {
-          const Element& e = g_.elements[a];
-          ByteSet taken =
-              e.kind == ElemKind::kBytes ? g_.byte_sets[e.arg] : one_byte_returns(e.arg);
-          if (set.by_characters) {  // single bytes count as plain ones only
-            for (int w = 0; w < 4; ++w) taken.bits[w] &= sets_[0].bytes.bits[w];
-            if (e.kind == ElemKind::kRule && takes_every_multibyte_character(e.arg))
-              taken.set(kAnyMultibyte);
-          }
-          for (int w = 0; w < 4; ++w) got.bits[w] |= taken.bits[w] & s.bits[w];
-        }
+  users_.assign(rules_.size(), {});
+  for (size_t i = 0; i < rules_.size(); ++i)
+    for (uint32_t a : g_.rule_alts[rules_[i]]) {
+      const AltDeps d = dependencies(a, set);
+      for (int64_t y : {d.entered, d.then})
+        if (y != kNoRule && set.slot[y] < -1) users_[-2 - set.slot[y]].push_back(i);
+    }
+  std::vector<uint8_t> queued(rules_.size(), 1);
+  todo_.clear();
+  for (size_t i = 0; i < rules_.size(); ++i) todo_.push_back(static_cast<uint32_t>(i));
+  while (!todo_.empty()) {
+    const uint32_t i = todo_.back();  // later-found rules first: what earlier ones depend on
+    todo_.pop_back();
+    queued[i] = 0;
+    ByteSet got;
+    for (uint32_t a : g_.rule_alts[rules_[i]]) {
+      const AltDeps d = dependencies(a, set);
+      if (d.entered != kNoRule) {
+        const ByteSet& inner = current(d.entered);
+        for (int w = 0; w < 4; ++w) got.bits[w] |= inner.bits[w];
       }
-      if (got != local_[i]) {
-        local_[i] = got;
-        changed = true;
+      if (d.then != kNoRule && holds_all(current(d.then), s)) {
+        const Element& e = g_.elements[a];
+        ByteSet taken = e.kind == ElemKind::kBytes ? g_.byte_sets[e.arg] : one_byte_returns(e.arg);
+        if (set.by_characters) {  // single bytes count as plain ones only
+          for (int w = 0; w < 4; ++w) taken.bits[w] &= sets_[0].bytes.bits[w];
+          if (e.kind == ElemKind::kRule && takes_every_multibyte_character(e.arg))
+            taken.set(kAnyMultibyte);
+        }
+        for (int w = 0; w < 4; ++w) got.bits[w] |= taken.bits[w] & s.bits[w];
       }
     }
+    if (got == local_[i]) continue;
+    local_[i] = got;
+    for (uint32_t u : users_[i])
+      if (!queued[u]) {
+        queued[u] = 1;
+        todo_.push_back(u);
+      }
   }
   for (size_t i = 0; i < rules_.size(); ++i) {
     set.slot[rules_[i]] = static_cast<int32_t>(set.gives.size());

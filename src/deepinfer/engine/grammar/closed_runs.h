@@ -87,6 +87,7 @@ class ClosedRuns {
   std::vector<int8_t> multibyte_;       // [rules] takes_every_multibyte_character; -1 unknown
   std::vector<uint32_t> rules_, todo_;  // gives' scratch
   std::vector<ByteSet> local_;
+  std::vector<std::vector<uint32_t>> users_;  // [rules_] the question's rules that use each
 };
 
 }  // namespace deepinfer::engine::grammar
