@@ -27,6 +27,22 @@ bool accepts(const std::shared_ptr<const CompiledGrammar>& g, const std::string&
   return ok;
 }
 
+TEST(ByteSet, IntersectsOnlyWhenSharingAByte) {
+  ByteSet quote, letters, high;
+  quote.set('"');
+  letters.set_range('a', 'z');
+  high.set_range(0x80, 0xFF);
+  EXPECT_FALSE(quote.intersects(letters));
+  EXPECT_FALSE(letters.intersects(high));
+  EXPECT_FALSE(ByteSet{}.intersects(high));
+  ByteSet mixed = quote;
+  mixed.set(0xFF);  // shares only the last bit of the last word
+  EXPECT_TRUE(mixed.intersects(high));
+  EXPECT_TRUE(high.intersects(mixed));
+  mixed.set('q');
+  EXPECT_TRUE(mixed.intersects(letters));
+}
+
 TEST(GrammarRegex, AcceptsAndRejects) {
   auto g = compile(GrammarSpec::kRegex, "a(b|cd)*e{2,3}[0-9]?");
   EXPECT_TRUE(accepts(g, "aee"));

@@ -113,49 +113,66 @@ const ByteSet& ClosedRuns::gives(Set& set, uint32_t r) {
   if (set.slot[r] >= 0) return set.gives[set.slot[r]];
   const ByteSet& s = set.bytes;
   // The rules not known yet that r depends on, directly or not; slot -2 - i while in
-  // question (i = index into rules_).
+  // question (i = index into rules_). Each one's alternatives and what they depend on are
+  // kept (deps_[dep_begin_[i], dep_end_[i])) for the passes below.
   rules_.clear();
   todo_.clear();
+  deps_.clear();
+  dep_begin_.clear();
+  dep_end_.clear();
   auto ask = [&](uint32_t x) {
     set.slot[x] = -2 - static_cast<int32_t>(rules_.size());
     rules_.push_back(x);
     todo_.push_back(x);
+    dep_begin_.push_back(0);
+    dep_end_.push_back(0);
   };
   ask(r);
   while (!todo_.empty()) {
     const uint32_t x = todo_.back();
     todo_.pop_back();
+    const int32_t i = -2 - set.slot[x];
+    dep_begin_[i] = static_cast<uint32_t>(deps_.size());
     for (uint32_t a : g_.rule_alts[x]) {
       const AltDeps d = dependencies(a, set);
+      deps_.push_back({a, d});
       for (int64_t y : {d.entered, d.then})
         if (y != kNoRule && set.slot[y] == -1) ask(static_cast<uint32_t>(y));
     }
+    dep_end_[i] = static_cast<uint32_t>(deps_.size());
   }
+  // Who uses each rule of the question, laid out by rule: users_[user_begin_[j], ...[j+1]).
+  const size_t n = rules_.size();
+  auto in_question = [&](int64_t y) { return y != kNoRule && set.slot[y] < -1; };
+  user_begin_.assign(n + 1, 0);
+  for (const auto& [a, d] : deps_)
+    for (int64_t y : {d.entered, d.then})
+      if (in_question(y)) ++user_begin_[-2 - set.slot[y] + 1];
+  for (size_t j = 0; j < n; ++j) user_begin_[j + 1] += user_begin_[j];
+  users_.resize(user_begin_[n]);
+  fill_.assign(user_begin_.begin(), user_begin_.end() - 1);
+  for (size_t i = 0; i < n; ++i)
+    for (uint32_t k = dep_begin_[i]; k < dep_end_[i]; ++k)
+      for (int64_t y : {deps_[k].second.entered, deps_[k].second.then})
+        if (in_question(y)) users_[fill_[-2 - set.slot[y]]++] = static_cast<uint32_t>(i);
   // From "every rule gives all of s" down: a rule whose bytes shrink sends the rules that
   // use it back to the work list (bytes only shrink, so each rule returns at most once per
   // byte of s, whatever cycles the rules form).
-  local_.assign(rules_.size(), s);
+  local_.assign(n, s);
   auto current = [&](int64_t d) -> const ByteSet& {
     const int32_t slot = set.slot[d];
     return slot >= 0 ? set.gives[slot] : local_[-2 - slot];
   };
-  users_.assign(rules_.size(), {});
-  for (size_t i = 0; i < rules_.size(); ++i)
-    for (uint32_t a : g_.rule_alts[rules_[i]]) {
-      const AltDeps d = dependencies(a, set);
-      for (int64_t y : {d.entered, d.then})
-        if (y != kNoRule && set.slot[y] < -1) users_[-2 - set.slot[y]].push_back(i);
-    }
-  std::vector<uint8_t> queued(rules_.size(), 1);
+  queued_.assign(n, 1);
   todo_.clear();
-  for (size_t i = 0; i < rules_.size(); ++i) todo_.push_back(static_cast<uint32_t>(i));
+  for (size_t i = 0; i < n; ++i) todo_.push_back(static_cast<uint32_t>(i));
   while (!todo_.empty()) {
     const uint32_t i = todo_.back();  // later-found rules first: what earlier ones depend on
     todo_.pop_back();
-    queued[i] = 0;
+    queued_[i] = 0;
     ByteSet got;
-    for (uint32_t a : g_.rule_alts[rules_[i]]) {
-      const AltDeps d = dependencies(a, set);
+    for (uint32_t k = dep_begin_[i]; k < dep_end_[i]; ++k) {
+      const auto& [a, d] = deps_[k];
       if (d.entered != kNoRule) {
         const ByteSet& inner = current(d.entered);
         for (int w = 0; w < 4; ++w) got.bits[w] |= inner.bits[w];
@@ -173,13 +190,13 @@ const ByteSet& ClosedRuns::gives(Set& set, uint32_t r) {
     }
     if (got == local_[i]) continue;
     local_[i] = got;
-    for (uint32_t u : users_[i])
-      if (!queued[u]) {
-        queued[u] = 1;
-        todo_.push_back(u);
+    for (uint32_t k = user_begin_[i]; k < user_begin_[i + 1]; ++k)
+      if (!queued_[users_[k]]) {
+        queued_[users_[k]] = 1;
+        todo_.push_back(users_[k]);
       }
   }
-  for (size_t i = 0; i < rules_.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     set.slot[rules_[i]] = static_cast<int32_t>(set.gives.size());
     set.gives.push_back(local_[i]);
   }
@@ -196,6 +213,9 @@ uint8_t ClosedRuns::continues(uint32_t q) {
     const int64_t r = continuation_rule(q, sets_[i]);
     if (r != kNoRule && holds_all(gives(sets_[i], static_cast<uint32_t>(r)), sets_[i].bytes))
       out |= static_cast<uint8_t>(1 << i);
+    // The text sets hold the plain bytes: a continuation that is not closed over those is
+    // taken as closed over neither (no need to ask; a "no" is always safe).
+    if (out == 0) break;
   }
   return out;
 }

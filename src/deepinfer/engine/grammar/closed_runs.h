@@ -83,11 +83,16 @@ class ClosedRuns {
   const ByteSet& gives(Set& set, uint32_t r);
 
   const Grammar& g_;
-  Set sets_[3];                         // plain, text, text by characters
-  std::vector<int8_t> multibyte_;       // [rules] takes_every_multibyte_character; -1 unknown
-  std::vector<uint32_t> rules_, todo_;  // gives' scratch
+  Set sets_[3];                    // plain, text, text by characters
+  std::vector<int8_t> multibyte_;  // [rules] takes_every_multibyte_character; -1 unknown
+  // gives' scratch: the question's rules, their alternatives' dependencies, and each rule's
+  // users (the rules of the question whose alternatives depend on it), flat.
+  std::vector<uint32_t> rules_, todo_;
+  std::vector<std::pair<uint32_t, AltDeps>> deps_;  // (alternative, what it depends on)
+  std::vector<uint32_t> dep_begin_, dep_end_;       // [rules_] ranges of deps_
+  std::vector<uint32_t> users_, user_begin_, fill_;
+  std::vector<uint8_t> queued_;
   std::vector<ByteSet> local_;
-  std::vector<std::vector<uint32_t>> users_;  // [rules_] the question's rules that use each
 };
 
 }  // namespace deepinfer::engine::grammar

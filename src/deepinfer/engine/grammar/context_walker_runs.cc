@@ -166,6 +166,10 @@ int8_t ContextWalker::closed_bits(int32_t s) {
     const uint32_t st = set_items_[i];
     if (st == StackPool::kAccept || st == StackPool::kContext) continue;
     const uint32_t p = pool_->pos(st);
+    // A class with no byte of the sets adds nothing: no question about what follows it (a
+    // key's opening quote would ask about the whole trie of declared names behind it).
+    const ByteSet& b = g_->byte_sets[g_->elements[p].arg];
+    if (!b.intersects(text_bytes)) continue;
     uint8_t after = runs_.after(p);
     // A rule that ends after this byte or character (a character rule's alternatives) goes
     // on where its call returns, when that frame is known.
@@ -181,7 +185,6 @@ int8_t ContextWalker::closed_bits(int32_t s) {
       }
     }
     if (!after) continue;
-    const ByteSet& b = g_->byte_sets[g_->elements[p].arg];
     for (int w = 0; w < 4; ++w) {
       if (after & ClosedRuns::kPlain) plain.bits[w] |= b.bits[w] & plain_bytes.bits[w];
       if (after & ClosedRuns::kText) text.bits[w] |= b.bits[w] & text_bytes.bits[w];

@@ -22,6 +22,10 @@ struct ByteSet {
     for (int b = lo; b <= hi; ++b) set(static_cast<uint8_t>(b));
   }
   bool empty() const { return (bits[0] | bits[1] | bits[2] | bits[3]) == 0; }
+  bool intersects(const ByteSet& o) const {
+    return ((bits[0] & o.bits[0]) | (bits[1] & o.bits[1]) | (bits[2] & o.bits[2]) |
+            (bits[3] & o.bits[3])) != 0;
+  }
   int count() const;
   bool operator==(const ByteSet&) const = default;
 };
