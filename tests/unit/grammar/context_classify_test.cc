@@ -71,6 +71,9 @@ void expect_reference(const TokenClasses& c, const Reference& ref) {
   std::vector<int32_t> uncertain = c.uncertain;
   std::sort(uncertain.begin(), uncertain.end());
   EXPECT_EQ(uncertain, ref.uncertain);
+  std::vector<int32_t> listed = c.accepted_ids;  // each token once (a list is not a set)
+  std::sort(listed.begin(), listed.end());
+  EXPECT_EQ(std::adjacent_find(listed.begin(), listed.end()), listed.end());
 }
 
 struct Counts {
@@ -100,6 +103,11 @@ void compare_keys(const std::shared_ptr<const CompiledGrammar>& g, Counts& count
       SCOPED_TRACE(::testing::Message()
                    << "key " << key[0] << "," << key[1] << "," << key[2] << "," << key[3]);
       const bool can_refine = !key_is_final(key);
+      // Uncertain tokens come in byte order: deeper keys and the run-time checks reuse the
+      // states of the prefix each shares with the one before.
+      const auto& tb = trie->vocab->token_bytes;
+      EXPECT_TRUE(std::is_sorted(scanned->uncertain.begin(), scanned->uncertain.end(),
+                                 [&](int32_t a, int32_t b) { return tb[a] < tb[b]; }));
       if (scanned->complete()) {
         expect_reference(*scanned, ref);
         EXPECT_EQ(scanned->refine, can_refine && ref.uncertain.size() > kRefineUncertain);
@@ -197,6 +205,33 @@ TEST(ContextClassify, ClosedRunsEqualTokenByTokenReference) {
   Counts counts;
   compare_specs(specs, counts);
   EXPECT_GT(counts.keys, 20u);
+}
+
+TEST(ContextClassify, ClassRunsEqualTokenByTokenReference) {
+  // Runs of one byte class (class_run_table.h): counted, with a separator after them (a
+  // uuid-like pattern, where the run ends inside the key or below it), counted with optional
+  // copies (the run ends where the copies become optional), loops, digits (tokens of one
+  // byte each in most vocabularies), and a run that ends on a quote (a non-plain byte).
+  const std::vector<GrammarSpec> specs = {
+      {GrammarSpec::kJsonSchema,
+       R"({"type":"object","properties":{"id":{"type":"string",
+            "pattern":"^[0-9A-Za-z]{8}-[0-9A-Za-z]{4}-[0-9a-f]{12}$"}},"required":["id"]})",
+       {}},
+      {GrammarSpec::kJsonSchema, R"({"type":"string","pattern":"^[a-z0-9]{10}$"})", {}},
+      // Any character after the run: tokens that go on past it with a multi-byte character
+      // are not plain (the non-plain trie's), though their first bytes are the run's.
+      {GrammarSpec::kJsonSchema, R"({"type":"string","pattern":"^[a-z]{3}.*$"})", {}},
+      {GrammarSpec::kJsonSchema, R"({"type":"string","pattern":"^[A-Z]{2,5}[0-9]{2}x+$"})", {}},
+      {GrammarSpec::kJsonSchema, R"({"type":"string","pattern":"^\\d{3}-\\d{4}$"})", {}},
+      {GrammarSpec::kEbnf, "root ::= [a-f0-9]+ \":\" [a-z]{3,} | \"<\" [A-Za-z]{6} \">\"", {}},
+      // A run that returns to a caller the key does not know: what goes on past it is
+      // uncertain, plain or not.
+      {GrammarSpec::kEbnf, "root ::= \"<\" word \">\" | \"(\" word \")\"\nword ::= [a-z]{3}", {}},
+  };
+  Counts counts;
+  compare_specs(specs, counts);
+  EXPECT_GT(counts.keys, 50u);
+  EXPECT_GT(counts.uncertain, 5u) << counts.keys << " keys";
 }
 
 TEST(ContextClassify, TextTokens) {

@@ -278,16 +278,97 @@ std::unique_ptr<TokenClasses> ContextWalker::classify_set(const std::vector<Cont
   return out;
 }
 
+void ContextWalker::accepted_to_bits() {
+  as_bits_ = true;
+  accepted_bits_.assign(trie_->vocab->mask_words(), 0);
+  for (int32_t id : accepted_ids_) accepted_bits_[id >> 5] |= 1u << (id & 31);
+}
+
+void ContextWalker::accept_tokens(const int32_t* first, const int32_t* last) {
+  num_accepted_ += last - first;
+  if (!as_bits_) {
+    accepted_ids_.insert(accepted_ids_.end(), first, last);
+    return;
+  }
+  for (; first != last; ++first) accepted_bits_[*first >> 5] |= 1u << (*first & 31);
+}
+
+void ContextWalker::accept_subtree(const VocabTrie& t, uint32_t k) {
+  if (!as_bits_ && t.subtree_bits_at[k] != VocabTrie::kNoBits) accepted_to_bits();
+  if (!as_bits_) {
+    accept_tokens(t.tokens.data() + t.tok_begin[k], t.tokens.data() + t.tok_begin[t.end[k]]);
+    return;
+  }
+  num_accepted_ += t.subtree_tokens(k);
+  t.add_subtree(k, accepted_bits_.data());
+}
+
+bool ContextWalker::walk_class_run(const ClassRun& run, bool can_refine,
+                                   std::vector<int32_t>& uncertain, size_t& visits) {
+  if (run.loop || run.h >= run.table->frontier.size()) return true;
+  const VocabTrie& t = *trie_;
+  const uint8_t* byte = t.byte.data();
+  const uint32_t* depth = t.depth.data();
+  const uint32_t* end = t.end.data();
+  const uint32_t* tok_begin = t.tok_begin.data();
+  const int32_t* tokens = t.tokens.data();
+  // The plain tokens of k's subtree in byte order (the others are the non-plain trie's).
+  auto plain_tokens_below = [&](uint32_t k) {
+    if (t.plain_height[k] != VocabTrie::kNotPlain) {
+      uncertain.insert(uncertain.end(), tokens + tok_begin[k], tokens + tok_begin[end[k]]);
+      return;
+    }
+    for (uint32_t j = k; j < end[k];) {
+      if (!t.plain_path[j]) {
+        j = end[j];
+        continue;
+      }
+      uncertain.insert(uncertain.end(), tokens + tok_begin[j], tokens + tok_begin[j + 1]);
+      ++j;
+    }
+  };
+  state_at_[run.h] = run.end;
+  esc_at_[run.h] = has_ctx_[run.end];  // no state before it on the run could pop
+  for (uint32_t top : run.table->frontier[run.h])
+    for (uint32_t k = top + 1, stop = end[top]; k < stop; ++visits) {
+      if (!t.plain_path[k]) {  // only tokens that are not plain below
+        k = end[k];
+        continue;
+      }
+      const uint32_t d = depth[k];
+      const int32_t from = state_at_[d - 1];
+      int32_t ns = trans_[static_cast<size_t>(from) * num_cols_ + byte_col_[byte[k]]];
+      if (ns < 0) ns = step(from, byte[k]);
+      if (ns == kEmptySet) {
+        if (esc_at_[d - 1]) {
+          plain_tokens_below(k);
+          if (can_refine && uncertain.size() > kMaxUncertainToDerive) return false;
+        }
+        k = end[k];
+        continue;
+      }
+      if (t.plain_height[k] != VocabTrie::kNotPlain && subtree_accepted(t, ns, k)) {
+        accept_subtree(t, k);
+        k = end[k];
+        continue;
+      }
+      accept_tokens(tokens + tok_begin[k], tokens + tok_begin[k + 1]);
+      state_at_[d] = ns;
+      esc_at_[d] = esc_at_[d - 1] | has_ctx_[ns];
+      ++k;
+    }
+  return true;
+}
+
 std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine) {
   const VocabTrie& whole = *trie_;
   const int32_t words = whole.vocab->mask_words();
 
   // Accepted tokens are listed while few; the first large subtree accepted whole (a string
   // body takes most of the vocabulary) switches to a bitmask that ORs its precomputed words.
-  std::vector<int32_t>& accepted = accepted_ids_;
-  accepted.clear();
-  bool as_bits = false;
-  size_t num_accepted = 0;
+  accepted_ids_.clear();
+  as_bits_ = false;
+  num_accepted_ = 0;
   // Too many uncertain tokens for a refinable key: a deeper key scans the vocabulary itself.
   auto stopped_early = [&](size_t visited) {
     auto early = std::make_unique<TokenClasses>();
@@ -295,11 +376,6 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
     early->stopped_early = true;
     last_visits_ = visited;
     return early;
-  };
-  auto to_bits = [&] {
-    as_bits = true;
-    accepted_bits_.assign(words, 0);
-    for (int32_t id : accepted) accepted_bits_[id >> 5] |= 1u << (id & 31);
   };
   // A start state that survives any plain token (a string body) accepts them all at once;
   // one that survives n plain bytes and then none (near a bounded string's end) accepts
@@ -313,25 +389,38 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
     return stopped_early(0);  // the longer plain tokens alone would stop the scan
   }
   const int short_run = short_plain.escapes ? 0 : short_plain.run;
+  // A run of one class (a pattern's [0-9a-f]{8}): the plain tokens by the class's table.
+  const ClassRun class_run_at_start =
+      all_plain || short_plain.run > 0 ? ClassRun{} : class_run(state_at_[0]);
   // A string body that takes every character also takes the text tokens at once.
   const bool all_text = all_plain && whole.non_text &&
                         (closed_over(state_at_[0], ClosedRuns::kText | ClosedRuns::kTextChars) ||
                          text_safe(state_at_[0]));
   if (all_plain) {
-    as_bits = true;
+    as_bits_ = true;
     accepted_bits_ = whole.plain_token_bits;
-    num_accepted = whole.num_plain_tokens;
+    num_accepted_ = whole.num_plain_tokens;
     if (all_text) {
       for (int32_t w = 0; w < words; ++w) accepted_bits_[w] |= whole.text_token_bits[w];
-      num_accepted += whole.num_text_tokens;
+      num_accepted_ += whole.num_text_tokens;
     }
   } else if (short_run > 0) {
-    as_bits = true;
+    as_bits_ = true;
     accepted_bits_.assign(whole.short_plain(short_run), whole.short_plain(short_run) + words);
-    num_accepted = whole.num_short_plain[short_run];
+    num_accepted_ = whole.num_short_plain[short_run];
+  } else if (const ClassRun& run = class_run_at_start; run.table) {
+    const size_t len = run.loop ? run.table->max_depth : run.h;
+    const size_t n = run.table->num_up_to[len];
+    if (n >= static_cast<size_t>(words)) {  // many: the bitmask, else the list
+      as_bits_ = true;
+      accepted_bits_.assign(run.table->up_to(len), run.table->up_to(len) + words);
+      num_accepted_ = n;
+    } else {
+      accept_tokens(run.table->by_length.data(), run.table->by_length.data() + n);
+    }
   }
   // With the plain tokens classified, only the others are walked, in their own small trie.
-  const bool plain_classified = all_plain || short_run > 0;
+  const bool plain_classified = all_plain || short_run > 0 || class_run_at_start.table;
   const VocabTrie& t = all_text                                ? *whole.non_text
                        : plain_classified && whole.non_plain ? *whole.non_plain
                                                              : whole;
@@ -342,6 +431,12 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
   const uint32_t* tok_begin = t.tok_begin.data();
   const int32_t* tokens = t.tokens.data();
   size_t visits = 0;
+  // The class run's plain tokens past its end first; the non-plain trie's uncertain tokens
+  // are merged in after them, in byte order (finish() and the run-time checks rely on it).
+  if (class_run_at_start.table &&
+      !walk_class_run(class_run_at_start, can_refine, out->uncertain, visits))
+    return stopped_early(visits);
+  const size_t run_uncertain = out->uncertain.size();
   // A first byte that leads nowhere rejects its subtree unless the start state may pop
   // below the known frames (then its tokens are uncertain, and the whole trie is scanned).
   const std::vector<uint32_t>& roots = esc_at_[0] ? t.root_children : live_roots(t, state_at_[0]);
@@ -375,36 +470,32 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
       }
       if (subtree_accepted(t, ns, k)) {
         // Every token below keeps a live state: all accepted, no dead prefix, no visit.
-        num_accepted += t.subtree_tokens(k);
-        if (!as_bits && t.subtree_bits_at[k] != VocabTrie::kNoBits) to_bits();
-        if (as_bits)
-          t.add_subtree(k, accepted_bits_.data());
-        else
-          accepted.insert(accepted.end(), tokens + tok_begin[k], tokens + tok_begin[end[k]]);
+        accept_subtree(t, k);
         k = end[k];
         continue;
       }
-      for (uint32_t i = tok_begin[k]; i < tok_begin[k + 1]; ++i, ++num_accepted) {
-        if (as_bits)
-          accepted_bits_[tokens[i] >> 5] |= 1u << (tokens[i] & 31);
-        else
-          accepted.push_back(tokens[i]);
-      }
+      accept_tokens(tokens + tok_begin[k], tokens + tok_begin[k + 1]);
       state_at_[d] = ns;
       esc_at_[d] = esc_at_[d - 1] | has_ctx_[ns];
       ++k;
     }
   last_visits_ = visits;
-  if (num_accepted >= static_cast<size_t>(words)) {
-    if (!as_bits) to_bits();
+  if (run_uncertain > 0 && run_uncertain < out->uncertain.size()) {
+    const auto& tb = whole.vocab->token_bytes;
+    std::inplace_merge(out->uncertain.begin(), out->uncertain.begin() + run_uncertain,
+                       out->uncertain.end(),
+                       [&](int32_t a, int32_t b) { return tb[a] < tb[b]; });
+  }
+  if (num_accepted_ >= static_cast<size_t>(words)) {
+    if (!as_bits_) accepted_to_bits();
     out->accepted_bits = accepted_bits_;
-  } else if (as_bits) {
-    out->accepted_ids.reserve(num_accepted);
+  } else if (as_bits_) {
+    out->accepted_ids.reserve(num_accepted_);
     for (int32_t w = 0; w < words; ++w)
       for (uint32_t bits = accepted_bits_[w]; bits; bits &= bits - 1)
         out->accepted_ids.push_back(w * 32 + __builtin_ctz(bits));
   } else {
-    out->accepted_ids.assign(accepted.begin(), accepted.end());
+    out->accepted_ids.assign(accepted_ids_.begin(), accepted_ids_.end());
   }
   return out;
 }

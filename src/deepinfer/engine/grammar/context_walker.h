@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "deepinfer/engine/grammar/class_run_table.h"
 #include "deepinfer/engine/grammar/closed_runs.h"
 #include "deepinfer/engine/grammar/grammar_ir.h"
 #include "deepinfer/engine/grammar/stack_pool.h"
@@ -158,6 +159,31 @@ class ContextWalker {
   ShortPlainRun short_plain_run(int32_t s);
   // The subtree below node k of trie t (entered in state s) is accepted whole.
   bool subtree_accepted(const VocabTrie& t, int32_t s, uint32_t k);
+  // State s takes exactly one class C among the plain bytes, every byte of C to one same next
+  // state, with no stack that may pop below the known frames, for h >= 1 bytes in a row
+  // (each state on the way alike): the run ends in state `end` (h bytes on), or loops back
+  // on itself (then it never ends). Plain tokens are then classified by the class's
+  // ClassRunTable: its tokens of at most h bytes (any length for a loop) are accepted, one
+  // with another plain byte within the first h is rejected, and only the subtrees at depth h
+  // are walked, from `end`. table = null when no run applies.
+  struct ClassRun {
+    const ClassRunTable* table = nullptr;
+    size_t h = 0;
+    bool loop = false;
+    int32_t end = -1;
+  };
+  ClassRun class_run(int32_t s);
+  // Walks the subtrees at depth run.h of run.table (whole trie) from run.end, for their plain
+  // tokens only (a scan walks the others in the non-plain trie): accepted ones are added as
+  // the scan's, uncertain ones to `uncertain`. False when a refinable scan passes
+  // kMaxUncertainToDerive uncertain tokens (the caller stops early).
+  bool walk_class_run(const ClassRun& run, bool can_refine, std::vector<int32_t>& uncertain,
+                      size_t& visits);
+  // The scan's accepted tokens (accepted_ids_ while few, else accepted_bits_; num_accepted_
+  // counts them): a list, a whole subtree (its precomputed words once it holds many).
+  void accept_tokens(const int32_t* first, const int32_t* last);
+  void accept_subtree(const VocabTrie& t, uint32_t k);
+  void accepted_to_bits();
 
   const Grammar* g_;
   std::shared_ptr<const VocabTrie> trie_;
@@ -181,6 +207,9 @@ class ContextWalker {
   std::vector<ByteSet> succ_yes_, succ_no_;  // [sets] bytes known to lead (not) to it
   std::vector<int8_t> text_safe_;                            // [sets] -1 = not computed
   ClosedRuns runs_;
+  // The class tables this walker has asked for (a few classes per grammar), by class.
+  std::vector<std::pair<std::array<uint64_t, 4>, std::shared_ptr<const ClassRunTable>>>
+      class_tables_;
   std::vector<int8_t> closed_;  // [sets] closed_bits' ClosedRuns sets; -1 = not computed
   // Every well-formed multi-byte UTF-8 character, one path per sequence of byte columns, as
   // a preorder trie: (depth 1..4, a byte of the column). A node is a whole character when the
@@ -199,6 +228,8 @@ class ContextWalker {
   std::vector<uint32_t> scratch_;
   std::vector<int32_t> accepted_ids_;    // classify's accepted tokens while few
   std::vector<uint32_t> accepted_bits_;  // and as [mask_words] once many
+  bool as_bits_ = false;
+  size_t num_accepted_ = 0;
   std::vector<int32_t> state_at_;        // [max_len + 1] per trie depth on the current path
   std::vector<uint8_t> esc_at_;          // [max_len + 1] some path popped below the known frames
   size_t last_visits_ = 0;

@@ -291,4 +291,58 @@ bool ContextWalker::loops_on(int32_t s, const std::array<uint64_t, 4>& bytes) {
   return true;
 }
 
+ContextWalker::ClassRun ContextWalker::class_run(int32_t s) {
+  // A class of one or two bytes is a literal's: its scan walks one first byte or two anyway.
+  // A run of one byte gains little (every token of the class is still walked past it), and
+  // each class kept costs a table: a run must be longer, or a loop.
+  constexpr int kMinClassBytes = 3;
+  constexpr size_t kMinRun = 2;
+  ClassRun run;
+  if (trie_->num_plain_tokens == 0 || has_ctx_[s]) return run;
+  ByteSet c;
+  for (int w = 0; w < 4; ++w) c.bits[w] = next_bytes_[s].bits[w] & trie_->plain[w];
+  if (c.count() < kMinClassBytes) return run;
+  // Follow the run while each state takes exactly c among the plain bytes, all alike, and
+  // cannot pop below the known frames (a token is no longer than max_len).
+  int32_t x = s;
+  size_t h = 0;
+  while (h < trie_->max_len) {
+    if (h > 0) {
+      if (has_ctx_[x]) break;
+      ByteSet live;
+      for (int w = 0; w < 4; ++w) live.bits[w] = next_bytes_[x].bits[w] & trie_->plain[w];
+      if (live != c) break;
+    }
+    if (!leads_to_successor(x, c.bits)) break;
+    if (succ_[x] == x) {
+      run.loop = true;
+      break;
+    }
+    x = succ_[x];
+    ++h;
+  }
+  if (!run.loop && h < kMinRun) return run;
+  // A table costs about one walk of the class's paths (once per tokenizer and class): the
+  // next context of the same run already saves it.
+  const ClassRunTable* table = nullptr;
+  for (const auto& [bits, t] : class_tables_)
+    if (bits == c.bits) table = t.get();
+  if (!table) {
+    class_tables_.push_back({c.bits, shared_class_run_table(trie_, c)});
+    table = class_tables_.back().second.get();
+  }
+  if (!table || table->max_depth == 0) return ClassRun{};
+  // Past the longest path of c nothing is left to tell: the run ends there.
+  if (h > table->max_depth) {
+    run.loop = false;
+    h = table->max_depth;
+    x = s;
+    for (size_t i = 0; i < h; ++i) x = succ_[x];
+  }
+  run.table = table;
+  run.h = h;
+  run.end = x;
+  return run;
+}
+
 }  // namespace deepinfer::engine::grammar
