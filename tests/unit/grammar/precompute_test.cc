@@ -119,6 +119,31 @@ TEST(GrammarBackgroundPrecompute, MasksWhilePendingEqualPrecomputedMasks) {
   EXPECT_GT(ahead_scanned, 0u);
 }
 
+TEST(GrammarBackgroundPrecompute, FirstMaskIsAnsweredFromTheCache) {
+  // A grammar returned for background precompute has its first mask's contexts classified
+  // already (the mask a request asks for right after compile returns); kOnFirstUse leaves
+  // them to that mask.
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.source);
+    auto background = build(c, CompiledGrammar::Precompute::kInBackground);
+    auto on_use = build(c, CompiledGrammar::Precompute::kOnFirstUse);
+    ASSERT_TRUE(background && on_use);
+    EXPECT_TRUE(background->precompute_pending());
+    EXPECT_GT(background->context_stats().precomputed, 0u);
+    EXPECT_EQ(background->context_stats().lazy, 0u);
+    EXPECT_EQ(on_use->context_stats().precomputed, 0u);
+    GrammarMatcher b(background), o(on_use);
+    std::vector<uint32_t> mb(background->vocab().mask_words()), mo(mb.size());
+    b.fill_next_token_bitmask(mb.data());
+    o.fill_next_token_bitmask(mo.data());
+    EXPECT_EQ(background->context_stats().lazy, 0u);
+    EXPECT_EQ(background->context_stats().direct_masks, 0u);
+    EXPECT_GT(on_use->context_stats().lazy + on_use->context_stats().direct_masks, 0u);
+    EXPECT_EQ(mb, mo);
+    EXPECT_EQ(mb, brute_force_mask(b));
+  }
+}
+
 TEST(GrammarBackgroundPrecompute, ScannedMasksAreKeptPerStackSet) {
   // A stack set that comes back (here the same state asked three times; in decoding, every
   // token inside an unbounded string) is scanned once while the precompute is pending, then

@@ -47,8 +47,33 @@ Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::create(
     if (mode == Precompute::kBeforeReturn)
       while (cg->precompute_more(1e9)) {
       }
+    else if (mode == Precompute::kInBackground)
+      cg->classify_start_contexts();
   }
   return std::shared_ptr<const CompiledGrammar>(std::move(cg));
+}
+
+void CompiledGrammar::classify_start_contexts() const {
+  // The contexts GrammarMatcher::find_classes_of looks up for the initial stacks: each
+  // stack's shallowest key that is not refined, and the shallower ones on the way.
+  const size_t lazy_before = lazy_.load();
+  StackPool pool(&grammar_);
+  for (uint32_t s : pool.initial(grammar_.root)) {
+    if (s == StackPool::kAccept) continue;
+    ContextKey key;
+    key.fill(StackPool::kNoPos);
+    uint32_t frame = s;
+    for (int d = 0; d < kContextFrames; ++d) {
+      key[d] = frame == StackPool::kAccept ? kStackEnd : key_pos(pool.pos(frame));
+      const bool refine = classes(key).refine;
+      if (!refine || key[d] == kStackEnd) break;
+      frame = pool.parent(frame);
+    }
+  }
+  // classes() counts them as classified on first use; they are ahead of use.
+  const size_t n = lazy_.load() - lazy_before;
+  lazy_ -= n;
+  precomputed_ += n;
 }
 
 void CompiledGrammar::alias_long_chains() {

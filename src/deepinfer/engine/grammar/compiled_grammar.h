@@ -36,9 +36,12 @@ struct ContextStats {
 class CompiledGrammar {
  public:
   // kBeforeReturn: classifies contexts within limits.precompute_* (GrammarLimits in
-  // grammar_ir.h) before returning. kInBackground: returns at once; the owner calls
-  // precompute_more() off the serving path until it returns false.
-  enum class Precompute { kBeforeReturn, kInBackground };
+  // grammar_ir.h) before returning. kInBackground: classifies the first mask's contexts
+  // (tens of microseconds) and returns; the owner calls precompute_more() off the serving
+  // path until it returns false. kOnFirstUse: as kInBackground without the first mask's
+  // contexts; an owner that never calls precompute_more() has every context classified by
+  // the first mask that needs it (`bench --grammar-precompute none`).
+  enum class Precompute { kBeforeReturn, kInBackground, kOnFirstUse };
   static Result<std::shared_ptr<const CompiledGrammar>> create(
       Grammar grammar, std::shared_ptr<const TokenVocabulary> vocab,
       const GrammarLimits& limits = {}, Precompute mode = Precompute::kBeforeReturn);
@@ -81,6 +84,11 @@ class CompiledGrammar {
  private:
   CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabulary> v);
   void alias_long_chains();
+  // Classifies the contexts of the grammar's initial stacks (the first mask's), with the
+  // walker later masks use for contexts the precompute has not reached: a grammar returned
+  // for background precompute answers its first mask from the cache, and the walker is
+  // built already. Tens of microseconds.
+  void classify_start_contexts() const;
   // Runs `classify` on the kept lazy walker (or a fresh one while another thread holds it)
   // for a mask that overtook the precompute.
   std::unique_ptr<TokenClasses> classify_off_precompute(

@@ -113,6 +113,8 @@ Result<MaskBenchResult> run_mask_benchmark(std::shared_ptr<const TokenVocabulary
     // background thread does, while the instances are walked.
     const auto mode = opts.precompute == MaskBenchPrecompute::kFirst
                           ? CompiledGrammar::Precompute::kBeforeReturn
+                      : opts.precompute == MaskBenchPrecompute::kNone
+                          ? CompiledGrammar::Precompute::kOnFirstUse
                           : CompiledGrammar::Precompute::kInBackground;
     auto t0 = Clock::now();
     CompileResult compiled = compile_grammar(spec, vocab, limits, mode);
