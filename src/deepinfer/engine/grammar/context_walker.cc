@@ -483,8 +483,7 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
   if (run_uncertain > 0 && run_uncertain < out->uncertain.size()) {
     const auto& tb = whole.vocab->token_bytes;
     std::inplace_merge(out->uncertain.begin(), out->uncertain.begin() + run_uncertain,
-                       out->uncertain.end(),
-                       [&](int32_t a, int32_t b) { return tb[a] < tb[b]; });
+                       out->uncertain.end(), [&](int32_t a, int32_t b) { return tb[a] < tb[b]; });
   }
   if (num_accepted_ >= static_cast<size_t>(words)) {
     if (!as_bits_) accepted_to_bits();
