@@ -79,7 +79,10 @@ ByteColumns byte_columns(const Grammar& g) {
 
 ContextWalker::ContextWalker(const Grammar* g, std::shared_ptr<const VocabTrie> trie,
                              const ByteColumns& cols)
-    : g_(g), trie_(std::move(trie)), byte_col_(cols.col), num_cols_(cols.num),
+    : g_(g),
+      trie_(std::move(trie)),
+      byte_col_(cols.col),
+      num_cols_(cols.num),
       runs_(*g_, ByteSet{trie_->plain}) {
   state_at_.resize(trie_->max_len + 2);
   esc_at_.resize(trie_->max_len + 2);
@@ -267,13 +270,15 @@ std::unique_ptr<TokenClasses> ContextWalker::classify_below(const ContextKey& ke
 
 std::unique_ptr<TokenClasses> ContextWalker::classify(const ContextKey& key) {
   const bool can_refine = !key_is_final(key);
-  auto out = scan(start(&key, 1), can_refine);
+  start(&key, 1);
+  auto out = scan(can_refine);
   if (!out->stopped_early) finish(*out, can_refine);
   return out;
 }
 
 std::unique_ptr<TokenClasses> ContextWalker::classify_set(const std::vector<ContextKey>& keys) {
-  auto out = scan(start(keys.data(), keys.size()), false);
+  start(keys.data(), keys.size());
+  auto out = scan(false);
   finish(*out, false);
   return out;
 }
@@ -303,35 +308,19 @@ void ContextWalker::accept_subtree(const VocabTrie& t, uint32_t k) {
   t.add_subtree(k, accepted_bits_.data());
 }
 
-bool ContextWalker::walk_class_run(const ClassRun& run, bool can_refine,
-                                   std::vector<int32_t>& uncertain, size_t& visits) {
-  if (run.loop || run.h >= run.table->frontier.size()) return true;
-  const VocabTrie& t = *trie_;
+template <ContextWalker::Tokens kWhich>
+bool ContextWalker::walk(const VocabTrie& t, const std::vector<uint32_t>& tops, bool below_tops,
+                         bool can_refine, std::vector<int32_t>& uncertain, size_t& visits) {
   const uint8_t* byte = t.byte.data();
   const uint32_t* depth = t.depth.data();
   const uint32_t* end = t.end.data();
   const uint32_t* tok_begin = t.tok_begin.data();
   const int32_t* tokens = t.tokens.data();
-  // The plain tokens of k's subtree in byte order (the others are the non-plain trie's).
-  auto plain_tokens_below = [&](uint32_t k) {
-    if (t.plain_height[k] != VocabTrie::kNotPlain) {
-      uncertain.insert(uncertain.end(), tokens + tok_begin[k], tokens + tok_begin[end[k]]);
-      return;
-    }
-    for (uint32_t j = k; j < end[k];) {
-      if (!t.plain_path[j]) {
-        j = end[j];
-        continue;
-      }
-      uncertain.insert(uncertain.end(), tokens + tok_begin[j], tokens + tok_begin[j + 1]);
-      ++j;
-    }
-  };
-  state_at_[run.h] = run.end;
-  esc_at_[run.h] = has_ctx_[run.end];  // no state before it on the run could pop
-  for (uint32_t top : run.table->frontier[run.h])
-    for (uint32_t k = top + 1, stop = end[top]; k < stop; ++visits) {
-      if (!t.plain_path[k]) {  // only tokens that are not plain below
+  const uint8_t* plain_path = t.plain_path.data();
+  const uint8_t* plain_height = t.plain_height.data();
+  for (uint32_t top : tops)
+    for (uint32_t k = below_tops ? top + 1 : top, stop = end[top]; k < stop; ++visits) {
+      if (kWhich == Tokens::kPlainOnly && !plain_path[k]) {  // no plain token below
         k = end[k];
         continue;
       }
@@ -340,14 +329,40 @@ bool ContextWalker::walk_class_run(const ClassRun& run, bool can_refine,
       int32_t ns = trans_[static_cast<size_t>(from) * num_cols_ + byte_col_[byte[k]]];
       if (ns < 0) ns = step(from, byte[k]);
       if (ns == kEmptySet) {
+        // The whole subtree shares this dead prefix; it is uncertain only if some path popped
+        // below the known frames on the way (the real stack might continue it).
         if (esc_at_[d - 1]) {
-          plain_tokens_below(k);
+          if (kWhich == Tokens::kPlainOnly && plain_height[k] == VocabTrie::kNotPlain) {
+            for (uint32_t j = k; j < end[k];) {  // its plain tokens only, in byte order
+              if (!plain_path[j]) {
+                j = end[j];
+                continue;
+              }
+              uncertain.insert(uncertain.end(), tokens + tok_begin[j], tokens + tok_begin[j + 1]);
+              ++j;
+            }
+          } else {
+            uncertain.insert(uncertain.end(), tokens + tok_begin[k], tokens + tok_begin[end[k]]);
+          }
           if (can_refine && uncertain.size() > kMaxUncertainToDerive) return false;
         }
         k = end[k];
         continue;
       }
-      if (t.plain_height[k] != VocabTrie::kNotPlain && subtree_accepted(t, ns, k)) {
+      if (kWhich == Tokens::kNotPlain && plain_path[k]) {  // its tokens are plain: classified
+        if (plain_height[k] != VocabTrie::kNotPlain) {
+          k = end[k];
+        } else {
+          state_at_[d] = ns;
+          esc_at_[d] = esc_at_[d - 1] | has_ctx_[ns];
+          ++k;
+        }
+        continue;
+      }
+      // Every token below keeps a live state: all accepted, no dead prefix, no visit. (Only
+      // tokens that are all plain for kPlainOnly: the others are the non-plain trie's.)
+      if ((kWhich != Tokens::kPlainOnly || plain_height[k] != VocabTrie::kNotPlain) &&
+          subtree_accepted(t, ns, k)) {
         accept_subtree(t, k);
         k = end[k];
         continue;
@@ -360,7 +375,16 @@ bool ContextWalker::walk_class_run(const ClassRun& run, bool can_refine,
   return true;
 }
 
-std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine) {
+bool ContextWalker::walk_class_run(const ClassRun& run, bool can_refine,
+                                   std::vector<int32_t>& uncertain, size_t& visits) {
+  if (run.loop || run.h >= run.table->frontier.size()) return true;
+  state_at_[run.h] = run.end;
+  esc_at_[run.h] = has_ctx_[run.end];  // no state before it on the run could pop
+  return walk<Tokens::kPlainOnly>(*trie_, run.table->frontier[run.h], true, can_refine, uncertain,
+                                  visits);
+}
+
+std::unique_ptr<TokenClasses> ContextWalker::scan(bool can_refine) {
   const VocabTrie& whole = *trie_;
   const int32_t words = whole.vocab->mask_words();
 
@@ -380,10 +404,9 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
   // A start state that survives any plain token (a string body) accepts them all at once;
   // one that survives n plain bytes and then none (near a bounded string's end) accepts
   // those of at most n bytes at once and rejects the rest. The walk skips their nodes.
-  const bool all_plain = closed_over(state_at_[0], ClosedRuns::kPlain) ||
-                         accepts_all_plain(state_at_[0]);
-  const ShortPlainRun short_plain =
-      all_plain ? ShortPlainRun{} : short_plain_run(state_at_[0]);
+  const bool all_plain =
+      closed_over(state_at_[0], ClosedRuns::kPlain) || accepts_all_plain(state_at_[0]);
+  const ShortPlainRun short_plain = all_plain ? ShortPlainRun{} : short_plain_run(state_at_[0]);
   if (short_plain.run > 0 && short_plain.escapes && can_refine &&
       whole.num_plain_tokens - whole.num_short_plain[short_plain.run] > kMaxUncertainToDerive) {
     return stopped_early(0);  // the longer plain tokens alone would stop the scan
@@ -421,15 +444,10 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
   }
   // With the plain tokens classified, only the others are walked, in their own small trie.
   const bool plain_classified = all_plain || short_run > 0 || class_run_at_start.table;
-  const VocabTrie& t = all_text                                ? *whole.non_text
+  const VocabTrie& t = all_text                              ? *whole.non_text
                        : plain_classified && whole.non_plain ? *whole.non_plain
                                                              : whole;
   auto out = std::make_unique<TokenClasses>();
-  const uint8_t* byte = t.byte.data();
-  const uint32_t* depth = t.depth.data();
-  const uint32_t* end = t.end.data();
-  const uint32_t* tok_begin = t.tok_begin.data();
-  const int32_t* tokens = t.tokens.data();
   size_t visits = 0;
   // The class run's plain tokens past its end first; the non-plain trie's uncertain tokens
   // are merged in after them, in byte order (finish() and the run-time checks rely on it).
@@ -440,45 +458,11 @@ std::unique_ptr<TokenClasses> ContextWalker::scan(int32_t empty, bool can_refine
   // A first byte that leads nowhere rejects its subtree unless the start state may pop
   // below the known frames (then its tokens are uncertain, and the whole trie is scanned).
   const std::vector<uint32_t>& roots = esc_at_[0] ? t.root_children : live_roots(t, state_at_[0]);
-  for (uint32_t root : roots)
-    for (uint32_t k = root, stop = end[root]; k < stop; ++visits) {
-      const uint32_t d = depth[k];
-      const int32_t from = state_at_[d - 1];
-      int32_t ns = trans_[static_cast<size_t>(from) * num_cols_ + byte_col_[byte[k]]];
-      if (ns < 0) ns = step(from, byte[k]);
-      if (ns == empty) {
-        // The whole subtree shares this dead prefix; it is uncertain only if some path popped
-        // below the known frames on the way (the real stack might continue it).
-        if (esc_at_[d - 1]) {
-          out->uncertain.insert(out->uncertain.end(), tokens + tok_begin[k],
-                                tokens + tok_begin[end[k]]);
-          if (can_refine && out->uncertain.size() > kMaxUncertainToDerive)
-            return stopped_early(visits + 1);
-        }
-        k = end[k];
-        continue;
-      }
-      if (plain_classified && t.plain_path[k]) {  // its tokens are plain: classified already
-        if (t.plain_height[k] != VocabTrie::kNotPlain) {
-          k = end[k];
-        } else {
-          state_at_[d] = ns;
-          esc_at_[d] = esc_at_[d - 1] | has_ctx_[ns];
-          ++k;
-        }
-        continue;
-      }
-      if (subtree_accepted(t, ns, k)) {
-        // Every token below keeps a live state: all accepted, no dead prefix, no visit.
-        accept_subtree(t, k);
-        k = end[k];
-        continue;
-      }
-      accept_tokens(tokens + tok_begin[k], tokens + tok_begin[k + 1]);
-      state_at_[d] = ns;
-      esc_at_[d] = esc_at_[d - 1] | has_ctx_[ns];
-      ++k;
-    }
+  const bool done =
+      plain_classified
+          ? walk<Tokens::kNotPlain>(t, roots, false, can_refine, out->uncertain, visits)
+          : walk<Tokens::kAll>(t, roots, false, can_refine, out->uncertain, visits);
+  if (!done) return stopped_early(visits + 1);
   last_visits_ = visits;
   if (run_uncertain > 0 && run_uncertain < out->uncertain.size()) {
     const auto& tb = whole.vocab->token_bytes;

@@ -102,7 +102,7 @@ class ContextWalker {
   int32_t start(const ContextKey* keys, size_t n);
   // Classifies the vocabulary from state_at_[0] (refine and the common prefixes are left to
   // finish()).
-  std::unique_ptr<TokenClasses> scan(int32_t empty, bool can_refine);
+  std::unique_ptr<TokenClasses> scan(bool can_refine);
   // Sets refine and the uncertain tokens' common prefixes.
   void finish(TokenClasses& out, bool can_refine) const;
   size_t set_size(int32_t s) const { return set_begin_[s + 1] - set_begin_[s]; }
@@ -173,6 +173,16 @@ class ContextWalker {
     int32_t end = -1;
   };
   ClassRun class_run(int32_t s);
+  // Which tokens a walk classifies: all; those that are not plain (the plain ones are
+  // classified already, by bitmask); only the plain ones (a class run's subtrees).
+  enum class Tokens { kAll, kNotPlain, kPlainOnly };
+  // Walks the subtrees of trie t's nodes `tops` (below each only, with below_tops; state_at_
+  // and esc_at_ set for the depth above what is walked), adding accepted tokens as the
+  // scan's and uncertain ones to `uncertain`. False when a refinable scan passes
+  // kMaxUncertainToDerive uncertain tokens.
+  template <Tokens kWhich>
+  bool walk(const VocabTrie& t, const std::vector<uint32_t>& tops, bool below_tops,
+            bool can_refine, std::vector<int32_t>& uncertain, size_t& visits);
   // Walks the subtrees at depth run.h of run.table (whole trie) from run.end, for their plain
   // tokens only (a scan walks the others in the non-plain trie): accepted ones are added as
   // the scan's, uncertain ones to `uncertain`. False when a refinable scan passes
