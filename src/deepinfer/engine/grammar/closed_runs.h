@@ -33,7 +33,8 @@ class ClosedRuns {
   // multi-byte character (a state's stacks are asked about those through multibyte_leads).
   const ByteSet& bytes(uint8_t which) const { return set_of(which).bytes; }
   // For byte-class position p: the sets (kPlain | kText | kTextChars) whose every run a byte
-  // taken at p leads on to. Each rule's answer is kept for later questions.
+  // taken at p leads on to. Each rule's answer is kept for later questions. The text sets are
+  // asked only where kPlain holds (they hold the plain bytes; a "no" is always safe).
   uint8_t after(uint32_t p);
   // For a rule that ends after the byte it takes (a character rule's one-byte alternative):
   // the same for where it returns to, after the call at position call_site (the stack's
