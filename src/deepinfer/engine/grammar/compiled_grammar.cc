@@ -53,22 +53,31 @@ Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::create(
   return std::shared_ptr<const CompiledGrammar>(std::move(cg));
 }
 
+ContextKey CompiledGrammar::key_of(const StackPool& pool, uint32_t stack, int depth) const {
+  ContextKey key;
+  key.fill(StackPool::kNoPos);
+  uint32_t s = stack;
+  for (int i = 0; i < depth; ++i) {
+    if (s == StackPool::kAccept) {
+      key[i] = kStackEnd;
+      break;
+    }
+    key[i] = key_pos(pool.pos(s));
+    s = pool.parent(s);
+  }
+  return key;
+}
+
 void CompiledGrammar::classify_start_contexts() const {
   // The contexts GrammarMatcher::find_classes_of looks up for the initial stacks: each
-  // stack's shallowest key that is not refined, and the shallower ones on the way.
+  // stack's shallowest key that is not refined (a final key never is), and the shallower
+  // ones on the way.
   const size_t lazy_before = lazy_.load();
   StackPool pool(&grammar_);
   for (uint32_t s : pool.initial(grammar_.root)) {
     if (s == StackPool::kAccept) continue;
-    ContextKey key;
-    key.fill(StackPool::kNoPos);
-    uint32_t frame = s;
-    for (int d = 0; d < kContextFrames; ++d) {
-      key[d] = frame == StackPool::kAccept ? kStackEnd : key_pos(pool.pos(frame));
-      const bool refine = classes(key).refine;
-      if (!refine || key[d] == kStackEnd) break;
-      frame = pool.parent(frame);
-    }
+    for (int d = 1; d <= kContextFrames; ++d)
+      if (!classes(key_of(pool, s, d)).refine) break;
   }
   // classes() counts them as classified on first use; they are ahead of use.
   const size_t n = lazy_.load() - lazy_before;

@@ -80,6 +80,9 @@ class CompiledGrammar {
   bool precompute_pending() const { return pending_.load(std::memory_order_acquire); }
   // The position a context key uses for grammar position p (see Grammar::counted_chains).
   uint32_t key_pos(uint32_t p) const { return key_pos_.empty() ? p : key_pos_[p]; }
+  // The context key of `stack` (of `pool`, over grammar()) cut to its top `depth` frames, or
+  // to its end (kStackEnd) when shorter.
+  ContextKey key_of(const StackPool& pool, uint32_t stack, int depth) const;
 
  private:
   CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabulary> v);

@@ -26,32 +26,17 @@ bool GrammarMatcher::can_terminate() const {
   return std::find(cur.begin(), cur.end(), StackPool::kAccept) != cur.end();
 }
 
-ContextKey GrammarMatcher::key_of(uint32_t stack, int depth) const {
-  ContextKey key;
-  key.fill(StackPool::kNoPos);
-  uint32_t s = stack;
-  for (int i = 0; i < depth; ++i) {
-    if (s == StackPool::kAccept) {
-      key[i] = kStackEnd;
-      break;
-    }
-    key[i] = cg_->key_pos(pool_.pos(s));
-    s = pool_.parent(s);
-  }
-  return key;
-}
-
 const TokenClasses* GrammarMatcher::find_classes_of(uint32_t stack, bool compute) {
   // Stacks are hash-consed, so a stack id names its context for the matcher's lifetime.
   if (stack >= classes_of_.size())
     classes_of_.resize(std::max<size_t>(pool_.size(), stack + 1), nullptr);
   if (classes_of_[stack]) return classes_of_[stack];
   // The shallowest key whose classification is not marked for refinement (see context_walker.h).
-  if (const TokenClasses* c = cg_->cached_classes_for(key_of(stack, kContextFrames)))
+  if (const TokenClasses* c = cg_->cached_classes_for(cg_->key_of(pool_, stack, kContextFrames)))
     return classes_of_[stack] = c;
   if (!compute) return nullptr;
   for (int d = 1; d <= kContextFrames; ++d) {
-    const ContextKey key = key_of(stack, d);
+    const ContextKey key = cg_->key_of(pool_, stack, d);
     const TokenClasses* c = &cg_->classes(key);
     if (!c->refine || d == kContextFrames) return classes_of_[stack] = c;
   }
@@ -63,7 +48,7 @@ void GrammarMatcher::fill_mask_by_key_set(const std::vector<uint32_t>& stacks, u
   // back with other deeper stacks, and the grammar keeps one scan per set.
   key_set_.clear();
   for (uint32_t s : stacks)
-    if (s != StackPool::kAccept) key_set_.push_back(key_of(s, kContextFrames));
+    if (s != StackPool::kAccept) key_set_.push_back(cg_->key_of(pool_, s, kContextFrames));
   std::sort(key_set_.begin(), key_set_.end());
   key_set_.erase(std::unique(key_set_.begin(), key_set_.end()), key_set_.end());
   if (key_set_.empty()) return;

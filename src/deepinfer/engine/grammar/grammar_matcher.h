@@ -36,7 +36,6 @@ class GrammarMatcher {
   const CompiledGrammar& compiled() const { return *cg_; }
 
  private:
-  ContextKey key_of(uint32_t stack, int depth) const;
   // While the precompute runs, a mask classifies at most this many missing contexts itself;
   // past it, it scans the vocabulary once for its whole key set instead.
   static constexpr size_t kMaxContextsClassifiedPerMask = 2;
