@@ -102,6 +102,19 @@ TEST(ClassRunTable, KeepsOnlyPlainBytesAndIsSharedPerClass) {
   EXPECT_NE(a, shared_class_run_table(trie, range('a', 'y')));
 }
 
+TEST(ClassRunTable, RunsTooLongForTheMemoryBoundGetNoTable) {
+  // 70,000 tokens (2,188 mask words) and one of 1,000 letters: a bitmask per length would
+  // take 8.75 MB.
+  auto vocab = std::make_shared<TokenVocabulary>();
+  for (int i = 0; i < 70000; ++i) vocab->token_bytes.push_back("t" + std::to_string(i));
+  vocab->token_bytes.push_back(std::string(1000, 'a'));
+  vocab->token_bytes.push_back("aaa");
+  vocab->eos_ids = {0};
+  auto trie = shared_vocab_trie(vocab);
+  EXPECT_EQ(build_class_run_table(*trie, range('a', 'z')).max_depth, 0u);
+  EXPECT_EQ(build_class_run_table(*trie, class_of("t0123456789")).max_depth, 6u);  // "t69999"
+}
+
 TEST(ClassRunTable, EmptyClassHasNoRun) {
   auto trie = shared_vocab_trie(test_vocabulary());
   const ClassRunTable table = build_class_run_table(*trie, class_of("\"\\"));

@@ -40,6 +40,14 @@ ClassRunTable build_class_run_table(const VocabTrie& t, const ByteSet& c) {
     }
     ++k;
   }
+  // A vocabulary of very long runs (spaces, say) would need a bitmask per length: past
+  // kMaxBitsBytes the class gets no table (max_depth 0: no class run, the scan walks).
+  constexpr size_t kMaxBitsBytes = size_t{8} << 20;
+  if (out.max_depth * out.mask_words * 4 > kMaxBitsBytes) {
+    out.max_depth = 0;
+    out.frontier.assign(1, {});
+    token_nodes.clear();
+  }
   out.up_to_bits.assign(out.max_depth * out.mask_words, 0);
   for (const auto& [d, k] : token_nodes) {
     uint32_t* row = out.up_to_bits.data() + (d - 1) * out.mask_words;

@@ -18,8 +18,10 @@
 namespace deepinfer::engine::grammar {
 
 struct ClassRunTable {
-  ByteSet bytes;         // C (plain bytes only)
-  size_t max_depth = 0;  // the longest path of C bytes from the trie's root
+  ByteSet bytes;  // C (plain bytes only)
+  // The longest path of C bytes from the trie's root; 0 when none, or when a bitmask per
+  // length would pass 8 MB (no table: no class run for C).
+  size_t max_depth = 0;
   // Row L - 1 (L = 1..max_depth): the bitmask (mask_words words) of the tokens of C bytes
   // alone of at most L bytes; num_up_to[L] counts them (num_up_to[0] = 0).
   std::vector<uint32_t> up_to_bits;
