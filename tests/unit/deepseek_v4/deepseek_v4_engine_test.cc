@@ -1,6 +1,7 @@
 // DeepSeek-V4 through the real engine (scheduler, block manager, chunked prefill with chunks
 // that split compression windows, continuous batching of three requests, prefix-cache hits on
-// whole blocks): greedy generations equal transformers' continuations.
+// whole blocks, preemption under block pressure): greedy generations equal transformers'
+// continuations.
 #include <map>
 
 #include "v4_fixture.h"
@@ -22,7 +23,8 @@ std::shared_ptr<const recipe::Tokenizer> byte_tokenizer() {
   return std::shared_ptr<const recipe::Tokenizer>(std::move(t).value());
 }
 
-std::unique_ptr<engine::Engine> make_engine(const std::string& name, int budget, bool prefix_caching) {
+std::unique_ptr<engine::Engine> make_engine(const std::string& name, int budget, bool prefix_caching,
+                                            size_t kv_bytes = size_t{4} << 20) {
   auto loaded = v4test::open_dir(v4test::fixture_dir(name));
   EXPECT_TRUE(loaded.is_ok()) << loaded.status().message();
   if (!loaded.is_ok()) return nullptr;
@@ -30,7 +32,7 @@ std::unique_ptr<engine::Engine> make_engine(const std::string& name, int budget,
   cfg.num_threads = 1;
   cfg.block_size = 4;
   cfg.max_num_batched_tokens = budget;
-  cfg.kv_cache_bytes = size_t{4} << 20;
+  cfg.kv_cache_bytes = kv_bytes;
   cfg.enable_prefix_caching = prefix_caching;
   auto e = engine::Engine::create(std::move(*loaded), byte_tokenizer(), cfg);
   EXPECT_TRUE(e.is_ok()) << e.status().message();
@@ -97,6 +99,19 @@ TEST_P(DeepseekV4Engine, PrefixCacheHitMatchesTransformers) {
   const int64_t cached_before = e->stats().cached_prompt_tokens;
   expect_greedy(fx, run_cases(*e, fx, {2}), "prefix hit");
   EXPECT_GE(e->stats().cached_prompt_tokens - cached_before, 32) << "no prefix-cache hit happened";
+}
+
+// The engine's minimum of 16 blocks of 4 tokens for prompts + continuations of 79 tokens: the
+// three requests fill every block during prefill, so decoding must preempt (by recompute) and
+// later rebuild a request's state rows from scratch.
+TEST_P(DeepseekV4Engine, GreedyUnderBlockPressureMatchesTransformers) {
+  const auto fx = v4test::expected(GetParam());
+  auto e = make_engine(GetParam(), 64, false, 1);
+  ASSERT_NE(e, nullptr);
+  ASSERT_EQ(e->kv_num_blocks(), 16);
+  const auto got = run_cases(*e, fx, {0, 1, 2});
+  ASSERT_EQ(got.size(), 3u);
+  expect_greedy(fx, got, "block pressure");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DeepseekV4Engine, ::testing::ValuesIn(v4test::kFixtures));
