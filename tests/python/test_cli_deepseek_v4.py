@@ -38,7 +38,7 @@ def model_dir(tmp_path, name):
     return out
 
 
-@pytest.mark.parametrize("name", ["h2_mixed", "h4_deepseek", "h2_hfnames"])
+@pytest.mark.parametrize("name", ["h2_mixed", "h4_deepseek", "h2_hfnames", "fp8_ue8m0"])
 def test_generate_greedy_matches_transformers(binary, tmp_path, name):
     expected = json.loads((FIXTURES / name / "expected.json").read_text())
     d = model_dir(tmp_path, name)

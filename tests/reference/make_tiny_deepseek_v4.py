@@ -13,12 +13,19 @@
 #               hc_head_fn, ...), as the official repository ships them.
 #   h2_hfnames: hc_mult 2, window 6, CSA first; written with transformers' in-memory names
 #               (model.layers.N.self_attn.q_a_proj, stacked mlp.experts.gate_up_proj, ...).
+#   fp8_ue8m0:  DeepSeek's FP8 layout with DeepSeek's names: attention projections (wq_a, wq_b,
+#               wkv, wo_a, wo_b, indexer.wq_b) and all experts are float8_e4m3fn with a ue8m0
+#               (F8_E8M0, power-of-two) `.scale` per 128x128 block; compressor/indexer
+#               projections, router, norms, embedding and head stay bf16. Sizes above 128
+#               (hidden 160, q_lora_rank 136, o_lora_rank 128) give full and partial blocks.
+#               Its reference is transformers run on the dequantized weights (fp8 * scale).
 # expected.json per case: token ids, logits at every prompt position (one full forward), and
 # the greedy continuation (transformers' incremental decoding through V4's own cache) with
 # the logits and top-2 margin of each step. The script checks that the full-forward logits of
 # prompt + continuation agree with the incremental step logits, so the two reference paths agree.
 import json
 import os
+import re
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -192,9 +199,71 @@ def build(name, params, naming, seed):
     print(name, "weights", os.path.getsize(st_path), "bytes")
 
 
+FP8_CASE = dict(COMMON, hidden_size=160, moe_intermediate_size=32, head_dim=32, q_lora_rank=136,
+                o_lora_rank=128, index_head_dim=32, index_n_heads=4, num_hidden_layers=3, hc_mult=2,
+                sliding_window=6, index_topk=3,
+                layer_types=["compressed_sparse_attention", "heavily_compressed_attention", "sliding_attention"],
+                compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 8},
+                mlp_layer_types=["hash_moe", "moe", "moe"], rope_parameters=YARN)
+FP8_BLOCK = 128
+FP8_LINEAR = re.compile(r"\.attn\.(wq_a|wq_b|wkv|wo_a|wo_b|indexer\.wq_b)\.weight$|"
+                        r"\.ffn\.(experts\.\d+|shared_experts)\.w[123]\.weight$")
+
+
+def quantize_fp8_ue8m0(w):
+    """Per 128x128 block: scale = 2^ceil(log2(amax / 448)) (a ue8m0 power of two), q = w / scale."""
+    n_out, n_in = w.shape
+    bo, bi = -(-n_out // FP8_BLOCK), -(-n_in // FP8_BLOCK)
+    padded = torch.zeros(bo * FP8_BLOCK, bi * FP8_BLOCK)
+    padded[:n_out, :n_in] = w
+    blocks = padded.view(bo, FP8_BLOCK, bi, FP8_BLOCK)
+    amax = blocks.abs().amax(dim=(1, 3)).clamp(min=1e-12)
+    scale = torch.exp2(torch.ceil(torch.log2(amax / 448.0)))
+    q = (blocks / scale[:, None, :, None]).to(torch.float8_e4m3fn)
+    deq = (q.float() * scale[:, None, :, None]).view(bo * FP8_BLOCK, bi * FP8_BLOCK)[:n_out, :n_in]
+    q = q.view(bo * FP8_BLOCK, bi * FP8_BLOCK)[:n_out, :n_in].contiguous()
+    return q, scale.to(torch.float8_e8m0fnu).contiguous(), deq.contiguous()
+
+
+def build_fp8(name, params, seed):
+    import shutil
+    import tempfile
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    model = DeepseekV4ForCausalLM(DeepseekV4Config(**params)).eval()
+    randomize(model, g)
+    out = os.path.join(OUT_ROOT, name)
+    os.makedirs(out, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.to(torch.bfloat16).save_pretrained(tmp)
+        sd = load_file(os.path.join(tmp, "model.safetensors"))
+        quant, deq = {}, {}
+        for k, v in sd.items():
+            if FP8_LINEAR.search(k):
+                q, scale, d = quantize_fp8_ue8m0(v.float())
+                quant[deepseek_name(k)] = q
+                quant[deepseek_name(k)[: -len(".weight")] + ".scale"] = scale
+                deq[k] = d
+            else:
+                quant[deepseek_name(k)], deq[k] = v, v.float() if v.is_floating_point() else v
+        save_file(deq, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
+        ref = DeepseekV4ForCausalLM.from_pretrained(tmp, dtype=torch.float32).eval()
+        with open(os.path.join(tmp, "config.json")) as f:
+            config = json.load(f)
+    config["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                                     "scale_fmt": "ue8m0", "weight_block_size": [FP8_BLOCK, FP8_BLOCK]}
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    st_path = os.path.join(out, "model.safetensors")
+    save_file(quant, st_path, metadata={"format": "pt"})
+    write_expected(out, name, ref)
+    print(name, "weights", os.path.getsize(st_path), "bytes")
+
+
 def main():
     for i, (name, (params, naming)) in enumerate(CASES.items()):
         build(name, params, naming, 4000 + i)
+    build_fp8("fp8_ue8m0", FP8_CASE, 5000)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 // under transformers' renamed form from the tables below; shape checks; stacked expert views.
 #include "deepinfer/model/deepseek_v4_weights.h"
 
+#include <cmath>
 #include <cstring>
+#include <memory>
 #include <string_view>
 #include <utility>
 
@@ -125,6 +127,24 @@ class V4Names {
     return to_f32(t, canonical);
   }
 
+  // A block-scale tensor as owned f32: float types, or ue8m0 (F8_E8M0, 2^(byte - 127)) as
+  // DeepSeek ships them.
+  Result<Tensor> get_scale(const std::string& canonical, const std::vector<int64_t>& shape) const {
+    DI_ASSIGN_OR_RETURN(Tensor t, get(canonical, shape));
+    if (t.dtype != DType::kF8_E8M0) return get_f32(canonical, shape);
+    auto data = std::shared_ptr<float[]>(new float[static_cast<size_t>(t.numel())]);
+    const auto* b = static_cast<const uint8_t*>(t.data);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (b[i] == 0xFF) return corrupt("{}: tensor '{}' holds a NaN scale", source_.description, canonical);
+      data[i] = std::ldexp(1.0f, int(b[i]) - 127);
+    }
+    Tensor out = t;
+    out.dtype = DType::kF32;
+    out.data = data.get();
+    out.owner = std::shared_ptr<void>(data, data.get());
+    return out;
+  }
+
   Result<LinearWeight> linear(const std::string& prefix, int64_t n_out, int64_t n_in) const {
     LinearWeight w;
     DI_ASSIGN_OR_RETURN(w.weight, get(prefix + ".weight", {n_out, n_in}));
@@ -136,7 +156,7 @@ class V4Names {
       const int64_t bo = (w.n_out() + kFp8Block - 1) / kFp8Block, bi = (w.n_in() + kFp8Block - 1) / kFp8Block;
       for (std::string_view s : kScaleNames) {
         if (!find(prefix + std::string(s))) continue;
-        DI_ASSIGN_OR_RETURN(w.scale_inv, get_f32(prefix + std::string(s), {bo, bi}));
+        DI_ASSIGN_OR_RETURN(w.scale_inv, get_scale(prefix + std::string(s), {bo, bi}));
         return w;
       }
       return missing(prefix + ".scale");
@@ -254,6 +274,11 @@ Result<V4Attention> load_attention(const V4Names& n, const DeepseekV4Config& c, 
   DI_ASSIGN_OR_RETURN(a.kv_norm, n.get_f32(p + ".norm.weight", {D}));
   DI_ASSIGN_OR_RETURN(a.wo_a, n.linear(p + ".wo_a", int64_t{c.o_groups} * c.o_lora_rank, nh * D / c.o_groups));
   DI_ASSIGN_OR_RETURN(a.wo_b, n.linear(p + ".wo_b", H, int64_t{c.o_groups} * c.o_lora_rank));
+  // The grouped projection runs wo_a one group of o_lora_rank rows at a time; FP8 blocks must
+  // not straddle two groups.
+  if (a.wo_a.weight.dtype == DType::kF8_E4M3 && c.o_groups > 1 && c.o_lora_rank % kFp8Block != 0)
+    return unsupported("{}: FP8 tensor '{}.wo_a.weight' with o_lora_rank {} (not a multiple of {}) is not supported",
+                       n.source().description, p, c.o_lora_rank, kFp8Block);
   DI_ASSIGN_OR_RETURN(a.sinks, n.get_f32(p + ".attn_sink", {nh}));
   const V4Layer& L = c.layers[l];
   if (L.attn == V4Attn::kWindow) return a;
