@@ -77,7 +77,7 @@ Result<std::unique_ptr<DeepseekV4>> DeepseekV4::load(const ModelConfig& config, 
   std::unique_ptr<DeepseekV4> m(new DeepseekV4(engine_config(config, v4), v4));
   DI_ASSIGN_OR_RETURN(m->w_, load_deepseek_v4_weights(m->v4_, source));
   if (v4.num_mtp_layers > 0)
-    log::info("{}: deepseek_v4 MTP layer not loaded (no draft head for V4 yet); decoding is unaffected",
+    log::warn("{}: deepseek_v4 MTP layer not loaded (no draft head for V4 yet); decoding is unaffected",
               source.description);
   return m;
 }
