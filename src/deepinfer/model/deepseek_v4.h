@@ -18,13 +18,15 @@ namespace deepinfer::model {
 
 class DeepseekV4 final : public Model {
  public:
-  static Result<std::unique_ptr<DeepseekV4>> load(const ModelConfig& config, const WeightSource& source);
+  static Result<std::unique_ptr<DeepseekV4>> load(const ModelConfig& config,
+                                                  const WeightSource& source);
 
   const ModelConfig& config() const override { return config_; }
   const DeepseekV4Config& v4_config() const { return v4_; }
   // One "KV head" per layer holding a state row of v4_row_floats() floats; no V pool.
   KvCacheSpec kv_cache_spec() const override;
-  Status forward(const ForwardBatch& batch, KvCache& cache, ForwardContext& ctx, float* logits) override;
+  Status forward(const ForwardBatch& batch, KvCache& cache, ForwardContext& ctx,
+                 float* logits) override;
   std::vector<std::vector<uint64_t>> expert_token_counts() const override;
 
  private:

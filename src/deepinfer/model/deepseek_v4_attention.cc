@@ -25,7 +25,8 @@ Rope rope_of(const DeepseekV4Config& c, bool compressed) {
 }
 
 // Rotates the trailing rope_dim channels of each head (interleaved pairs).
-void rope_tail(const Rope& r, float* x, int64_t T, int heads, int head_dim, int64_t stride, const int32_t* pos) {
+void rope_tail(const Rope& r, float* x, int64_t T, int heads, int head_dim, int64_t stride,
+               const int32_t* pos) {
   if (T == 0) return;
   kernels::RopeParams p{};
   p.x = x + (head_dim - r.rope_dim);
@@ -79,9 +80,9 @@ V4SeqRows seq_rows(const ForwardBatch& b, int s, const V4LayerCache& cache) {
 }
 
 // Projects a compressor's kv/score for all tokens and runs each sequence's step.
-void compressor_forward(const V4CompressorDims& d, const V4Compressor& w, const ForwardBatch& b, const float* h,
-                        int64_t hidden, const V4LayerCache& cache, std::vector<float>& kv,
-                        std::vector<float>& score, ForwardContext& ctx) {
+void compressor_forward(const V4CompressorDims& d, const V4Compressor& w, const ForwardBatch& b,
+                        const float* h, int64_t hidden, const V4LayerCache& cache,
+                        std::vector<float>& kv, std::vector<float>& score, ForwardContext& ctx) {
   const int64_t T = b.num_tokens(), width = d.width();
   kv.resize(T * width);
   score.resize(T * width);
@@ -89,8 +90,8 @@ void compressor_forward(const V4CompressorDims& d, const V4Compressor& w, const 
   linear_forward(w.wgate, h, T, hidden, score.data(), width, ctx);
   for (int s = 0; s < b.num_seqs(); ++s) {
     const int64_t t0 = b.seq_token_start[s], n = b.seq_token_start[s + 1] - t0;
-    v4_compressor_step(d, w, seq_rows(b, s, cache), kv.data() + t0 * width, score.data() + t0 * width,
-                       b.positions.data() + t0, n);
+    v4_compressor_step(d, w, seq_rows(b, s, cache), kv.data() + t0 * width,
+                       score.data() + t0 * width, b.positions.data() + t0, n);
   }
 }
 
@@ -110,8 +111,9 @@ int v4_indexer_topk(const float* scores, int n_visible, int k, int32_t* out) {
 namespace {
 
 // Indexer scores of query t against its visible entries: sum_h w_h relu(q_h . k_s) / sqrt(Di).
-void indexer_scores(const DeepseekV4Config& c, const float* iq, const float* iw, const V4SeqRows& rows,
-                    int64_t entry_off, int ratio, int n_visible, float* out) {
+void indexer_scores(const DeepseekV4Config& c, const float* iq, const float* iw,
+                    const V4SeqRows& rows, int64_t entry_off, int ratio, int n_visible,
+                    float* out) {
   const int64_t Di = c.index_head_dim;
   const float scale = 1.0f / std::sqrt(float(Di));
   for (int e = 0; e < n_visible; ++e) {
@@ -132,24 +134,28 @@ void gather_keys(const DeepseekV4Config& c, int layer, const V4SeqRows& rows, in
   const V4Layer& L = c.layers[layer];
   const V4RowLayout rl = v4_row_layout(c, layer);
   s.keys.clear();
-  for (int64_t q = std::max<int64_t>(0, p - c.sliding_window + 1); q <= p; ++q) s.keys.push_back(rows.at(q) + rl.kv);
+  for (int64_t q = std::max<int64_t>(0, p - c.sliding_window + 1); q <= p; ++q)
+    s.keys.push_back(rows.at(q) + rl.kv);
   if (L.attn == V4Attn::kWindow) return;
   const int n_visible = static_cast<int>((p + 1) / L.ratio);
   if (L.attn == V4Attn::kHca) {
-    for (int e = 0; e < n_visible; ++e) s.keys.push_back(rows.at(int64_t{e + 1} * L.ratio - 1) + rl.comp_entry);
+    for (int e = 0; e < n_visible; ++e)
+      s.keys.push_back(rows.at(int64_t{e + 1} * L.ratio - 1) + rl.comp_entry);
     return;
   }
   s.isc.resize(std::max(n_visible, 1));
   s.topk.resize(std::max(n_visible, 1));
   const float* iq = s.iq.data() + t * c.index_n_heads * c.index_head_dim;
-  indexer_scores(c, iq, s.iw.data() + t * c.index_n_heads, rows, rl.idx_entry, L.ratio, n_visible, s.isc.data());
+  indexer_scores(c, iq, s.iw.data() + t * c.index_n_heads, rows, rl.idx_entry, L.ratio, n_visible,
+                 s.isc.data());
   const int n = v4_indexer_topk(s.isc.data(), n_visible, c.index_topk, s.topk.data());
-  for (int i = 0; i < n; ++i) s.keys.push_back(rows.at(int64_t{s.topk[i] + 1} * L.ratio - 1) + rl.comp_entry);
+  for (int i = 0; i < n; ++i)
+    s.keys.push_back(rows.at(int64_t{s.topk[i] + 1} * L.ratio - 1) + rl.comp_entry);
 }
 
 // q, kv and (CSA) the indexer's query and weights of every token; new K=V rows written.
-void project(const DeepseekV4Config& c, int layer, const V4Attention& w, const ForwardBatch& b, const float* h,
-             const V4LayerCache& cache, V4AttnScratch& s, ForwardContext& ctx) {
+void project(const DeepseekV4Config& c, int layer, const V4Attention& w, const ForwardBatch& b,
+             const float* h, const V4LayerCache& cache, V4AttnScratch& s, ForwardContext& ctx) {
   const int64_t T = b.num_tokens(), H = c.hidden, D = c.head_dim, nh = c.n_heads;
   const V4Layer& L = c.layers[layer];
   const Rope rope = rope_of(c, L.attn != V4Attn::kWindow);
@@ -157,16 +163,19 @@ void project(const DeepseekV4Config& c, int layer, const V4Attention& w, const F
   s.q.resize(T * nh * D);
   s.kv.resize(T * D);
   linear_forward(w.wq_a, h, T, H, s.qr.data(), c.q_lora_rank, ctx);
-  rms_norm_rows(s.qr.data(), c.q_lora_rank, w.q_norm, s.qr.data(), c.q_lora_rank, T, c.q_lora_rank, c.rms_eps);
+  rms_norm_rows(s.qr.data(), c.q_lora_rank, w.q_norm, s.qr.data(), c.q_lora_rank, T, c.q_lora_rank,
+                c.rms_eps);
   linear_forward(w.wq_b, s.qr.data(), T, c.q_lora_rank, s.q.data(), nh * D, ctx);
   unweighted_rms_norm(s.q.data(), T * nh, D, c.rms_eps);
-  rope_tail(rope, s.q.data(), T, static_cast<int>(nh), static_cast<int>(D), nh * D, b.positions.data());
+  rope_tail(rope, s.q.data(), T, static_cast<int>(nh), static_cast<int>(D), nh * D,
+            b.positions.data());
   linear_forward(w.wkv, h, T, H, s.kv.data(), D, ctx);
   rms_norm_rows(s.kv.data(), D, w.kv_norm, s.kv.data(), D, T, D, c.rms_eps);
   rope_tail(rope, s.kv.data(), T, 1, static_cast<int>(D), D, b.positions.data());
   const int64_t kv_off = v4_row_layout(c, layer).kv;
   for (int64_t t = 0; t < T; ++t)
-    std::memcpy(cache.pool + int64_t{b.slot_mapping[t]} * cache.row + kv_off, s.kv.data() + t * D, sizeof(float) * D);
+    std::memcpy(cache.pool + int64_t{b.slot_mapping[t]} * cache.row + kv_off, s.kv.data() + t * D,
+                sizeof(float) * D);
   if (L.attn != V4Attn::kCsa) return;
   const int64_t nih = c.index_n_heads, Di = c.index_head_dim;
   s.iq.resize(T * nih * Di);
@@ -180,22 +189,25 @@ void project(const DeepseekV4Config& c, int layer, const V4Attention& w, const F
 }
 
 // attn [T, nh * D] -> out [T, hidden]: rope channels rotated back, then wo_a per group, wo_b.
-void output_projection(const DeepseekV4Config& c, int layer, const V4Attention& w, const ForwardBatch& b,
-                       V4AttnScratch& s, ForwardContext& ctx, float* out) {
-  const int64_t T = b.num_tokens(), D = c.head_dim, nh = c.n_heads, G = c.o_groups, R = c.o_lora_rank;
+void output_projection(const DeepseekV4Config& c, int layer, const V4Attention& w,
+                       const ForwardBatch& b, V4AttnScratch& s, ForwardContext& ctx, float* out) {
+  const int64_t T = b.num_tokens(), D = c.head_dim, nh = c.n_heads, G = c.o_groups,
+                R = c.o_lora_rank;
   s.neg_pos.resize(T);
   for (int64_t t = 0; t < T; ++t) s.neg_pos[t] = -b.positions[t];
-  rope_tail(rope_of(c, c.layers[layer].attn != V4Attn::kWindow), s.attn.data(), T, static_cast<int>(nh),
-            static_cast<int>(D), nh * D, s.neg_pos.data());
+  rope_tail(rope_of(c, c.layers[layer].attn != V4Attn::kWindow), s.attn.data(), T,
+            static_cast<int>(nh), static_cast<int>(D), nh * D, s.neg_pos.data());
   const int64_t in_g = nh * D / G;
   s.grouped.resize(T * G * R);
   for (int64_t g = 0; g < G; ++g) {
     LinearWeight part = w.wo_a;
     part.weight.shape[0] = R;
-    part.weight.data = static_cast<const uint8_t*>(w.wo_a.weight.data) + g * R * w.wo_a.weight.row_stride_bytes();
+    part.weight.data =
+        static_cast<const uint8_t*>(w.wo_a.weight.data) + g * R * w.wo_a.weight.row_stride_bytes();
     if (!w.wo_a.scale_inv.empty()) {
       part.scale_inv.shape[0] = (R + kFp8Block - 1) / kFp8Block;
-      part.scale_inv.data = static_cast<const float*>(w.wo_a.scale_inv.data) + (g * R / kFp8Block) * w.wo_a.scale_inv.shape[1];
+      part.scale_inv.data = static_cast<const float*>(w.wo_a.scale_inv.data) +
+                            (g * R / kFp8Block) * w.wo_a.scale_inv.shape[1];
     }
     linear_forward(part, s.attn.data() + g * in_g, T, nh * D, s.grouped.data() + g * R, G * R, ctx);
   }
@@ -204,17 +216,18 @@ void output_projection(const DeepseekV4Config& c, int layer, const V4Attention& 
 
 }  // namespace
 
-void v4_attention_forward(const DeepseekV4Config& c, int layer, const V4Attention& w, const ForwardBatch& b,
-                          const float* h, const V4LayerCache& cache, V4AttnScratch& s, ForwardContext& ctx,
-                          float* out) {
+void v4_attention_forward(const DeepseekV4Config& c, int layer, const V4Attention& w,
+                          const ForwardBatch& b, const float* h, const V4LayerCache& cache,
+                          V4AttnScratch& s, ForwardContext& ctx, float* out) {
   const int64_t T = b.num_tokens(), D = c.head_dim, nh = c.n_heads;
   const V4Layer& L = c.layers[layer];
   project(c, layer, w, b, h, cache, s, ctx);
   if (L.attn != V4Attn::kWindow)
-    compressor_forward(compressor_dims(c, layer, false), w.compressor, b, h, c.hidden, cache, s.ckv, s.cscore, ctx);
+    compressor_forward(compressor_dims(c, layer, false), w.compressor, b, h, c.hidden, cache, s.ckv,
+                       s.cscore, ctx);
   if (L.attn == V4Attn::kCsa)
-    compressor_forward(compressor_dims(c, layer, true), w.indexer.compressor, b, h, c.hidden, cache, s.ikv, s.iscore,
-                       ctx);
+    compressor_forward(compressor_dims(c, layer, true), w.indexer.compressor, b, h, c.hidden, cache,
+                       s.ikv, s.iscore, ctx);
   s.attn.resize(T * nh * D);
   kernels::SinkAttentionParams p{};
   p.n_heads = static_cast<int>(nh);

@@ -30,9 +30,9 @@ struct V4LayerCache {
 };
 
 // out [T, hidden] = attention of the batch's tokens; h [T, hidden] is the normed block input.
-void v4_attention_forward(const DeepseekV4Config& c, int layer, const V4Attention& w, const ForwardBatch& b,
-                          const float* h, const V4LayerCache& cache, V4AttnScratch& s, ForwardContext& ctx,
-                          float* out);
+void v4_attention_forward(const DeepseekV4Config& c, int layer, const V4Attention& w,
+                          const ForwardBatch& b, const float* h, const V4LayerCache& cache,
+                          V4AttnScratch& s, ForwardContext& ctx, float* out);
 
 // The indexer's choice for one query: the min(k, n_visible) entries of highest score
 // (ties: lower entry first), into `out`; returns how many.

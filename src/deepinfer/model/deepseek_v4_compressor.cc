@@ -8,8 +8,8 @@
 
 namespace deepinfer::model {
 
-void v4_compress_entry(const V4CompressorDims& d, const V4Compressor& w, const V4SeqRows& rows, int64_t entry_index,
-                       float* entry) {
+void v4_compress_entry(const V4CompressorDims& d, const V4Compressor& w, const V4SeqRows& rows,
+                       int64_t entry_index, float* entry) {
   const int r = d.ratio;
   const int64_t dim = d.dim;
   // Slots: CSA: Ca (first half of each projection) of window w-1, then Cb (second half) of
@@ -57,8 +57,8 @@ void v4_compress_entry(const V4CompressorDims& d, const V4Compressor& w, const V
   kernels::rope(p);
 }
 
-void v4_compressor_step(const V4CompressorDims& d, const V4Compressor& w, const V4SeqRows& rows, const float* kv,
-                        const float* score, const int32_t* pos, int64_t n) {
+void v4_compressor_step(const V4CompressorDims& d, const V4Compressor& w, const V4SeqRows& rows,
+                        const float* kv, const float* score, const int32_t* pos, int64_t n) {
   const int64_t width = d.width();
   const auto* ape = static_cast<const float*>(w.ape.data);
   for (int64_t i = 0; i < n; ++i) {
@@ -68,7 +68,8 @@ void v4_compressor_step(const V4CompressorDims& d, const V4Compressor& w, const 
     for (int64_t c = 0; c < width; ++c) row[d.score_off + c] = score[i * width + c] + a[c];
   }
   for (int64_t i = 0; i < n; ++i)
-    if ((pos[i] + 1) % d.ratio == 0) v4_compress_entry(d, w, rows, pos[i] / d.ratio, rows.at(pos[i]) + d.entry_off);
+    if ((pos[i] + 1) % d.ratio == 0)
+      v4_compress_entry(d, w, rows, pos[i] / d.ratio, rows.at(pos[i]) + d.entry_off);
 }
 
 }  // namespace deepinfer::model

@@ -14,7 +14,7 @@
 namespace deepinfer::model {
 
 struct V4CompressorDims {
-  int64_t dim = 0;     // entry size (head_dim, or index_head_dim)
+  int64_t dim = 0;  // entry size (head_dim, or index_head_dim)
   int ratio = 0;
   bool overlap = false;  // CSA: projections are 2 * dim wide
   int rope_dim = 0;
@@ -28,12 +28,12 @@ struct V4CompressorDims {
 
 // Entry w of a sequence from its rows (all tokens of windows w-1 (CSA) and w already written):
 // pooled, normed, rotated, into `entry` [dim].
-void v4_compress_entry(const V4CompressorDims& d, const V4Compressor& w, const V4SeqRows& rows, int64_t entry_index,
-                       float* entry);
+void v4_compress_entry(const V4CompressorDims& d, const V4Compressor& w, const V4SeqRows& rows,
+                       int64_t entry_index, float* entry);
 
 // Writes the projections of `n` new tokens (rows `kv` / `score` [n, width], positions `pos`)
 // into their rows, then every entry whose window closes among them.
-void v4_compressor_step(const V4CompressorDims& d, const V4Compressor& w, const V4SeqRows& rows, const float* kv,
-                        const float* score, const int32_t* pos, int64_t n);
+void v4_compressor_step(const V4CompressorDims& d, const V4Compressor& w, const V4SeqRows& rows,
+                        const float* kv, const float* score, const int32_t* pos, int64_t n);
 
 }  // namespace deepinfer::model

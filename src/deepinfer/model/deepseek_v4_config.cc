@@ -4,7 +4,6 @@
 
 #include <fstream>
 #include <map>
-
 #include <nlohmann/json.hpp>
 
 namespace deepinfer::model {
@@ -36,7 +35,9 @@ Status parse_rope(const json& rp, float* theta, kernels::RopeScaling* s, const s
   std::string type = get(rp, "rope_type", get(rp, "type", std::string("default")));
   if (type == "default" || type == "none") return Status::ok();
   if (type != "yarn")
-    return unsupported("{}: rope type '{}' is not supported for deepseek_v4 (supported: default, yarn)", path, type);
+    return unsupported(
+        "{}: rope type '{}' is not supported for deepseek_v4 (supported: default, yarn)", path,
+        type);
   s->type = kernels::RopeScalingType::kYarn;
   s->factor = get(rp, "factor", 1.0f);
   s->original_max_pos = get(rp, "original_max_position_embeddings", int64_t{s->original_max_pos});
@@ -50,48 +51,59 @@ Status parse_rope(const json& rp, float* theta, kernels::RopeScaling* s, const s
 
 // layer_types (transformers) or compress_ratios (legacy, per layer 0/4/128, MTP entries after).
 Status parse_layer_kinds(const json& j, DeepseekV4Config& c, const std::string& path) {
-  std::map<std::string, int> rates = {{"compressed_sparse_attention", 4}, {"heavily_compressed_attention", 128}};
+  std::map<std::string, int> rates = {{"compressed_sparse_attention", 4},
+                                      {"heavily_compressed_attention", 128}};
   if (auto it = j.find("compress_rates"); it != j.end() && it->is_object())
     for (auto& [k, v] : it->items()) rates[k] = v.get<int>();
-  rates["compressed_sparse_attention"] = get(j, "compress_rate_csa", rates["compressed_sparse_attention"]);
-  rates["heavily_compressed_attention"] = get(j, "compress_rate_hca", rates["heavily_compressed_attention"]);
+  rates["compressed_sparse_attention"] =
+      get(j, "compress_rate_csa", rates["compressed_sparse_attention"]);
+  rates["heavily_compressed_attention"] =
+      get(j, "compress_rate_hca", rates["heavily_compressed_attention"]);
   std::vector<std::string> types = get(j, "layer_types", std::vector<std::string>());
   if (types.empty() && j.contains("compress_ratios")) {
     for (int r : get(j, "compress_ratios", std::vector<int>())) {
       if (r != 0 && r != 4 && r != 128)
-        return unsupported("{}: compress_ratios holds {} (a legacy config maps only 0, 4 and 128)", path, r);
-      types.push_back(r == 0 ? "sliding_attention" : r == 4 ? "compressed_sparse_attention"
-                                                            : "heavily_compressed_attention");
+        return unsupported("{}: compress_ratios holds {} (a legacy config maps only 0, 4 and 128)",
+                           path, r);
+      types.push_back(r == 0   ? "sliding_attention"
+                      : r == 4 ? "compressed_sparse_attention"
+                               : "heavily_compressed_attention");
     }
   }
   if (types.empty()) {  // transformers' default: 2 HCA, then CSA/HCA alternating
     for (int i = 0; i < c.num_layers; ++i)
-      types.push_back(i < 2 || i % 2 == 0 ? "heavily_compressed_attention" : "compressed_sparse_attention");
+      types.push_back(i < 2 || i % 2 == 0 ? "heavily_compressed_attention"
+                                          : "compressed_sparse_attention");
   }
   if (static_cast<int>(types.size()) < c.num_layers)
-    return corrupt("{}: layer_types has {} entries for {} layers", path, types.size(), c.num_layers);
+    return corrupt("{}: layer_types has {} entries for {} layers", path, types.size(),
+                   c.num_layers);
   std::vector<std::string> mlp = get(j, "mlp_layer_types", std::vector<std::string>());
   if (mlp.empty()) {
     const int n_hash = get(j, "num_hash_layers", 3);
     for (int i = 0; i < c.num_layers; ++i) mlp.push_back(i < n_hash ? "hash_moe" : "moe");
   }
   if (static_cast<int>(mlp.size()) < c.num_layers)
-    return corrupt("{}: mlp_layer_types has {} entries for {} layers", path, mlp.size(), c.num_layers);
+    return corrupt("{}: mlp_layer_types has {} entries for {} layers", path, mlp.size(),
+                   c.num_layers);
   c.layers.resize(c.num_layers);
   for (int i = 0; i < c.num_layers; ++i) {
     V4Layer& L = c.layers[i];
     if (types[i] == "sliding_attention") {
       L.attn = V4Attn::kWindow;
-    } else if (types[i] == "compressed_sparse_attention" || types[i] == "heavily_compressed_attention") {
+    } else if (types[i] == "compressed_sparse_attention" ||
+               types[i] == "heavily_compressed_attention") {
       L.attn = types[i] == "compressed_sparse_attention" ? V4Attn::kCsa : V4Attn::kHca;
       L.ratio = rates[types[i]];
       if (L.ratio <= 0 || L.ratio > 4096)
         return corrupt("{}: compress rate {} for {} is out of range", path, L.ratio, types[i]);
     } else {
-      return unsupported("{}: layer_types[{}] = '{}' is not a deepseek_v4 attention type", path, i, types[i]);
+      return unsupported("{}: layer_types[{}] = '{}' is not a deepseek_v4 attention type", path, i,
+                         types[i]);
     }
     if (mlp[i] != "hash_moe" && mlp[i] != "moe")
-      return unsupported("{}: mlp_layer_types[{}] = '{}' is not a deepseek_v4 MoE type", path, i, mlp[i]);
+      return unsupported("{}: mlp_layer_types[{}] = '{}' is not a deepseek_v4 MoE type", path, i,
+                         mlp[i]);
     L.hash_moe = mlp[i] == "hash_moe";
   }
   return Status::ok();
@@ -103,7 +115,9 @@ Status parse_fields(const json& j, DeepseekV4Config& c, const std::string& path)
   c.num_layers = get(j, "num_hidden_layers", 43);
   c.n_heads = get(j, "num_attention_heads", 64);
   const int kv_heads = get(j, "num_key_value_heads", 1);
-  if (kv_heads != 1) return unsupported("{}: num_key_value_heads {} (deepseek_v4 shares one KV head)", path, kv_heads);
+  if (kv_heads != 1)
+    return unsupported("{}: num_key_value_heads {} (deepseek_v4 shares one KV head)", path,
+                       kv_heads);
   c.head_dim = get(j, "head_dim", 512);
   c.q_lora_rank = get(j, "q_lora_rank", 1024);
   c.o_groups = get(j, "o_groups", 8);
@@ -127,15 +141,20 @@ Status parse_fields(const json& j, DeepseekV4Config& c, const std::string& path)
   c.tie_embeddings = get(j, "tie_word_embeddings", false);
   const std::string scoring = get(j, "scoring_func", std::string("sqrtsoftplus"));
   if (scoring != "sqrtsoftplus")
-    return unsupported("{}: scoring_func '{}' is not supported for deepseek_v4 (supported: sqrtsoftplus)", path,
-                       scoring);
+    return unsupported(
+        "{}: scoring_func '{}' is not supported for deepseek_v4 (supported: sqrtsoftplus)", path,
+        scoring);
   // rope_dim: partial_rotary_factor * head_dim, or legacy qk_rope_head_dim (default 64/512).
   const double prf = get(j, "partial_rotary_factor", -1.0);
   const int legacy_rope = get(j, "qk_rope_head_dim", 0);
-  c.rope_dim = prf > 0 ? static_cast<int>(c.head_dim * prf) : legacy_rope > 0 ? legacy_rope : c.head_dim / 8;
+  c.rope_dim = prf > 0           ? static_cast<int>(c.head_dim * prf)
+               : legacy_rope > 0 ? legacy_rope
+                                 : c.head_dim / 8;
   c.main_theta = get(j, "rope_theta", 10000.0f);
   c.compress_theta = get(j, "compress_rope_theta", 160000.0f);
-  const json* rp = j.contains("rope_parameters") ? &j["rope_parameters"] : j.contains("rope_scaling") ? &j["rope_scaling"] : nullptr;
+  const json* rp = j.contains("rope_parameters") ? &j["rope_parameters"]
+                   : j.contains("rope_scaling")  ? &j["rope_scaling"]
+                                                 : nullptr;
   if (rp && rp->is_object() && rp->contains("main") && rp->contains("compress")) {
     DI_RETURN_IF_ERROR(parse_rope((*rp)["main"], &c.main_theta, &c.main_scaling, path));
     DI_RETURN_IF_ERROR(parse_rope((*rp)["compress"], &c.compress_theta, &c.compress_scaling, path));
@@ -148,7 +167,9 @@ Status parse_fields(const json& j, DeepseekV4Config& c, const std::string& path)
 }
 
 Status validate(const DeepseekV4Config& c, const std::string& path) {
-  auto bad = [&](const char* field, int64_t v) { return corrupt("{}: '{}' = {} is invalid", path, field, v); };
+  auto bad = [&](const char* field, int64_t v) {
+    return corrupt("{}: '{}' = {} is invalid", path, field, v);
+  };
   if (c.vocab_size <= 0) return bad("vocab_size", c.vocab_size);
   if (c.hidden <= 0) return bad("hidden_size", c.hidden);
   if (c.num_layers <= 0 || c.num_layers > 1024) return bad("num_hidden_layers", c.num_layers);
@@ -167,7 +188,8 @@ Status validate(const DeepseekV4Config& c, const std::string& path) {
   if (c.top_k <= 0 || c.top_k > c.n_experts) return bad("num_experts_per_tok", c.top_k);
   if (c.moe_inter <= 0) return bad("moe_intermediate_size", c.moe_inter);
   if (c.n_shared != 1)
-    return unsupported("{}: n_shared_experts {} (deepseek_v4 has exactly one shared expert)", path, c.n_shared);
+    return unsupported("{}: n_shared_experts {} (deepseek_v4 has exactly one shared expert)", path,
+                       c.n_shared);
   if (c.hc_mult <= 0 || c.hc_mult > 16) return bad("hc_mult", c.hc_mult);
   if (c.hc_sinkhorn_iters <= 0) return bad("hc_sinkhorn_iters", c.hc_sinkhorn_iters);
   if (c.max_position <= 0) return bad("max_position_embeddings", c.max_position);

@@ -29,8 +29,8 @@ struct DeepseekV4Config {
   int64_t hidden = 0;
   int num_layers = 0;
   int n_heads = 0;
-  int head_dim = 0;   // shared K=V head size
-  int rope_dim = 0;   // trailing channels of a head that RoPE rotates
+  int head_dim = 0;  // shared K=V head size
+  int rope_dim = 0;  // trailing channels of a head that RoPE rotates
   int q_lora_rank = 0;
   int o_groups = 0;
   int o_lora_rank = 0;

@@ -10,7 +10,8 @@ namespace {
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 // mixes[t] = (fn . X[t]) * rsqrt(mean(X[t]^2) + eps), X[t] flattened to hc * hidden.
-void mixes_of(const V4HcDims& d, const Tensor& fn, const float* x, int64_t T, float* mixes, ForwardContext& ctx) {
+void mixes_of(const V4HcDims& d, const Tensor& fn, const float* x, int64_t T, float* mixes,
+              ForwardContext& ctx) {
   const int64_t flat = d.hc * d.hidden, m = fn.shape[0];
   LinearWeight lw{fn, Tensor{}};
   linear_forward(lw, x, T, flat, mixes, m, ctx);
@@ -51,8 +52,8 @@ void v4_sinkhorn(float* comb, int hc, int iters, float eps) {
   }
 }
 
-void v4_hc_pre(const V4HcDims& d, const V4HyperConnection& w, const float* x, int64_t T, float* collapsed,
-               V4HcScratch& s, ForwardContext& ctx) {
+void v4_hc_pre(const V4HcDims& d, const V4HyperConnection& w, const float* x, int64_t T,
+               float* collapsed, V4HcScratch& s, ForwardContext& ctx) {
   const int hc = d.hc;
   const int64_t H = d.hidden, m = int64_t{2 + hc} * hc;
   s.mixes.resize(T * m);
@@ -99,12 +100,13 @@ void v4_hc_post(const V4HcDims& d, const V4HcScratch& s, const float* out, int64
   }
 }
 
-void v4_hc_head(const V4HcDims& d, const V4HyperConnection& w, const float* x, int64_t rows, int64_t x_stride,
-                float* y, ForwardContext& ctx) {
+void v4_hc_head(const V4HcDims& d, const V4HyperConnection& w, const float* x, int64_t rows,
+                int64_t x_stride, float* y, ForwardContext& ctx) {
   const int hc = d.hc;
   const int64_t H = d.hidden;
   std::vector<float> flat(rows * hc * H), mixes(rows * hc);
-  for (int64_t r = 0; r < rows; ++r) std::memcpy(flat.data() + r * hc * H, x + r * x_stride, sizeof(float) * hc * H);
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(flat.data() + r * hc * H, x + r * x_stride, sizeof(float) * hc * H);
   mixes_of(d, w.fn, flat.data(), rows, mixes.data(), ctx);
   const auto* base = static_cast<const float*>(w.base.data);
   const float scale = static_cast<const float*>(w.scale.data)[0];

@@ -25,13 +25,13 @@ struct V4HcScratch {
 
 // pre/post/comb of T tokens; writes the collapsed sublayer input `collapsed` [T, hidden] and
 // keeps post/comb in `s` for v4_hc_post.
-void v4_hc_pre(const V4HcDims& d, const V4HyperConnection& w, const float* x, int64_t T, float* collapsed,
-               V4HcScratch& s, ForwardContext& ctx);
+void v4_hc_pre(const V4HcDims& d, const V4HyperConnection& w, const float* x, int64_t T,
+               float* collapsed, V4HcScratch& s, ForwardContext& ctx);
 // X[t] = post * out[t] + comb^T X[t], in place.
 void v4_hc_post(const V4HcDims& d, const V4HcScratch& s, const float* out, int64_t T, float* x);
 // Final collapse of `rows` tokens (x row r at x + r * x_stride) into y [rows, hidden].
-void v4_hc_head(const V4HcDims& d, const V4HyperConnection& w, const float* x, int64_t rows, int64_t x_stride,
-                float* y, ForwardContext& ctx);
+void v4_hc_head(const V4HcDims& d, const V4HyperConnection& w, const float* x, int64_t rows,
+                int64_t x_stride, float* y, ForwardContext& ctx);
 
 // The comb matrix of one token from its raw logits m [hc*hc] (row i, column j): softmax over j,
 // + eps, column-normalize, then iters-1 rounds of row and column normalization. In place.

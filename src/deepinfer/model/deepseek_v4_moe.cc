@@ -15,8 +15,8 @@ namespace {
 float sqrt_softplus(float x) { return std::sqrt(x > 20.0f ? x : std::log1p(std::exp(x))); }
 
 // SwiGLU with V4's clamp: down(silu(min(g, L)) * clamp(u, -L, L)).
-void clamped_mlp(const MlpWeights& m, float limit, const float* x, int64_t rows, int64_t hidden, float* out,
-                 V4MoeScratch& s, ForwardContext& ctx) {
+void clamped_mlp(const MlpWeights& m, float limit, const float* x, int64_t rows, int64_t hidden,
+                 float* out, V4MoeScratch& s, ForwardContext& ctx) {
   const int64_t I = m.gate.n_out();
   if (static_cast<int64_t>(s.gate.size()) < rows * I) {
     s.gate.resize(rows * I);
@@ -35,8 +35,8 @@ void clamped_mlp(const MlpWeights& m, float limit, const float* x, int64_t rows,
 
 }  // namespace
 
-void v4_route(const V4MoeDims& d, const V4Moe& m, const float* logits, const int32_t* token_ids, int64_t T,
-              int32_t* idx, float* w) {
+void v4_route(const V4MoeDims& d, const V4Moe& m, const float* logits, const int32_t* token_ids,
+              int64_t T, int32_t* idx, float* w) {
   const int E = d.n_experts, K = d.top_k;
   const auto* bias = m.bias.empty() ? nullptr : static_cast<const float*>(m.bias.data);
   std::vector<float> s(E), choice(E);
@@ -51,8 +51,9 @@ void v4_route(const V4MoeDims& d, const V4Moe& m, const float* logits, const int
       std::copy_n(m.tid2eid.data() + int64_t{token_ids[t]} * K, K, ix);
     } else {
       std::iota(order.begin(), order.end(), 0);
-      std::partial_sort(order.begin(), order.begin() + K, order.end(),
-                        [&](int a, int b) { return choice[a] > choice[b] || (choice[a] == choice[b] && a < b); });
+      std::partial_sort(order.begin(), order.begin() + K, order.end(), [&](int a, int b) {
+        return choice[a] > choice[b] || (choice[a] == choice[b] && a < b);
+      });
       std::copy_n(order.begin(), K, ix);
     }
     float sum = 0;
@@ -61,8 +62,8 @@ void v4_route(const V4MoeDims& d, const V4Moe& m, const float* logits, const int
   }
 }
 
-void v4_moe_forward(const V4MoeDims& d, const V4Moe& m, const float* x, const int32_t* token_ids, int64_t T,
-                    float* out, uint64_t* counts, V4MoeScratch& s, ForwardContext& ctx) {
+void v4_moe_forward(const V4MoeDims& d, const V4Moe& m, const float* x, const int32_t* token_ids,
+                    int64_t T, float* out, uint64_t* counts, V4MoeScratch& s, ForwardContext& ctx) {
   const int E = d.n_experts, K = d.top_k;
   const int64_t H = d.hidden;
   s.logits.resize(T * E);
@@ -82,7 +83,8 @@ void v4_moe_forward(const V4MoeDims& d, const V4Moe& m, const float* x, const in
     if (members.empty()) continue;
     if (counts) counts[e] += members.size();
     const int64_t n = static_cast<int64_t>(members.size());
-    for (int64_t i = 0; i < n; ++i) std::memcpy(s.xs.data() + i * H, x + (members[i] / K) * H, sizeof(float) * H);
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(s.xs.data() + i * H, x + (members[i] / K) * H, sizeof(float) * H);
     clamped_mlp(m.experts[e], d.swiglu_limit, s.xs.data(), n, H, s.ys.data(), s, ctx);
     for (int64_t i = 0; i < n; ++i) {
       const float wt = s.weights[members[i]];

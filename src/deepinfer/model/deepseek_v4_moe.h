@@ -24,10 +24,10 @@ struct V4MoeScratch {
 };
 
 // Routing of T tokens from router logits [T, E]: idx/w [T, top_k]. token_ids feed hash layers.
-void v4_route(const V4MoeDims& d, const V4Moe& m, const float* logits, const int32_t* token_ids, int64_t T,
-              int32_t* idx, float* w);
+void v4_route(const V4MoeDims& d, const V4Moe& m, const float* logits, const int32_t* token_ids,
+              int64_t T, int32_t* idx, float* w);
 // out [T, hidden] = routed + shared experts of x [T, hidden]; adds chosen experts to counts [E].
-void v4_moe_forward(const V4MoeDims& d, const V4Moe& m, const float* x, const int32_t* token_ids, int64_t T,
-                    float* out, uint64_t* counts, V4MoeScratch& s, ForwardContext& ctx);
+void v4_moe_forward(const V4MoeDims& d, const V4Moe& m, const float* x, const int32_t* token_ids,
+                    int64_t T, float* out, uint64_t* counts, V4MoeScratch& s, ForwardContext& ctx);
 
 }  // namespace deepinfer::model

@@ -62,11 +62,11 @@ inline int64_t v4_row_floats(const DeepseekV4Config& c) {
 
 // One sequence's view of a layer's paged rows.
 struct V4SeqRows {
-  float* pool = nullptr;           // the layer's pool [num_blocks * block_size, row]
+  float* pool = nullptr;            // the layer's pool [num_blocks * block_size, row]
   const int32_t* blocks = nullptr;  // the sequence's block table
   int64_t n_blocks = 0;
   int block_size = 0;
-  int64_t row = 0;                 // floats per row
+  int64_t row = 0;  // floats per row
   float* at(int64_t pos) const {
     return pool + (int64_t{blocks[pos / block_size]} * block_size + pos % block_size) * row;
   }

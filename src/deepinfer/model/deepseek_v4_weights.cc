@@ -23,8 +23,8 @@ struct Rename {
 // Whole names outside the layers.
 constexpr Rename kTopLevel[] = {
     {"embed.weight", "model.embed_tokens.weight"}, {"head.weight", "lm_head.weight"},
-    {"norm.weight", "model.norm.weight"},           {"hc_head_fn", "model.hc_head.hc_fn"},
-    {"hc_head_base", "model.hc_head.hc_base"},      {"hc_head_scale", "model.hc_head.hc_scale"},
+    {"norm.weight", "model.norm.weight"},          {"hc_head_fn", "model.hc_head.hc_fn"},
+    {"hc_head_base", "model.hc_head.hc_base"},     {"hc_head_scale", "model.hc_head.hc_scale"},
 };
 
 // Suffixes after "layers.N." (transformers: after "model.layers.N.").
@@ -114,16 +114,16 @@ class V4Names {
     for (int i = 0; match && i < t->ndim; ++i) match = t->shape[i] == shape[i];
     if (!match && shape.size() == 1 && t->numel() == shape[0]) match = true;
     if (!match)
-      return corrupt("{}: tensor '{}' has shape {} but the config implies {}", source_.description, canonical,
-                     t->shape_string(), shape_str(shape));
+      return corrupt("{}: tensor '{}' has shape {} but the config implies {}", source_.description,
+                     canonical, t->shape_string(), shape_str(shape));
     return *t;
   }
 
   Result<Tensor> get_f32(const std::string& canonical, const std::vector<int64_t>& shape) const {
     DI_ASSIGN_OR_RETURN(Tensor t, get(canonical, shape));
     if (t.dtype != DType::kF32 && t.dtype != DType::kBF16 && t.dtype != DType::kF16)
-      return unsupported("{}: tensor '{}' has type {} (expected f32, bf16 or f16)", source_.description, canonical,
-                         dtype_name(t.dtype));
+      return unsupported("{}: tensor '{}' has type {} (expected f32, bf16 or f16)",
+                         source_.description, canonical, dtype_name(t.dtype));
     return to_f32(t, canonical);
   }
 
@@ -135,7 +135,8 @@ class V4Names {
     auto data = std::shared_ptr<float[]>(new float[static_cast<size_t>(t.numel())]);
     const auto* b = static_cast<const uint8_t*>(t.data);
     for (int64_t i = 0; i < t.numel(); ++i) {
-      if (b[i] == 0xFF) return corrupt("{}: tensor '{}' holds a NaN scale", source_.description, canonical);
+      if (b[i] == 0xFF)
+        return corrupt("{}: tensor '{}' holds a NaN scale", source_.description, canonical);
       data[i] = std::ldexp(1.0f, int(b[i]) - 127);
     }
     Tensor out = t;
@@ -153,7 +154,8 @@ class V4Names {
 
   Result<LinearWeight> with_scale(LinearWeight w, const std::string& prefix) const {
     if (w.weight.dtype == DType::kF8_E4M3) {
-      const int64_t bo = (w.n_out() + kFp8Block - 1) / kFp8Block, bi = (w.n_in() + kFp8Block - 1) / kFp8Block;
+      const int64_t bo = (w.n_out() + kFp8Block - 1) / kFp8Block,
+                    bi = (w.n_in() + kFp8Block - 1) / kFp8Block;
       for (std::string_view s : kScaleNames) {
         if (!find(prefix + std::string(s))) continue;
         DI_ASSIGN_OR_RETURN(w.scale_inv, get_scale(prefix + std::string(s), {bo, bi}));
@@ -162,8 +164,8 @@ class V4Names {
       return missing(prefix + ".scale");
     }
     if (!kernels::matmul_supports(w.weight.dtype))
-      return unsupported("{}: tensor '{}.weight' has unsupported type {}", source_.description, prefix,
-                         dtype_name(w.weight.dtype));
+      return unsupported("{}: tensor '{}.weight' has unsupported type {}", source_.description,
+                         prefix, dtype_name(w.weight.dtype));
     return w;
   }
 
@@ -199,7 +201,8 @@ Status load_experts(const V4Names& n, const DeepseekV4Config& c, int layer, V4Mo
   moe.experts.resize(c.n_experts);
   if (!gate_up || n.find(p + ".0.w1.weight")) {
     for (int e = 0; e < c.n_experts; ++e) {
-      DI_ASSIGN_OR_RETURN(moe.experts[e], load_mlp(n, p + "." + std::to_string(e), c.hidden, c.moe_inter));
+      DI_ASSIGN_OR_RETURN(moe.experts[e],
+                          load_mlp(n, p + "." + std::to_string(e), c.hidden, c.moe_inter));
     }
     return Status::ok();
   }
@@ -209,16 +212,20 @@ Status load_experts(const V4Names& n, const DeepseekV4Config& c, int layer, V4Mo
     return t && t->ndim == 3 && t->shape[0] == a && t->shape[1] == b && t->shape[2] == d;
   };
   if (!shaped(gate_up, E, 2 * I, H) || !shaped(down, E, H, I))
-    return corrupt("{}: stacked experts '{}gate_up_proj' {} / 'down_proj' {} do not match the config ([{}, {}, {}] / "
-                   "[{}, {}, {}])", n.source().description, stacked, gate_up->shape_string(),
-                   down ? down->shape_string() : "missing", E, 2 * I, H, E, H, I);
+    return corrupt(
+        "{}: stacked experts '{}gate_up_proj' {} / 'down_proj' {} do not match the config ([{}, "
+        "{}, {}] / "
+        "[{}, {}, {}])",
+        n.source().description, stacked, gate_up->shape_string(),
+        down ? down->shape_string() : "missing", E, 2 * I, H, E, H, I);
   for (int e = 0; e < c.n_experts; ++e) {
     LinearWeight g, u, d;
     g.weight = stacked_view(*gate_up, e, 0, I);
     u.weight = stacked_view(*gate_up, e, I, I);
     d.weight = stacked_view(*down, e, 0, H);
     if (g.weight.dtype == DType::kF8_E4M3)
-      return unsupported("{}: FP8 stacked experts '{}gate_up_proj' are not supported", n.source().description, stacked);
+      return unsupported("{}: FP8 stacked experts '{}gate_up_proj' are not supported",
+                         n.source().description, stacked);
     DI_ASSIGN_OR_RETURN(moe.experts[e].gate, n.with_scale(std::move(g), stacked + "gate_up_proj"));
     DI_ASSIGN_OR_RETURN(moe.experts[e].up, n.with_scale(std::move(u), stacked + "gate_up_proj"));
     DI_ASSIGN_OR_RETURN(moe.experts[e].down, n.with_scale(std::move(d), stacked + "down_proj"));
@@ -226,25 +233,26 @@ Status load_experts(const V4Names& n, const DeepseekV4Config& c, int layer, V4Mo
   return Status::ok();
 }
 
-Result<std::vector<int32_t>> load_tid2eid(const V4Names& n, const DeepseekV4Config& c, const std::string& name) {
+Result<std::vector<int32_t>> load_tid2eid(const V4Names& n, const DeepseekV4Config& c,
+                                          const std::string& name) {
   DI_ASSIGN_OR_RETURN(Tensor t, n.get(name, {c.vocab_size, c.top_k}));
   if (t.dtype != DType::kI64 && t.dtype != DType::kI32)
-    return unsupported("{}: tensor '{}' has type {} (expected an integer table)", n.source().description, name,
-                       dtype_name(t.dtype));
+    return unsupported("{}: tensor '{}' has type {} (expected an integer table)",
+                       n.source().description, name, dtype_name(t.dtype));
   std::vector<int32_t> out(static_cast<size_t>(t.numel()));
   for (size_t i = 0; i < out.size(); ++i) {
     const int64_t v = t.dtype == DType::kI64 ? static_cast<const int64_t*>(t.data)[i]
-                                              : static_cast<const int32_t*>(t.data)[i];
+                                             : static_cast<const int32_t*>(t.data)[i];
     if (v < 0 || v >= c.n_experts)
-      return corrupt("{}: tensor '{}' holds expert {} (the config has {} experts)", n.source().description, name, v,
-                     c.n_experts);
+      return corrupt("{}: tensor '{}' holds expert {} (the config has {} experts)",
+                     n.source().description, name, v, c.n_experts);
     out[i] = static_cast<int32_t>(v);
   }
   return out;
 }
 
-Result<V4HyperConnection> load_hc(const V4Names& n, const std::string& p, int64_t rows, int64_t cols,
-                                  int64_t n_scale) {
+Result<V4HyperConnection> load_hc(const V4Names& n, const std::string& p, int64_t rows,
+                                  int64_t cols, int64_t n_scale) {
   V4HyperConnection h;
   DI_ASSIGN_OR_RETURN(h.fn, n.get_f32(p + "_fn", {rows, cols}));
   DI_ASSIGN_OR_RETURN(h.base, n.get_f32(p + "_base", {rows}));
@@ -252,8 +260,8 @@ Result<V4HyperConnection> load_hc(const V4Names& n, const std::string& p, int64_
   return h;
 }
 
-Result<V4Compressor> load_compressor(const V4Names& n, const std::string& p, int64_t hidden, int64_t dim,
-                                     int ratio, bool overlap) {
+Result<V4Compressor> load_compressor(const V4Names& n, const std::string& p, int64_t hidden,
+                                     int64_t dim, int ratio, bool overlap) {
   V4Compressor k;
   const int64_t width = overlap ? 2 * dim : dim;
   DI_ASSIGN_OR_RETURN(k.wkv, n.linear(p + ".wkv", width, hidden));
@@ -272,13 +280,16 @@ Result<V4Attention> load_attention(const V4Names& n, const DeepseekV4Config& c, 
   DI_ASSIGN_OR_RETURN(a.wq_b, n.linear(p + ".wq_b", nh * D, c.q_lora_rank));
   DI_ASSIGN_OR_RETURN(a.wkv, n.linear(p + ".wkv", D, H));
   DI_ASSIGN_OR_RETURN(a.kv_norm, n.get_f32(p + ".norm.weight", {D}));
-  DI_ASSIGN_OR_RETURN(a.wo_a, n.linear(p + ".wo_a", int64_t{c.o_groups} * c.o_lora_rank, nh * D / c.o_groups));
+  DI_ASSIGN_OR_RETURN(
+      a.wo_a, n.linear(p + ".wo_a", int64_t{c.o_groups} * c.o_lora_rank, nh * D / c.o_groups));
   DI_ASSIGN_OR_RETURN(a.wo_b, n.linear(p + ".wo_b", H, int64_t{c.o_groups} * c.o_lora_rank));
   // The grouped projection runs wo_a one group of o_lora_rank rows at a time; FP8 blocks must
   // not straddle two groups.
   if (a.wo_a.weight.dtype == DType::kF8_E4M3 && c.o_groups > 1 && c.o_lora_rank % kFp8Block != 0)
-    return unsupported("{}: FP8 tensor '{}.wo_a.weight' with o_lora_rank {} (not a multiple of {}) is not supported",
-                       n.source().description, p, c.o_lora_rank, kFp8Block);
+    return unsupported(
+        "{}: FP8 tensor '{}.wo_a.weight' with o_lora_rank {} (not a multiple of {}) is not "
+        "supported",
+        n.source().description, p, c.o_lora_rank, kFp8Block);
   DI_ASSIGN_OR_RETURN(a.sinks, n.get_f32(p + ".attn_sink", {nh}));
   const V4Layer& L = c.layers[l];
   if (L.attn == V4Attn::kWindow) return a;
@@ -286,9 +297,12 @@ Result<V4Attention> load_attention(const V4Names& n, const DeepseekV4Config& c, 
   DI_ASSIGN_OR_RETURN(a.compressor, load_compressor(n, p + ".compressor", H, D, L.ratio, csa));
   if (!csa) return a;
   const int64_t Di = c.index_head_dim;
-  DI_ASSIGN_OR_RETURN(a.indexer.compressor, load_compressor(n, p + ".indexer.compressor", H, Di, L.ratio, true));
-  DI_ASSIGN_OR_RETURN(a.indexer.wq_b, n.linear(p + ".indexer.wq_b", c.index_n_heads * Di, c.q_lora_rank));
-  DI_ASSIGN_OR_RETURN(a.indexer.weights_proj, n.linear(p + ".indexer.weights_proj", c.index_n_heads, H));
+  DI_ASSIGN_OR_RETURN(a.indexer.compressor,
+                      load_compressor(n, p + ".indexer.compressor", H, Di, L.ratio, true));
+  DI_ASSIGN_OR_RETURN(a.indexer.wq_b,
+                      n.linear(p + ".indexer.wq_b", c.index_n_heads * Di, c.q_lora_rank));
+  DI_ASSIGN_OR_RETURN(a.indexer.weights_proj,
+                      n.linear(p + ".indexer.weights_proj", c.index_n_heads, H));
   return a;
 }
 
@@ -323,7 +337,8 @@ Result<V4Weights> load_deepseek_v4_weights(const DeepseekV4Config& c, const Weig
   const int64_t H = c.hidden, V = c.vocab_size, hc = c.hc_mult;
   DI_ASSIGN_OR_RETURN(w.embed, n.get("embed.weight", {V, H}));
   if (w.embed.dtype != DType::kF32 && w.embed.dtype != DType::kBF16 && w.embed.dtype != DType::kF16)
-    return unsupported("{}: embedding type {} is not supported", source.description, dtype_name(w.embed.dtype));
+    return unsupported("{}: embedding type {} is not supported", source.description,
+                       dtype_name(w.embed.dtype));
   if (n.find("head.weight") || !c.tie_embeddings) {
     DI_ASSIGN_OR_RETURN(w.head, n.linear("head", V, H));
   } else {

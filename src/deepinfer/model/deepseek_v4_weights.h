@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "deepinfer/base/status.h"
-#include "deepinfer/model/moe.h"
 #include "deepinfer/model/deepseek_v4_config.h"
 #include "deepinfer/model/model.h"
+#include "deepinfer/model/moe.h"
 #include "deepinfer/tensor/tensor.h"
 
 namespace deepinfer::model {
@@ -38,15 +38,15 @@ struct V4Indexer {
 
 struct V4Attention {
   LinearWeight wq_a, wq_b, wkv, wo_a, wo_b;
-  Tensor q_norm, kv_norm;  // f32
-  Tensor sinks;            // f32 [n_heads]
+  Tensor q_norm, kv_norm;   // f32
+  Tensor sinks;             // f32 [n_heads]
   V4Compressor compressor;  // CSA/HCA layers
   V4Indexer indexer;        // CSA layers
 };
 
 struct V4Moe {
-  Tensor gate;     // f32 [n_experts, hidden]
-  Tensor bias;     // f32 [n_experts] selection bias (top-k layers)
+  Tensor gate;                   // f32 [n_experts, hidden]
+  Tensor bias;                   // f32 [n_experts] selection bias (top-k layers)
   std::vector<int32_t> tid2eid;  // [vocab * top_k] (hash layers)
   std::vector<MlpWeights> experts;
   MlpWeights shared;

@@ -4,9 +4,9 @@
 // continuations.
 #include <map>
 
-#include "v4_fixture.h"
 #include "deepinfer/engine/engine.h"
 #include "deepinfer/recipe/tokenizer.h"
+#include "v4_fixture.h"
 
 namespace deepinfer {
 namespace {
@@ -23,7 +23,8 @@ std::shared_ptr<const recipe::Tokenizer> byte_tokenizer() {
   return std::shared_ptr<const recipe::Tokenizer>(std::move(t).value());
 }
 
-std::unique_ptr<engine::Engine> make_engine(const std::string& name, int budget, bool prefix_caching,
+std::unique_ptr<engine::Engine> make_engine(const std::string& name, int budget,
+                                            bool prefix_caching,
                                             size_t kv_bytes = size_t{4} << 20) {
   auto loaded = v4test::open_dir(v4test::fixture_dir(name));
   EXPECT_TRUE(loaded.is_ok()) << loaded.status().message();
@@ -40,7 +41,8 @@ std::unique_ptr<engine::Engine> make_engine(const std::string& name, int budget,
 }
 
 // Runs the given cases' prompts concurrently; returns the generated tokens per case.
-std::map<int, std::vector<int32_t>> run_cases(engine::Engine& e, const nlohmann::json& fx, const std::vector<int>& cases) {
+std::map<int, std::vector<int32_t>> run_cases(engine::Engine& e, const nlohmann::json& fx,
+                                              const std::vector<int>& cases) {
   std::map<int64_t, int> case_of;
   for (int c : cases) {
     engine::GenerationRequest r;
@@ -62,10 +64,12 @@ std::map<int, std::vector<int32_t>> run_cases(engine::Engine& e, const nlohmann:
   return out;
 }
 
-void expect_greedy(const nlohmann::json& fx, const std::map<int, std::vector<int32_t>>& got, const std::string& what) {
+void expect_greedy(const nlohmann::json& fx, const std::map<int, std::vector<int32_t>>& got,
+                   const std::string& what) {
   EXPECT_FALSE(got.empty()) << what << ": nothing generated";
   for (const auto& [c, tokens] : got)
-    EXPECT_EQ(tokens, fx["cases"][c]["greedy"].get<std::vector<int32_t>>()) << what << ", case " << c;
+    EXPECT_EQ(tokens, fx["cases"][c]["greedy"].get<std::vector<int32_t>>())
+        << what << ", case " << c;
 }
 
 class DeepseekV4Engine : public ::testing::TestWithParam<const char*> {};

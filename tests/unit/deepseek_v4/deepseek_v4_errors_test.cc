@@ -1,9 +1,9 @@
 // Broken or unsupported DeepSeek-V4 directories fail with one Status naming the file and the
 // tensor or field, never a crash: a missing tensor, a wrong shape, an unknown or FP4
 // quantisation, a field of the wrong type, a DeepSeek-V4.1 config, a wrong KV cache.
-#include <filesystem>
-
 #include <unistd.h>
+
+#include <filesystem>
 
 #include "v4_fixture.h"
 
@@ -15,7 +15,8 @@ namespace fs = std::filesystem;
 // A copy of the h2_mixed fixture whose config.json is edited by `edit`.
 template <typename F>
 std::string broken_copy(const std::string& tag, F edit) {
-  const fs::path dir = fs::temp_directory_path() / ("deepinfer_v4_broken_" + tag + "_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("deepinfer_v4_broken_" + tag + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string src = v4test::fixture_dir("h2_mixed");
@@ -34,15 +35,19 @@ std::string load_error(const std::string& tag, F edit) {
   fs::remove_all(dir);
   EXPECT_FALSE(m.is_ok()) << tag;
   if (m.is_ok()) return "";
-  EXPECT_EQ(m.status().message().find('\n'), std::string::npos) << "one line: " << m.status().message();
-  EXPECT_NE(m.status().message().find(dir), std::string::npos) << "names the checkpoint: " << m.status().message();
+  EXPECT_EQ(m.status().message().find('\n'), std::string::npos)
+      << "one line: " << m.status().message();
+  EXPECT_NE(m.status().message().find(dir), std::string::npos)
+      << "names the checkpoint: " << m.status().message();
   return m.status().message();
 }
 
 TEST(DeepseekV4Errors, MissingTensorNamesIt) {
   // Layer 0 turned into a CSA layer: its compressor is not in the checkpoint.
-  const std::string msg = load_error("missing", [](nlohmann::json& c) { c["layer_types"][0] = "compressed_sparse_attention"; });
-  EXPECT_NE(msg.find("missing tensor 'layers.0.attn.compressor.wkv.weight'"), std::string::npos) << msg;
+  const std::string msg = load_error(
+      "missing", [](nlohmann::json& c) { c["layer_types"][0] = "compressed_sparse_attention"; });
+  EXPECT_NE(msg.find("missing tensor 'layers.0.attn.compressor.wkv.weight'"), std::string::npos)
+      << msg;
 }
 
 TEST(DeepseekV4Errors, ShapeMismatchNamesTheTensor) {
@@ -61,7 +66,8 @@ TEST(DeepseekV4Errors, UnknownQuantizationIsRefused) {
 
 TEST(DeepseekV4Errors, Fp4ExpertsAreRefused) {
   const std::string msg = load_error("fp4", [](nlohmann::json& c) {
-    c["quantization_config"] = {{"quant_method", "fp8"}, {"weight_block_size", {128, 128}}, {"expert_dtype", "fp4"}};
+    c["quantization_config"] = {
+        {"quant_method", "fp8"}, {"weight_block_size", {128, 128}}, {"expert_dtype", "fp4"}};
   });
   EXPECT_NE(msg.find("expert_dtype 'fp4'"), std::string::npos) << msg;
 }
@@ -72,7 +78,8 @@ TEST(DeepseekV4Errors, WrongTypeNamesTheField) {
 }
 
 TEST(DeepseekV4Errors, UnknownLayerTypeNamesTheField) {
-  const std::string msg = load_error("layer_type", [](nlohmann::json& c) { c["layer_types"][1] = "engram"; });
+  const std::string msg =
+      load_error("layer_type", [](nlohmann::json& c) { c["layer_types"][1] = "engram"; });
   EXPECT_NE(msg.find("layer_types[1]"), std::string::npos) << msg;
 }
 

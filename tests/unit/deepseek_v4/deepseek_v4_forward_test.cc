@@ -25,7 +25,8 @@ TEST_P(DeepseekV4Fixture, PrefillLogitsMatchTransformers) {
     const auto ids = c["ids"].get<std::vector<int32_t>>();
     const std::vector<float> logits = testing::all_position_logits(*m, ids, pool);
     for (size_t pos = 0; pos < ids.size(); ++pos) {
-      const float d = v4test::max_abs_diff(logits.data() + pos * V, c["logits"][pos].get<std::vector<float>>());
+      const float d =
+          v4test::max_abs_diff(logits.data() + pos * V, c["logits"][pos].get<std::vector<float>>());
       EXPECT_LT(d, v4test::kTol) << name << ": " << ids.size() << " tokens, position " << pos;
       worst = std::max(worst, d);
       ++compared;
@@ -52,7 +53,8 @@ TEST_P(DeepseekV4Fixture, GreedyDecodeMatchesTransformers) {
     PagedSeq s{c["ids"].get<std::vector<int32_t>>(), {}, 0};
     const auto greedy = c["greedy"].get<std::vector<int32_t>>();
     const int total = static_cast<int>(s.ids.size() + greedy.size());
-    for (int i = 0; i < (total + block_size - 1) / block_size; ++i) s.blocks.push_back(30 - 2 * i);  // scattered
+    for (int i = 0; i < (total + block_size - 1) / block_size; ++i)
+      s.blocks.push_back(30 - 2 * i);  // scattered
     model::KvCache cache = model::KvCache::allocate(m->kv_cache_spec(), 32, block_size);
     int n = static_cast<int>(s.ids.size());
     for (size_t step = 0; step < greedy.size(); ++step) {
@@ -62,7 +64,8 @@ TEST_P(DeepseekV4Fixture, GreedyDecodeMatchesTransformers) {
       Status st = m->forward(b, cache, ctx, logits.data());
       ASSERT_TRUE(st.is_ok()) << st.message();
       const float* last = logits.data() + (b.logits_rows.size() - 1) * V;
-      const float d = v4test::max_abs_diff(last, c["greedy_logits"][step].get<std::vector<float>>());
+      const float d =
+          v4test::max_abs_diff(last, c["greedy_logits"][step].get<std::vector<float>>());
       EXPECT_LT(d, v4test::kTol) << name << " step " << step;
       worst = std::max(worst, d);
       EXPECT_EQ(v4test::argmax(last, V), greedy[step]) << name << " step " << step;
@@ -85,14 +88,16 @@ TEST_P(DeepseekV4Fixture, ChunkedBatchedPrefillMatchesTransformers) {
   const auto fx = v4test::expected(name);
   const int block_size = 4;
   model::KvCache cache = model::KvCache::allocate(m->kv_cache_spec(), 24, block_size);
-  PagedSeq a{fx["cases"][2]["ids"].get<std::vector<int32_t>>(), {9, 2, 14, 5, 0, 20, 17, 3, 22, 11}, 0};
+  PagedSeq a{
+      fx["cases"][2]["ids"].get<std::vector<int32_t>>(), {9, 2, 14, 5, 0, 20, 17, 3, 22, 11}, 0};
   PagedSeq b{fx["cases"][1]["ids"].get<std::vector<int32_t>>(), {7, 13, 1, 23}, 0};
   const auto& ref_a = fx["cases"][2]["logits"];
   const auto& ref_b = fx["cases"][1]["logits"];
   ThreadPool pool(1);
   model::ForwardContext ctx{&pool, false};
   float worst = 0;
-  while (a.computed < static_cast<int>(a.ids.size()) || b.computed < static_cast<int>(b.ids.size())) {
+  while (a.computed < static_cast<int>(a.ids.size()) ||
+         b.computed < static_cast<int>(b.ids.size())) {
     ForwardBatch batch;
     std::vector<std::pair<int, const nlohmann::json*>> order;  // (first position, reference)
     if (a.computed < static_cast<int>(a.ids.size())) {
@@ -109,7 +114,8 @@ TEST_P(DeepseekV4Fixture, ChunkedBatchedPrefillMatchesTransformers) {
     for (size_t s = 0; s < order.size(); ++s)
       for (int t = batch.seq_token_start[s]; t < batch.seq_token_start[s + 1]; ++t) {
         const int pos = order[s].first + (t - batch.seq_token_start[s]);
-        const float d = v4test::max_abs_diff(logits.data() + int64_t{t} * V, (*order[s].second)[pos].get<std::vector<float>>());
+        const float d = v4test::max_abs_diff(logits.data() + int64_t{t} * V,
+                                             (*order[s].second)[pos].get<std::vector<float>>());
         EXPECT_LT(d, v4test::kTol) << name << " seq " << s << " position " << pos;
         worst = std::max(worst, d);
       }

@@ -2,14 +2,15 @@
 // V4-Flash defaults (43 layers: 2 window, 21 CSA, 20 HCA), the legacy compress_ratios form gives
 // the same layer kinds, and the per-token state of the current paged layout is reported against
 // DEEPSEEK_V4.md's compact ~6.9 KB/token.
-#include <filesystem>
+#include "deepinfer/model/deepseek_v4_state.h"
 
 #include <unistd.h>
 
-#include "v4_fixture.h"
-#include "deepinfer/model/deepseek_v4_state.h"
-#include "deepinfer/model/deepseek_v4_mhc.h"
+#include <filesystem>
+
 #include "deepinfer/model/deepseek_v4_attention.h"
+#include "deepinfer/model/deepseek_v4_mhc.h"
+#include "v4_fixture.h"
 
 namespace deepinfer {
 namespace {
@@ -17,7 +18,8 @@ namespace {
 namespace fs = std::filesystem;
 
 model::DeepseekV4Config parse(const nlohmann::json& j) {
-  const fs::path p = fs::temp_directory_path() / ("deepinfer_v4_cfg_" + std::to_string(::getpid()) + ".json");
+  const fs::path p =
+      fs::temp_directory_path() / ("deepinfer_v4_cfg_" + std::to_string(::getpid()) + ".json");
   std::ofstream(p) << j.dump();
   auto c = model::deepseek_v4_config_from_json(p.string());
   fs::remove(p);
@@ -31,9 +33,11 @@ TEST(DeepseekV4State, FlashDefaultsAndLegacyRatiosAgree) {
   std::vector<int> ratios;
   for (int l = 0; l < 43; ++l) ratios.push_back(l < 2 ? 0 : l % 2 == 0 ? 4 : 128);
   ratios.push_back(0);  // the MTP layer's entry
-  // DEEPSEEK_V4.md's layout, in the legacy form: layers 0-1 window, even CSA, odd HCA. (transformers'
-  // default without layer_types is 2 HCA then alternating, so compare the legacy form to itself.)
-  const auto legacy = parse({{"model_type", "deepseek_v4"}, {"compress_ratios", ratios}, {"num_hash_layers", 3}});
+  // DEEPSEEK_V4.md's layout, in the legacy form: layers 0-1 window, even CSA, odd HCA.
+  // (transformers' default without layer_types is 2 HCA then alternating, so compare the legacy
+  // form to itself.)
+  const auto legacy =
+      parse({{"model_type", "deepseek_v4"}, {"compress_ratios", ratios}, {"num_hash_layers", 3}});
   int csa = 0, hca = 0, window = 0, hash = 0;
   for (const auto& L : legacy.layers) {
     csa += L.attn == model::V4Attn::kCsa;
@@ -52,18 +56,25 @@ TEST(DeepseekV4State, FlashDefaultsAndLegacyRatiosAgree) {
   // token; window rings and tails are fixed per sequence.
   double compact = 0;
   for (const auto& L : legacy.layers)
-    compact += L.attn == model::V4Attn::kCsa ? (512.0 / 4 + 128.0 / 4) * 2 : L.attn == model::V4Attn::kHca ? 512.0 / 128 * 2 : 0;
+    compact += L.attn == model::V4Attn::kCsa   ? (512.0 / 4 + 128.0 / 4) * 2
+               : L.attn == model::V4Attn::kHca ? 512.0 / 128 * 2
+                                               : 0;
   EXPECT_NEAR(compact, 6900, 100);
   const double ours = double(model::v4_row_floats(legacy)) * sizeof(float) * legacy.num_layers;
-  std::printf("V4-Flash state per token: paged rows %.0f B (%.1f KiB), compact target %.0f B\n", ours,
-              ours / 1024, compact);
+  std::printf("V4-Flash state per token: paged rows %.0f B (%.1f KiB), compact target %.0f B\n",
+              ours, ours / 1024, compact);
   EXPECT_EQ(model::v4_row_floats(legacy), 512 + 2 * 1024 + 512 + 2 * 256 + 128);
 }
 
 TEST(DeepseekV4State, RowLayoutFieldsDoNotOverlap) {
-  const auto c = parse({{"model_type", "deepseek_v4"}, {"head_dim", 16}, {"index_head_dim", 8},
-                        {"partial_rotary_factor", 0.5}, {"num_hidden_layers", 3},
-                        {"layer_types", {"sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"}}});
+  const auto c = parse(
+      {{"model_type", "deepseek_v4"},
+       {"head_dim", 16},
+       {"index_head_dim", 8},
+       {"partial_rotary_factor", 0.5},
+       {"num_hidden_layers", 3},
+       {"layer_types",
+        {"sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"}}});
   const auto w = model::v4_row_layout(c, 0);
   const auto csa = model::v4_row_layout(c, 1);
   const auto hca = model::v4_row_layout(c, 2);

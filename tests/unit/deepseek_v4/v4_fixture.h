@@ -7,10 +7,9 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "../common/test_model.h"
 #include "deepinfer/model/deepseek_v4.h"
@@ -47,7 +46,8 @@ inline std::unique_ptr<model::Model> open_fixture(const std::string& name) {
   auto m = open_dir(fixture_dir(name));
   EXPECT_TRUE(m.is_ok()) << m.status().message();
   if (!m.is_ok()) return nullptr;
-  EXPECT_NE(dynamic_cast<model::DeepseekV4*>(m->get()), nullptr) << name << " did not load as DeepseekV4";
+  EXPECT_NE(dynamic_cast<model::DeepseekV4*>(m->get()), nullptr)
+      << name << " did not load as DeepseekV4";
   return std::move(m).value();
 }
 

@@ -9,15 +9,15 @@
 namespace deepinfer::kernels {
 
 struct SinkAttentionParams {
-  const float* q;              // [n_heads, head_dim]
-  const float* const* keys;    // [n_keys] pointers to head_dim floats (K = V)
+  const float* q;            // [n_heads, head_dim]
+  const float* const* keys;  // [n_keys] pointers to head_dim floats (K = V)
   int64_t n_keys;
   int n_heads;
   int head_dim;
-  const float* sinks;          // [n_heads] logits (null: no sink)
+  const float* sinks;  // [n_heads] logits (null: no sink)
   float scale;
-  float* out;                  // [n_heads, head_dim]
-  float* scores;               // scratch [n_keys]
+  float* out;     // [n_heads, head_dim]
+  float* scores;  // scratch [n_keys]
 };
 
 void sink_attention_reference(const SinkAttentionParams& p);
