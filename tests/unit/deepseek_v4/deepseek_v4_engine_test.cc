@@ -2,6 +2,9 @@
 // that split compression windows, continuous batching of three requests, prefix-cache hits on
 // whole blocks, preemption under block pressure): greedy generations equal transformers'
 // continuations.
+#include <unistd.h>
+
+#include <filesystem>
 #include <map>
 
 #include "deepinfer/engine/engine.h"
@@ -24,8 +27,8 @@ std::shared_ptr<const recipe::Tokenizer> byte_tokenizer() {
 }
 
 std::unique_ptr<engine::Engine> make_engine(const std::string& name, int budget,
-                                            bool prefix_caching,
-                                            size_t kv_bytes = size_t{4} << 20) {
+                                            bool prefix_caching, size_t kv_bytes = size_t{4} << 20,
+                                            const std::string& kv_store_dir = "") {
   auto loaded = v4test::open_dir(v4test::fixture_dir(name));
   EXPECT_TRUE(loaded.is_ok()) << loaded.status().message();
   if (!loaded.is_ok()) return nullptr;
@@ -35,6 +38,10 @@ std::unique_ptr<engine::Engine> make_engine(const std::string& name, int budget,
   cfg.max_num_batched_tokens = budget;
   cfg.kv_cache_bytes = kv_bytes;
   cfg.enable_prefix_caching = prefix_caching;
+  if (!kv_store_dir.empty()) {
+    cfg.kv_store_dirs = {kv_store_dir};
+    cfg.kv_store_namespace = "deepseek_v4_test/" + name;
+  }
   auto e = engine::Engine::create(std::move(*loaded), byte_tokenizer(), cfg);
   EXPECT_TRUE(e.is_ok()) << e.status().message();
   return e.is_ok() ? std::move(e).value() : nullptr;
@@ -116,6 +123,28 @@ TEST_P(DeepseekV4Engine, GreedyUnderBlockPressureMatchesTransformers) {
   const auto got = run_cases(*e, fx, {0, 1, 2});
   ASSERT_EQ(got.size(), 3u);
   expect_greedy(fx, got, "block pressure");
+}
+
+// A second engine ("process") on the same KV store directory: the long prompt's whole blocks
+// come back from the store (state rows as saved) and decoding gives the same tokens.
+TEST_P(DeepseekV4Engine, KvStoreRestoreMatchesTransformers) {
+  const auto fx = v4test::expected(GetParam());
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("deepinfer_v4_kvstore_" + std::string(GetParam()) + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  {
+    auto first = make_engine(GetParam(), 64, true, size_t{4} << 20, dir.string());
+    ASSERT_NE(first, nullptr);
+    expect_greedy(fx, run_cases(*first, fx, {2}), "writer");
+    first->flush_kv_store();
+  }
+  auto second = make_engine(GetParam(), 64, true, size_t{4} << 20, dir.string());
+  ASSERT_NE(second, nullptr);
+  expect_greedy(fx, run_cases(*second, fx, {2}), "restored from the store");
+  EXPECT_GE(second->stats().cached_prompt_tokens, 32) << "nothing came from the KV store";
+  second.reset();
+  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DeepseekV4Engine, ::testing::ValuesIn(v4test::kFixtures));
