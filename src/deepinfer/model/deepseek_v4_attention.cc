@@ -130,7 +130,7 @@ void indexer_scores(const DeepseekV4Config& c, const float* iq, const float* iw,
 
 // Keys of query token t (position p): the window rows, then the compressed entries it may use.
 void gather_keys(const DeepseekV4Config& c, int layer, const V4SeqRows& rows, int64_t p, int64_t t,
-                 V4AttnScratch& s) {
+                 const V4AttnScratch& a, V4QueryScratch& s) {
   const V4Layer& L = c.layers[layer];
   const V4RowLayout rl = v4_row_layout(c, layer);
   s.keys.clear();
@@ -145,8 +145,8 @@ void gather_keys(const DeepseekV4Config& c, int layer, const V4SeqRows& rows, in
   }
   s.isc.resize(std::max(n_visible, 1));
   s.topk.resize(std::max(n_visible, 1));
-  const float* iq = s.iq.data() + t * c.index_n_heads * c.index_head_dim;
-  indexer_scores(c, iq, s.iw.data() + t * c.index_n_heads, rows, rl.idx_entry, L.ratio, n_visible,
+  const float* iq = a.iq.data() + t * c.index_n_heads * c.index_head_dim;
+  indexer_scores(c, iq, a.iw.data() + t * c.index_n_heads, rows, rl.idx_entry, L.ratio, n_visible,
                  s.isc.data());
   const int n = v4_indexer_topk(s.isc.data(), n_visible, c.index_topk, s.topk.data());
   for (int i = 0; i < n; ++i)
@@ -229,24 +229,31 @@ void v4_attention_forward(const DeepseekV4Config& c, int layer, const V4Attentio
     compressor_forward(compressor_dims(c, layer, true), w.indexer.compressor, b, h, c.hidden, cache,
                        s.ikv, s.iscore, ctx);
   s.attn.resize(T * nh * D);
-  kernels::SinkAttentionParams p{};
-  p.n_heads = static_cast<int>(nh);
-  p.head_dim = static_cast<int>(D);
-  p.sinks = static_cast<const float*>(w.sinks.data);
-  p.scale = 1.0f / std::sqrt(float(D));
-  for (int sq = 0; sq < b.num_seqs(); ++sq) {
-    const V4SeqRows rows = seq_rows(b, sq, cache);
-    for (int64_t t = b.seq_token_start[sq]; t < b.seq_token_start[sq + 1]; ++t) {
-      gather_keys(c, layer, rows, b.positions[t], t, s);
-      s.scores.resize(s.keys.size());
+  s.seq_of.resize(T);
+  for (int sq = 0; sq < b.num_seqs(); ++sq)
+    for (int64_t t = b.seq_token_start[sq]; t < b.seq_token_start[sq + 1]; ++t) s.seq_of[t] = sq;
+  // Queries are independent (their rows were all written above): split them over the threads;
+  // a query's arithmetic does not depend on the split.
+  const int nt = ctx.pool->num_threads();
+  if (static_cast<int>(s.per_thread.size()) < nt) s.per_thread.resize(nt);
+  ctx.pool->run([&](int ti, int n_threads) {
+    V4QueryScratch& qs = s.per_thread[ti];
+    kernels::SinkAttentionParams p{};
+    p.n_heads = static_cast<int>(nh);
+    p.head_dim = static_cast<int>(D);
+    p.sinks = static_cast<const float*>(w.sinks.data);
+    p.scale = 1.0f / std::sqrt(float(D));
+    for (int64_t t = T * ti / n_threads; t < T * (ti + 1) / n_threads; ++t) {
+      gather_keys(c, layer, seq_rows(b, s.seq_of[t], cache), b.positions[t], t, s, qs);
+      qs.scores.resize(qs.keys.size());
       p.q = s.q.data() + t * nh * D;
-      p.keys = s.keys.data();
-      p.n_keys = static_cast<int64_t>(s.keys.size());
+      p.keys = qs.keys.data();
+      p.n_keys = static_cast<int64_t>(qs.keys.size());
       p.out = s.attn.data() + t * nh * D;
-      p.scores = s.scores.data();
+      p.scores = qs.scores.data();
       kernels::sink_attention_reference(p);
     }
-  }
+  });
   output_projection(c, layer, w, b, s, ctx, out);
 }
 

@@ -17,10 +17,17 @@
 
 namespace deepinfer::model {
 
-struct V4AttnScratch {
-  std::vector<float> qr, q, kv, ckv, cscore, ikv, iscore, iq, iw, attn, grouped, scores, isc;
-  std::vector<int32_t> neg_pos, topk;
+// One query's working set (one per thread).
+struct V4QueryScratch {
   std::vector<const float*> keys;
+  std::vector<float> scores, isc;
+  std::vector<int32_t> topk;
+};
+
+struct V4AttnScratch {
+  std::vector<float> qr, q, kv, ckv, cscore, ikv, iscore, iq, iw, attn, grouped;
+  std::vector<int32_t> neg_pos, seq_of;
+  std::vector<V4QueryScratch> per_thread;
 };
 
 struct V4LayerCache {

@@ -127,3 +127,21 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, DeepseekV4Fixture, ::testing::ValuesIn(v4test
 
 }  // namespace
 }  // namespace deepinfer
+
+namespace deepinfer {
+namespace {
+
+// Queries are split over the pool's threads: 1 and 3 threads give the same logits.
+TEST(DeepseekV4Threads, ThreadCountDoesNotChangeLogits) {
+  auto m = v4test::open_fixture("h2_mixed");
+  ASSERT_NE(m, nullptr);
+  const auto ids = v4test::expected("h2_mixed")["cases"][2]["ids"].get<std::vector<int32_t>>();
+  ThreadPool one(1), three(3);
+  const std::vector<float> a = testing::all_position_logits(*m, ids, one);
+  const std::vector<float> b = testing::all_position_logits(*m, ids, three);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_LT(v4test::max_abs_diff(a.data(), b), 1e-5f);
+}
+
+}  // namespace
+}  // namespace deepinfer
