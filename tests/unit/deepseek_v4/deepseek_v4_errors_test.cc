@@ -3,6 +3,7 @@
 // quantisation, a field of the wrong type, a DeepSeek-V4.1 config, a wrong KV cache.
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "v4_fixture.h"
@@ -40,6 +41,50 @@ std::string load_error(const std::string& tag, F edit) {
   EXPECT_NE(m.status().message().find(dir), std::string::npos)
       << "names the checkpoint: " << m.status().message();
   return m.status().message();
+}
+
+// A copy of fixture `name` with `bytes` written over the start of tensor `tensor`'s data.
+std::string patched_copy(const std::string& name, const std::string& tensor,
+                         const std::string& bytes) {
+  const fs::path dir = fs::temp_directory_path() /
+                       ("deepinfer_v4_patched_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string src = v4test::fixture_dir(name);
+  fs::copy_file(src + "/config.json", dir / "config.json");
+  std::ifstream in(src + "/model.safetensors", std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint64_t n = 0;
+  std::memcpy(&n, data.data(), 8);
+  const auto header = nlohmann::json::parse(data.substr(8, n));
+  const uint64_t at = 8 + n + header.at(tensor).at("data_offsets")[0].get<uint64_t>();
+  data.replace(at, bytes.size(), bytes);
+  std::ofstream(dir / "model.safetensors", std::ios::binary) << data;
+  return dir.string();
+}
+
+std::string patched_error(const std::string& name, const std::string& tensor,
+                          const std::string& bytes) {
+  const std::string dir = patched_copy(name, tensor, bytes);
+  auto m = v4test::open_dir(dir);
+  fs::remove_all(dir);
+  EXPECT_FALSE(m.is_ok()) << tensor;
+  return m.is_ok() ? "" : m.status().message();
+}
+
+TEST(DeepseekV4Errors, HashTableNamingAMissingExpertIsRefused) {
+  const int64_t expert = 99;  // the fixture has 4 experts
+  const std::string msg = patched_error("h2_mixed", "model.layers.0.ffn.gate.tid2eid",
+                                        std::string(reinterpret_cast<const char*>(&expert), 8));
+  EXPECT_NE(msg.find("layers.0.ffn.gate.tid2eid"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("expert 99"), std::string::npos) << msg;
+}
+
+TEST(DeepseekV4Errors, NanBlockScaleIsRefused) {
+  const std::string msg =
+      patched_error("fp8_ue8m0", "layers.0.attn.wq_a.scale", std::string(1, '\xff'));
+  EXPECT_NE(msg.find("layers.0.attn.wq_a.scale"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("NaN"), std::string::npos) << msg;
 }
 
 TEST(DeepseekV4Errors, MissingTensorNamesIt) {
