@@ -43,9 +43,9 @@ Status parse_rope(const json& rp, float* theta, kernels::RopeScaling* s, const s
   s->original_max_pos = get(rp, "original_max_position_embeddings", int64_t{s->original_max_pos});
   s->beta_fast = get(rp, "beta_fast", 32.0f);
   s->beta_slow = get(rp, "beta_slow", 1.0f);
+  // transformers sets attention_factor = 1 for V4 unless given, and then YaRN's mscale /
+  // mscale_all_dim (which DeepSeek's configs may carry) change nothing: ignored here too.
   s->attention_factor = get(rp, "attention_factor", 1.0f);
-  if (rp.contains("mscale") || rp.contains("mscale_all_dim"))
-    return unsupported("{}: YaRN mscale fields are not supported for deepseek_v4", path);
   return Status::ok();
 }
 

@@ -66,6 +66,29 @@ TEST(DeepseekV4State, FlashDefaultsAndLegacyRatiosAgree) {
   EXPECT_EQ(model::v4_row_floats(legacy), 512 + 2 * 1024 + 512 + 2 * 256 + 128);
 }
 
+// A legacy flat YaRN block (as DeepSeek's config.json ships it, mscale fields included) applies
+// to the compressed layers only, with unscaled cos/sin; window layers keep plain RoPE.
+TEST(DeepseekV4State, FlatYarnIsTheCompressedLayersRope) {
+  const auto c = parse({{"model_type", "deepseek_v4"},
+                        {"rope_theta", 10000.0},
+                        {"compress_rope_theta", 160000.0},
+                        {"rope_scaling",
+                         {{"type", "yarn"},
+                          {"factor", 16},
+                          {"original_max_position_embeddings", 65536},
+                          {"beta_fast", 32},
+                          {"beta_slow", 1},
+                          {"mscale", 1.0},
+                          {"mscale_all_dim", 1.0}}}});
+  EXPECT_EQ(c.main_scaling.type, kernels::RopeScalingType::kNone);
+  EXPECT_EQ(c.main_theta, 10000.0f);
+  EXPECT_EQ(c.compress_scaling.type, kernels::RopeScalingType::kYarn);
+  EXPECT_EQ(c.compress_scaling.factor, 16.0f);
+  EXPECT_EQ(c.compress_scaling.original_max_pos, 65536);
+  EXPECT_EQ(c.compress_scaling.attention_factor, 1.0f);
+  EXPECT_EQ(c.compress_theta, 160000.0f);
+}
+
 TEST(DeepseekV4State, RowLayoutFieldsDoNotOverlap) {
   const auto c = parse(
       {{"model_type", "deepseek_v4"},
