@@ -140,6 +140,10 @@ Result<ModelConfig> parse_hf_config(const nlohmann::json& j, const std::string& 
   ModelConfig c;
   std::string model_type = field(j, "model_type", std::string());
   if (model_type.empty()) return corrupt("{}: missing 'model_type'", path);
+  // V4.1 nests its sizes under text_config; say what it is rather than "inconsistent sizes".
+  if (model_type == "deepseek_v41")
+    return unsupported("{}: model_type 'deepseek_v41' (DeepSeek-V4.1) is not supported yet (supported: deepseek_v4)",
+                       path);
   // Llama-family checkpoints share one architecture implementation.
   if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2") {
     c.architecture = "llama";

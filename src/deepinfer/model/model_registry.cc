@@ -17,6 +17,7 @@ struct Architecture {
 constexpr Architecture kArchitectures[] = {
     {"llama", load_llama},
     {"deepseek_v3", load_deepseek_v3},
+    {"deepseek_v4", load_deepseek_v4},
 };
 
 }  // namespace

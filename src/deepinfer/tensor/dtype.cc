@@ -16,6 +16,7 @@ std::optional<DTypeInfo> dtype_info(DType t) {
     case DType::kI64: return DTypeInfo{"i64", 1, 8, false};
     case DType::kF8_E4M3: return DTypeInfo{"f8_e4m3", 1, 1, false};
     case DType::kF8_E5M2: return DTypeInfo{"f8_e5m2", 1, 1, false};
+    case DType::kF8_E8M0: return DTypeInfo{"f8_e8m0", 1, 1, false};
     case DType::kQ4_0: return DTypeInfo{"q4_0", 32, 18, true};
     case DType::kQ4_1: return DTypeInfo{"q4_1", 32, 20, true};
     case DType::kQ5_0: return DTypeInfo{"q5_0", 32, 22, true};

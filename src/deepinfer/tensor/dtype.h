@@ -33,6 +33,7 @@ enum class DType : uint32_t {
   // Not ggml types: safetensors-only formats.
   kF8_E4M3 = 1000,
   kF8_E5M2 = 1001,
+  kF8_E8M0 = 1002,  // ue8m0: a power-of-two scale 2^(byte - 127) (DeepSeek-V4's block scales)
 };
 
 struct DTypeInfo {

@@ -26,7 +26,7 @@ std::optional<DType> dtype_from_name(std::string_view s) {
       {"F64", DType::kF64},         {"F32", DType::kF32}, {"F16", DType::kF16},
       {"BF16", DType::kBF16},       {"I64", DType::kI64}, {"I32", DType::kI32},
       {"I16", DType::kI16},         {"I8", DType::kI8},   {"F8_E4M3", DType::kF8_E4M3},
-      {"F8_E5M2", DType::kF8_E5M2},
+      {"F8_E5M2", DType::kF8_E5M2}, {"F8_E8M0", DType::kF8_E8M0},
   };
   for (const auto& [name, t] : kTable) {
     if (name == s) return t;

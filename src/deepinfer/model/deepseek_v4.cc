@@ -1,0 +1,176 @@
+// DeepSeek-V4 loader (config, quantisation check, weights) and the layer loop:
+// X -> mHC pre -> attn_norm -> attention -> mHC post -> mHC pre -> ffn_norm -> MoE -> mHC post,
+// then the hyper-connection head, the final norm and the head.
+#include "deepinfer/model/deepseek_v4.h"
+
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "deepinfer/base/check.h"
+#include "deepinfer/base/log.h"
+#include "deepinfer/kernels/cpu/embedding.h"
+#include "deepinfer/model/architectures.h"
+#include "deepinfer/model/deepseek_v4_state.h"
+
+namespace deepinfer::model {
+namespace {
+
+// config.json's quantization_config: absent, or FP8 e4m3 with 128x128 block scales and
+// non-FP4 experts. FP4 (e2m1) routed experts are not implemented yet: refused, never misread.
+Status check_quantization(const std::string& dir) {
+  std::ifstream in(dir + "/config.json");
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("quantization_config")) return Status::ok();
+  const auto& q = j["quantization_config"];
+  auto str = [&](const char* k) {
+    return q.is_object() && q.contains(k) && q[k].is_string() ? q[k].get<std::string>()
+                                                              : std::string();
+  };
+  const bool blocks_ok = q.is_object() && q.contains("weight_block_size") &&
+                         q["weight_block_size"] == nlohmann::json::array({kFp8Block, kFp8Block});
+  if (str("quant_method") != "fp8" || !blocks_ok)
+    return unsupported(
+        "{}/config.json: unsupported quantization_config {} (supported: quant_method \"fp8\" with "
+        "weight_block_size [128, 128])",
+        dir, q.dump());
+  std::string experts = str("expert_dtype");
+  if (experts.empty() && j.contains("expert_dtype") && j["expert_dtype"].is_string())
+    experts = j["expert_dtype"].get<std::string>();
+  if (!experts.empty() && experts != "fp8" && experts != "bf16")
+    return unsupported(
+        "{}/config.json: expert_dtype '{}' (FP4 routed experts) is not supported yet", dir,
+        experts);
+  return Status::ok();
+}
+
+ModelConfig engine_config(const ModelConfig& base, const DeepseekV4Config& v4) {
+  ModelConfig c = base;
+  c.architecture = "deepseek_v4";
+  c.vocab_size = v4.vocab_size;
+  c.hidden_size = v4.hidden;
+  c.num_layers = v4.num_layers;
+  c.num_heads = v4.n_heads;
+  c.num_kv_heads = 1;
+  c.head_dim = v4.head_dim;
+  c.rope_dim = v4.rope_dim;
+  c.max_position = v4.max_position;
+  c.rms_norm_eps = v4.rms_eps;
+  c.n_routed_experts = v4.n_experts;
+  c.num_experts_per_tok = v4.top_k;
+  c.moe_intermediate_size = v4.moe_inter;
+  c.q_lora_rank = v4.q_lora_rank;
+  c.num_nextn_predict_layers = 0;  // the MTP layer is not loaded (no draft head yet)
+  return c;
+}
+
+}  // namespace
+
+DeepseekV4::DeepseekV4(ModelConfig config, DeepseekV4Config v4)
+    : config_(std::move(config)), v4_(std::move(v4)) {
+  hc_ = {v4_.hc_mult, v4_.hidden, v4_.hc_sinkhorn_iters, v4_.hc_eps, v4_.rms_eps};
+  moe_ = {v4_.n_experts, v4_.top_k, v4_.routed_scaling, v4_.swiglu_limit, v4_.hidden};
+  counts_.assign(v4_.num_layers, std::vector<uint64_t>(v4_.n_experts, 0));
+}
+
+Result<std::unique_ptr<DeepseekV4>> DeepseekV4::load(const ModelConfig& config,
+                                                     const WeightSource& source) {
+  if (!source.safetensors)
+    return unsupported("{}: deepseek_v4 loads from a Hugging Face safetensors directory, not GGUF",
+                       source.description);
+  DI_RETURN_IF_ERROR(check_quantization(source.description));
+  DI_ASSIGN_OR_RETURN(DeepseekV4Config v4,
+                      deepseek_v4_config_from_json(source.description + "/config.json"));
+  std::unique_ptr<DeepseekV4> m(new DeepseekV4(engine_config(config, v4), v4));
+  DI_ASSIGN_OR_RETURN(m->w_, load_deepseek_v4_weights(m->v4_, source));
+  if (v4.num_mtp_layers > 0)
+    log::warn(
+        "{}: deepseek_v4 MTP layer not loaded (no draft head for V4 yet); decoding is unaffected",
+        source.description);
+  return m;
+}
+
+KvCacheSpec DeepseekV4::kv_cache_spec() const {
+  return {v4_.num_layers, 1, static_cast<int>(v4_row_floats(v4_)), 0};
+}
+
+Status DeepseekV4::check_batch(const ForwardBatch& b, const KvCache& cache) const {
+  const int64_t row = v4_row_floats(v4_);
+  if (cache.spec.num_layers != v4_.num_layers || cache.spec.num_kv_heads != 1 ||
+      cache.spec.head_dim != row || static_cast<int>(cache.k.size()) != v4_.num_layers)
+    return invalid_argument(
+        "KV cache shape (layers {}, heads {}, head_dim {}) does not match deepseek_v4's state "
+        "rows (layers {}, 1 head, {} floats)",
+        cache.spec.num_layers, cache.spec.num_kv_heads, cache.spec.head_dim, v4_.num_layers, row);
+  DI_RETURN_IF_ERROR(kernels::check_token_ids(b.token_ids.data(), b.num_tokens(), v4_.vocab_size));
+  // Each sequence's new tokens must continue its cached prefix (positions p0..p0+n-1, with
+  // p0 + n = context length): the compressor reads earlier tokens' rows from the cache.
+  for (int s = 0; s < b.num_seqs(); ++s) {
+    const int32_t t0 = b.seq_token_start[s], t1 = b.seq_token_start[s + 1];
+    const int64_t blocks = b.block_table_indptr[s + 1] - b.block_table_indptr[s];
+    if (int64_t{b.seq_context_len[s]} > blocks * cache.block_size)
+      return invalid_argument("deepseek_v4: sequence {} has {} tokens but {} blocks", s,
+                              b.seq_context_len[s], blocks);
+    for (int32_t t = t0; t < t1; ++t)
+      if (b.positions[t] != b.seq_context_len[s] - (t1 - t))
+        return invalid_argument(
+            "deepseek_v4: sequence {}'s new tokens are not the continuation of its cache", s);
+  }
+  return Status::ok();
+}
+
+void DeepseekV4::layer_forward(int l, const ForwardBatch& b, KvCache& cache, ForwardContext& ctx) {
+  const int64_t T = b.num_tokens(), H = v4_.hidden;
+  const V4LayerWeights& L = w_.layers[l];
+  // Attention sublayer.
+  v4_hc_pre(hc_, L.hc_attn, x_.data(), T, collapsed_.data(), hc_scratch_, ctx);
+  rms_norm_rows(collapsed_.data(), H, L.attn_norm, normed_.data(), H, T, H, v4_.rms_eps);
+  const V4LayerCache lc{cache.k[l].data(), cache.block_size, cache.spec.head_dim};
+  v4_attention_forward(v4_, l, L.attn, b, normed_.data(), lc, attn_scratch_, ctx, out_.data());
+  v4_hc_post(hc_, hc_scratch_, out_.data(), T, x_.data());
+  // MoE sublayer.
+  v4_hc_pre(hc_, L.hc_ffn, x_.data(), T, collapsed_.data(), hc_scratch_, ctx);
+  rms_norm_rows(collapsed_.data(), H, L.ffn_norm, normed_.data(), H, T, H, v4_.rms_eps);
+  v4_moe_forward(moe_, L.moe, normed_.data(), b.token_ids.data(), T, out_.data(), counts_[l].data(),
+                 moe_scratch_, ctx);
+  v4_hc_post(hc_, hc_scratch_, out_.data(), T, x_.data());
+}
+
+Status DeepseekV4::forward(const ForwardBatch& b, KvCache& cache, ForwardContext& ctx,
+                           float* logits) {
+  DI_RETURN_IF_ERROR(check_batch(b, cache));
+  const int64_t T = b.num_tokens(), H = v4_.hidden, hc = v4_.hc_mult;
+  x_.resize(T * hc * H);
+  collapsed_.resize(T * H);
+  normed_.resize(T * H);
+  out_.resize(T * H);
+  kernels::embedding_lookup(w_.embed.data, w_.embed.dtype, w_.embed.row_stride_bytes(), H,
+                            b.token_ids.data(), T, collapsed_.data());
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < hc; ++i)
+      std::memcpy(x_.data() + (t * hc + i) * H, collapsed_.data() + t * H, sizeof(float) * H);
+  for (int l = 0; l < v4_.num_layers; ++l) layer_forward(l, b, cache, ctx);
+  const int64_t R = static_cast<int64_t>(b.logits_rows.size());
+  rows_.resize(R * hc * H);
+  for (int64_t r = 0; r < R; ++r) {
+    const int32_t row = b.logits_rows[r];
+    DI_CHECK(row >= 0 && row < T, "logits row {} outside batch of {}", row, T);
+    std::memcpy(rows_.data() + r * hc * H, x_.data() + int64_t{row} * hc * H,
+                sizeof(float) * hc * H);
+  }
+  std::vector<float> head_in(R * H);
+  v4_hc_head(hc_, w_.hc_head, rows_.data(), R, hc * H, head_in.data(), ctx);
+  rms_norm_rows(head_in.data(), H, w_.norm, head_in.data(), H, R, H, v4_.rms_eps);
+  linear_forward(w_.head, head_in.data(), R, H, logits, v4_.vocab_size, ctx);
+  return Status::ok();
+}
+
+std::vector<std::vector<uint64_t>> DeepseekV4::expert_token_counts() const { return counts_; }
+
+Result<std::unique_ptr<Model>> load_deepseek_v4(const ModelConfig& config,
+                                                const WeightSource& source) {
+  DI_ASSIGN_OR_RETURN(std::unique_ptr<DeepseekV4> m, DeepseekV4::load(config, source));
+  return std::unique_ptr<Model>(std::move(m));
+}
+
+}  // namespace deepinfer::model

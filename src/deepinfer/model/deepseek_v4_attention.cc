@@ -1,0 +1,260 @@
+// The V4 attention block over paged state rows; scalar per query apart from the projections.
+#include "deepinfer/model/deepseek_v4_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "deepinfer/base/check.h"
+#include "deepinfer/kernels/cpu/rope.h"
+#include "deepinfer/kernels/cpu/sink_attention.h"
+
+namespace deepinfer::model {
+namespace {
+
+struct Rope {
+  int rope_dim = 0;
+  float theta = 0;
+  kernels::RopeScaling scaling;
+};
+
+Rope rope_of(const DeepseekV4Config& c, bool compressed) {
+  return compressed ? Rope{c.rope_dim, c.compress_theta, c.compress_scaling}
+                    : Rope{c.rope_dim, c.main_theta, c.main_scaling};
+}
+
+// Rotates the trailing rope_dim channels of each head (interleaved pairs).
+void rope_tail(const Rope& r, float* x, int64_t T, int heads, int head_dim, int64_t stride,
+               const int32_t* pos) {
+  if (T == 0) return;
+  kernels::RopeParams p{};
+  p.x = x + (head_dim - r.rope_dim);
+  p.n_tokens = T;
+  p.n_heads = heads;
+  p.head_dim = head_dim;
+  p.rot_dim = r.rope_dim;
+  p.token_stride = stride;
+  p.positions = pos;
+  p.theta = r.theta;
+  p.layout = kernels::RopeLayout::kInterleaved;
+  p.scaling = r.scaling;
+  kernels::rope(p);
+}
+
+void unweighted_rms_norm(float* x, int64_t n_vectors, int64_t dim, float eps) {
+  for (int64_t v = 0; v < n_vectors; ++v) {
+    float* y = x + v * dim;
+    double ss = 0;
+    for (int64_t c = 0; c < dim; ++c) ss += double(y[c]) * y[c];
+    const float inv = static_cast<float>(1.0 / std::sqrt(ss / double(dim) + eps));
+    for (int64_t c = 0; c < dim; ++c) y[c] *= inv;
+  }
+}
+
+V4CompressorDims compressor_dims(const DeepseekV4Config& c, int layer, bool indexer) {
+  const V4Layer& L = c.layers[layer];
+  const V4RowLayout rl = v4_row_layout(c, layer);
+  V4CompressorDims d;
+  d.dim = indexer ? c.index_head_dim : c.head_dim;
+  d.ratio = L.ratio;
+  d.overlap = indexer || L.attn == V4Attn::kCsa;
+  d.rope_dim = c.rope_dim;
+  d.theta = c.compress_theta;
+  d.scaling = c.compress_scaling;
+  d.eps = c.rms_eps;
+  d.kv_off = indexer ? rl.idx_kv : rl.comp_kv;
+  d.score_off = indexer ? rl.idx_score : rl.comp_score;
+  d.entry_off = indexer ? rl.idx_entry : rl.comp_entry;
+  return d;
+}
+
+V4SeqRows seq_rows(const ForwardBatch& b, int s, const V4LayerCache& cache) {
+  V4SeqRows r;
+  r.pool = cache.pool;
+  r.blocks = b.block_table.data() + b.block_table_indptr[s];
+  r.n_blocks = b.block_table_indptr[s + 1] - b.block_table_indptr[s];
+  r.block_size = cache.block_size;
+  r.row = cache.row;
+  return r;
+}
+
+// Projects a compressor's kv/score for all tokens and runs each sequence's step.
+void compressor_forward(const V4CompressorDims& d, const V4Compressor& w, const ForwardBatch& b,
+                        const float* h, int64_t hidden, const V4LayerCache& cache,
+                        std::vector<float>& kv, std::vector<float>& score, ForwardContext& ctx) {
+  const int64_t T = b.num_tokens(), width = d.width();
+  kv.resize(T * width);
+  score.resize(T * width);
+  linear_forward(w.wkv, h, T, hidden, kv.data(), width, ctx);
+  linear_forward(w.wgate, h, T, hidden, score.data(), width, ctx);
+  for (int s = 0; s < b.num_seqs(); ++s) {
+    const int64_t t0 = b.seq_token_start[s], n = b.seq_token_start[s + 1] - t0;
+    v4_compressor_step(d, w, seq_rows(b, s, cache), kv.data() + t0 * width,
+                       score.data() + t0 * width, b.positions.data() + t0, n);
+  }
+}
+
+}  // namespace
+
+int v4_indexer_topk(const float* scores, int n_visible, int k, int32_t* out) {
+  const int n = std::min(k, n_visible);
+  std::vector<int32_t> order(n_visible);
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + n, order.end(), [&](int32_t a, int32_t b) {
+    return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+  });
+  std::copy_n(order.begin(), n, out);
+  return n;
+}
+
+namespace {
+
+// Indexer scores of query t against its visible entries: sum_h w_h relu(q_h . k_s) / sqrt(Di).
+void indexer_scores(const DeepseekV4Config& c, const float* iq, const float* iw,
+                    const V4SeqRows& rows, int64_t entry_off, int ratio, int n_visible,
+                    float* out) {
+  const int64_t Di = c.index_head_dim;
+  const float scale = 1.0f / std::sqrt(float(Di));
+  for (int e = 0; e < n_visible; ++e) {
+    const float* k = rows.at(int64_t{e + 1} * ratio - 1) + entry_off;
+    float total = 0;
+    for (int h = 0; h < c.index_n_heads; ++h) {
+      float dot = 0;
+      for (int64_t d = 0; d < Di; ++d) dot += iq[h * Di + d] * k[d];
+      total += std::max(dot, 0.0f) * scale * iw[h];
+    }
+    out[e] = total;
+  }
+}
+
+// Keys of query token t (position p): the window rows, then the compressed entries it may use.
+void gather_keys(const DeepseekV4Config& c, int layer, const V4SeqRows& rows, int64_t p, int64_t t,
+                 const V4AttnScratch& a, V4QueryScratch& s) {
+  const V4Layer& L = c.layers[layer];
+  const V4RowLayout rl = v4_row_layout(c, layer);
+  s.keys.clear();
+  for (int64_t q = std::max<int64_t>(0, p - c.sliding_window + 1); q <= p; ++q)
+    s.keys.push_back(rows.at(q) + rl.kv);
+  if (L.attn == V4Attn::kWindow) return;
+  const int n_visible = static_cast<int>((p + 1) / L.ratio);
+  if (L.attn == V4Attn::kHca) {
+    for (int e = 0; e < n_visible; ++e)
+      s.keys.push_back(rows.at(int64_t{e + 1} * L.ratio - 1) + rl.comp_entry);
+    return;
+  }
+  s.isc.resize(std::max(n_visible, 1));
+  s.topk.resize(std::max(n_visible, 1));
+  const float* iq = a.iq.data() + t * c.index_n_heads * c.index_head_dim;
+  indexer_scores(c, iq, a.iw.data() + t * c.index_n_heads, rows, rl.idx_entry, L.ratio, n_visible,
+                 s.isc.data());
+  const int n = v4_indexer_topk(s.isc.data(), n_visible, c.index_topk, s.topk.data());
+  for (int i = 0; i < n; ++i)
+    s.keys.push_back(rows.at(int64_t{s.topk[i] + 1} * L.ratio - 1) + rl.comp_entry);
+}
+
+// q, kv and (CSA) the indexer's query and weights of every token; new K=V rows written.
+void project(const DeepseekV4Config& c, int layer, const V4Attention& w, const ForwardBatch& b,
+             const float* h, const V4LayerCache& cache, V4AttnScratch& s, ForwardContext& ctx) {
+  const int64_t T = b.num_tokens(), H = c.hidden, D = c.head_dim, nh = c.n_heads;
+  const V4Layer& L = c.layers[layer];
+  const Rope rope = rope_of(c, L.attn != V4Attn::kWindow);
+  s.qr.resize(T * c.q_lora_rank);
+  s.q.resize(T * nh * D);
+  s.kv.resize(T * D);
+  linear_forward(w.wq_a, h, T, H, s.qr.data(), c.q_lora_rank, ctx);
+  rms_norm_rows(s.qr.data(), c.q_lora_rank, w.q_norm, s.qr.data(), c.q_lora_rank, T, c.q_lora_rank,
+                c.rms_eps);
+  linear_forward(w.wq_b, s.qr.data(), T, c.q_lora_rank, s.q.data(), nh * D, ctx);
+  unweighted_rms_norm(s.q.data(), T * nh, D, c.rms_eps);
+  rope_tail(rope, s.q.data(), T, static_cast<int>(nh), static_cast<int>(D), nh * D,
+            b.positions.data());
+  linear_forward(w.wkv, h, T, H, s.kv.data(), D, ctx);
+  rms_norm_rows(s.kv.data(), D, w.kv_norm, s.kv.data(), D, T, D, c.rms_eps);
+  rope_tail(rope, s.kv.data(), T, 1, static_cast<int>(D), D, b.positions.data());
+  const int64_t kv_off = v4_row_layout(c, layer).kv;
+  for (int64_t t = 0; t < T; ++t)
+    std::memcpy(cache.pool + int64_t{b.slot_mapping[t]} * cache.row + kv_off, s.kv.data() + t * D,
+                sizeof(float) * D);
+  if (L.attn != V4Attn::kCsa) return;
+  const int64_t nih = c.index_n_heads, Di = c.index_head_dim;
+  s.iq.resize(T * nih * Di);
+  s.iw.resize(T * nih);
+  linear_forward(w.indexer.wq_b, s.qr.data(), T, c.q_lora_rank, s.iq.data(), nih * Di, ctx);
+  rope_tail(rope_of(c, true), s.iq.data(), T, static_cast<int>(nih), static_cast<int>(Di), nih * Di,
+            b.positions.data());
+  linear_forward(w.indexer.weights_proj, h, T, H, s.iw.data(), nih, ctx);
+  const float wscale = 1.0f / std::sqrt(float(nih));
+  for (float& v : s.iw) v *= wscale;
+}
+
+// attn [T, nh * D] -> out [T, hidden]: rope channels rotated back, then wo_a per group, wo_b.
+void output_projection(const DeepseekV4Config& c, int layer, const V4Attention& w,
+                       const ForwardBatch& b, V4AttnScratch& s, ForwardContext& ctx, float* out) {
+  const int64_t T = b.num_tokens(), D = c.head_dim, nh = c.n_heads, G = c.o_groups,
+                R = c.o_lora_rank;
+  s.neg_pos.resize(T);
+  for (int64_t t = 0; t < T; ++t) s.neg_pos[t] = -b.positions[t];
+  rope_tail(rope_of(c, c.layers[layer].attn != V4Attn::kWindow), s.attn.data(), T,
+            static_cast<int>(nh), static_cast<int>(D), nh * D, s.neg_pos.data());
+  const int64_t in_g = nh * D / G;
+  s.grouped.resize(T * G * R);
+  for (int64_t g = 0; g < G; ++g) {
+    LinearWeight part = w.wo_a;
+    part.weight.shape[0] = R;
+    part.weight.data =
+        static_cast<const uint8_t*>(w.wo_a.weight.data) + g * R * w.wo_a.weight.row_stride_bytes();
+    if (!w.wo_a.scale_inv.empty()) {
+      part.scale_inv.shape[0] = (R + kFp8Block - 1) / kFp8Block;
+      part.scale_inv.data = static_cast<const float*>(w.wo_a.scale_inv.data) +
+                            (g * R / kFp8Block) * w.wo_a.scale_inv.shape[1];
+    }
+    linear_forward(part, s.attn.data() + g * in_g, T, nh * D, s.grouped.data() + g * R, G * R, ctx);
+  }
+  linear_forward(w.wo_b, s.grouped.data(), T, G * R, out, c.hidden, ctx);
+}
+
+}  // namespace
+
+void v4_attention_forward(const DeepseekV4Config& c, int layer, const V4Attention& w,
+                          const ForwardBatch& b, const float* h, const V4LayerCache& cache,
+                          V4AttnScratch& s, ForwardContext& ctx, float* out) {
+  const int64_t T = b.num_tokens(), D = c.head_dim, nh = c.n_heads;
+  const V4Layer& L = c.layers[layer];
+  project(c, layer, w, b, h, cache, s, ctx);
+  if (L.attn != V4Attn::kWindow)
+    compressor_forward(compressor_dims(c, layer, false), w.compressor, b, h, c.hidden, cache, s.ckv,
+                       s.cscore, ctx);
+  if (L.attn == V4Attn::kCsa)
+    compressor_forward(compressor_dims(c, layer, true), w.indexer.compressor, b, h, c.hidden, cache,
+                       s.ikv, s.iscore, ctx);
+  s.attn.resize(T * nh * D);
+  s.seq_of.resize(T);
+  for (int sq = 0; sq < b.num_seqs(); ++sq)
+    for (int64_t t = b.seq_token_start[sq]; t < b.seq_token_start[sq + 1]; ++t) s.seq_of[t] = sq;
+  // Queries are independent (their rows were all written above): split them over the threads;
+  // a query's arithmetic does not depend on the split.
+  const int nt = ctx.pool->num_threads();
+  if (static_cast<int>(s.per_thread.size()) < nt) s.per_thread.resize(nt);
+  ctx.pool->run([&](int ti, int n_threads) {
+    V4QueryScratch& qs = s.per_thread[ti];
+    kernels::SinkAttentionParams p{};
+    p.n_heads = static_cast<int>(nh);
+    p.head_dim = static_cast<int>(D);
+    p.sinks = static_cast<const float*>(w.sinks.data);
+    p.scale = 1.0f / std::sqrt(float(D));
+    for (int64_t t = T * ti / n_threads; t < T * (ti + 1) / n_threads; ++t) {
+      gather_keys(c, layer, seq_rows(b, s.seq_of[t], cache), b.positions[t], t, s, qs);
+      qs.scores.resize(qs.keys.size());
+      p.q = s.q.data() + t * nh * D;
+      p.keys = qs.keys.data();
+      p.n_keys = static_cast<int64_t>(qs.keys.size());
+      p.out = s.attn.data() + t * nh * D;
+      p.scores = qs.scores.data();
+      kernels::sink_attention_reference(p);
+    }
+  });
+  output_projection(c, layer, w, b, s, ctx, out);
+}
+
+}  // namespace deepinfer::model

@@ -1,0 +1,48 @@
+// DeepSeek-V4 attention block: low-rank q with per-head RMS norm, one shared K=V head, partial
+// interleaved RoPE on the trailing channels; keys = the sliding window plus compressed entries
+// (HCA: all finished ones; CSA: the Lightning indexer's top-k); a learned sink per head; the
+// output's rope channels rotated back at the query position; grouped low-rank output
+// projection. New tokens' state rows are written first (deepseek_v4_state.h), so a token sees
+// the window and entries of its own chunk as well as earlier ones.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "deepinfer/model/deepseek_v4_compressor.h"
+#include "deepinfer/model/deepseek_v4_config.h"
+#include "deepinfer/model/deepseek_v4_state.h"
+#include "deepinfer/model/deepseek_v4_weights.h"
+#include "deepinfer/model/forward_batch.h"
+
+namespace deepinfer::model {
+
+// One query's working set (one per thread).
+struct V4QueryScratch {
+  std::vector<const float*> keys;
+  std::vector<float> scores, isc;
+  std::vector<int32_t> topk;
+};
+
+struct V4AttnScratch {
+  std::vector<float> qr, q, kv, ckv, cscore, ikv, iscore, iq, iw, attn, grouped;
+  std::vector<int32_t> neg_pos, seq_of;
+  std::vector<V4QueryScratch> per_thread;
+};
+
+struct V4LayerCache {
+  float* pool = nullptr;  // this layer's rows [num_blocks * block_size, row]
+  int block_size = 0;
+  int64_t row = 0;
+};
+
+// out [T, hidden] = attention of the batch's tokens; h [T, hidden] is the normed block input.
+void v4_attention_forward(const DeepseekV4Config& c, int layer, const V4Attention& w,
+                          const ForwardBatch& b, const float* h, const V4LayerCache& cache,
+                          V4AttnScratch& s, ForwardContext& ctx, float* out);
+
+// The indexer's choice for one query: the min(k, n_visible) entries of highest score
+// (ties: lower entry first), into `out`; returns how many.
+int v4_indexer_topk(const float* scores, int n_visible, int k, int32_t* out);
+
+}  // namespace deepinfer::model

@@ -1,0 +1,218 @@
+// config.json -> DeepseekV4Config, following transformers' DeepseekV4Config.__post_init__ for
+// defaults and legacy fields (the reference wins over DEEPSEEK_V4.md where they differ).
+#include "deepinfer/model/deepseek_v4_config.h"
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace deepinfer::model {
+namespace {
+
+using nlohmann::json;
+
+// A present field of the wrong type: the message names it.
+struct BadField {
+  std::string key;
+};
+
+template <typename T>
+T get(const json& j, const char* key, T dflt) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return dflt;
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    throw BadField{key};
+  }
+}
+
+// rope_parameters sub-dict (or legacy rope_scaling) -> theta + scaling. `attention_factor`
+// defaults to 1 for YaRN: V4 blends frequencies only, no cos/sin mscale (transformers forces it).
+Status parse_rope(const json& rp, float* theta, kernels::RopeScaling* s, const std::string& path) {
+  if (!rp.is_object()) return Status::ok();
+  if (rp.contains("rope_theta")) *theta = get(rp, "rope_theta", *theta);
+  std::string type = get(rp, "rope_type", get(rp, "type", std::string("default")));
+  if (type == "default" || type == "none") return Status::ok();
+  if (type != "yarn")
+    return unsupported(
+        "{}: rope type '{}' is not supported for deepseek_v4 (supported: default, yarn)", path,
+        type);
+  s->type = kernels::RopeScalingType::kYarn;
+  s->factor = get(rp, "factor", 1.0f);
+  s->original_max_pos = get(rp, "original_max_position_embeddings", int64_t{s->original_max_pos});
+  s->beta_fast = get(rp, "beta_fast", 32.0f);
+  s->beta_slow = get(rp, "beta_slow", 1.0f);
+  // transformers sets attention_factor = 1 for V4 unless given, and then YaRN's mscale /
+  // mscale_all_dim (which DeepSeek's configs may carry) change nothing: ignored here too.
+  s->attention_factor = get(rp, "attention_factor", 1.0f);
+  return Status::ok();
+}
+
+// layer_types (transformers) or compress_ratios (legacy, per layer 0/4/128, MTP entries after).
+Status parse_layer_kinds(const json& j, DeepseekV4Config& c, const std::string& path) {
+  std::map<std::string, int> rates = {{"compressed_sparse_attention", 4},
+                                      {"heavily_compressed_attention", 128}};
+  if (auto it = j.find("compress_rates"); it != j.end() && it->is_object())
+    for (auto& [k, v] : it->items()) rates[k] = v.get<int>();
+  rates["compressed_sparse_attention"] =
+      get(j, "compress_rate_csa", rates["compressed_sparse_attention"]);
+  rates["heavily_compressed_attention"] =
+      get(j, "compress_rate_hca", rates["heavily_compressed_attention"]);
+  std::vector<std::string> types = get(j, "layer_types", std::vector<std::string>());
+  if (types.empty() && j.contains("compress_ratios")) {
+    for (int r : get(j, "compress_ratios", std::vector<int>())) {
+      if (r != 0 && r != 4 && r != 128)
+        return unsupported("{}: compress_ratios holds {} (a legacy config maps only 0, 4 and 128)",
+                           path, r);
+      types.push_back(r == 0   ? "sliding_attention"
+                      : r == 4 ? "compressed_sparse_attention"
+                               : "heavily_compressed_attention");
+    }
+  }
+  if (types.empty()) {  // transformers' default: 2 HCA, then CSA/HCA alternating
+    for (int i = 0; i < c.num_layers; ++i)
+      types.push_back(i < 2 || i % 2 == 0 ? "heavily_compressed_attention"
+                                          : "compressed_sparse_attention");
+  }
+  if (static_cast<int>(types.size()) < c.num_layers)
+    return corrupt("{}: layer_types has {} entries for {} layers", path, types.size(),
+                   c.num_layers);
+  std::vector<std::string> mlp = get(j, "mlp_layer_types", std::vector<std::string>());
+  if (mlp.empty()) {
+    const int n_hash = get(j, "num_hash_layers", 3);
+    for (int i = 0; i < c.num_layers; ++i) mlp.push_back(i < n_hash ? "hash_moe" : "moe");
+  }
+  if (static_cast<int>(mlp.size()) < c.num_layers)
+    return corrupt("{}: mlp_layer_types has {} entries for {} layers", path, mlp.size(),
+                   c.num_layers);
+  c.layers.resize(c.num_layers);
+  for (int i = 0; i < c.num_layers; ++i) {
+    V4Layer& L = c.layers[i];
+    if (types[i] == "sliding_attention") {
+      L.attn = V4Attn::kWindow;
+    } else if (types[i] == "compressed_sparse_attention" ||
+               types[i] == "heavily_compressed_attention") {
+      L.attn = types[i] == "compressed_sparse_attention" ? V4Attn::kCsa : V4Attn::kHca;
+      L.ratio = rates[types[i]];
+      if (L.ratio <= 0 || L.ratio > 4096)
+        return corrupt("{}: compress rate {} for {} is out of range", path, L.ratio, types[i]);
+    } else {
+      return unsupported("{}: layer_types[{}] = '{}' is not a deepseek_v4 attention type", path, i,
+                         types[i]);
+    }
+    if (mlp[i] != "hash_moe" && mlp[i] != "moe")
+      return unsupported("{}: mlp_layer_types[{}] = '{}' is not a deepseek_v4 MoE type", path, i,
+                         mlp[i]);
+    L.hash_moe = mlp[i] == "hash_moe";
+  }
+  return Status::ok();
+}
+
+Status parse_fields(const json& j, DeepseekV4Config& c, const std::string& path) {
+  c.vocab_size = get(j, "vocab_size", int64_t{129280});
+  c.hidden = get(j, "hidden_size", int64_t{4096});
+  c.num_layers = get(j, "num_hidden_layers", 43);
+  c.n_heads = get(j, "num_attention_heads", 64);
+  const int kv_heads = get(j, "num_key_value_heads", 1);
+  if (kv_heads != 1)
+    return unsupported("{}: num_key_value_heads {} (deepseek_v4 shares one KV head)", path,
+                       kv_heads);
+  c.head_dim = get(j, "head_dim", 512);
+  c.q_lora_rank = get(j, "q_lora_rank", 1024);
+  c.o_groups = get(j, "o_groups", 8);
+  c.o_lora_rank = get(j, "o_lora_rank", 1024);
+  c.sliding_window = get(j, "sliding_window", 128);
+  c.index_n_heads = get(j, "index_n_heads", 64);
+  c.index_head_dim = get(j, "index_head_dim", 128);
+  c.index_topk = get(j, "index_topk", 512);
+  c.n_experts = get(j, "n_routed_experts", 256);
+  c.top_k = get(j, "num_experts_per_tok", 6);
+  c.moe_inter = get(j, "moe_intermediate_size", int64_t{2048});
+  c.n_shared = get(j, "n_shared_experts", 1);
+  c.routed_scaling = get(j, "routed_scaling_factor", 1.5f);
+  c.swiglu_limit = get(j, "swiglu_limit", 10.0f);
+  c.hc_mult = get(j, "hc_mult", 4);
+  c.hc_sinkhorn_iters = get(j, "hc_sinkhorn_iters", 20);
+  c.hc_eps = get(j, "hc_eps", 1e-6f);
+  c.rms_eps = get(j, "rms_norm_eps", 1e-6f);
+  c.max_position = get(j, "max_position_embeddings", int64_t{1048576});
+  c.num_mtp_layers = get(j, "num_nextn_predict_layers", 1);
+  c.tie_embeddings = get(j, "tie_word_embeddings", false);
+  const std::string scoring = get(j, "scoring_func", std::string("sqrtsoftplus"));
+  if (scoring != "sqrtsoftplus")
+    return unsupported(
+        "{}: scoring_func '{}' is not supported for deepseek_v4 (supported: sqrtsoftplus)", path,
+        scoring);
+  // rope_dim: partial_rotary_factor * head_dim, or legacy qk_rope_head_dim (default 64/512).
+  const double prf = get(j, "partial_rotary_factor", -1.0);
+  const int legacy_rope = get(j, "qk_rope_head_dim", 0);
+  c.rope_dim = prf > 0           ? static_cast<int>(c.head_dim * prf)
+               : legacy_rope > 0 ? legacy_rope
+                                 : c.head_dim / 8;
+  c.main_theta = get(j, "rope_theta", 10000.0f);
+  c.compress_theta = get(j, "compress_rope_theta", 160000.0f);
+  const json* rp = j.contains("rope_parameters") ? &j["rope_parameters"]
+                   : j.contains("rope_scaling")  ? &j["rope_scaling"]
+                                                 : nullptr;
+  if (rp && rp->is_object() && rp->contains("main") && rp->contains("compress")) {
+    DI_RETURN_IF_ERROR(parse_rope((*rp)["main"], &c.main_theta, &c.main_scaling, path));
+    DI_RETURN_IF_ERROR(parse_rope((*rp)["compress"], &c.compress_theta, &c.compress_scaling, path));
+  } else if (rp) {
+    // Flat form: the scaling applies to the compressed layers only; window layers keep plain RoPE.
+    float ignored = c.compress_theta;
+    DI_RETURN_IF_ERROR(parse_rope(*rp, &ignored, &c.compress_scaling, path));
+  }
+  return parse_layer_kinds(j, c, path);
+}
+
+Status validate(const DeepseekV4Config& c, const std::string& path) {
+  auto bad = [&](const char* field, int64_t v) {
+    return corrupt("{}: '{}' = {} is invalid", path, field, v);
+  };
+  if (c.vocab_size <= 0) return bad("vocab_size", c.vocab_size);
+  if (c.hidden <= 0) return bad("hidden_size", c.hidden);
+  if (c.num_layers <= 0 || c.num_layers > 1024) return bad("num_hidden_layers", c.num_layers);
+  if (c.n_heads <= 0) return bad("num_attention_heads", c.n_heads);
+  if (c.head_dim <= 0) return bad("head_dim", c.head_dim);
+  if (c.rope_dim <= 0 || c.rope_dim % 2 || c.rope_dim > c.head_dim || c.rope_dim > c.index_head_dim)
+    return bad("partial_rotary_factor (rope channels)", c.rope_dim);
+  if (c.q_lora_rank <= 0) return bad("q_lora_rank", c.q_lora_rank);
+  if (c.o_groups <= 0 || c.n_heads % c.o_groups) return bad("o_groups", c.o_groups);
+  if (c.o_lora_rank <= 0) return bad("o_lora_rank", c.o_lora_rank);
+  if (c.sliding_window <= 0) return bad("sliding_window", c.sliding_window);
+  if (c.index_n_heads <= 0) return bad("index_n_heads", c.index_n_heads);
+  if (c.index_head_dim <= 0) return bad("index_head_dim", c.index_head_dim);
+  if (c.index_topk <= 0) return bad("index_topk", c.index_topk);
+  if (c.n_experts <= 0) return bad("n_routed_experts", c.n_experts);
+  if (c.top_k <= 0 || c.top_k > c.n_experts) return bad("num_experts_per_tok", c.top_k);
+  if (c.moe_inter <= 0) return bad("moe_intermediate_size", c.moe_inter);
+  if (c.n_shared != 1)
+    return unsupported("{}: n_shared_experts {} (deepseek_v4 has exactly one shared expert)", path,
+                       c.n_shared);
+  if (c.hc_mult <= 0 || c.hc_mult > 16) return bad("hc_mult", c.hc_mult);
+  if (c.hc_sinkhorn_iters <= 0) return bad("hc_sinkhorn_iters", c.hc_sinkhorn_iters);
+  if (c.max_position <= 0) return bad("max_position_embeddings", c.max_position);
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<DeepseekV4Config> deepseek_v4_config_from_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return not_found("{}: cannot open", path);
+  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return corrupt("{}: not a JSON object", path);
+  DeepseekV4Config c;
+  try {
+    DI_RETURN_IF_ERROR(parse_fields(j, c, path));
+  } catch (const BadField& e) {
+    return corrupt("{}: '{}' has the wrong type", path, e.key);
+  } catch (const json::exception& e) {
+    return corrupt("{}: a field has the wrong type: {}", path, e.what());
+  }
+  DI_RETURN_IF_ERROR(validate(c, path));
+  return c;
+}
+
+}  // namespace deepinfer::model

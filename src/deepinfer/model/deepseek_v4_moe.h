@@ -1,0 +1,33 @@
+// DeepSeek-V4's MoE: scores s = sqrt(softplus(gate . x)); experts from the fixed tid2eid table
+// (hash layers) or the top-k of s + selection bias; weights s[idx] / sum * routed_scaling; each
+// expert and the shared expert a SwiGLU with gate clamped to <= limit and up to [-limit, limit].
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "deepinfer/model/deepseek_v4_weights.h"
+
+namespace deepinfer::model {
+
+struct V4MoeDims {
+  int n_experts = 0;
+  int top_k = 0;
+  float routed_scaling = 1.0f;
+  float swiglu_limit = 0.0f;  // 0 = no clamp
+  int64_t hidden = 0;
+};
+
+struct V4MoeScratch {
+  std::vector<float> logits, weights, xs, ys, gate, up;
+  std::vector<int32_t> idx;
+};
+
+// Routing of T tokens from router logits [T, E]: idx/w [T, top_k]. token_ids feed hash layers.
+void v4_route(const V4MoeDims& d, const V4Moe& m, const float* logits, const int32_t* token_ids,
+              int64_t T, int32_t* idx, float* w);
+// out [T, hidden] = routed + shared experts of x [T, hidden]; adds chosen experts to counts [E].
+void v4_moe_forward(const V4MoeDims& d, const V4Moe& m, const float* x, const int32_t* token_ids,
+                    int64_t T, float* out, uint64_t* counts, V4MoeScratch& s, ForwardContext& ctx);
+
+}  // namespace deepinfer::model

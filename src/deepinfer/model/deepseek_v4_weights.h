@@ -1,0 +1,74 @@
+// DeepSeek-V4 weights: the per-layer structs the forward reads, and the loader that finds every
+// tensor under DeepSeek's own checkpoint name (embed.weight, layers.N.attn.wq_a.weight, ...),
+// the same name under transformers' "model." prefix (what save_pretrained writes), or
+// transformers' renamed form (model.layers.N.self_attn.q_a_proj.weight, stacked
+// mlp.experts.gate_up_proj, ...), through one name table.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "deepinfer/base/status.h"
+#include "deepinfer/model/deepseek_v4_config.h"
+#include "deepinfer/model/model.h"
+#include "deepinfer/model/moe.h"
+#include "deepinfer/tensor/tensor.h"
+
+namespace deepinfer::model {
+
+// mHC parameters of one site (attention or FFN): fn [(2 + hc) * hc, hc * hidden], base
+// [(2 + hc) * hc], scale [3]; for the head: fn [hc, hc * hidden], base [hc], scale [1]. f32.
+struct V4HyperConnection {
+  Tensor fn, base, scale;
+};
+
+// A compressor (main one: dim = head_dim; the indexer's: dim = index_head_dim). CSA layers
+// project to 2 * dim (the overlapping Ca | Cb series), HCA layers to dim.
+struct V4Compressor {
+  LinearWeight wkv, wgate;
+  Tensor ape;   // f32 [ratio, width]
+  Tensor norm;  // f32 [dim]
+};
+
+struct V4Indexer {
+  V4Compressor compressor;
+  LinearWeight wq_b;          // [index_n_heads * index_head_dim, q_lora_rank]
+  LinearWeight weights_proj;  // [index_n_heads, hidden]
+};
+
+struct V4Attention {
+  LinearWeight wq_a, wq_b, wkv, wo_a, wo_b;
+  Tensor q_norm, kv_norm;   // f32
+  Tensor sinks;             // f32 [n_heads]
+  V4Compressor compressor;  // CSA/HCA layers
+  V4Indexer indexer;        // CSA layers
+};
+
+struct V4Moe {
+  Tensor gate;                   // f32 [n_experts, hidden]
+  Tensor bias;                   // f32 [n_experts] selection bias (top-k layers)
+  std::vector<int32_t> tid2eid;  // [vocab * top_k] (hash layers)
+  std::vector<MlpWeights> experts;
+  MlpWeights shared;
+};
+
+struct V4LayerWeights {
+  Tensor attn_norm, ffn_norm;  // f32 [hidden]
+  V4HyperConnection hc_attn, hc_ffn;
+  V4Attention attn;
+  V4Moe moe;
+};
+
+struct V4Weights {
+  Tensor embed;
+  LinearWeight head;
+  Tensor norm;  // f32
+  V4HyperConnection hc_head;
+  std::vector<V4LayerWeights> layers;
+};
+
+// Loads and shape-checks every tensor the config implies. Errors name the checkpoint and the
+// tensor (with the other names it was looked for under).
+Result<V4Weights> load_deepseek_v4_weights(const DeepseekV4Config& c, const WeightSource& source);
+
+}  // namespace deepinfer::model

@@ -1,0 +1,270 @@
+# Makes tiny random DeepSeek-V4 checkpoints (config.json + model.safetensors) and their reference
+# outputs, for tests/unit/deepseek_v4. The reference is transformers' DeepseekV4ForCausalLM
+# (>= 5.8; it has no FP8/FP4 fake-quantisation and no Hadamard rotation), run in float32 on the
+# saved weights. Run from the repo root, in an environment with PyPI torch + transformers:
+#   python3 tests/reference/make_tiny_deepseek_v4.py
+# Cases (every one mixes window-only, HCA and CSA layers, hash-routed and top-k MoE layers):
+#   h2_mixed:   hc_mult 2, window 4 (smaller than every prompt), HCA ratio 8, CSA ratio 4,
+#               index_topk 3 (fewer than the CSA entries of the longer prompts), YaRN on the
+#               compressed layers, 2 hash layers. Written by save_pretrained (transformers'
+#               on-disk names: "model." prefix, DeepSeek leaf names).
+#   h4_deepseek: hc_mult 4, window 8, HCA ratio 16, CSA ratio 4, no YaRN, 1 hash layer.
+#               Written with DeepSeek's own checkpoint names (embed.weight, layers.N.attn.wq_a,
+#               hc_head_fn, ...), as the official repository ships them.
+#   h2_hfnames: hc_mult 2, window 6, CSA first; written with transformers' in-memory names
+#               (model.layers.N.self_attn.q_a_proj, stacked mlp.experts.gate_up_proj, ...).
+#   fp8_ue8m0:  DeepSeek's FP8 layout with DeepSeek's names: attention projections (wq_a, wq_b,
+#               wkv, wo_a, wo_b, indexer.wq_b) and all experts are float8_e4m3fn with a ue8m0
+#               (F8_E8M0, power-of-two) `.scale` per 128x128 block; compressor/indexer
+#               projections, router, norms, embedding and head stay bf16. Sizes above 128
+#               (hidden 160, q_lora_rank 136, o_lora_rank 128) give full and partial blocks.
+#               Its reference is transformers run on the dequantized weights (fp8 * scale).
+# expected.json per case: token ids, logits at every prompt position (one full forward), and
+# the greedy continuation (transformers' incremental decoding through V4's own cache) with
+# the logits and top-2 margin of each step. The script checks that the full-forward logits of
+# prompt + continuation agree with the incremental step logits, so the two reference paths agree.
+import json
+import os
+import re
+
+import torch
+from safetensors.torch import load_file, save_file
+from transformers import DeepseekV4Config, DeepseekV4ForCausalLM
+from transformers.cache_utils import DynamicCache
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT_ROOT = os.path.join(HERE, "fixtures", "deepseek_v4")
+PROMPTS = [
+    [5, 17, 42, 99, 3],
+    [100, 3, 3, 3, 99, 120, 7, 64, 31, 50, 11, 5, 77],
+    [9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 100, 110, 120, 125, 127, 126, 60, 30, 15, 88, 44, 22, 11, 66, 33,
+     90, 45, 12, 6, 3, 81, 27, 9, 101, 102, 103, 104],
+]
+GREEDY_STEPS = 8
+COMMON = dict(vocab_size=128, hidden_size=32, moe_intermediate_size=16, num_attention_heads=4,
+              num_key_value_heads=1, head_dim=16, q_lora_rank=16, num_experts_per_tok=2,
+              n_routed_experts=4, n_shared_experts=1, o_groups=2, o_lora_rank=8, index_n_heads=8,
+              index_head_dim=16, partial_rotary_factor=0.5, max_position_embeddings=512,
+              rms_norm_eps=1e-6, swiglu_limit=1.5, routed_scaling_factor=1.5, bos_token_id=0,
+              eos_token_id=1, tie_word_embeddings=False, num_nextn_predict_layers=0)
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 128, "beta_fast": 32.0,
+        "beta_slow": 1.0}
+CASES = {
+    "h2_mixed": (dict(COMMON, num_hidden_layers=4, hc_mult=2, sliding_window=4, index_topk=3,
+                      layer_types=["sliding_attention", "heavily_compressed_attention",
+                                   "compressed_sparse_attention", "heavily_compressed_attention"],
+                      compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 8},
+                      mlp_layer_types=["hash_moe", "hash_moe", "moe", "moe"], rope_parameters=YARN),
+                 "save_pretrained"),
+    "h4_deepseek": (dict(COMMON, num_hidden_layers=3, hc_mult=4, sliding_window=8, index_topk=4,
+                         layer_types=["compressed_sparse_attention", "heavily_compressed_attention",
+                                      "sliding_attention"],
+                         compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 16},
+                         mlp_layer_types=["hash_moe", "moe", "moe"]),
+                    "deepseek"),
+    "h2_hfnames": (dict(COMMON, num_hidden_layers=2, hc_mult=2, sliding_window=6, index_topk=2,
+                        layer_types=["compressed_sparse_attention", "heavily_compressed_attention"],
+                        compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 8},
+                        mlp_layer_types=["moe", "moe"], rope_parameters=YARN),
+                   "transformers"),
+}
+
+
+def fill(name, p, g):
+    # HF's init (std 0.02, zero sinks/biases, unit scales) gives near-zero logits and routing
+    # ties: draw everything at scales that keep the logits and the expert choices informative.
+    if name.endswith("tid2eid"):
+        n_exp = COMMON["n_routed_experts"]
+        rows = [torch.randperm(n_exp, generator=g)[: p.shape[1]] for _ in range(p.shape[0])]
+        p.copy_(torch.stack(rows))
+    elif name.endswith("norm.weight"):
+        p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=g))
+    elif name.endswith(("e_score_correction_bias", ".base", "hc_base")):
+        p.copy_(0.3 * torch.randn(p.shape, generator=g))
+    elif name.endswith((".scale", "hc_scale")):
+        p.copy_(1.0 + 0.3 * torch.randn(p.shape, generator=g))
+    elif name.endswith((".fn", "hc_fn")):
+        p.copy_(0.15 * torch.randn(p.shape, generator=g))
+    elif name.endswith(("sinks", "position_bias")):
+        p.copy_(0.5 * torch.randn(p.shape, generator=g))
+    elif name.endswith("gate.weight"):
+        p.copy_(0.3 * torch.randn(p.shape, generator=g))
+    else:
+        p.copy_(0.15 * torch.randn(p.shape, generator=g))
+
+
+def randomize(model, g):
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters()):
+            fill(name, p, g)
+        for name, b in sorted(model.named_buffers()):
+            if name.endswith(("e_score_correction_bias", "tid2eid")):
+                fill(name, b, g)
+
+
+# transformers' on-disk name (save_pretrained) -> DeepSeek's own checkpoint name.
+def deepseek_name(k):
+    k = {"model.embed_tokens.weight": "embed.weight", "model.norm.weight": "norm.weight",
+         "model.hc_head.hc_fn": "hc_head_fn", "model.hc_head.hc_base": "hc_head_base",
+         "model.hc_head.hc_scale": "hc_head_scale"}.get(k, k)
+    return k[len("model."):] if k.startswith("model.") else k
+
+
+def rounded(rows):
+    return [[round(float(v), 5) for v in row] for row in rows]
+
+
+def greedy_with_cache(ref, ids):
+    # transformers' own incremental path: prefill the prompt into V4's cache (window ring,
+    # compressor buffers and overlap state, compressed entries), then one token per forward.
+    # Not model.generate: in transformers 5.24 its V4 continuations disagree with the model's
+    # own forward (by up to ~1 in logits on prompts longer than the window), while this loop
+    # agrees with a full forward to ~1e-6 (checked below for every case).
+    cache = DynamicCache(config=ref.config)
+    logits = ref(torch.tensor([ids]), cache=cache, use_cache=True).logits[0, -1]
+    greedy, rows = [], []
+    for step in range(GREEDY_STEPS):
+        rows.append(logits)
+        greedy.append(int(logits.argmax()))
+        pos = torch.tensor([[len(ids) + step]])
+        logits = ref(torch.tensor([[greedy[-1]]]), cache=cache, use_cache=True, position_ids=pos).logits[0, -1]
+    return greedy, torch.stack(rows)
+
+
+class IndexGaps:
+    """Watches the Lightning indexer's scores in a full forward (positions 0..S-1): the gap between
+    the k-th and (k+1)-th best visible entry of every query. ReLU scores tie at 0 easily, and a
+    tie at the top-k boundary makes the reference itself depend on torch.topk's tie order (it
+    changes with the number of entries), so fixtures must keep this gap clear of rounding."""
+
+    def __init__(self, ref):
+        self.min_gap = float("inf")
+        cfg = ref.config
+        self.ratio, self.k = cfg.compress_rates["compressed_sparse_attention"], cfg.index_topk
+        for layer in ref.model.layers:
+            comp = layer.self_attn.compressor
+            if comp is not None and hasattr(comp, "indexer"):
+                comp.indexer.scorer.register_forward_hook(self.hook)
+
+    def hook(self, module, args, scores):
+        for s in range(scores.shape[1]):
+            visible = min((s + 1) // self.ratio, scores.shape[2])
+            if visible > self.k:
+                top = torch.topk(scores[0, s, :visible], self.k + 1).values
+                self.min_gap = min(self.min_gap, float(top[self.k - 1] - top[self.k]))
+
+
+def write_expected(out, name, ref):
+    cases = []
+    gaps = IndexGaps(ref)
+    with torch.no_grad():
+        for ids in PROMPTS:
+            full = ref(torch.tensor([ids]), use_cache=False).logits[0]
+            assert gaps.min_gap > 1e-4, f"{name}: indexer top-k tie (gap {gaps.min_gap}); change the seed"
+            greedy, step_logits = greedy_with_cache(ref, ids)
+            margins = [round(float(v[0] - v[1]), 5) for v in (torch.topk(l, 2).values for l in step_logits)]
+            # The two reference paths agree: a full forward over prompt + continuation.
+            again = ref(torch.tensor([ids + greedy]), use_cache=False).logits[0, len(ids) - 1: -1]
+            worst = float((again - step_logits).abs().max())
+            assert worst < 1e-3, f"{name}: generate and full forward disagree by {worst}"
+            assert int(full[-1].argmax()) == greedy[0]
+            cases.append({"ids": ids, "logits": rounded(full), "greedy": greedy,
+                          "greedy_logits": rounded(step_logits), "greedy_margin": margins})
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump({"model": name, "cases": cases}, f, separators=(",", ":"))
+
+
+def build(name, params, naming, seed):
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    cfg = DeepseekV4Config(**params)
+    model = DeepseekV4ForCausalLM(cfg).eval()
+    randomize(model, g)
+    out = os.path.join(OUT_ROOT, name)
+    os.makedirs(out, exist_ok=True)
+    model.to(torch.bfloat16).save_pretrained(out)
+    gen_cfg = os.path.join(out, "generation_config.json")
+    if os.path.exists(gen_cfg):
+        os.remove(gen_cfg)
+    st_path = os.path.join(out, "model.safetensors")
+    # Reference: what was saved, reloaded in float32.
+    ref = DeepseekV4ForCausalLM.from_pretrained(out, dtype=torch.float32).eval()
+    if naming == "deepseek":
+        sd = load_file(st_path)
+        save_file({deepseek_name(k): v for k, v in sd.items()}, st_path, metadata={"format": "pt"})
+    elif naming == "transformers":
+        sd = {k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in ref.state_dict().items()}
+        save_file(sd, st_path, metadata={"format": "pt"})
+    write_expected(out, name, ref)
+    print(name, "weights", os.path.getsize(st_path), "bytes")
+
+
+FP8_CASE = dict(COMMON, hidden_size=160, moe_intermediate_size=32, head_dim=32, q_lora_rank=136,
+                o_lora_rank=128, index_head_dim=32, index_n_heads=4, num_hidden_layers=3, hc_mult=2,
+                sliding_window=6, index_topk=3,
+                layer_types=["compressed_sparse_attention", "heavily_compressed_attention", "sliding_attention"],
+                compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 8},
+                mlp_layer_types=["hash_moe", "moe", "moe"], rope_parameters=YARN)
+FP8_BLOCK = 128
+FP8_LINEAR = re.compile(r"\.attn\.(wq_a|wq_b|wkv|wo_a|wo_b|indexer\.wq_b)\.weight$|"
+                        r"\.ffn\.(experts\.\d+|shared_experts)\.w[123]\.weight$")
+
+
+def quantize_fp8_ue8m0(w):
+    """Per 128x128 block: scale = 2^ceil(log2(amax / 448)) (a ue8m0 power of two), q = w / scale."""
+    n_out, n_in = w.shape
+    bo, bi = -(-n_out // FP8_BLOCK), -(-n_in // FP8_BLOCK)
+    padded = torch.zeros(bo * FP8_BLOCK, bi * FP8_BLOCK)
+    padded[:n_out, :n_in] = w
+    blocks = padded.view(bo, FP8_BLOCK, bi, FP8_BLOCK)
+    amax = blocks.abs().amax(dim=(1, 3)).clamp(min=1e-12)
+    scale = torch.exp2(torch.ceil(torch.log2(amax / 448.0)))
+    q = (blocks / scale[:, None, :, None]).to(torch.float8_e4m3fn)
+    deq = (q.float() * scale[:, None, :, None]).view(bo * FP8_BLOCK, bi * FP8_BLOCK)[:n_out, :n_in]
+    q = q.view(bo * FP8_BLOCK, bi * FP8_BLOCK)[:n_out, :n_in].contiguous()
+    return q, scale.to(torch.float8_e8m0fnu).contiguous(), deq.contiguous()
+
+
+def build_fp8(name, params, seed):
+    import shutil
+    import tempfile
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    model = DeepseekV4ForCausalLM(DeepseekV4Config(**params)).eval()
+    randomize(model, g)
+    out = os.path.join(OUT_ROOT, name)
+    os.makedirs(out, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.to(torch.bfloat16).save_pretrained(tmp)
+        sd = load_file(os.path.join(tmp, "model.safetensors"))
+        quant, deq = {}, {}
+        for k, v in sd.items():
+            if FP8_LINEAR.search(k):
+                q, scale, d = quantize_fp8_ue8m0(v.float())
+                quant[deepseek_name(k)] = q
+                quant[deepseek_name(k)[: -len(".weight")] + ".scale"] = scale
+                deq[k] = d
+            else:
+                quant[deepseek_name(k)], deq[k] = v, v.float() if v.is_floating_point() else v
+        save_file(deq, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
+        ref = DeepseekV4ForCausalLM.from_pretrained(tmp, dtype=torch.float32).eval()
+        with open(os.path.join(tmp, "config.json")) as f:
+            config = json.load(f)
+    config["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                                     "scale_fmt": "ue8m0", "weight_block_size": [FP8_BLOCK, FP8_BLOCK]}
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    st_path = os.path.join(out, "model.safetensors")
+    save_file(quant, st_path, metadata={"format": "pt"})
+    write_expected(out, name, ref)
+    print(name, "weights", os.path.getsize(st_path), "bytes")
+
+
+def main():
+    for i, (name, (params, naming)) in enumerate(CASES.items()):
+        build(name, params, naming, 4000 + i)
+    build_fp8("fp8_ue8m0", FP8_CASE, 5000)
+
+
+if __name__ == "__main__":
+    main()
