@@ -237,3 +237,6 @@ def test_responses_reasoning_item(client):
     plain = client.responses.create(model="tiny-v3", input="Think first", max_output_tokens=8, temperature=0,
                                     reasoning={"effort": "none"}, extra_body={"ignore_eos": True})
     assert [o.type for o in plain.output] == ["message"]
+    # DeepSeek-V4's top level (its maximum-effort preamble); on V3.1 it is just thinking.
+    top = client.responses.create(**dict(ask, reasoning={"effort": "max"}))
+    assert top.output[0].type == "reasoning"

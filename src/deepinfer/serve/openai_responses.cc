@@ -208,8 +208,10 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
   if (const json* reasoning = field(body, "reasoning")) {
     if (!reasoning->is_object()) bad_request("reasoning", "'reasoning' must be an object");
     if (auto effort = opt_string(*reasoning, "effort", "reasoning")) {
-      if (*effort != "none" && *effort != "minimal" && *effort != "low" && *effort != "medium" && *effort != "high")
-        bad_request("reasoning.effort", "'reasoning.effort' must be none, minimal, low, medium or high, got '{}'", *effort);
+      if (*effort != "none" && *effort != "minimal" && *effort != "low" && *effort != "medium" && *effort != "high" &&
+          *effort != "xhigh" && *effort != "max")
+        bad_request("reasoning.effort", "'reasoning.effort' must be none, minimal, low, medium, high, xhigh or max, got '{}'",
+                    *effort);
       turn->thinking = *effort != "none" && *effort != "minimal";
       turn->thinking_param = "reasoning.effort";
       turn->reasoning_effort = *effort;
