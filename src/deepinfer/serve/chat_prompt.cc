@@ -120,12 +120,15 @@ std::string tool_calls_as_text(const std::vector<ToolCall>& calls) {
 }
 
 std::string template_tool_calls_json(const std::vector<ToolCall>& calls) {
-  json arr = json::array();
+  // Ordered: the arguments keep the client's key order (DeepSeek-V4 replays one parameter per
+  // key, in order; DeepSeek-V3 writes them back with json.dumps).
+  using ojson = nlohmann::ordered_json;
+  ojson arr = ojson::array();
   for (const ToolCall& c : calls) {
-    json args = json::parse(c.arguments_json, nullptr, false);
+    ojson args = ojson::parse(c.arguments_json, nullptr, false);
     arr.push_back({{"id", c.id},
                    {"type", "function"},
-                   {"function", {{"name", c.name}, {"arguments", args.is_discarded() ? json(c.arguments_json) : args}}}});
+                   {"function", {{"name", c.name}, {"arguments", args.is_discarded() ? ojson(c.arguments_json) : args}}}});
   }
   return arr.dump();
 }

@@ -115,6 +115,21 @@ TEST(DeepseekV4Serve, HistoryReasoningAndToolResultsReachThePrompt) {
       << text;
 }
 
+TEST(DeepseekV4Serve, HistoryCallArgumentsKeepTheClientsOrder) {
+  DI_REQUIRE_DEEPSEEK_TOKENIZER(tok);
+  ChatTurn turn;
+  ChatMessage call{"assistant", ""};
+  call.tool_calls_json = template_tool_calls_json({{"c", "f", R"({"zeta": 1, "alpha": "x"})"}});
+  turn.messages = {ChatMessage{"user", "go"}, call, ChatMessage{"user", "next"}};
+  engine::GenerationRequest r;
+  encode_chat_turn(*tok, "deepseek_v4", turn, r);
+  const std::string text = tok->decode(r.prompt_ids);
+  EXPECT_NE(text.find("<｜DSML｜parameter name=\"zeta\" string=\"false\">1</｜DSML｜parameter>\n"
+                      "<｜DSML｜parameter name=\"alpha\" string=\"true\">x</｜DSML｜parameter>"),
+            std::string::npos)
+      << text;
+}
+
 TEST(DeepseekV4Serve, ReplySplitsIntoReasoningContentAndCalls) {
   DI_REQUIRE_DEEPSEEK_TOKENIZER(tok);
   ChatTurn turn = weather_turn();
