@@ -184,6 +184,22 @@ def test_thinking_mode_errors_name_the_field(client, v3_client):
     assert "chat_template_kwargs.thinking" in str(e.value)
 
 
+def test_reasoning_effort_is_checked_and_replayed_reasoning_accepted(client):
+    # Every model checks reasoning_effort (DeepSeek-V4 reads it; V3 ignores a valid one).
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="tiny-v3", messages=[{"role": "user", "content": "x"}], max_tokens=1,
+                                       reasoning_effort="ludicrous")
+    assert "reasoning_effort" in str(e.value) and "ludicrous" in str(e.value)
+    msgs = [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"},
+            {"role": "user", "content": "and 3+3?"}]
+    a = client.chat.completions.create(model="tiny-v3", messages=msgs, max_tokens=1, reasoning_effort="high")
+    # An assistant turn's reasoning_content (DeepSeek's field, replayed by V4) is accepted; the
+    # V3.1 format does not render it.
+    msgs[1]["reasoning_content"] = "simple addition"
+    b = client.chat.completions.create(model="tiny-v3", messages=msgs, max_tokens=1)
+    assert a.usage.prompt_tokens == b.usage.prompt_tokens
+
+
 def test_anthropic_thinking_blocks(server):
     import anthropic
     claude = anthropic.Anthropic(base_url=server.url, api_key="x", max_retries=0, timeout=120)
@@ -221,3 +237,6 @@ def test_responses_reasoning_item(client):
     plain = client.responses.create(model="tiny-v3", input="Think first", max_output_tokens=8, temperature=0,
                                     reasoning={"effort": "none"}, extra_body={"ignore_eos": True})
     assert [o.type for o in plain.output] == ["message"]
+    # DeepSeek-V4's top level (its maximum-effort preamble); on V3.1 it is just thinking.
+    top = client.responses.create(**dict(ask, reasoning={"effort": "max"}))
+    assert top.output[0].type == "reasoning"

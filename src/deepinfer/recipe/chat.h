@@ -25,6 +25,9 @@ struct ChatMessage {
   std::string tool_calls_json;
   std::string tool_call_id;
   std::string name;
+  // An assistant turn's reasoning as the API returned it (reasoning_content / thinking block /
+  // reasoning item); only formats that replay reasoning (DeepSeek-V4) read it.
+  std::string reasoning_content;
 };
 
 enum class ChatFormat {

@@ -6,6 +6,7 @@
 
 #include "deepinfer/model/model_config.h"
 #include "deepinfer/recipe/deepseek_chat.h"
+#include "deepinfer/recipe/deepseek_v4_chat.h"
 
 namespace deepinfer::recipe {
 namespace {
@@ -16,6 +17,10 @@ constexpr std::string_view kDsCallsBegin = "<｜tool▁calls▁begin｜>";
 constexpr std::string_view kDsCallsEnd = "<｜tool▁calls▁end｜>";
 constexpr std::string_view kDsCallBegin = "<｜tool▁call▁begin｜>";
 constexpr std::string_view kDsCallEnd = "<｜tool▁call▁end｜>";
+constexpr std::string_view kDsmlCallsBegin = "<｜DSML｜tool_calls>";
+constexpr std::string_view kDsmlCallsEnd = "</｜DSML｜tool_calls>";
+constexpr std::string_view kDsmlInvokeBegin = "<｜DSML｜invoke";
+constexpr std::string_view kDsmlInvokeEnd = "</｜DSML｜invoke>";
 constexpr std::string_view kHermesOpen = "<tool_call>";
 constexpr std::string_view kHermesClose = "</tool_call>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
@@ -106,6 +111,7 @@ bool OutputParser::step_content(bool final, OutputDelta* d) {
     }
   }
   if (options_.tools == ToolCallFormat::kDeepseek) anywhere.push_back(kDsCallsBegin);
+  if (options_.tools == ToolCallFormat::kDeepseekDsml) anywhere.push_back(kDsmlCallsBegin);
   if (options_.tools == ToolCallFormat::kHermes) anywhere.push_back(kHermesOpen);
   const std::string_view view(buf_);
   const size_t lead = std::min(view.find_first_not_of(" \t\r\n"), view.size());
@@ -164,29 +170,38 @@ bool OutputParser::step_tools(bool final, OutputDelta* d) {
   // Bytes already searched hold no end marker, except one that a later byte may complete:
   // resume there so a long call streamed token by token stays linear.
   const size_t from = tool_scanned_ > kMaxMarker ? tool_scanned_ - kMaxMarker : 0;
-  if (options_.tools == ToolCallFormat::kDeepseek) {
-    // Complete calls go out one by one; the section ends at <｜tool▁calls▁end｜>.
+  if (options_.tools == ToolCallFormat::kDeepseek || options_.tools == ToolCallFormat::kDeepseekDsml) {
+    // Complete calls go out one by one; the section ends at <｜tool▁calls▁end｜> (V4:
+    // </｜DSML｜tool_calls>).
+    const bool dsml = options_.tools == ToolCallFormat::kDeepseekDsml;
+    const std::string_view call_begin = dsml ? kDsmlInvokeBegin : kDsCallBegin;
+    const std::string_view call_end = dsml ? kDsmlInvokeEnd : kDsCallEnd;
+    const std::string_view calls_end = dsml ? kDsmlCallsEnd : kDsCallsEnd;
     size_t start = from;  // 0 once buf_ has been cut
     while (true) {
-      const size_t end = buf_.find(kDsCallEnd, start);
-      const size_t close = buf_.find(kDsCallsEnd, start);
+      const size_t end = buf_.find(call_end, start);
+      const size_t close = buf_.find(calls_end, start);
       if (end == std::string::npos || (close != std::string::npos && close < end)) break;
-      const std::string call_text = buf_.substr(0, end + kDsCallEnd.size());
+      const std::string call_text = buf_.substr(0, end + call_end.size());
       std::string_view body = std::string_view(buf_).substr(0, end);
-      const size_t b = body.find(kDsCallBegin);
+      const size_t b = body.find(call_begin);
       std::optional<ToolCall> call;
-      if (b != std::string_view::npos && all_ws(body.substr(0, b)))
-        call = parse_deepseek_tool_call(body.substr(b + kDsCallBegin.size()));
+      if (b != std::string_view::npos && all_ws(body.substr(0, b))) {
+        body.remove_prefix(b + call_begin.size());
+        call = dsml ? parse_dsml_invoke(body) : parse_deepseek_tool_call(body);
+      }
+      // A bad call is shown as text (V4's newline between calls is layout, not part of it).
+      const size_t lead = dsml ? std::min(call_text.find_first_not_of(" \t\r\n"), call_text.size()) : 0;
       if (call) emit_call(std::move(*call), d);
-      else to_content(call_text);
+      else to_content(call_text.substr(lead));
       buf_.erase(0, call_text.size());
       start = 0;
     }
     tool_scanned_ = 0;
-    const size_t close = buf_.find(kDsCallsEnd, start);
+    const size_t close = buf_.find(calls_end, start);
     if (close != std::string::npos) {
       if (!all_ws(std::string_view(buf_).substr(0, close))) to_content(buf_.substr(0, close));
-      buf_.erase(0, close + kDsCallsEnd.size());
+      buf_.erase(0, close + calls_end.size());
       state_ = State::kContent;
       return true;
     }
@@ -266,6 +281,7 @@ ParsedOutput OutputParser::parse(const OutputParserOptions& options, std::string
 OutputParserOptions output_parser_options_for(std::string_view architecture,
                                               std::string_view chat_template, bool tools,
                                               bool thinking) {
+  if (uses_deepseek_v4_chat(architecture)) return deepseek_v4_output_parser_options(tools, thinking);
   OutputParserOptions o;
   const auto has = [&](std::string_view s) { return chat_template.find(s) != std::string_view::npos; };
   // The template decides when there is one: Kimi K2 shares DeepSeek-V3's architecture but not

@@ -1,5 +1,5 @@
 // Generated text -> {content, reasoning_content, tool_calls}, whole or streamed in deltas, for
-// the DeepSeek V3/R1/V3.1 markers, Hermes/Qwen <tool_call> JSON and Llama 3.1 JSON calls. A
+// the DeepSeek V3/R1/V3.1 markers, DeepSeek-V4's DSML, Hermes/Qwen <tool_call> JSON and Llama 3.1 JSON calls. A
 // marker split across deltas is held back, never emitted as content; a malformed call stays
 // content.
 #pragma once
@@ -22,6 +22,8 @@ enum class ToolCallFormat {
   kHermes,    // <tool_call>{"name": ..., "arguments": {...}}</tool_call> (Qwen2.5/3, Hermes)
   kLlama3Json,  // the whole reply is {"name": ..., "parameters": {...}} (Llama 3.1), optionally
                 // after <|python_tag|>
+  kDeepseekDsml,  // DeepSeek-V4: <｜DSML｜tool_calls><｜DSML｜invoke name="...">
+                  // <｜DSML｜parameter ...>...</｜DSML｜invoke>...</｜DSML｜tool_calls>
 };
 
 struct OutputParserOptions {

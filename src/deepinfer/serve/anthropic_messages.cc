@@ -79,14 +79,18 @@ ChatTurn read_messages_turn(const json& body) {
         if (const json* rc = field(b, "content")) result.content = read_text_blocks(*rc, bp + ".content");
         if (opt_bool(b, "is_error", bp).value_or(false)) result.content = "Error: " + result.content;
         turn.messages.push_back(std::move(result));
-      } else if (type == "thinking" || type == "redacted_thinking") {
-        continue;  // earlier reasoning is not fed back
+      } else if (type == "thinking") {
+        // Kept for models that replay reasoning (DeepSeek-V4); others ignore it.
+        if (role == "assistant") msg.reasoning_content += opt_string(b, "thinking", bp).value_or("");
+      } else if (type == "redacted_thinking") {
+        continue;
       } else {
         bad_request(bp + ".type", "{}.type: content block type '{}' is not supported by this model", bp, type);
       }
     }
     if (!calls.empty()) msg.tool_calls_json = template_tool_calls_json(calls);
-    if (!msg.content.empty() || !msg.tool_calls_json.empty()) turn.messages.push_back(std::move(msg));
+    if (!msg.content.empty() || !msg.tool_calls_json.empty() || !msg.reasoning_content.empty())
+      turn.messages.push_back(std::move(msg));
   }
   if (const json* tools = field(body, "tools")) {
     if (!tools->is_array()) bad_request("tools", "tools: must be a list");

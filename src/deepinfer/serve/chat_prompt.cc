@@ -1,6 +1,7 @@
 #include "deepinfer/serve/chat_prompt.h"
 
 #include "deepinfer/recipe/deepseek_chat.h"
+#include "deepinfer/recipe/deepseek_v4_chat.h"
 #include "deepinfer/serve/api_error.h"
 #include "deepinfer/serve/request_fields.h"
 #include "deepinfer/serve/server_context.h"
@@ -68,6 +69,39 @@ bool parse_call_json(const std::string& text, ToolCall& call) {
   return true;
 }
 
+// DeepSeek-V4's own encoding: tools as DeepSeek lists them (name, description, parameters),
+// calls in DSML, thinking from the request's switch or its reasoning effort.
+void encode_deepseek_v4_turn(const recipe::Tokenizer& tok, ChatTurn& turn, bool use_tools,
+                             engine::GenerationRequest& request) {
+  recipe::DeepseekV4ChatOptions o;
+  o.thinking = turn.thinking;
+  if (!turn.reasoning_effort.empty()) {
+    auto choice = recipe::deepseek_v4_effort_from_api(turn.reasoning_effort);
+    if (!choice)
+      bad_request(turn.reasoning_effort_param, "'{}' must be none, minimal, low, medium, high, xhigh or max, got '{}'",
+                  turn.reasoning_effort_param, turn.reasoning_effort);
+    if (turn.thinking_param.empty() || turn.thinking_param == turn.reasoning_effort_param)
+      o.thinking = choice->thinking;
+    o.effort = choice->effort;
+  }
+  if (use_tools) {
+    nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+    for (const ToolSpec& t : turn.tools) {
+      nlohmann::ordered_json f = {{"name", t.name}};
+      if (!t.description.empty()) f["description"] = t.description;
+      f["parameters"] = t.parameters;
+      tools.push_back({{"type", "function"}, {"function", std::move(f)}});
+    }
+    o.tools_json = tools.dump();
+  }
+  auto ids = recipe::encode_deepseek_v4_chat(tok, turn.messages, o);
+  if (!ids.is_ok()) bad_request("messages", "the conversation cannot be encoded: {}", ids.status().message());
+  request.prompt_ids = std::move(ids).value();
+  turn.thinking = o.thinking;
+  turn.parser = recipe::deepseek_v4_output_parser_options(use_tools, o.thinking);
+  if (tool_call_forced(turn)) request.grammar = json_schema_grammar(forced_call_schema(turn), true);
+}
+
 }  // namespace
 
 bool tool_call_forced(const ChatTurn& turn) {
@@ -86,12 +120,15 @@ std::string tool_calls_as_text(const std::vector<ToolCall>& calls) {
 }
 
 std::string template_tool_calls_json(const std::vector<ToolCall>& calls) {
-  json arr = json::array();
+  // Ordered: the arguments keep the client's key order (DeepSeek-V4 replays one parameter per
+  // key, in order; DeepSeek-V3 writes them back with json.dumps).
+  using ojson = nlohmann::ordered_json;
+  ojson arr = ojson::array();
   for (const ToolCall& c : calls) {
-    json args = json::parse(c.arguments_json, nullptr, false);
+    ojson args = ojson::parse(c.arguments_json, nullptr, false);
     arr.push_back({{"id", c.id},
                    {"type", "function"},
-                   {"function", {{"name", c.name}, {"arguments", args.is_discarded() ? json(c.arguments_json) : args}}}});
+                   {"function", {{"name", c.name}, {"arguments", args.is_discarded() ? ojson(c.arguments_json) : args}}}});
   }
   return arr.dump();
 }
@@ -106,6 +143,7 @@ void encode_chat_turn(const recipe::Tokenizer& tok, const std::string& architect
     for (const ToolSpec& t : turn.tools) found |= t.name == turn.tool_choice.name;
     if (!found) bad_request("tool_choice", "tool_choice names '{}', which is not among the tools", turn.tool_choice.name);
   }
+  if (recipe::uses_deepseek_v4_chat(architecture)) return encode_deepseek_v4_turn(tok, turn, use_tools, request);
   if (auto style = recipe::deepseek_style_for(tok)) {
     // DeepSeek's own format: tools in its system-prompt layout, calls with its markers.
     recipe::DeepseekChatOptions ds;

@@ -36,6 +36,11 @@ struct ChatTurn {
   // formats only (others refuse it, naming `thinking_param`, the request field that asked).
   bool thinking = false;
   std::string thinking_param;
+  // The request's reasoning effort (Chat Completions' reasoning_effort, Responses'
+  // reasoning.effort) and its field name. DeepSeek-V4 reads it: none / minimal think not,
+  // others think, xhigh / max at DeepSeek's maximum (unless `thinking_param` said otherwise).
+  std::string reasoning_effort;
+  std::string reasoning_effort_param;
   // Set by encode_chat_turn: how the model's reply marks tool calls (and reasoning).
   recipe::OutputParserOptions parser;
 };
@@ -44,7 +49,8 @@ struct ChatTurn {
 // otherwise a system message describes them and asks for <tool_call>{...}</tool_call>. A
 // forced choice (required / named) constrains the output to the call's JSON with a grammar.
 // Throws ApiError (400) when the chat cannot be encoded.
-// DeepSeek vocabularies use DeepSeek's own chat encoding (recipe/deepseek_chat.h).
+// DeepSeek vocabularies use DeepSeek's own chat encoding (recipe/deepseek_chat.h); DeepSeek-V4
+// models (model_type deepseek_v4) the V4 one (recipe/deepseek_v4_chat.h).
 void encode_chat_turn(const recipe::Tokenizer& tok, const std::string& architecture, ChatTurn& turn,
                       engine::GenerationRequest& request);
 

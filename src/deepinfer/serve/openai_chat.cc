@@ -1,6 +1,8 @@
 // POST /v1/chat/completions (OpenAI Chat Completions), streaming or not.
 #include <httplib.h>
 
+#include <set>
+
 #include "deepinfer/serve/chat_prompt.h"
 #include "deepinfer/serve/openai_common.h"
 #include "deepinfer/serve/request_fields.h"
@@ -115,12 +117,22 @@ ChatTurn read_chat_turn(const json& body) {
       }
       msg.tool_calls_json = template_tool_calls_json(parsed);
     }
+    if (msg.role == "assistant")  // DeepSeek's field; models that replay reasoning read it
+      msg.reasoning_content = opt_string(m, "reasoning_content", path).value_or("");
     if (msg.role == "tool") msg.tool_call_id = opt_string(m, "tool_call_id", path).value_or("");
     msg.name = opt_string(m, "name", path).value_or("");
     turn.messages.push_back(std::move(msg));
   }
   turn.tools = read_chat_tools(body);
   turn.tool_choice = read_chat_tool_choice(body, !turn.tools.empty());
+  if (auto effort = opt_string(body, "reasoning_effort", "")) {
+    static const std::set<std::string> kEfforts = {"none", "minimal", "low", "medium", "high", "xhigh", "max"};
+    if (!kEfforts.contains(*effort))
+      bad_request("reasoning_effort", "'reasoning_effort' must be none, minimal, low, medium, high, xhigh or max, got '{}'",
+                  *effort);
+    turn.reasoning_effort = *effort;
+    turn.reasoning_effort_param = "reasoning_effort";
+  }
   // vLLM/SGLang's way to switch a template's thinking mode (DeepSeek V3.1: "thinking", Qwen3
   // and others: "enable_thinking").
   if (const json* kw = field(body, "chat_template_kwargs")) {

@@ -38,6 +38,11 @@ void read_input(const json& body, std::vector<recipe::ChatMessage>& conversation
     return;
   }
   if (!input->is_array()) bad_request("input", "'input' must be a string or a list of items");
+  std::string reasoning;  // a reasoning item's text, for the next assistant turn
+  auto take_reasoning = [&](recipe::ChatMessage& m) {
+    if (m.role == "assistant" && m.reasoning_content.empty()) m.reasoning_content = std::move(reasoning);
+    reasoning.clear();
+  };
   for (size_t i = 0; i < input->size(); ++i) {
     const std::string path = fmt::format("input[{}]", i);
     const json& it = (*input)[i];
@@ -51,6 +56,7 @@ void read_input(const json& body, std::vector<recipe::ChatMessage>& conversation
       const json* content = field(it, "content");
       if (!content) bad_request(path + ".content", "'{}.content' is required", path);
       conversation.push_back({role, item_text(*content, path + ".content")});
+      if (role == "assistant") take_reasoning(conversation.back());
     } else if (type == "function_call") {
       ToolCall call;
       call.id = req_string(it, "call_id", path);
@@ -66,6 +72,7 @@ void read_input(const json& body, std::vector<recipe::ChatMessage>& conversation
         m.tool_calls_json = template_tool_calls_json({call});
         conversation.push_back(std::move(m));
       }
+      take_reasoning(conversation.back());
     } else if (type == "function_call_output") {
       recipe::ChatMessage m{"tool", ""};
       m.tool_call_id = req_string(it, "call_id", path);
@@ -74,11 +81,18 @@ void read_input(const json& body, std::vector<recipe::ChatMessage>& conversation
       m.content = out->is_string() ? out->get<std::string>() : item_text(*out, path + ".output");
       conversation.push_back(std::move(m));
     } else if (type == "reasoning") {
+      // Its text goes with the assistant turn that follows (models that replay reasoning).
+      if (const json* parts = field(it, "content"); parts && parts->is_array())
+        for (const json& p : *parts)
+          if (p.is_object() && p.value("type", "") == "reasoning_text" && p.contains("text") && p["text"].is_string())
+            reasoning += p["text"].get<std::string>();
       continue;
     } else {
       bad_request(path + ".type", "input item type '{}' at '{}' is not supported", type, path);
     }
   }
+  // A reasoning item after its turn's message (the order a reply may list them in).
+  if (!reasoning.empty() && !conversation.empty()) take_reasoning(conversation.back());
 }
 
 void read_tools(const json& body, ChatTurn& turn) {
@@ -194,10 +208,14 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
   if (const json* reasoning = field(body, "reasoning")) {
     if (!reasoning->is_object()) bad_request("reasoning", "'reasoning' must be an object");
     if (auto effort = opt_string(*reasoning, "effort", "reasoning")) {
-      if (*effort != "none" && *effort != "minimal" && *effort != "low" && *effort != "medium" && *effort != "high")
-        bad_request("reasoning.effort", "'reasoning.effort' must be none, minimal, low, medium or high, got '{}'", *effort);
+      if (*effort != "none" && *effort != "minimal" && *effort != "low" && *effort != "medium" && *effort != "high" &&
+          *effort != "xhigh" && *effort != "max")
+        bad_request("reasoning.effort", "'reasoning.effort' must be none, minimal, low, medium, high, xhigh or max, got '{}'",
+                    *effort);
       turn->thinking = *effort != "none" && *effort != "minimal";
       turn->thinking_param = "reasoning.effort";
+      turn->reasoning_effort = *effort;
+      turn->reasoning_effort_param = "reasoning.effort";
     }
   }
 
@@ -257,6 +275,7 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
       sr.response = r;
       sr.conversation = conversation;
       recipe::ChatMessage reply{"assistant", parsed.content};
+      reply.reasoning_content = parsed.reasoning_content;
       if (!parsed.tool_calls.empty()) reply.tool_calls_json = template_tool_calls_json(parsed.tool_calls);
       sr.conversation.push_back(std::move(reply));
       ctx_responses->put(shell.id, std::move(sr));
