@@ -68,7 +68,10 @@ class SchemaCompiler {
   Result<Grammar> run() {
     DI_ASSIGN_OR_RETURN(Element e, gen(root_, ""));
     uint32_t top = b_.rule_with_alts("root", {cat({ws_, {e}, ws_})});
-    return b_.build(top);
+    return b_.build(top,
+                    "json schema: no JSON value satisfies it (false, a $ref that only leads back "
+                    "to itself, contradictory keywords, or a required property whose schema "
+                    "nothing satisfies)");
   }
   Result<Grammar> run_any() {
     uint32_t top = b_.rule_with_alts("root", {cat({ws_, {any_value()}, ws_})});
@@ -322,8 +325,18 @@ class SchemaCompiler {
 
   Result<Element> gen_union(const Json& s, const std::string& ptr) {
     bool one = s.contains("oneOf");
-    if (one && s.contains("anyOf"))
-      return unsupported("json schema: both anyOf and oneOf at '{}'", ptr);
+    if (one && s.contains("anyOf")) {
+      // (A1 or ... or An) and oneOf O == (A1 and oneOf O) or ... or (An and oneOf O): an anyOf
+      // whose branches each merge one A_i with the oneOf (smaller schemas, so this ends).
+      if (!s["anyOf"].is_array() || s["anyOf"].empty())
+        return invalid_argument("json schema: 'anyOf' at '{}' must be a non-empty array", ptr);
+      Json rest = s;
+      rest.erase("oneOf");
+      Json branches = Json::array();
+      for (const auto& a : s["anyOf"]) branches.push_back({{"allOf", Json::array({a})}, {"oneOf", s["oneOf"]}});
+      rest["anyOf"] = std::move(branches);
+      return gen(rest, ptr);
+    }
     const char* kw = one ? "oneOf" : "anyOf";
     const Json& branches = s[kw];
     if (!branches.is_array() || branches.empty())
