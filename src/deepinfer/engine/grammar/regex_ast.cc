@@ -186,25 +186,24 @@ class RegexParser {
     return parse_plain_atom(c);
   }
 
+  // A group at '(' (parse_atom bounds how deep groups nest).
   Result<int> parse_group() {
-    {
+    ++i_;
+    if (peek('?')) {
       ++i_;
-      if (peek('?')) {
+      if (peek(':'))
         ++i_;
-        if (peek(':'))
-          ++i_;
-        else if (peek('<') && i_ + 1 < p_.size() && p_[i_ + 1] != '=' && p_[i_ + 1] != '!') {
-          while (i_ < p_.size() && p_[i_] != '>') ++i_;
-          ++i_;
-        } else {
-          return refuse("lookaround or inline flag group");
-        }
+      else if (peek('<') && i_ + 1 < p_.size() && p_[i_ + 1] != '=' && p_[i_ + 1] != '!') {
+        while (i_ < p_.size() && p_[i_] != '>') ++i_;
+        ++i_;
+      } else {
+        return refuse("lookaround or inline flag group");
       }
-      DI_ASSIGN_OR_RETURN(int inner, parse_alt());
-      if (!peek(')')) return error("missing ')'");
-      ++i_;
-      return inner;
     }
+    DI_ASSIGN_OR_RETURN(int inner, parse_alt());
+    if (!peek(')')) return error("missing ')'");
+    ++i_;
+    return inner;
   }
 
   Result<int> parse_plain_atom(char c) {
