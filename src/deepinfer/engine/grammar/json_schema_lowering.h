@@ -68,10 +68,34 @@ class SchemaCompiler {
   Result<Grammar> run() {
     DI_ASSIGN_OR_RETURN(Element e, gen(root_, ""));
     uint32_t top = b_.rule_with_alts("root", {cat({ws_, {e}, ws_})});
-    return b_.build(top,
-                    "json schema: no JSON value satisfies it (false, a $ref that only leads back "
-                    "to itself, contradictory keywords, or a required property whose schema "
-                    "nothing satisfies)");
+    static constexpr const char* kNothing =
+        "json schema: no JSON value satisfies it (false, a $ref that only leads back to itself, "
+        "contradictory keywords, or a required property whose schema nothing satisfies)";
+    Result<Grammar> g = b_.build(top, kNothing);
+    if (g.is_ok() || g.status().message() != kNothing || !has_approximated_keyword(root_)) return g;
+    // oneOf, not and if/else are written as sound subsets (docs/structured_outputs.md): the
+    // empty grammar may be ours, not the schema's, so say so instead of calling it unsatisfiable.
+    return unsupported(
+        "json schema: no JSON value satisfies it as this engine writes it: its oneOf/not/if "
+        "are lowered to sound subsets that may leave out every instance (or nothing satisfies "
+        "it at all)");
+  }
+  // Whether a oneOf, not, if or else appears anywhere in the document (an explicit stack).
+  static bool has_approximated_keyword(const Json& root) {
+    std::vector<const Json*> stack = {&root};
+    while (!stack.empty()) {
+      const Json* v = stack.back();
+      stack.pop_back();
+      if (v->is_object())
+        for (const auto& [k, x] : v->items()) {
+          if (k == "oneOf" || k == "not" || k == "if" || k == "else") return true;
+          if (x.is_structured()) stack.push_back(&x);
+        }
+      else if (v->is_array())
+        for (const auto& x : *v)
+          if (x.is_structured()) stack.push_back(&x);
+    }
+    return false;
   }
   Result<Grammar> run_any() {
     uint32_t top = b_.rule_with_alts("root", {cat({ws_, {any_value()}, ws_})});

@@ -160,8 +160,8 @@ Result<MaskBenchResult> run_mask_benchmark(std::shared_ptr<const TokenVocabulary
       // Two subsets have no test instances; their refusals are listed apart.
       std::string sub = subset_of(name);
       bool no_tests = sub == "Handwritten" || sub == "Synthesized";
-      res.refusal_reasons[(no_tests ? "[no tests] " : "") +
-                          refusal_reason(compiled.status().message())]++;
+      const std::string reason = (no_tests ? "[no tests] " : "") + refusal_reason(compiled.status().message());
+      if (res.refusal_reasons[reason]++ == 0) res.refusal_examples[reason] = name;
     } else if (opts.compile_only) {
       c.compiled = 1;
     } else {
@@ -279,6 +279,8 @@ std::string MaskBenchResult::report() const {
       contexts ? static_cast<double>(trie_nodes_visited) / contexts : 0.0, trie_nodes_visited);
   for (const auto& [ms, file] : slowest_precompute)
     if (!none) out += fmt::format("slowest precompute: {:.1f} ms {}\n", ms, file);
+  for (const auto& [reason, n] : refusal_reasons)
+    out += fmt::format("refused {}x (e.g. {}): {}\n", n, refusal_examples.at(reason), reason);
   for (const auto& w : wrongly_accepted) out += "WRONGLY ACCEPTED: " + w + "\n";
   return out;
 }

@@ -88,6 +88,7 @@ struct MaskBenchResult {
   int precompute_incomplete = 0;               // grammars that hit the budget
   MaskBenchPrecompute precompute = MaskBenchPrecompute::kBackground;  // the options' mode
   std::map<std::string, int> refusal_reasons;  // refusal message, JSON pointers elided -> count
+  std::map<std::string, std::string> refusal_examples;  // refusal message -> its first file
   std::string report() const;                  // human-readable table
 };
 
