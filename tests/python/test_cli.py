@@ -187,7 +187,7 @@ def test_structured_output_regex_and_bad_schema(model, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"type": "object", "unevaluatedProperties": false}')
     r = run("generate", "--model", model, "--prompt", "x", "--json-schema", bad)
-    assert r.returncode == 1 and "'unevaluatedProperties' at '/unevaluatedProperties'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert r.returncode == 2 and "'unevaluatedProperties' at '/unevaluatedProperties'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
 def test_kv_store_survives_restart(model, tmp_path):

@@ -23,6 +23,7 @@ struct Engine::RequestState {
   std::vector<int32_t> history;  // prompt + generated, for penalties
   std::shared_future<grammar::CompileResult> grammar_future;
   std::unique_ptr<grammar::GrammarMatcher> matcher;
+  bool grammar_dead_end = false;  // the grammar allowed no token: ends with an error
   explicit RequestState(const recipe::Tokenizer& tok, std::vector<std::string> stop_strings)
       : detok(tok), stops(std::move(stop_strings)) {}
 };
@@ -126,12 +127,7 @@ Result<int64_t> Engine::add_request(const GenerationRequest& request) {
     return id;
   }
   if (request.grammar) {
-    if (!grammar_compiler_) {
-      auto vocab = std::make_shared<const grammar::TokenVocabulary>(
-          grammar::vocabulary_from_tokenizer(*tokenizer_));
-      grammar_compiler_ = std::make_unique<grammar::GrammarCompiler>(std::move(vocab), 1);
-    }
-    state->grammar_future = grammar_compiler_->compile_async(*request.grammar);
+    state->grammar_future = grammar_compiler().compile_async(*request.grammar);
     requests_[id] = std::move(state);
     pending_grammar_.emplace_back(id, std::move(seq));
     return id;
@@ -151,6 +147,20 @@ int Engine::reset_prefix_cache() { return kv_manager_->reset_prefix_cache(); }
 
 void Engine::flush_kv_store() {
   if (kv_tier_) kv_tier_->flush();
+}
+
+grammar::GrammarCompiler& Engine::grammar_compiler() {
+  if (!grammar_compiler_) {
+    auto vocab = std::make_shared<const grammar::TokenVocabulary>(
+        grammar::vocabulary_from_tokenizer(*tokenizer_));
+    grammar_compiler_ = std::make_unique<grammar::GrammarCompiler>(std::move(vocab), 1);
+  }
+  return *grammar_compiler_;
+}
+
+Status Engine::check_grammar(const grammar::GrammarSpec& spec) {
+  const grammar::CompileResult& r = grammar_compiler().compile_async(spec).get();
+  return r.is_ok() ? Status::ok() : r.status();
 }
 
 bool Engine::has_unfinished() const {
@@ -272,10 +282,15 @@ Engine::Sampled Engine::sample_step(Prepared&& p) {
                              static_cast<uint64_t>(s.seq_id), step_index, mask);
     if (sr.token < 0) {
       // Nothing allowed (a grammar dead end, or every logit masked by bias): end with EOS.
+      if (mask && std::all_of(mask_.begin(), mask_.end(), [](uint32_t w) { return w == 0; }))
+        r.grammar_dead_end = true;
       sr.token = tokenizer_->eos_id();
       sr.logprob = 0;
     }
-    if (r.matcher && !r.matcher->accept_token(sr.token)) sr.token = tokenizer_->eos_id();
+    if (r.matcher && !r.matcher->accept_token(sr.token)) {
+      r.grammar_dead_end = true;  // the text so far is not known to be complete
+      sr.token = tokenizer_->eos_id();
+    }
     res.step.sampled.push_back(sr.token);
     r.history.push_back(sr.token);
     RequestOutput& out = res.by_id[s.seq_id];
@@ -330,6 +345,11 @@ void Engine::process_step(Sampled&& s, std::vector<RequestOutput>& outputs) {
     out.request_id = f.seq_id;
     out.finished = true;
     out.finish_reason = f.reason;
+    if (auto rs = requests_.find(f.seq_id); rs != requests_.end() && rs->second->grammar_dead_end) {
+      out.finish_reason = FinishReason::kGrammarDeadEnd;
+      out.error = "the output format's grammar allows no next token here (a dead end): the text "
+                  "is not a complete answer";
+    }
     out.prompt_tokens = f.num_prompt_tokens;
     out.completion_tokens = static_cast<int>(f.output.size());
     out.cached_tokens = f.num_cached_tokens;

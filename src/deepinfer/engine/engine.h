@@ -78,6 +78,9 @@ class Engine {
 
   // Validates and queues a request; returns its id. Bad requests get kInvalidArgument.
   Result<int64_t> add_request(const GenerationRequest& request);
+  // Compiles `spec` now (kept in the compile cache for the requests that use it): the reason it
+  // cannot be used, or ok. Lets a caller refuse a bad schema, regex or grammar up front.
+  Status check_grammar(const grammar::GrammarSpec& spec);
   // Ends a request now; its blocks are freed. Unknown ids are ignored.
   void abort(int64_t request_id);
   // Runs one step and returns the outputs it produced (new tokens, finished requests). With
@@ -137,6 +140,7 @@ class Engine {
   // slow compile never holds up the batch.
   std::vector<std::pair<int64_t, Sequence>> pending_grammar_;
   std::unique_ptr<grammar::GrammarCompiler> grammar_compiler_;  // created on first use
+  grammar::GrammarCompiler& grammar_compiler();
   std::vector<uint32_t> mask_;
   void admit_compiled_grammars(std::vector<RequestOutput>& outputs);
   int64_t next_id_ = 1;

@@ -41,7 +41,7 @@ struct RequestOutput {
   std::vector<LogprobEntry> new_logprobs;  // one per new token when logprobs were asked for
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
-  std::string error;  // set when the request failed (finish_reason is then kAbort)
+  std::string error;  // set when the request failed (finish_reason kAbort or kGrammarDeadEnd)
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int cached_tokens = 0;

@@ -19,6 +19,7 @@ std::string_view to_string(FinishReason r) {
     case FinishReason::kStop: return "stop";
     case FinishReason::kLength: return "length";
     case FinishReason::kAbort: return "abort";
+    case FinishReason::kGrammarDeadEnd: return "grammar_dead_end";
   }
   return "unknown";
 }

@@ -13,7 +13,9 @@
 namespace deepinfer::engine {
 
 enum class SeqStatus { kWaiting, kRunning, kPreempted, kFinished };
-enum class FinishReason { kNone, kStop, kLength, kAbort };
+// kGrammarDeadEnd: the request's grammar allowed no token at all (not even EOS), so its text
+// is not a complete answer; it ends with an error, never as kStop.
+enum class FinishReason { kNone, kStop, kLength, kAbort, kGrammarDeadEnd };
 // Where a waiting sequence stands with the lower KV tier's background read of its prefix.
 enum class TierPrefetch { kNotStarted, kLoading, kReady };
 

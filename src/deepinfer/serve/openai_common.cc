@@ -5,6 +5,7 @@ namespace deepinfer::serve {
 using nlohmann::json;
 
 const char* openai_finish_reason(engine::FinishReason r) {
+  if (r == engine::FinishReason::kGrammarDeadEnd) return "grammar_dead_end";
   return r == engine::FinishReason::kLength ? "length" : "stop";
 }
 

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "deepinfer/engine/grammar/json_depth.h"
+#include "deepinfer/engine/grammar/json_schema_compiler.h"
 #include "deepinfer/serve/api_error.h"
 
 namespace deepinfer::serve {
@@ -82,6 +84,10 @@ int read_max_tokens(const json& body, std::initializer_list<const char*> keys, i
 }
 
 engine::grammar::GrammarSpec json_schema_grammar(const json& schema, bool strict) {
+  // Printing the schema recurses over it: a deeply nested one is refused first (issue 31).
+  if (engine::grammar::json_nested_deeper_than(schema, engine::grammar::kMaxSchemaDepth))
+    throw ApiError(400, "", fmt::format("the JSON Schema is nested more than {} levels deep",
+                                        engine::grammar::kMaxSchemaDepth));
   engine::grammar::GrammarSpec g;
   g.kind = engine::grammar::GrammarSpec::kJsonSchema;
   g.source = schema.dump();

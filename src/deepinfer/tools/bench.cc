@@ -40,6 +40,7 @@ struct BenchFlags {
   int limit = 0;
   int stride = 1;
   std::string grammar_precompute = "background";
+  std::string json_mode = "both";  // mask: whitespace | compact | both
   double step_ms = 0;
   double prefill_ms = 0;
   std::string prompt_lens = "2000,8000";
@@ -68,30 +69,51 @@ int run_mask_bench(const BenchFlags& f) {
                                                      : MaskBenchPrecompute::kBackground;
   opts.step_ms = f.step_ms;
   opts.prefill_ms = f.prefill_ms;
-  auto res = engine::grammar::run_mask_benchmark(vocab, opts);
-  if (!res.is_ok()) return report_error(res.status());
-  std::fprintf(stderr, "%s\n", res->report().c_str());
-  const auto& t = res->total;
-  nlohmann::json j = {{"mode", "mask"},
-                      {"schemas", t.schemas},
-                      {"compiled", t.compiled},
-                      {"refused", t.refused},
-                      {"wrongly_accepted", t.wrongly_accepted},
-                      {"wrongly_rejected", t.wrongly_rejected},
-                      {"compile_ms_p50", res->compile_ms.p50},
-                      {"compile_ms_p99", res->compile_ms.p99},
-                      {"grammar_precompute", f.grammar_precompute},
-                      {"step_ms", f.step_ms},
-                      {"prefill_ms", f.prefill_ms},
-                      {"precompute_ms_p50", res->precompute_ms.p50},
-                      {"precompute_ms_p99", res->precompute_ms.p99},
-                      {"contexts_lazy", res->contexts_lazy},
-                      {"trie_nodes_visited", res->trie_nodes_visited},
-                      {"mask_us_p50", res->mask_us.p50},
-                      {"mask_us_p99", res->mask_us.p99},
-                      {"mask_us_mean", res->mask_us.mean},
-                      {"masks", res->mask_us.n}};
-  std::printf("%s\n", j.dump().c_str());
+  // The JSON modes: free whitespace between tokens (the schema compiler's default) and compact
+  // (what generate and serve use). Each is walked and soundness-checked on its own.
+  std::vector<bool> any_whitespace;
+  if (f.json_mode == "both" || f.json_mode == "whitespace") any_whitespace.push_back(true);
+  if (f.json_mode == "both" || f.json_mode == "compact") any_whitespace.push_back(false);
+  if (any_whitespace.empty())
+    return report_error(invalid_argument("--json-mode: '{}' is not whitespace, compact or both", f.json_mode));
+  int unsound = 0;
+  for (bool ws : any_whitespace) {
+    opts.schema_opts.any_whitespace = ws;
+    const char* mode = ws ? "whitespace" : "compact";
+    auto res = engine::grammar::run_mask_benchmark(vocab, opts);
+    if (!res.is_ok()) return report_error(res.status());
+    std::fprintf(stderr, "== JSON mode: %s ==\n%s\n", mode, res->report().c_str());
+    const auto& t = res->total;
+    unsound += t.wrongly_accepted + t.mask_mismatches;
+    nlohmann::json j = {{"mode", "mask"},
+                        {"json_mode", mode},
+                        {"schemas", t.schemas},
+                        {"compiled", t.compiled},
+                        {"refused", t.refused},
+                        {"wrongly_accepted", t.wrongly_accepted},
+                        {"wrongly_rejected", t.wrongly_rejected},
+                        {"ill_formed_utf8_walked", t.ill_formed_tests},
+                        {"mask_mismatches", t.mask_mismatches},
+                        {"compile_ms_p50", res->compile_ms.p50},
+                        {"compile_ms_p99", res->compile_ms.p99},
+                        {"grammar_precompute", f.grammar_precompute},
+                        {"step_ms", f.step_ms},
+                        {"prefill_ms", f.prefill_ms},
+                        {"precompute_ms_p50", res->precompute_ms.p50},
+                        {"precompute_ms_p99", res->precompute_ms.p99},
+                        {"contexts_lazy", res->contexts_lazy},
+                        {"trie_nodes_visited", res->trie_nodes_visited},
+                        {"mask_us_p50", res->mask_us.p50},
+                        {"mask_us_p99", res->mask_us.p99},
+                        {"mask_us_mean", res->mask_us.mean},
+                        {"masks", res->mask_us.n}};
+    std::printf("%s\n", j.dump().c_str());
+  }
+  // A wrongly accepted instance or a mask/matcher disagreement is a failed soundness check.
+  if (unsound) {
+    std::fprintf(stderr, "deepinfer: bench --mode mask: %d unsound results (see WRONGLY ACCEPTED / mask!)\n", unsound);
+    return kExitRuntimeError;
+  }
   return kExitOk;
 }
 
@@ -270,6 +292,10 @@ Subcommand make_bench_command() {
     cmd->add_option("--megabytes", f->megabytes, "tokenize: MB of text per measurement")->check(CLI::Range(1, 1024));
     cmd->add_option("--limit", f->limit, "mask: at most this many schemas (0 = all)")->check(CLI::Range(0, 1000000));
     cmd->add_option("--stride", f->stride, "mask: every N-th schema file")->check(CLI::Range(1, 1000000));
+    cmd->add_option("--json-mode", f->json_mode,
+                    "mask: 'both' (default), 'whitespace' (free whitespace between tokens) or 'compact' "
+                    "(no free whitespace, as generate and serve use)")
+        ->check(CLI::IsMember({"both", "whitespace", "compact"}));
     cmd->add_option("--grammar-precompute", f->grammar_precompute,
                     "mask: 'background' (as the engine: a grammar is ready once built, its contexts are "
                     "classified on the compiler's background thread; compile time = time to ready) or "

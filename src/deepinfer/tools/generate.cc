@@ -45,7 +45,9 @@ nlohmann::json to_json(size_t index, const Result1& r) {
   j["index"] = index;
   j["text"] = r.text;
   j["token_ids"] = r.token_ids;
-  j["finish_reason"] = std::string(r.error.empty() ? engine::to_string(r.finish) : "error");
+  // A grammar dead end keeps its own reason (with the error): the text is not a full answer.
+  const bool own_reason = r.error.empty() || r.finish == engine::FinishReason::kGrammarDeadEnd;
+  j["finish_reason"] = std::string(own_reason ? engine::to_string(r.finish) : "error");
   if (!r.error.empty()) j["error"] = r.error;
   j["usage"] = {{"prompt_tokens", r.prompt_tokens},
                 {"completion_tokens", r.completion_tokens},
@@ -119,6 +121,16 @@ int run_generate(GenerateFlags& f) {
   auto eng = make_engine(*loaded, f.engine);
   if (!eng.is_ok()) return report_error(eng.status());
   engine::Engine& engine = **eng;
+  if (*grammar) {
+    // A schema, regex or grammar that is malformed, refused or matches nothing is the caller's
+    // input to fix: a usage error (exit 2), named by its flag, before anything is generated.
+    Status st = engine.check_grammar(**grammar);
+    if (!st.is_ok()) {
+      const char* flag = !f.json_schema.empty() ? "--json-schema" : !f.regex.empty() ? "--regex" : "--grammar";
+      const std::string& arg = !f.json_schema.empty() ? f.json_schema : !f.regex.empty() ? f.regex : f.grammar;
+      return report_error(invalid_argument("{} {}: {}", flag, arg, st.message()));
+    }
+  }
 
   std::vector<Result1> results(requests.size());
   std::map<int64_t, size_t> index_of;

@@ -60,7 +60,10 @@ TEST(JsonSchemaTestSuite, NoRegressionsAndNothingWronglyAccepted) {
         const Json& t = group["tests"][ti];
         bool valid = t["valid"].get<bool>();
         std::string result;
-        if (!compiled.is_ok()) {
+        if (!compiled.is_ok() && compiled.status().message().find("no JSON value satisfies") != std::string::npos) {
+          // Refused as unsatisfiable: the request is rejected, so no instance is produced.
+          result = valid ? "wrongly_rejected" : "ok";
+        } else if (!compiled.is_ok()) {
           result = "refused";
         } else {
           GrammarMatcher m(*compiled);

@@ -33,7 +33,10 @@ class EbnfParser {
     for (const auto& [name, id] : ids_)
       if (!defined_.count(name)) return invalid_argument("ebnf: rule '{}' is used but not defined", name);
     if (!ids_.count("root")) return invalid_argument("ebnf: no 'root' rule");
-    return b_.build(ids_["root"]);
+    return b_.build(ids_["root"],
+                    "ebnf: rule 'root' matches no string (every way through it needs a rule that "
+                    "never ends, such as rules that only call each other, or an empty character "
+                    "class)");
   }
 
  private:
@@ -201,8 +204,13 @@ class EbnfParser {
       return Sequence{char_class(b_, CodePointSet::any(), false)};
     }
     if (c == '(') {
+      // Groups are parsed by recursion: a hostile depth must not overflow the thread's stack.
+      if (++group_depth_ > kMaxGroupDepth)
+        return error(fmt::format("groups nested more than {} deep", kMaxGroupDepth));
       ++i_;
-      DI_ASSIGN_OR_RETURN(std::vector<Sequence> alts, parse_alts(true));
+      auto parsed = parse_alts(true);
+      --group_depth_;
+      DI_ASSIGN_OR_RETURN(std::vector<Sequence> alts, std::move(parsed));
       if (i_ >= s_.size() || s_[i_] != ')') return error("missing ')'");
       ++i_;
       return Sequence{GrammarBuilder::call(b_.rule_with_alts("group", std::move(alts)))};
@@ -211,9 +219,11 @@ class EbnfParser {
     return error(std::string("unexpected character '") + c + "'");
   }
 
+  static constexpr int kMaxGroupDepth = 256;
   std::string_view s_;
   GrammarBuilder b_;
   size_t i_ = 0;
+  int group_depth_ = 0;
   std::map<std::string, uint32_t> ids_;
   std::map<std::string, bool> defined_;
 };

@@ -17,7 +17,10 @@ CompileResult compile_grammar(const GrammarSpec& spec, std::shared_ptr<const Tok
       GrammarBuilder b(limits);
       auto e = compile_regex(b, spec.source, {});
       if (!e.is_ok()) return e.status();
-      g = b.build(b.rule_with_alts("root", {{*e}}));
+      g = b.build(b.rule_with_alts("root", {{*e}}),
+                  fmt::format("regex '{}': matches no string (an empty class such as [^\\s\\S], or "
+                              "an anchor where no string can meet it such as a^b)",
+                              spec.source));
       break;
     }
   }

@@ -1,8 +1,10 @@
 // GrammarBuilder lowering and freezing, plus the left-recursion check the matcher relies on.
 #include "deepinfer/engine/grammar/grammar_ir.h"
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
+#include <optional>
 
 namespace deepinfer::engine::grammar {
 namespace {
@@ -135,64 +137,146 @@ Status GrammarBuilder::check_budget() const {
   return Status::ok();
 }
 
-Result<Grammar> GrammarBuilder::build(uint32_t root) const {
-  DI_RETURN_IF_ERROR(check_budget());
-  size_t n = rules_.size();
-  if (root >= n) return invalid_argument("grammar: root rule {} does not exist", root);
-  // Nullable rules (fixpoint), then the graph of non-tail calls reachable before any byte.
-  std::vector<bool> nullable(n, false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < n; ++r) {
-      if (nullable[r]) continue;
-      for (const auto& alt : rules_[r]) {
-        bool all = true;
-        for (const auto& e : alt)
-          if (e.kind != ElemKind::kRule || !nullable[e.arg]) { all = false; break; }
-        if (all) { nullable[r] = true; changed = true; break; }
+namespace {
+
+// Which rules derive a string whose bytes all pass `byte_ok` (a worklist over alternatives,
+// linear in the grammar: a chain written top-down settles as fast as one written bottom-up).
+// With byte_ok = "never": nullable rules; with "the class is not empty": productive ones.
+std::vector<bool> rules_deriving(const std::vector<std::vector<Sequence>>& rules,
+                                 const std::function<bool(const Element&)>& byte_ok) {
+  const size_t n = rules.size();
+  std::vector<bool> yes(n, false);
+  std::vector<uint32_t> alt_rule, pending;           // [alts]
+  std::vector<std::vector<uint32_t>> uses(n);        // [rules] alternatives calling it
+  std::vector<uint32_t> work;
+  for (uint32_t r = 0; r < n; ++r)
+    for (const auto& alt : rules[r]) {
+      const auto a = static_cast<uint32_t>(alt_rule.size());
+      alt_rule.push_back(r);
+      uint32_t calls = 0;
+      bool dead = false;
+      for (const auto& e : alt) {
+        if (e.kind != ElemKind::kRule) {
+          dead = dead || !byte_ok(e);
+        } else if (e.arg < n) {
+          uses[e.arg].push_back(a);
+          ++calls;
+        } else {
+          dead = true;
+        }
+      }
+      pending.push_back(dead ? UINT32_MAX : calls);
+      if (calls == 0 && !dead && !yes[r]) {
+        yes[r] = true;
+        work.push_back(r);
+      }
+    }
+  while (!work.empty()) {
+    const uint32_t r = work.back();
+    work.pop_back();
+    for (uint32_t a : uses[r]) {
+      if (pending[a] == UINT32_MAX || --pending[a] != 0 || yes[alt_rule[a]]) continue;
+      yes[alt_rule[a]] = true;
+      work.push_back(alt_rule[a]);
+    }
+  }
+  return yes;
+}
+
+// The first rule found on a cycle of non-tail calls reachable before any byte (an explicit
+// stack: a grammar of 100,000 nested rules must not overflow the thread's stack).
+std::optional<uint32_t> left_recursive_rule(const std::vector<std::vector<uint32_t>>& edges) {
+  const size_t n = edges.size();
+  std::vector<uint8_t> color(n, 0);
+  std::vector<std::pair<uint32_t, size_t>> stack;  // (rule, next edge)
+  for (uint32_t s = 0; s < n; ++s) {
+    if (color[s]) continue;
+    color[s] = 1;
+    stack.push_back({s, 0});
+    while (!stack.empty()) {
+      auto& [r, i] = stack.back();
+      if (i == edges[r].size()) {
+        color[r] = 2;
+        stack.pop_back();
+        continue;
+      }
+      const uint32_t t = edges[r][i++];
+      if (color[t] == 1) return t;
+      if (color[t] == 0) {
+        color[t] = 1;
+        stack.push_back({t, 0});
       }
     }
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<Grammar> GrammarBuilder::build(uint32_t root, std::string_view no_string) const {
+  DI_RETURN_IF_ERROR(check_budget());
+  size_t n = rules_.size();
+  if (root >= n) return invalid_argument("grammar: root rule {} does not exist", root);
+  for (size_t r = 0; r < n; ++r)
+    for (const auto& alt : rules_[r])
+      for (const auto& e : alt)
+        if (e.kind == ElemKind::kRule && e.arg >= n)
+          return invalid_argument("grammar: rule {} calls unknown rule {}", r, e.arg);
+  // Nullable rules, then the graph of non-tail calls reachable before any byte.
+  const std::vector<bool> nullable = rules_deriving(rules_, [](const Element&) { return false; });
   std::vector<std::vector<uint32_t>> edges(n);
   for (size_t r = 0; r < n; ++r)
     for (const auto& alt : rules_[r])
       for (size_t i = 0; i < alt.size(); ++i) {
         const auto& e = alt[i];
         if (e.kind != ElemKind::kRule) break;
-        if (e.arg >= n) return invalid_argument("grammar: rule {} calls unknown rule {}", r, e.arg);
         if (i + 1 < alt.size()) edges[r].push_back(e.arg);  // tail calls cannot grow the stack
         if (!nullable[e.arg]) break;
       }
-  std::vector<uint8_t> color(n, 0);
-  std::string cycle_rule;
-  std::function<bool(uint32_t)> dfs = [&](uint32_t r) {
-    color[r] = 1;
-    for (uint32_t s : edges[r]) {
-      if (color[s] == 1) { cycle_rule = names_[s]; return true; }
-      if (color[s] == 0 && dfs(s)) return true;
-    }
-    color[r] = 2;
-    return false;
+  if (auto cycle = left_recursive_rule(edges))
+    return unsupported("grammar: rule '{}' is left-recursive; rewrite it with repetition",
+                       names_[*cycle]);
+  // Productive rules: those that match some string. An alternative that needs one that does
+  // not (a $ref cycle, an unsatisfiable property, an empty character class) is dropped, so
+  // the matcher never offers a prefix that cannot be completed; a root that matches nothing
+  // is an error instead of a grammar that only allows EOS.
+  const std::vector<bool> productive =
+      rules_deriving(rules_, [this](const Element& e) { return !byte_sets_[e.arg].empty(); });
+  if (!productive[root]) {
+    if (!no_string.empty()) return invalid_argument("{}", no_string);
+    return invalid_argument(
+        "grammar: the start rule '{}' matches no string (every way through it needs a rule that "
+        "never ends, such as one that only calls itself, or an empty character class)",
+        names_[root]);
+  }
+  auto alt_productive = [&](const Sequence& alt) {
+    for (const auto& e : alt)
+      if (e.kind == ElemKind::kRule ? !productive[e.arg] : byte_sets_[e.arg].empty()) return false;
+    return true;
   };
-  for (uint32_t r = 0; r < n; ++r)
-    if (color[r] == 0 && dfs(r))
-      return unsupported("grammar: rule '{}' is left-recursive; rewrite it with repetition",
-                         cycle_rule);
 
   Grammar g;
   g.byte_sets = byte_sets_;
   g.rule_names = names_;
   g.root = root;
-  g.counted_chains = chains_;
   g.nullable.assign(nullable.begin(), nullable.end());
   g.rule_alts.resize(n);
   g.elements.reserve(num_elements_);
+  std::vector<bool> pruned(n, false);
   for (size_t r = 0; r < n; ++r)
     for (const auto& alt : rules_[r]) {
+      if (!alt_productive(alt)) {
+        pruned[r] = true;
+        continue;
+      }
       g.rule_alts[r].push_back(static_cast<uint32_t>(g.elements.size()));
       g.elements.insert(g.elements.end(), alt.begin(), alt.end());
       g.elements.push_back({ElemKind::kEndAlt, 0});
     }
+  // A counted chain is keyed as links laid out alike: one that lost alternatives is not.
+  for (const auto& chain : chains_)
+    if (std::none_of(chain.begin(), chain.end(), [&](uint32_t r) { return pruned[r]; }))
+      g.counted_chains.push_back(chain);
   return g;
 }
 

@@ -93,8 +93,11 @@ class GrammarBuilder {
 
   // Fails when the grammar grew past its element cap or its time budget.
   Status check_budget() const;
-  // Freezes the grammar; refuses left recursion (which a top-down matcher cannot run).
-  Result<Grammar> build(uint32_t root) const;
+  // Freezes the grammar; refuses left recursion (which a top-down matcher cannot run) and a
+  // root that matches no string (`no_string`, if given, is that error's message); drops the
+  // alternatives that need a rule matching no string, so every prefix the matcher allows can
+  // be completed.
+  Result<Grammar> build(uint32_t root, std::string_view no_string = {}) const;
 
  private:
   GrammarLimits limits_;

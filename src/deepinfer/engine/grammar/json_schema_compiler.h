@@ -13,6 +13,12 @@ namespace deepinfer::engine::grammar {
 // any-order grammar has one rule per subset of properties already written).
 inline constexpr int kMaxAnyOrderProperties = 8;
 
+// Deepest nesting of arrays and objects a schema document may have (anywhere: subschemas,
+// `const`/`enum` values, annotations). The walks over a schema (normalising, merging,
+// lowering, validating, hashing, printing) recurse over it, so a deeper document is refused
+// before any of them runs. JSONSchemaBench's deepest schema nests 63 levels.
+inline constexpr int kMaxSchemaDepth = 256;
+
 struct JsonSchemaOptions {
   bool any_whitespace = true;       // allow JSON whitespace between tokens; false = compact
   bool strict_properties = false;   // absent additionalProperties means false (not true)

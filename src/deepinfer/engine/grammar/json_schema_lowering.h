@@ -68,7 +68,34 @@ class SchemaCompiler {
   Result<Grammar> run() {
     DI_ASSIGN_OR_RETURN(Element e, gen(root_, ""));
     uint32_t top = b_.rule_with_alts("root", {cat({ws_, {e}, ws_})});
-    return b_.build(top);
+    static constexpr const char* kNothing =
+        "json schema: no JSON value satisfies it (false, a $ref that only leads back to itself, "
+        "contradictory keywords, or a required property whose schema nothing satisfies)";
+    Result<Grammar> g = b_.build(top, kNothing);
+    if (g.is_ok() || g.status().message() != kNothing || !has_approximated_keyword(root_)) return g;
+    // oneOf, not and if/else are written as sound subsets (docs/structured_outputs.md): the
+    // empty grammar may be ours, not the schema's, so say so instead of calling it unsatisfiable.
+    return unsupported(
+        "json schema: no JSON value satisfies it as this engine writes it: its oneOf/not/if "
+        "are lowered to sound subsets that may leave out every instance (or nothing satisfies "
+        "it at all)");
+  }
+  // Whether a oneOf, not, if or else appears anywhere in the document (an explicit stack).
+  static bool has_approximated_keyword(const Json& root) {
+    std::vector<const Json*> stack = {&root};
+    while (!stack.empty()) {
+      const Json* v = stack.back();
+      stack.pop_back();
+      if (v->is_object())
+        for (const auto& [k, x] : v->items()) {
+          if (k == "oneOf" || k == "not" || k == "if" || k == "else") return true;
+          if (x.is_structured()) stack.push_back(&x);
+        }
+      else if (v->is_array())
+        for (const auto& x : *v)
+          if (x.is_structured()) stack.push_back(&x);
+    }
+    return false;
   }
   Result<Grammar> run_any() {
     uint32_t top = b_.rule_with_alts("root", {cat({ws_, {any_value()}, ws_})});
@@ -322,8 +349,18 @@ class SchemaCompiler {
 
   Result<Element> gen_union(const Json& s, const std::string& ptr) {
     bool one = s.contains("oneOf");
-    if (one && s.contains("anyOf"))
-      return unsupported("json schema: both anyOf and oneOf at '{}'", ptr);
+    if (one && s.contains("anyOf")) {
+      // (A1 or ... or An) and oneOf O == (A1 and oneOf O) or ... or (An and oneOf O): an anyOf
+      // whose branches each merge one A_i with the oneOf (smaller schemas, so this ends).
+      if (!s["anyOf"].is_array() || s["anyOf"].empty())
+        return invalid_argument("json schema: 'anyOf' at '{}' must be a non-empty array", ptr);
+      Json rest = s;
+      rest.erase("oneOf");
+      Json branches = Json::array();
+      for (const auto& a : s["anyOf"]) branches.push_back({{"allOf", Json::array({a})}, {"oneOf", s["oneOf"]}});
+      rest["anyOf"] = std::move(branches);
+      return gen(rest, ptr);
+    }
     const char* kw = one ? "oneOf" : "anyOf";
     const Json& branches = s[kw];
     if (!branches.is_array() || branches.empty())

@@ -163,7 +163,11 @@ bool subsumed_by(const Json& s, const Json& n) {
 Result<Element> SchemaCompiler::gen_not(const Json& s, const std::string& ptr) {
   auto complement = [&]() -> Result<Element> {
     auto refuse = [&] {
-      return unsupported("json schema: keyword 'not' at '{}/not' is not supported", ptr);
+      return unsupported(
+          "json schema: keyword 'not' at '{}/not' is not supported in this form (its complement is "
+          "written type by type from bounds, integer multipleOf, contains, enum/const, types, "
+          "required names and string automata; this one needs more)",
+          ptr);
     };
     Json rest = s;
     rest.erase("not");

@@ -128,10 +128,7 @@ Result<Element> SchemaCompiler::gen_object(const Json& s, const std::string& ptr
     DI_ASSIGN_OR_RETURN(extra, pattern_members(pp, addl, names, ptr, name_filter ? &*name_filter : nullptr));
   } else if (!(addl->is_boolean() && !addl->get<bool>())) {
     std::vector<std::string> names;
-    for (const auto& p : props) {
-      std::string q = Json(p.name).dump();
-      names.push_back(q.substr(1, q.size() - 2));
-    }
+    for (const auto& p : props) names.push_back(p.name);
     DI_ASSIGN_OR_RETURN(Element k, key_excluding(b_, names));
     DI_ASSIGN_OR_RETURN(Element add, member({k}, *addl, addl_ptr));
     extra = add;

@@ -46,12 +46,21 @@ std::optional<Json> values_failing(const Json& v, const Json& s) {
     Json values = listed->contains("const") ? Json::array({(*listed)["const"]}) : (*listed)["enum"];
     if (!values.is_array()) return std::nullopt;
     Json out = Json::array();
-    for (const auto& x : values) {
+    // A value fails S when it fails S's own const/enum/type or those of a conjunct the merge
+    // kept in S's allOf (two property schemas merged): failing one part fails the whole.
+    auto fails_part = [](const Json& x, const Json& t) {
       bool fails = false;
-      if (s.contains("const")) fails = x != s["const"];
-      if (s.contains("enum") && s["enum"].is_array())
-        fails = fails || std::find(s["enum"].begin(), s["enum"].end(), x) == s["enum"].end();
-      if (s.contains("type")) fails = fails || !value_of_type(x, declared_types(s));
+      if (t.contains("const")) fails = x != t["const"];
+      if (t.contains("enum") && t["enum"].is_array())
+        fails = fails || std::find(t["enum"].begin(), t["enum"].end(), x) == t["enum"].end();
+      if (t.contains("type")) fails = fails || !value_of_type(x, declared_types(t));
+      return fails;
+    };
+    for (const auto& x : values) {
+      bool fails = fails_part(x, s);
+      if (s.contains("allOf") && s["allOf"].is_array())
+        for (const auto& part : s["allOf"])
+          if (part.is_object()) fails = fails || fails_part(x, part);
       if (fails) out.push_back(x);
     }
     if (out.empty()) return std::nullopt;

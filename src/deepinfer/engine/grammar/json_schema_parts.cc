@@ -5,6 +5,8 @@
 #include <map>
 #include <memory>
 
+#include "deepinfer/engine/grammar/char_class.h"
+
 namespace deepinfer::engine::grammar {
 namespace {
 
@@ -257,60 +259,128 @@ std::optional<std::string> format_regex(std::string_view f) {
   if (f == "uri")
     return "[A-Za-z][A-Za-z0-9+.-]*:([A-Za-z0-9._~:/?#@!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*";
   if (f == "regex") return regex_syntax_subset();
+  if (f == "duration") {
+    // RFC 3339 appendix A, exactly: P then a date part (D, M[D], Y[M[D]]) with an optional
+    // time part, or a time part alone (H[M[S]], M[S], S), or weeks.
+    const std::string n = "[0-9]+";
+    const std::string t = "T(" + n + "H(" + n + "M(" + n + "S)?)?|" + n + "M(" + n + "S)?|" + n + "S)";
+    const std::string date = "(" + n + "D|" + n + "M(" + n + "D)?|" + n + "Y(" + n + "M(" + n + "D)?)?)";
+    return "P(" + date + "(" + t + ")?|" + t + "|" + n + "W)";
+  }
+  // RFC 6901: reference tokens with '~' only as ~0 or ~1.
+  const std::string pointer = "(/([^/~]|~[01])*)*";
+  if (f == "json-pointer") return pointer;
+  // draft-handrews-relative-json-pointer-01: a non-negative integer, then '#' or a JSON
+  // pointer (the later index-adjustment form, "1+2/x", is left out: a sound subset).
+  if (f == "relative-json-pointer") return "(0|[1-9][0-9]*)(#|" + pointer + ")";
+  if (f == "uri-template") {
+    // RFC 6570 level 4: ASCII literals and %-escapes (literal non-ASCII characters are left
+    // out: a sound subset) and expressions {op? varspec(,varspec)*} (the operators RFC 6570
+    // reserves for later, = , ! @ |, are left out).
+    const std::string pct = "%[0-9A-Fa-f]{2}";
+    const std::string literal = "[!#$&()*+,\\-./0-9:;=?@A-Z\\[\\]_a-z~]|" + pct;
+    const std::string varchar = "([A-Za-z0-9_]|" + pct + ")";
+    const std::string varspec = varchar + "(\\.?" + varchar + ")*(:[1-9][0-9]{0,3}|\\*)?";
+    const std::string expr = "\\{[+#./;?&]?" + varspec + "(," + varspec + ")*\\}";
+    return "(" + literal + "|" + expr + ")*";
+  }
   return std::nullopt;
 }
 
 namespace {
-struct KeyTrie {
+
+// The code points of a UTF-8 name; nullopt when it is not well-formed UTF-8.
+std::optional<std::vector<uint32_t>> code_points(std::string_view s) {
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<uint8_t>(s[i]);
+    const int n = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2 : c >= 0xE0 && c < 0xF0 ? 3 : c >= 0xF0 && c < 0xF5 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return std::nullopt;
+    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
+    for (int k = 1; k < n; ++k) {
+      const auto d = static_cast<uint8_t>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return std::nullopt;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    const uint32_t min = n == 2 ? 0x80 : n == 3 ? 0x800 : n == 4 ? 0x10000 : 0;
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return std::nullopt;
+    out.push_back(cp);
+    i += static_cast<size_t>(n);
+  }
+  return out;
+}
+
+// A trie of the excluded names, one edge per character, flat (a name may be very long).
+struct KeyTrieNode {
   bool terminal = false;
-  std::map<uint8_t, std::unique_ptr<KeyTrie>> kids;
+  std::map<uint32_t, uint32_t> kids;  // character -> node index
 };
+
+bool plain_ascii(uint32_t cp) { return cp >= 0x20 && cp < 0x80 && cp != '"' && cp != '\\'; }
+
 }  // namespace
 
 Result<Element> key_excluding(GrammarBuilder& b, const std::vector<std::string>& excluded) {
-  ByteSet plain;
-  plain.set_range(0x20, 0xFF);
-  plain.bits['"' >> 6] &= ~(uint64_t{1} << ('"' & 63));
-  plain.bits['\\' >> 6] &= ~(uint64_t{1} << ('\\' & 63));
-  ByteSet esc_letters;
-  for (char c : std::string("\"\\/bfnrt")) esc_letters.set(static_cast<uint8_t>(c));
-  // rest ::= (plain | '\' letter)* '"'
-  uint32_t rest = b.new_rule("key_rest");
-  b.add_alt(rest, {b.bytes(plain), GrammarBuilder::call(rest)});
-  b.add_alt(rest, {b.byte('\\'), b.bytes(esc_letters), GrammarBuilder::call(rest)});
-  b.add_alt(rest, {b.byte('"')});
-  KeyTrie root;
+  // Characters are written as in any JSON string (char_class), so a key is well-formed UTF-8
+  // exactly as a string value is, and each character has one spelling: a declared name cannot
+  // come back as an extra member spelled differently.
+  std::vector<KeyTrieNode> trie(1);
   for (const auto& w : excluded) {
-    if (w.find("\\u") != std::string::npos)
-      return unsupported("json schema: property name '{}' needs a \\u escape", w);
-    KeyTrie* n = &root;
-    for (char c : w) {
-      auto& k = n->kids[static_cast<uint8_t>(c)];
-      if (!k) k = std::make_unique<KeyTrie>();
-      n = k.get();
+    auto cps = code_points(w);
+    if (!cps) return invalid_argument("json schema: property name '{}' is not well-formed UTF-8", w);
+    uint32_t n = 0;
+    for (uint32_t cp : *cps) {
+      auto [it, fresh] = trie[n].kids.try_emplace(cp, static_cast<uint32_t>(trie.size()));
+      if (fresh) trie.emplace_back();
+      n = it->second;
     }
-    n->terminal = true;
+    trie[n].terminal = true;
   }
-  // One rule per trie node; after a backslash only escape letters may follow.
-  std::function<uint32_t(const KeyTrie&, bool)> emit = [&](const KeyTrie& n, bool after_bs) {
-    uint32_t r = b.new_rule("key_ex");
-    ByteSet others = after_bs ? esc_letters : plain;
-    for (const auto& [c, kid] : n.kids) {
-      others.bits[c >> 6] &= ~(uint64_t{1} << (c & 63));
-      bool next_bs = !after_bs && c == '\\';
-      b.add_alt(r, {b.byte(c), GrammarBuilder::call(emit(*kid, next_bs))});
+  // rest ::= char rest | '"'
+  const uint32_t rest = b.new_rule("key_rest");
+  b.add_alt(rest, {json_string_char(b), GrammarBuilder::call(rest)});
+  b.add_alt(rest, {b.byte('"')});
+  CodePointSet multi_byte, escaped;
+  multi_byte.add(0x80, 0x10FFFF);
+  escaped.add(0, 0x1F);
+  escaped.add('"');
+  escaped.add('\\');
+  const Element multi = char_class(b, multi_byte, true);
+  const Element escapes = char_class(b, escaped, true);
+  std::vector<uint32_t> rule(trie.size());
+  for (auto& r : rule) r = b.new_rule("key_ex");
+  for (size_t n = 0; n < trie.size(); ++n) {
+    const KeyTrieNode& node = trie[n];
+    ByteSet plain;
+    for (uint32_t c = 0x20; c < 0x80; ++c)
+      if (plain_ascii(c)) plain.set(static_cast<uint8_t>(c));
+    CodePointSet taken;
+    bool all_plain = true;
+    for (const auto& [cp, kid] : node.kids) {
+      taken.add(cp);
+      if (plain_ascii(cp)) {
+        plain.bits[cp >> 6] &= ~(uint64_t{1} << (cp & 63));
+        b.add_alt(rule[n], {b.byte(static_cast<uint8_t>(cp)), GrammarBuilder::call(rule[kid])});
+      } else {
+        all_plain = false;
+        CodePointSet one;
+        one.add(cp);
+        b.add_alt(rule[n], {char_class(b, one, true), GrammarBuilder::call(rule[kid])});
+      }
     }
-    if (after_bs) {
-      if (!others.empty()) b.add_alt(r, {b.bytes(others), GrammarBuilder::call(rest)});
-      return r;
+    if (!node.terminal) b.add_alt(rule[n], {b.byte('"')});
+    if (all_plain) {
+      // The common case: the other characters as one byte class and two shared rules.
+      if (!plain.empty()) b.add_alt(rule[n], {b.bytes(plain), GrammarBuilder::call(rest)});
+      b.add_alt(rule[n], {multi, GrammarBuilder::call(rest)});
+      b.add_alt(rule[n], {escapes, GrammarBuilder::call(rest)});
+    } else {
+      CodePointSet others = taken.complement();
+      if (!others.empty()) b.add_alt(rule[n], {char_class(b, others, true), GrammarBuilder::call(rest)});
     }
-    if (!n.terminal) b.add_alt(r, {b.byte('"')});
-    if (!others.empty()) b.add_alt(r, {b.bytes(others), GrammarBuilder::call(rest)});
-    if (!n.kids.count('\\')) b.add_alt(r, {b.byte('\\'), b.bytes(esc_letters), GrammarBuilder::call(rest)});
-    return r;
-  };
-  uint32_t start = emit(root, false);
-  return GrammarBuilder::call(b.rule_with_alts("key", {{b.byte('"'), GrammarBuilder::call(start)}}));
+    DI_RETURN_IF_ERROR(b.check_budget());
+  }
+  return GrammarBuilder::call(b.rule_with_alts("key", {{b.byte('"'), GrammarBuilder::call(rule[0])}}));
 }
 
 }  // namespace deepinfer::engine::grammar

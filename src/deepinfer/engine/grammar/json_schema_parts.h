@@ -27,8 +27,10 @@ Element any_integer(GrammarBuilder& b);
 // which JSON Schema 2020-12 treats as annotations.
 std::optional<std::string> format_regex(std::string_view format);
 
-// A complete JSON string literal ("...") whose value is none of `excluded` (JSON-escaped
-// bodies). Escapes \uXXXX are not offered so a declared name cannot be spelled differently.
+// A complete JSON string literal ("...") of well-formed UTF-8 whose value is none of
+// `excluded` (the names themselves, not escaped). Each character has the one spelling a
+// standard serializer writes (as in string values), so a declared name cannot come back
+// spelled differently.
 Result<Element> key_excluding(GrammarBuilder& b, const std::vector<std::string>& excluded);
 
 }  // namespace deepinfer::engine::grammar

@@ -1,6 +1,7 @@
 // Per-type lowering for the JSON Schema compiler: type dispatch, enum/const and numbers
 // (strings, arrays and objects have their own files).
 #include <cmath>
+#include <numeric>
 
 #include "deepinfer/engine/grammar/json_schema_lowering.h"
 #include "deepinfer/engine/grammar/json_schema_validate.h"
@@ -29,6 +30,24 @@ std::optional<int> decimal_places(double v) {
   for (int d = 1; d <= 9; ++d) {
     p *= 10;
     if (std::abs(v * p - 1.0) < 1e-9) return d;
+  }
+  return std::nullopt;
+}
+
+// For a step v = p/10^k (k <= 6) that a double holds exactly (v * 2^30 is an integer), the
+// integer whose multiples are the integer multiples of v: p / gcd(p, 10^k); else nullopt.
+std::optional<int64_t> exact_decimal_step_integer(double v) {
+  const double scaled = std::ldexp(v, 30);
+  if (!(v > 0) || scaled != std::floor(scaled) || v > kMaxMultipleOf) return std::nullopt;
+  int64_t ten = 1;
+  for (int k = 1; k <= 6; ++k) {
+    ten *= 10;
+    const double p = std::round(v * static_cast<double>(ten));
+    if (static_cast<double>(p) / static_cast<double>(ten) != v) continue;
+    const auto pi = static_cast<int64_t>(p);
+    const int64_t n = pi / std::gcd(pi, ten);
+    if (n > kMaxMultipleOf) return std::nullopt;
+    return n;
   }
   return std::nullopt;
 }
@@ -111,7 +130,8 @@ Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr
     const Json& m = s["multipleOf"];
     auto refuse = [&] {
       return unsupported("json schema: keyword 'multipleOf' at '{}/multipleOf' is supported only as 1, "
-                         "10^-d, or an integer without bounds", ptr);
+                         "10^-d, an integer, or a decimal step a double holds exactly (such as 0.25); "
+                         "not with these bounds or this step", ptr);
     };
     if (!m.is_number() || m.get<double>() <= 0) return refuse();
     const double v = m.get<double>();
@@ -153,6 +173,15 @@ Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr
     } else {
       if (bounded)
         if (auto e = enumerated_multiples(s, v, integer)) return *e;
+      // A step p/10^k that a double holds exactly (0.5, 0.25, 2.5, 0.125): its integer
+      // multiples are the multiples of the integer p / gcd(p, 10^k), and n / step is then an
+      // exact integer in double arithmetic too, so no validator disagrees. Non-integers are
+      // left out (a sound subset). Other steps (0.3) are refused.
+      if (auto k = exact_decimal_step_integer(v)) {
+        Json t = s;
+        t["multipleOf"] = *k;
+        return gen_number(t, ptr, true, excluded);
+      }
       return refuse();
     }
   }

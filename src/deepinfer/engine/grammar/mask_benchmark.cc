@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -54,6 +55,32 @@ void MaskBenchCounts::add(const MaskBenchCounts& o) {
   wrongly_rejected += o.wrongly_rejected;
   wrongly_accepted += o.wrongly_accepted;
   mask_mismatches += o.mask_mismatches;
+  ill_formed_tests += o.ill_formed_tests;
+}
+
+std::vector<IllFormedText> ill_formed_variants(const std::string& text) {
+  // Byte offsets just inside the opening quote of the first key and of the first string value.
+  std::optional<size_t> key, value;
+  for (size_t i = 0; i < text.size() && !(key && value); ++i) {
+    if (text[i] != '"') continue;
+    const size_t open = i;
+    for (++i; i < text.size() && text[i] != '"'; ++i)
+      if (text[i] == '\\') ++i;
+    size_t j = i + 1;
+    while (j < text.size() && (text[j] == ' ' || text[j] == '\n' || text[j] == '\t' || text[j] == '\r')) ++j;
+    std::optional<size_t>& slot = j < text.size() && text[j] == ':' ? key : value;
+    if (!slot) slot = open + 1;
+  }
+  static const std::pair<const char*, const char*> kBad[] = {
+      {"\xff", "ff"}, {"\xc0\xaf", "overlong c0 af"}, {"\xed\xa0\x80", "surrogate ed a0 80"},
+      {"\xe2\x82", "truncated e2 82"}};
+  std::vector<IllFormedText> out;
+  for (const auto& [where, at] : {std::pair<const char*, std::optional<size_t>>{"key", key}, {"value", value}}) {
+    if (!at) continue;
+    for (const auto& [bytes, name] : kBad)
+      out.push_back({text.substr(0, *at) + bytes + text.substr(*at), fmt::format("{} bytes {}", where, name)});
+  }
+  return out;
 }
 
 Percentiles percentiles(std::vector<double> v) {
@@ -133,31 +160,28 @@ Result<MaskBenchResult> run_mask_benchmark(std::shared_ptr<const TokenVocabulary
       // Two subsets have no test instances; their refusals are listed apart.
       std::string sub = subset_of(name);
       bool no_tests = sub == "Handwritten" || sub == "Synthesized";
-      res.refusal_reasons[(no_tests ? "[no tests] " : "") +
-                          refusal_reason(compiled.status().message())]++;
+      const std::string reason = (no_tests ? "[no tests] " : "") + refusal_reason(compiled.status().message());
+      if (res.refusal_reasons[reason]++ == 0) res.refusal_examples[reason] = name;
     } else if (opts.compile_only) {
       c.compiled = 1;
     } else {
       c.compiled = 1;
       GrammarMatcher m(*compiled);
-      const Json& tests = doc["tests"];
-      for (size_t ti = 0; ti < tests.size(); ++ti) {
-        bool valid = tests[ti].value("valid", false);
-        if (!valid && !opts.walk_invalid) continue;
-        (valid ? c.valid_tests : c.invalid_tests)++;
-        std::vector<int32_t> ids = encode(instance_text(schema, tests[ti]["data"]));
+      // Walks `ids` + EOS, a mask before every token (timed for valid instances); whether all
+      // were accepted and the grammar then ended.
+      auto walk = [&](std::vector<int32_t> ids, bool timed) {
         ids.push_back(vocab->eos_ids.at(0));
         m.reset();
         bool ok = true;
         for (int32_t id : ids) {
           // A decode step's forward pass between masks (background precompute runs meanwhile).
-          if (opts.step_ms > 0 && valid)
+          if (opts.step_ms > 0 && timed)
             std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(opts.step_ms));
           const ContextStats before = (*compiled)->context_stats();
           auto m0 = Clock::now();
           m.fill_next_token_bitmask(mask.data());
           const double us = std::chrono::duration<double, std::micro>(Clock::now() - m0).count();
-          if (valid) {
+          if (timed) {
             mask_us.push_back(us);
             const ContextStats after = (*compiled)->context_stats();
             if (after.lazy != before.lazy || after.direct_masks != before.direct_masks)
@@ -168,11 +192,31 @@ Result<MaskBenchResult> run_mask_benchmark(std::shared_ptr<const TokenVocabulary
           if (ok != allowed) c.mask_mismatches++;
           if (!ok) break;
         }
-        ok = ok && m.is_terminated();
+        return ok && m.is_terminated();
+      };
+      const Json& tests = doc["tests"];
+      for (size_t ti = 0; ti < tests.size(); ++ti) {
+        bool valid = tests[ti].value("valid", false);
+        if (!valid && !opts.walk_invalid) continue;
+        (valid ? c.valid_tests : c.invalid_tests)++;
+        const std::string text = instance_text(schema, tests[ti]["data"]);
+        const bool ok = walk(encode(text), valid);
         if (valid && !ok) c.wrongly_rejected++;
         if (!valid && ok) {
           c.wrongly_accepted++;
           res.wrongly_accepted.push_back(fmt::format("{}#{}", name, ti));
+        }
+        if (!valid || !opts.walk_ill_formed) continue;
+        // The same text with bytes that are not UTF-8 in its first key and its first string
+        // value: never JSON, so each must be rejected (keys are checked as values are).
+        for (const IllFormedText& bad : ill_formed_variants(text)) {
+          std::vector<int32_t> ids = encode(bad.text);
+          if (ids.empty()) continue;
+          c.ill_formed_tests++;
+          if (walk(std::move(ids), false)) {
+            c.wrongly_accepted++;
+            res.wrongly_accepted.push_back(fmt::format("{}#{} {}", name, ti, bad.what));
+          }
         }
       }
     }
@@ -200,12 +244,12 @@ Result<MaskBenchResult> run_mask_benchmark(std::shared_ptr<const TokenVocabulary
 
 std::string MaskBenchResult::report() const {
   std::string out =
-      fmt::format("{:<28} {:>7} {:>8} {:>7} {:>6} {:>7} {:>9} {:>9} {:>6}\n", "subset", "schemas",
-                  "compiled", "refused", "valid", "invalid", "wrong-rej", "wrong-acc", "mask!");
+      fmt::format("{:<28} {:>7} {:>8} {:>7} {:>6} {:>7} {:>7} {:>9} {:>9} {:>6}\n", "subset", "schemas",
+                  "compiled", "refused", "valid", "invalid", "non-utf", "wrong-rej", "wrong-acc", "mask!");
   auto row = [&](const std::string& n, const MaskBenchCounts& c) {
-    out += fmt::format("{:<28} {:>7} {:>8} {:>7} {:>6} {:>7} {:>9} {:>9} {:>6}\n", n.substr(0, 28),
+    out += fmt::format("{:<28} {:>7} {:>8} {:>7} {:>6} {:>7} {:>7} {:>9} {:>9} {:>6}\n", n.substr(0, 28),
                        c.schemas, c.compiled, c.refused, c.valid_tests, c.invalid_tests,
-                       c.wrongly_rejected, c.wrongly_accepted, c.mask_mismatches);
+                       c.ill_formed_tests, c.wrongly_rejected, c.wrongly_accepted, c.mask_mismatches);
   };
   for (const auto& [n, c] : subsets) row(n, c);
   row("TOTAL", total);
@@ -235,6 +279,8 @@ std::string MaskBenchResult::report() const {
       contexts ? static_cast<double>(trie_nodes_visited) / contexts : 0.0, trie_nodes_visited);
   for (const auto& [ms, file] : slowest_precompute)
     if (!none) out += fmt::format("slowest precompute: {:.1f} ms {}\n", ms, file);
+  for (const auto& [reason, n] : refusal_reasons)
+    out += fmt::format("refused {}x (e.g. {}): {}\n", n, refusal_examples.at(reason), reason);
   for (const auto& w : wrongly_accepted) out += "WRONGLY ACCEPTED: " + w + "\n";
   return out;
 }

@@ -34,6 +34,9 @@ struct MaskBenchOptions {
   int limit = 0;    // schemas to run after sampling; 0 = all
   int stride = 1;   // take every stride-th file in name order (deterministic sample)
   bool walk_invalid = true;
+  // Also walk each valid instance with bytes that are not UTF-8 put into its first key and
+  // its first string value (ill_formed_variants); every such walk must be rejected.
+  bool walk_ill_formed = true;
   bool compile_only = false;  // count compiled/refused (and refusal reasons) without walking
   JsonSchemaOptions schema_opts;
   GrammarLimits limits;  // compile limits, including the context precompute budget
@@ -54,8 +57,17 @@ struct MaskBenchCounts {
   int valid_tests = 0, invalid_tests = 0;
   int wrongly_rejected = 0, wrongly_accepted = 0;
   int mask_mismatches = 0;  // a token the mask disallowed but the matcher accepted, or vice versa
+  int ill_formed_tests = 0;  // texts with bytes that are not UTF-8 walked (all invalid)
   void add(const MaskBenchCounts& o);
 };
+
+// A valid instance's text with ill-formed UTF-8 (0xFF, an overlong form, a surrogate, a
+// truncated sequence) inserted at the start of its first key and of its first string value.
+struct IllFormedText {
+  std::string text;
+  std::string what;  // e.g. "key bytes ff"
+};
+std::vector<IllFormedText> ill_formed_variants(const std::string& text);
 
 struct Percentiles {
   double p50 = 0, p99 = 0, mean = 0;
@@ -76,6 +88,7 @@ struct MaskBenchResult {
   int precompute_incomplete = 0;               // grammars that hit the budget
   MaskBenchPrecompute precompute = MaskBenchPrecompute::kBackground;  // the options' mode
   std::map<std::string, int> refusal_reasons;  // refusal message, JSON pointers elided -> count
+  std::map<std::string, std::string> refusal_examples;  // refusal message -> its first file
   std::string report() const;                  // human-readable table
 };
 

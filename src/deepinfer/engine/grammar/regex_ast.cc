@@ -8,6 +8,10 @@ namespace deepinfer::engine::grammar {
 namespace {
 
 constexpr int kMaxRepeat = 10000;
+// The parser, the lowering and the automaton construction recurse over the syntax tree, so
+// its depth is bounded: groups nested this deep, quantifiers stacked this many on one atom.
+constexpr int kMaxGroupDepth = 256;
+constexpr int kMaxStackedQuantifiers = 8;
 using Kind = RegexNode::Kind;
 
 class RegexParser {
@@ -119,7 +123,7 @@ class RegexParser {
   }
 
   Result<int> parse_quantifier(int atom) {
-    while (i_ < p_.size()) {
+    for (int stacked = 0; i_ < p_.size(); ++stacked) {
       int64_t lo, hi;
       char c = p_[i_];
       if (c == '*') {
@@ -164,6 +168,7 @@ class RegexParser {
         ++i_;  // lazy: same language
       else if (peek('+'))
         return refuse("possessive quantifier");
+      if (stacked == kMaxStackedQuantifiers) return error("more than 8 quantifiers in a row");
       atom = add(RegexNode::of(Kind::kRepeat, {atom}, lo, hi));
     }
     return atom;
@@ -172,23 +177,36 @@ class RegexParser {
   Result<int> parse_atom() {
     char c = p_[i_];
     if (c == '(') {
-      ++i_;
-      if (peek('?')) {
-        ++i_;
-        if (peek(':'))
-          ++i_;
-        else if (peek('<') && i_ + 1 < p_.size() && p_[i_ + 1] != '=' && p_[i_ + 1] != '!') {
-          while (i_ < p_.size() && p_[i_] != '>') ++i_;
-          ++i_;
-        } else {
-          return refuse("lookaround or inline flag group");
-        }
-      }
-      DI_ASSIGN_OR_RETURN(int inner, parse_alt());
-      if (!peek(')')) return error("missing ')'");
-      ++i_;
-      return inner;
+      if (group_depth_ >= kMaxGroupDepth) return error("groups nested more than 256 deep");
+      ++group_depth_;
+      auto group = parse_group();
+      --group_depth_;
+      return group;
     }
+    return parse_plain_atom(c);
+  }
+
+  // A group at '(' (parse_atom bounds how deep groups nest).
+  Result<int> parse_group() {
+    ++i_;
+    if (peek('?')) {
+      ++i_;
+      if (peek(':'))
+        ++i_;
+      else if (peek('<') && i_ + 1 < p_.size() && p_[i_ + 1] != '=' && p_[i_ + 1] != '!') {
+        while (i_ < p_.size() && p_[i_] != '>') ++i_;
+        ++i_;
+      } else {
+        return refuse("lookaround or inline flag group");
+      }
+    }
+    DI_ASSIGN_OR_RETURN(int inner, parse_alt());
+    if (!peek(')')) return error("missing ')'");
+    ++i_;
+    return inner;
+  }
+
+  Result<int> parse_plain_atom(char c) {
     if (c == '[') return parse_class();
     if (c == '.') {
       ++i_;
@@ -361,6 +379,7 @@ class RegexParser {
   std::string_view p_;
   bool search_;
   size_t i_ = 0;
+  int group_depth_ = 0;
   RegexAst ast_;
 };
 
