@@ -115,12 +115,14 @@ void respond_when_done(const ServerContext& ctx, std::vector<engine::GenerationR
   engine::RequestOutput first;
   if (const int i = wait_first_output(*group, requests, client, first); i >= 0)
     *error = accumulate(*group, i, first, *done);
-  // The charset parameter keeps cpp-httplib from gzip-compressing the reply (it compresses
-  // exactly "application/json"): the blanks written while waiting must reach the socket, so
-  // that a client gone without a FIN is noticed by a failed write even where polling is not.
+  // With the socket found, polling notices a departed client and no blanks are written (a
+  // client's read timeout still fires). Otherwise blanks go out every second, and the charset
+  // parameter keeps cpp-httplib from gzip-compressing them into its buffer (it compresses
+  // exactly "application/json"), so a failed write notices the departure.
+  const bool blanks = !client.found();
   res.set_chunked_content_provider(
-      "application/json; charset=utf-8",
-      [group, done, error, client, build = std::move(build)](size_t, httplib::DataSink& sink) {
+      blanks ? "application/json; charset=utf-8" : "application/json",
+      [group, done, error, client, blanks, build = std::move(build)](size_t, httplib::DataSink& sink) {
         auto last_write = Clock::now();
         while (true) {
           engine::RequestOutput out;
@@ -134,7 +136,7 @@ void respond_when_done(const ServerContext& ctx, std::vector<engine::GenerationR
             std::string e = accumulate(*group, i, out, *done);
             if (error->empty()) *error = e;
           }
-          if (Clock::now() - last_write >= std::chrono::seconds(1)) {
+          if (blanks && Clock::now() - last_write >= std::chrono::seconds(1)) {
             if (!sink.write(" ", 1)) {  // the client is gone
               group->cancel_all();
               return false;
