@@ -333,6 +333,10 @@ void Engine::process_step(Sampled&& s, std::vector<RequestOutput>& outputs) {
     const bool done = e != ended.end() || stop_hit;
     if (done) r.stops.push(r.detok.finish());
     out.new_text += r.stops.release(done);
+    if (const Sequence* seq = scheduler_->get(id)) {  // known from the first output on (a stream's header)
+      out.prompt_tokens = seq->num_prompt_tokens();
+      out.cached_tokens = std::max(0, seq->num_cached_tokens);
+    }
     if (stop_hit && e == ended.end()) {
       // With overlap, its next token may already be in flight: finishing here frees its blocks
       // (no block is reused before that forward ends) and the token is discarded when sampled.

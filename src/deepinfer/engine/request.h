@@ -42,6 +42,8 @@ struct RequestOutput {
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
   std::string error;  // set when the request failed (finish_reason kAbort or kGrammarDeadEnd)
+  // prompt_tokens and cached_tokens are set on every output once the prompt is scheduled
+  // (its prefix-cache lookup done); completion_tokens on the final output.
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int cached_tokens = 0;

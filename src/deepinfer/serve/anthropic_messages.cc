@@ -1,5 +1,7 @@
 // POST /v1/messages and /v1/messages/count_tokens (Anthropic Messages), streaming with
 // Anthropic's named SSE events or not.
+#include <set>
+
 #include <httplib.h>
 
 #include "deepinfer/serve/chat_prompt.h"
@@ -36,6 +38,7 @@ ChatTurn read_messages_turn(const json& body) {
   const json* msgs = field(body, "messages");
   if (!msgs) bad_request("messages", "messages: field required");
   if (!msgs->is_array() || msgs->empty()) bad_request("messages", "messages: must be a non-empty list");
+  std::set<std::string> issued_ids;  // tool_use ids of earlier assistant turns
   for (size_t i = 0; i < msgs->size(); ++i) {
     const std::string path = fmt::format("messages.{}", i);
     const json& m = (*msgs)[i];
@@ -63,6 +66,7 @@ ChatTurn read_messages_turn(const json& body) {
         if (role != "assistant") bad_request(bp, "{}: tool_use blocks belong to assistant messages", bp);
         ToolCall c;
         c.id = req_string(b, "id", bp);
+        issued_ids.insert(c.id);
         c.name = req_string(b, "name", bp);
         const json* input = field(b, "input");
         c.arguments_json = input ? input->dump() : "{}";
@@ -76,6 +80,10 @@ ChatTurn read_messages_turn(const json& body) {
         }
         recipe::ChatMessage result{"tool", ""};
         result.tool_call_id = req_string(b, "tool_use_id", bp);
+        if (!issued_ids.count(result.tool_call_id))
+          bad_request(bp + ".tool_use_id",
+                      "{}.tool_use_id: '{}' does not match any tool_use block of an earlier assistant message",
+                      bp, result.tool_call_id);
         if (const json* rc = field(b, "content")) result.content = read_text_blocks(*rc, bp + ".content");
         if (opt_bool(b, "is_error", bp).value_or(false)) result.content = "Error: " + result.content;
         turn.messages.push_back(std::move(result));
@@ -171,6 +179,8 @@ json content_blocks(const ParsedChatOutput& parsed) {
 engine::GenerationRequest read_request(const ServerContext& ctx, const json& body, ChatTurn& turn) {
   engine::GenerationRequest r;
   read_sampling(body, r);
+  // Anthropic's ranges: temperature 0-1 (OpenAI's goes to 2).
+  opt_number(body, "temperature", "", 0, 1);
   read_stop(body, "stop_sequences", r);
   const auto max_tokens = opt_int(body, "max_tokens", "", 1, 1 << 24);
   if (!max_tokens) bad_request("max_tokens", "max_tokens: field required (an integer >= 1)");
@@ -210,7 +220,7 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
   const bool stream = opt_bool(body, "stream", "").value_or(false);
 
   if (!stream) {
-    respond_when_done(ctx, {request}, res, [=](const std::vector<Completion>& done) {
+    respond_when_done(ctx, {request}, req, res, [=](const std::vector<Completion>& done) {
     const Completion& c = done[0];
     ParsedChatOutput parsed = parse_chat_output(*turn, c.text);
     json out = {{"id", id}, {"type", "message"}, {"role", "assistant"}, {"model", model},
@@ -232,17 +242,22 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
     bool had_text_block = false;
     int blocks = 0;
     std::vector<int32_t> token_ids;
+    bool started = false;  // message_start sent
   };
   auto state = std::make_shared<State>(*turn);
-  const int prompt_tokens = int(request.prompt_ids.size());
-  StreamHandlers handlers;
-  handlers.on_start = [=](SseWriter& sse) {
+  // Sent with the first output, which carries the prompt's cached-token count, so that its
+  // usage agrees with message_delta's.
+  auto start = [=](SseWriter& sse, const engine::RequestOutput& first) {
+    if (state->started) return true;
+    state->started = true;
+    const int prompt_tokens = first.prompt_tokens > 0 ? first.prompt_tokens : int(request.prompt_ids.size());
     json message = {{"id", id}, {"type", "message"}, {"role", "assistant"}, {"model", model},
                     {"content", json::array()}, {"stop_reason", nullptr}, {"stop_sequence", nullptr},
-                    {"usage", usage_json(prompt_tokens, 0, 0)}};
+                    {"usage", usage_json(prompt_tokens, 0, first.cached_tokens)}};
     return sse.event("message_start", {{"type", "message_start"}, {"message", message}}) &&
            sse.event("ping", {{"type", "ping"}});
   };
+  StreamHandlers handlers;
   auto close_block = [=](SseWriter& sse) {
     if (!state->open_block) return true;
     state->open_block = nullptr;
@@ -277,6 +292,7 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
     return true;
   };
   handlers.on_output = [=, &ctx](SseWriter& sse, int, const engine::RequestOutput& out) {
+    if (!start(sse, out)) return false;
     state->text += out.new_text;
     state->token_ids.insert(state->token_ids.end(), out.new_token_ids.begin(), out.new_token_ids.end());
     state->output.push(out.new_text);
@@ -308,8 +324,10 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
                                        {"usage", usage}}) &&
            sse.event("message_stop", {{"type", "message_stop"}});
   };
-  handlers.on_idle = [](SseWriter& sse) { return sse.event("ping", {{"type", "ping"}}); };
-  start_stream(ctx, {request}, std::move(handlers), res);
+  handlers.on_idle = [=](SseWriter& sse) {
+    return state->started ? sse.event("ping", {{"type", "ping"}}) : sse.comment();
+  };
+  start_stream(ctx, {request}, std::move(handlers), req, res);
 }
 
 }  // namespace deepinfer::serve

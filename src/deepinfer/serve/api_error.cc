@@ -21,7 +21,8 @@ ApiError api_error_from_status(const Status& status, const std::string& param) {
 std::string openai_error_body(const ApiError& e) {
   json err = {{"message", e.what()}, {"type", e.type}, {"code", e.http_status}};
   err["param"] = e.param.empty() ? json(nullptr) : json(e.param);
-  return json{{"error", err}}.dump();
+  // Messages may quote request text: never throw on invalid UTF-8 while reporting an error.
+  return json{{"error", err}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string anthropic_error_body(const ApiError& e) {
@@ -29,7 +30,8 @@ std::string anthropic_error_body(const ApiError& e) {
   // overloaded_error, api_error.
   std::string type = e.type;
   if (type == "server_error") type = "api_error";
-  return json{{"type", "error"}, {"error", {{"type", type}, {"message", e.what()}}}}.dump();
+  return json{{"type", "error"}, {"error", {{"type", type}, {"message", e.what()}}}}.dump(
+      -1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string join_path(const std::string& path, const std::string& key) {

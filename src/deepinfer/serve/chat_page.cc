@@ -1,5 +1,6 @@
 // The chat page at "/": plain HTML, CSS and JavaScript in one document, no build step. It
-// streams replies from /v1/chat/completions and keeps the conversation in the page.
+// streams replies from /v1/chat/completions and keeps the conversation in the page. One reply
+// streams at a time (Send is disabled meanwhile; Stop aborts it and keeps what came).
 #include "deepinfer/serve/routes.h"
 
 namespace deepinfer::serve {
@@ -24,6 +25,7 @@ const std::string& chat_page_html() {
   .assistant { background: #8882; }
   .error { background: #ef444433; }
   .stats { font-size: .75rem; opacity: .7; margin-top: .3rem; }
+  .note { font-size: .75rem; color: #b45309; margin-top: .3rem; }
   form { display: flex; gap: .5rem; padding: 1rem; border-top: 1px solid #8884; }
   #prompt { flex: 1; resize: none; font: inherit; padding: .5rem; }
   button { font: inherit; padding: .5rem 1rem; }
@@ -50,14 +52,21 @@ const std::string& chat_page_html() {
   <form id="form">
     <textarea id="prompt" rows="2" placeholder="Type a message; Enter sends, Shift+Enter for a new line"></textarea>
     <button id="send" type="submit">Send</button>
+    <button id="stop" type="button" disabled>Stop</button>
   </form>
 </main>
 <script>
 const $ = (id) => document.getElementById(id);
 const history = [];
 let modelName = '';
+let busy = false;        // a reply is streaming
+let controller = null;   // aborts it (Stop)
+let chatId = 0;          // "New chat" starts another; a reply of an old one is not kept
 $('apikey').value = localStorage.getItem('deepinfer_api_key') || '';
-$('apikey').addEventListener('change', () => localStorage.setItem('deepinfer_api_key', $('apikey').value));
+$('apikey').addEventListener('change', () => {
+  localStorage.setItem('deepinfer_api_key', $('apikey').value);
+  loadModel();
+});
 
 function headers() {
   const h = { 'Content-Type': 'application/json' };
@@ -68,10 +77,29 @@ function headers() {
 async function loadModel() {
   try {
     const r = await fetch('/v1/models', { headers: headers() });
+    if (r.status === 401) {
+      modelName = '';
+      $('model').textContent = 'model: (enter the API key)';
+      return;
+    }
     const j = await r.json();
     modelName = j.data[0].id;
     $('model').textContent = 'model: ' + modelName;
   } catch (e) { $('model').textContent = 'model: (unavailable)'; }
+}
+
+function setBusy(on) {
+  busy = on;
+  $('send').disabled = on;
+  $('stop').disabled = !on;
+}
+
+function note(out, text, attr) {
+  const div = document.createElement('div');
+  div.className = 'note';
+  div.textContent = text;
+  out.appendChild(div);
+  out.setAttribute(attr, '1');
 }
 
 function bubble(role, text) {
@@ -84,6 +112,10 @@ function bubble(role, text) {
 }
 
 async function send(text) {
+  setBusy(true);
+  controller = new AbortController();
+  if (!modelName) await loadModel();
+  const myChat = chatId;
   history.push({ role: 'user', content: text });
   bubble('user', text);
   const out = bubble('assistant', '');
@@ -96,9 +128,10 @@ async function send(text) {
                  temperature: parseFloat($('temperature').value), max_tokens: parseInt($('max_tokens').value) };
   if ($('seed').value !== '') body.seed = parseInt($('seed').value);
   const started = performance.now();
-  let firstToken = 0, reply = '', usage = null;
+  let firstToken = 0, reply = '', usage = null, finish = null;
   try {
-    const r = await fetch('/v1/chat/completions', { method: 'POST', headers: headers(), body: JSON.stringify(body) });
+    const r = await fetch('/v1/chat/completions', { method: 'POST', headers: headers(), body: JSON.stringify(body),
+                                                    signal: controller.signal });
     if (!r.ok) {
       const err = await r.json().catch(() => ({ error: { message: r.statusText } }));
       throw new Error(err.error ? err.error.message : r.statusText);
@@ -121,6 +154,7 @@ async function send(text) {
           const chunk = JSON.parse(data);
           if (chunk.usage) usage = chunk.usage;
           for (const c of chunk.choices || []) {
+            if (c.finish_reason) finish = c.finish_reason;
             if (c.delta && c.delta.content) {
               if (!firstToken) firstToken = performance.now();
               reply += c.delta.content;
@@ -131,33 +165,48 @@ async function send(text) {
         }
       }
     }
-    history.push({ role: 'assistant', content: reply });
+    if (myChat === chatId) history.push({ role: 'assistant', content: reply });
     const stats = document.createElement('div');
     stats.className = 'stats';
     const secs = (performance.now() - (firstToken || started)) / 1000;
     stats.textContent = usage ? `${usage.completion_tokens} tokens, first token ${((firstToken - started) / 1000).toFixed(2)} s, ` +
         `${(usage.completion_tokens / Math.max(secs, 1e-3)).toFixed(1)} tok/s, cached prompt ${usage.prompt_tokens_details.cached_tokens}` : '';
     out.appendChild(stats);
+    if (finish === 'length') note(out, `cut at max tokens (${body.max_tokens}): raise "Max tokens" for longer replies`, 'data-cut');
   } catch (e) {
-    out.className = 'msg error';
-    out.textContent = 'Error: ' + e.message;
-    history.pop();
+    if (e.name === 'AbortError') {
+      // Keep what came, so the conversation stays in order.
+      if (myChat === chatId) history.push({ role: 'assistant', content: reply });
+      note(out, 'stopped', 'data-stopped');
+    } else {
+      out.className = 'msg error';
+      out.textContent = 'Error: ' + e.message;
+      if (myChat === chatId) history.pop();
+    }
   }
   out.removeAttribute('data-streaming');
   out.setAttribute('data-done', '1');
+  controller = null;
+  setBusy(false);
 }
 
 $('form').addEventListener('submit', (e) => {
   e.preventDefault();
   const text = $('prompt').value.trim();
-  if (!text) return;
+  if (!text || busy) return;
   $('prompt').value = '';
   send(text);
 });
 $('prompt').addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && !e.shiftKey) { e.preventDefault(); $('form').requestSubmit(); }
 });
-$('clear').addEventListener('click', () => { history.length = 0; $('log').innerHTML = ''; });
+$('stop').addEventListener('click', () => { if (controller) controller.abort(); });
+$('clear').addEventListener('click', () => {
+  chatId += 1;
+  if (controller) controller.abort();
+  history.length = 0;
+  $('log').innerHTML = '';
+});
 loadModel();
 </script>
 </body>

@@ -121,16 +121,17 @@ void EngineLoop::drain_commands() {
     out.finished = true;
     out.finish_reason = engine::FinishReason::kAbort;
     out.error = "cancelled";
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queued_ -= 1;
+    }
     it->second.stream->push(std::move(out));
     live_.erase(it);
-    std::lock_guard<std::mutex> lock(mu_);
-    queued_ -= 1;
   }
 }
 
 void EngineLoop::dispatch(std::vector<engine::RequestOutput>& outputs) {
   const auto now = Clock::now();
-  int finished = 0;
   for (engine::RequestOutput& out : outputs) {
     auto it = live_.find(out.request_id);
     if (it == live_.end()) continue;  // aborted meanwhile
@@ -154,15 +155,13 @@ void EngineLoop::dispatch(std::vector<engine::RequestOutput>& outputs) {
     if (done) {
       metrics_.add_prompt_tokens(out.prompt_tokens);
       metrics_.e2e().observe(std::chrono::duration<double>(now - live.submitted).count());
+      // Before the push: a client that has its answer must not find its request in flight.
+      std::lock_guard<std::mutex> lock(mu_);
+      queued_ -= 1;
     }
     live.stream->push(std::move(out));
-    if (done) {
-      live_.erase(it);
-      finished += 1;
-    }
+    if (done) live_.erase(it);
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  queued_ -= finished;
 }
 
 void EngineLoop::abort_all(const std::string& reason) {

@@ -1,5 +1,6 @@
 #include "deepinfer/serve/http_server.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +12,7 @@
 #include <httplib.h>
 
 #include "deepinfer/base/log.h"
+#include "deepinfer/serve/http_policy.h"
 #include "deepinfer/serve/response_store.h"
 #include "deepinfer/serve/routes.h"
 
@@ -20,17 +22,6 @@ namespace {
 using nlohmann::json;
 
 enum class ErrorStyle { kOpenAI, kAnthropic };
-
-// Compares in time independent of where the strings differ (the key must not leak by timing).
-bool constant_time_equal(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const size_t n = std::max(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? a[i] : 0, y = i < b.size() ? b[i] : 0;
-    diff |= x ^ y;
-  }
-  return diff == 0;
-}
 
 void write_error(httplib::Response& res, const ApiError& e, ErrorStyle style) {
   res.status = e.http_status;
@@ -99,14 +90,33 @@ Status run_http_server(std::unique_ptr<engine::Engine> engine, const ServeOption
   server.set_write_timeout(options.read_timeout_seconds, 0);
   server.set_keep_alive_max_count(1000);
   server.set_keep_alive_timeout(5);  // also bounds how long a stop waits for idle connections
+  // cpp-httplib listens with a backlog of 5 (compiled into Debian's library), so a burst of
+  // connections overflows the accept queue; keep the socket to listen again with a deeper one.
+  int listen_fd = -1;
+  server.set_socket_options([&listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = sock;
+  });
 
   ServerMetrics& metrics = loop.metrics();
   const std::string api_key = options.api_key;
+  RouteTable table;
+  const CorsPolicy cors(options.allowed_origins);
   server.set_pre_routing_handler([&, api_key](const httplib::Request& req, httplib::Response& res) {
+    cors.apply(req, res);
+    if (req.method == "OPTIONS") {  // preflights carry no key, so they come before the check
+      const std::string allow = table.allowed_methods(req.path);
+      if (allow.empty()) return httplib::Server::HandlerResponse::Unhandled;  // a 404
+      if (cors.enabled() || req.has_header("Origin")) {
+        cors.preflight(req, allow, res);
+      } else {
+        res.status = 204;
+        res.set_header("Allow", allow);
+      }
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-    std::string given = req.get_header_value("x-api-key");
-    const std::string auth = req.get_header_value("Authorization");
-    if (given.empty() && auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
+    const std::string given = request_api_key(req);
     if (constant_time_equal(given, api_key)) return httplib::Server::HandlerResponse::Unhandled;
     const bool anthropic = req.path.rfind("/v1/messages", 0) == 0;
     ApiError e(401, "", given.empty() ? "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'"
@@ -117,39 +127,64 @@ Status run_http_server(std::unique_ptr<engine::Engine> engine, const ServeOption
     return httplib::Server::HandlerResponse::Handled;
   });
 
-  server.Post("/v1/chat/completions", route(metrics, "/v1/chat/completions", ErrorStyle::kOpenAI,
-                                            [&](auto& req, auto& res) { handle_chat_completions(ctx, req, res); }));
-  server.Post("/v1/completions", route(metrics, "/v1/completions", ErrorStyle::kOpenAI,
-                                       [&](auto& req, auto& res) { handle_completions(ctx, req, res); }));
-  server.Post("/v1/responses", route(metrics, "/v1/responses", ErrorStyle::kOpenAI,
-                                     [&](auto& req, auto& res) { handle_responses(ctx, req, res); }));
-  server.Get(R"(/v1/responses/([A-Za-z0-9_\-]+))",
-             route(metrics, "/v1/responses/{id}", ErrorStyle::kOpenAI,
-                   [&](auto& req, auto& res) { handle_get_response(ctx, req.matches[1], res); }));
-  server.Post("/v1/messages", route(metrics, "/v1/messages", ErrorStyle::kAnthropic,
-                                    [&](auto& req, auto& res) { handle_messages(ctx, req, res); }));
-  server.Post("/v1/messages/count_tokens",
-              route(metrics, "/v1/messages/count_tokens", ErrorStyle::kAnthropic,
-                    [&](auto& req, auto& res) { handle_count_tokens(ctx, req, res); }));
-  server.Get("/v1/models", route(metrics, "/v1/models", ErrorStyle::kOpenAI, [&](auto&, auto& res) {
-    json model = {{"id", ctx.model_name}, {"object", "model"}, {"created", ctx.created_unix},
-                  {"owned_by", "deepinfer"}, {"max_model_len", ctx.max_model_len},
-                  {"type", "model"}, {"display_name", ctx.model_name}, {"created_at", "1970-01-01T00:00:00Z"}};
-    res.set_content(dump_json({{"object", "list"}, {"data", json::array({model})}}), "application/json");
-  }));
+  auto post = [&](const std::string& path, ErrorStyle style, RouteFn fn) {
+    table.add("POST", path);
+    server.Post(path, route(metrics, path, style, std::move(fn)));
+  };
+  auto get = [&](const std::string& pattern, const std::string& name, ErrorStyle style, RouteFn fn) {
+    table.add("GET", pattern);
+    server.Get(pattern, route(metrics, name, style, std::move(fn)));
+  };
+  post("/v1/chat/completions", ErrorStyle::kOpenAI, [&](auto& req, auto& res) { handle_chat_completions(ctx, req, res); });
+  post("/v1/completions", ErrorStyle::kOpenAI, [&](auto& req, auto& res) { handle_completions(ctx, req, res); });
+  post("/v1/responses", ErrorStyle::kOpenAI, [&](auto& req, auto& res) { handle_responses(ctx, req, res); });
+  get(R"(/v1/responses/([A-Za-z0-9_\-]+))", "/v1/responses/{id}", ErrorStyle::kOpenAI,
+      [&](auto& req, auto& res) { handle_get_response(ctx, req.matches[1], res); });
+  post("/v1/messages", ErrorStyle::kAnthropic, [&](auto& req, auto& res) { handle_messages(ctx, req, res); });
+  post("/v1/messages/count_tokens", ErrorStyle::kAnthropic,
+       [&](auto& req, auto& res) { handle_count_tokens(ctx, req, res); });
+  // One object serves both SDKs' model shapes (OpenAI: id/object/owned_by; Anthropic:
+  // id/type/display_name/created_at).
+  const json model = {{"id", ctx.model_name}, {"object", "model"}, {"created", ctx.created_unix},
+                      {"owned_by", "deepinfer"}, {"max_model_len", ctx.max_model_len},
+                      {"type", "model"}, {"display_name", ctx.model_name}, {"created_at", "1970-01-01T00:00:00Z"}};
+  get("/v1/models", "/v1/models", ErrorStyle::kOpenAI, [&](auto&, auto& res) {
+    res.set_content(dump_json({{"object", "list"}, {"data", json::array({model})}, {"has_more", false},
+                               {"first_id", ctx.model_name}, {"last_id", ctx.model_name}}),
+                    "application/json");
+  });
+  get("/v1/models/(.+)", "/v1/models/{id}", ErrorStyle::kOpenAI, [&](auto& req, auto& res) {
+    const std::string id = req.matches[1];
+    if (id != ctx.model_name)
+      throw ApiError(404, "model", fmt::format("the model '{}' does not exist; this server serves '{}'", id,
+                                               ctx.model_name),
+                     "not_found_error");
+    res.set_content(dump_json(model), "application/json");
+  });
+  table.add("GET", "/health");
   server.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
+  table.add("GET", "/metrics");
   server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics.render(loop.gauges(), ctx.model_name), "text/plain; version=0.0.4");
   });
+  table.add("GET", "/");
   server.Get("/", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content(chat_page_html(), "text/html; charset=utf-8");
   });
   server.set_error_handler([&](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     const bool anthropic = req.path.rfind("/v1/messages", 0) == 0;
+    std::string allow;
+    if (res.status == 404) allow = table.allowed_methods(req.path);
+    if (!allow.empty()) {  // the path exists, the method does not
+      res.status = 405;
+      res.set_header("Allow", allow);
+    }
     std::string message = res.status == 404   ? "no route for " + req.method + " " + req.path
+                          : res.status == 405 ? fmt::format("{} is not allowed on {} (allowed: {})", req.method,
+                                                            req.path, allow)
                           : res.status == 413 ? fmt::format("the request body is larger than {} bytes",
                                                             options.max_body_bytes)
                                               : fmt::format("HTTP {}", res.status);
@@ -165,6 +200,11 @@ Status run_http_server(std::unique_ptr<engine::Engine> engine, const ServeOption
   } else if (!server.bind_to_port(options.host, port)) {
     return io_error("serve: cannot listen on {}:{} (in use, or not an address of this machine)", options.host, port);
   }
+  // Linux takes a second listen() on a listening socket as a new backlog (capped by
+  // net.core.somaxconn).
+  const int backlog = std::max(options.listen_backlog, threads);
+  if (listen_fd < 0 || ::listen(listen_fd, backlog) != 0)
+    log::warn("serve: cannot deepen the listen backlog to {}; bursts of connections may be refused", backlog);
 
   g_stop_requested = false;
   std::thread watcher([&] {

@@ -22,6 +22,8 @@ struct ServeOptions {
   int http_threads = 512;         // concurrent connections served at once
   int read_timeout_seconds = 60;  // a client that sends nothing for this long is dropped
   int max_responses_stored = 1000;  // Responses API objects kept for previous_response_id (LRU)
+  int listen_backlog = 1024;      // connections the kernel queues before accept (at least http_threads)
+  std::string allowed_origins;    // CORS: "*" or comma-separated origins; empty = no CORS
   EngineLoopOptions loop;
 };
 

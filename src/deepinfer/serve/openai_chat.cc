@@ -88,6 +88,7 @@ ChatTurn read_chat_turn(const json& body) {
   const json* msgs = field(body, "messages");
   if (!msgs) bad_request("messages", "'messages' is required");
   if (!msgs->is_array() || msgs->empty()) bad_request("messages", "'messages' must be a non-empty list");
+  std::set<std::string> issued_call_ids;  // by earlier assistant turns; tool messages answer them
   for (size_t i = 0; i < msgs->size(); ++i) {
     const std::string path = fmt::format("messages[{}]", i);
     const json& m = (*msgs)[i];
@@ -110,7 +111,8 @@ ChatTurn read_chat_turn(const json& body) {
         const json* fn = field(c, "function");
         if (!fn || !fn->is_object()) bad_request(cpath + ".function", "'{}.function' is required", cpath);
         ToolCall call;
-        call.id = opt_string(c, "id", cpath).value_or("");
+        call.id = req_string(c, "id", cpath);
+        issued_call_ids.insert(call.id);
         call.name = req_string(*fn, "name", cpath + ".function");
         call.arguments_json = opt_string(*fn, "arguments", cpath + ".function").value_or("{}");
         parsed.push_back(std::move(call));
@@ -119,7 +121,13 @@ ChatTurn read_chat_turn(const json& body) {
     }
     if (msg.role == "assistant")  // DeepSeek's field; models that replay reasoning read it
       msg.reasoning_content = opt_string(m, "reasoning_content", path).value_or("");
-    if (msg.role == "tool") msg.tool_call_id = opt_string(m, "tool_call_id", path).value_or("");
+    if (msg.role == "tool") {
+      msg.tool_call_id = req_string(m, "tool_call_id", path);
+      if (!issued_call_ids.count(msg.tool_call_id))
+        bad_request(path + ".tool_call_id",
+                    "'{}.tool_call_id' is '{}', which no earlier assistant message's tool_calls issued; a "
+                    "'tool' message must answer a preceding tool call", path, msg.tool_call_id);
+    }
     msg.name = opt_string(m, "name", path).value_or("");
     turn.messages.push_back(std::move(msg));
   }
@@ -194,7 +202,7 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
   const bool has_tools = !turn->tools.empty() && turn->tool_choice.mode != ToolChoice::kNone;
 
   if (!stream) {
-    respond_when_done(ctx, fan_out(base, n), res, [=, &tok](const std::vector<Completion>& done) {
+    respond_when_done(ctx, fan_out(base, n), req, res, [=, &tok](const std::vector<Completion>& done) {
     json choices = json::array();
     int completion_tokens = 0;
     for (size_t i = 0; i < done.size(); ++i) {
@@ -289,7 +297,7 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
     }
     return sse.raw("data: [DONE]\n\n");
   };
-  start_stream(ctx, fan_out(base, n), std::move(handlers), res);
+  start_stream(ctx, fan_out(base, n), std::move(handlers), req, res);
 }
 
 }  // namespace deepinfer::serve

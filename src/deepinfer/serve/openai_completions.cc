@@ -73,6 +73,10 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
   const auto logprobs = opt_int(body, "logprobs", "", 0, 20);
   if (logprobs) base.sampling.logprobs = int(*logprobs);
   const bool echo = opt_bool(body, "echo", "").value_or(false);
+  // The engine computes logprobs of sampled tokens only, not of the prompt's.
+  if (echo && logprobs)
+    bad_request("echo", "'echo' together with 'logprobs' (the prompt tokens' logprobs) is not supported by "
+                "this server; send one or the other");
   if (field(body, "suffix")) bad_request("suffix", "'suffix' is not supported");
   if (auto bo = opt_int(body, "best_of", "", 1, 16); bo && *bo != n)
     bad_request("best_of", "'best_of' other than n is not supported");
@@ -97,7 +101,7 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
   const int64_t created = unix_now();
 
   if (!stream) {
-    respond_when_done(ctx, requests, res, [=, &tok](const std::vector<Completion>& done) {
+    respond_when_done(ctx, requests, req, res, [=, &tok](const std::vector<Completion>& done) {
     json choices = json::array();
     int prompt_tokens = 0, completion_tokens = 0, cached = 0;
     for (size_t i = 0; i < done.size(); ++i) {
@@ -167,7 +171,7 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
     }
     return sse.raw("data: [DONE]\n\n");
   };
-  start_stream(ctx, std::move(requests), std::move(handlers), res);
+  start_stream(ctx, std::move(requests), std::move(handlers), req, res);
 }
 
 }  // namespace deepinfer::serve

@@ -287,7 +287,7 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
   const std::string msg_id = make_id("msg_");
   const std::string rs_id = make_id("rs_");
   if (!stream) {
-    respond_when_done(ctx, {request}, res, [=](const std::vector<Completion>& done) {
+    respond_when_done(ctx, {request}, req, res, [=](const std::vector<Completion>& done) {
     const Completion& c = done[0];
     json r = finish(c.text, c.finish_reason, c.prompt_tokens, c.completion_tokens, c.cached_tokens, msg_id, rs_id,
                     true, nullptr);
@@ -400,7 +400,7 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
     }
     return emit(sse, r["status"] == "completed" ? "response.completed" : "response.incomplete", {{"response", r}});
   };
-  start_stream(ctx, {request}, std::move(handlers), res);
+  start_stream(ctx, {request}, std::move(handlers), req, res);
 }
 
 }  // namespace deepinfer::serve

@@ -79,7 +79,7 @@ void read_logit_bias(const json& body, int32_t vocab_size, engine::GenerationReq
 
 int read_max_tokens(const json& body, std::initializer_list<const char*> keys, int fallback) {
   for (const char* k : keys)
-    if (auto v = opt_int(body, k, "", 0, 1 << 24)) return int(*v);
+    if (auto v = opt_int(body, k, "", 1, 1 << 24)) return int(*v);  // 0 is refused, as OpenAI does
   return fallback;
 }
 

@@ -11,7 +11,42 @@ using nlohmann::json;
 
 std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+size_t first_invalid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // Length and the allowed range of the second byte (no overlongs, surrogates or > U+10FFFF).
+    int len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) len = 3, lo = 0xA0;
+    else if (c == 0xED) len = 3, hi = 0x9F;
+    else if (c >= 0xE1 && c <= 0xEF) len = 3;
+    else if (c == 0xF0) len = 4, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
+    else if (c == 0xF4) len = 4, hi = 0x8F;
+    else return i;
+    if (i + size_t(len) > s.size()) return i;
+    for (int k = 1; k < len; ++k) {
+      const unsigned char b = static_cast<unsigned char>(s[i + size_t(k)]);
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return i;
+    }
+    i += size_t(len);
+  }
+  return std::string::npos;
+}
+
 json parse_body(const std::string& body) {
+  // Checked before parsing so the error names the place (the parser's own message would quote
+  // the bad bytes, which cannot go into a JSON reply).
+  if (const size_t bad = first_invalid_utf8(body); bad != std::string::npos)
+    bad_request("", "the request body is not valid UTF-8: byte 0x{:02X} at offset {} does not start a valid "
+                "UTF-8 sequence",
+                static_cast<unsigned char>(body[bad]), bad);
   json j;
   try {
     j = json::parse(body);
@@ -24,7 +59,9 @@ json parse_body(const std::string& body) {
 
 std::string check_model(const ServerContext& ctx, const json& body) {
   auto model = opt_string(body, "model", "");
-  if (model && !model->empty() && *model != ctx.model_name)
+  if (!model || model->empty())
+    bad_request("model", "'model' is required (this server serves '{}')", ctx.model_name);
+  if (*model != ctx.model_name)
     throw ApiError(404, "model", fmt::format("the model '{}' does not exist; this server serves '{}'", *model,
                                              ctx.model_name),
                    "not_found_error");

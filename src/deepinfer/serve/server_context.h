@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -33,9 +34,11 @@ struct ServerContext {
 // JSON text of a response body; invalid UTF-8 (a token cut mid-character) is replaced, never
 // thrown on.
 std::string dump_json(const nlohmann::json& j);
-// Parses a request body: a 400 naming the position when it is not a JSON object.
+// Parses a request body: a 400 naming the position when it is not UTF-8 or not a JSON object.
 nlohmann::json parse_body(const std::string& body);
-// Checks "model" when present: it must name the served model. Returns the name to echo.
+// The offset of the first byte that does not start a valid UTF-8 sequence, or npos.
+size_t first_invalid_utf8(std::string_view s);
+// Checks "model" (required, as in both APIs): it must name the served model. Returns the name.
 std::string check_model(const ServerContext& ctx, const nlohmann::json& body);
 // A fresh id like "chatcmpl-1a2b3c..." (random hex).
 std::string make_id(const std::string& prefix);

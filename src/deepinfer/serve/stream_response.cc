@@ -4,17 +4,30 @@
 
 #include <httplib.h>
 
+#include "deepinfer/serve/client_socket.h"
+
 namespace deepinfer::serve {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+// How often a waiting handler looks at its client's socket: a client that left is noticed,
+// and its sequence aborted, within about this long.
+constexpr std::chrono::milliseconds kPollClient{200};
 
 // Waits for the first output of any request. A request that fails before its first token (a
 // grammar that does not compile) throws here, while the status can still be a 4xx. Returns
 // -1 (and leaves `out` alone) when every request ended without output.
 int wait_first_output(StreamGroup& group, const std::vector<engine::GenerationRequest>& requests,
-                      engine::RequestOutput& out) {
+                      const ClientSocket& client, engine::RequestOutput& out) {
   while (true) {
-    const int i = group.next(out, std::chrono::milliseconds(1000));
-    if (i == -2) continue;
+    const int i = group.next(out, kPollClient);
+    if (i == -2) {
+      if (client.gone()) {  // left while queued or in prefill: nobody will read the answer
+        group.cancel_all();
+        throw ApiError(499, "", "the client closed the connection", "client_closed");
+      }
+      continue;
+    }
     if (i >= 0 && out.finished && !out.error.empty() && out.new_token_ids.empty())
       throw generation_error(requests[size_t(i)], true, out.error);
     return i;
@@ -24,24 +37,28 @@ int wait_first_output(StreamGroup& group, const std::vector<engine::GenerationRe
 }  // namespace
 
 void start_stream(const ServerContext& ctx, std::vector<engine::GenerationRequest> requests,
-                  StreamHandlers handlers, httplib::Response& res) {
+                  StreamHandlers handlers, const httplib::Request& req, httplib::Response& res) {
+  const ClientSocket client = ClientSocket::of(req);
   auto group = std::make_shared<StreamGroup>(ctx, requests);
   auto pending = std::make_shared<std::deque<std::pair<int, engine::RequestOutput>>>();
   engine::RequestOutput first;
-  if (const int i = wait_first_output(*group, requests, first); i >= 0) pending->emplace_back(i, std::move(first));
+  if (const int i = wait_first_output(*group, requests, client, first); i >= 0)
+    pending->emplace_back(i, std::move(first));
   auto shared = std::make_shared<StreamHandlers>(std::move(handlers));
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [group, pending, shared](size_t, httplib::DataSink& sink) {
+      [group, pending, shared, client](size_t, httplib::DataSink& sink) {
         SseWriter sse(sink);
         auto gone = [&] {
           group->cancel_all();
           return false;
         };
         if (shared->on_start && !shared->on_start(sse)) return gone();
+        auto last_write = Clock::now();
         while (true) {
+          if (client.gone()) return gone();
           engine::RequestOutput out;
           int i;
           if (!pending->empty()) {
@@ -49,15 +66,18 @@ void start_stream(const ServerContext& ctx, std::vector<engine::GenerationReques
             out = std::move(pending->front().second);
             pending->pop_front();
           } else {
-            i = group->next(out, std::chrono::milliseconds(1000));
+            i = group->next(out, kPollClient);
           }
           if (i == -1) break;
           if (i == -2) {
+            if (Clock::now() - last_write < std::chrono::seconds(1)) continue;
             const bool alive = shared->on_idle ? shared->on_idle(sse) : sse.comment();
             if (!alive) return gone();
+            last_write = Clock::now();
             continue;
           }
           if (!shared->on_output(sse, i, out)) return gone();
+          last_write = Clock::now();
         }
         if (shared->on_end && !shared->on_end(sse)) return gone();
         sse.done();
@@ -86,27 +106,37 @@ std::string accumulate(const StreamGroup& group, int i, engine::RequestOutput& o
 }  // namespace
 
 void respond_when_done(const ServerContext& ctx, std::vector<engine::GenerationRequest> requests,
-                       httplib::Response& res,
+                       const httplib::Request& req, httplib::Response& res,
                        std::function<nlohmann::json(const std::vector<Completion>&)> build) {
+  const ClientSocket client = ClientSocket::of(req);
   auto group = std::make_shared<StreamGroup>(ctx, requests);
   auto done = std::make_shared<std::vector<Completion>>(requests.size());
   auto error = std::make_shared<std::string>();
   engine::RequestOutput first;
-  if (const int i = wait_first_output(*group, requests, first); i >= 0) *error = accumulate(*group, i, first, *done);
+  if (const int i = wait_first_output(*group, requests, client, first); i >= 0)
+    *error = accumulate(*group, i, first, *done);
+  // With the socket found, polling notices a departed client and no blanks are written (a
+  // client's read timeout still fires). Otherwise blanks go out every second, and the charset
+  // parameter keeps cpp-httplib from gzip-compressing them into its buffer (it compresses
+  // exactly "application/json"), so a failed write notices the departure.
+  const bool blanks = !client.found();
   res.set_chunked_content_provider(
-      "application/json",
-      [group, done, error, build = std::move(build)](size_t, httplib::DataSink& sink) {
-        using Clock = std::chrono::steady_clock;
+      blanks ? "application/json; charset=utf-8" : "application/json",
+      [group, done, error, client, blanks, build = std::move(build)](size_t, httplib::DataSink& sink) {
         auto last_write = Clock::now();
         while (true) {
           engine::RequestOutput out;
-          const int i = group->next(out, std::chrono::milliseconds(1000));
+          const int i = group->next(out, kPollClient);
           if (i == -1) break;
+          if (client.gone()) {
+            group->cancel_all();
+            return false;
+          }
           if (i >= 0) {
             std::string e = accumulate(*group, i, out, *done);
             if (error->empty()) *error = e;
           }
-          if (Clock::now() - last_write >= std::chrono::seconds(1)) {
+          if (blanks && Clock::now() - last_write >= std::chrono::seconds(1)) {
             if (!sink.write(" ", 1)) {  // the client is gone
               group->cancel_all();
               return false;

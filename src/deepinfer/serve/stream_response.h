@@ -10,6 +10,7 @@
 #include "deepinfer/serve/server_context.h"
 
 namespace httplib {
+struct Request;
 struct Response;
 }
 
@@ -25,14 +26,15 @@ struct StreamHandlers {
 };
 
 void start_stream(const ServerContext& ctx, std::vector<engine::GenerationRequest> requests,
-                  StreamHandlers handlers, httplib::Response& res);
+                  StreamHandlers handlers, const httplib::Request& req, httplib::Response& res);
 
 // A non-streaming response: waits for the first output (errors before it are still 4xx),
 // then sends the JSON that `build` makes from the finished requests. While it waits it writes
 // a blank (JSON allows leading whitespace) every second, so a client that left is noticed and
-// its requests are cancelled, as for streams.
+// its requests are cancelled, as for streams. Both also poll the client's socket (whatever
+// the reply's encoding) and cancel within a fraction of a second of a disconnect.
 void respond_when_done(const ServerContext& ctx, std::vector<engine::GenerationRequest> requests,
-                       httplib::Response& res,
+                       const httplib::Request& req, httplib::Response& res,
                        std::function<nlohmann::json(const std::vector<Completion>&)> build);
 
 }  // namespace deepinfer::serve

@@ -54,6 +54,11 @@ Subcommand make_serve_command() {
     cmd->add_option("--http-threads", f->server.http_threads,
                     "Connections served at once (each open stream holds one; default 512)")
         ->check(CLI::Range(4, 65536));
+    cmd->add_option("--listen-backlog", f->server.listen_backlog,
+                    "Connections the kernel queues before they are accepted (default 1024, at least --http-threads)")
+        ->check(CLI::Range(16, 65535));
+    cmd->add_option("--allowed-origins", f->server.allowed_origins,
+                    "CORS: browser origins allowed to call the API, comma-separated, or '*' (default: none)");
     cmd->add_option("--role", f->role, "all (default), entrypoint, prefill, decode, vision")
         ->check(CLI::IsMember({"all", "entrypoint", "prefill", "decode", "vision"}));
     cmd->add_option("--ep", f->ep, "Expert-parallel size (1 in this build)")->check(CLI::Range(1, 1024));
