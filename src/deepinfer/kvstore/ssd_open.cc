@@ -46,6 +46,20 @@ std::string probe_writable(const std::string& target) {
   return "";
 }
 
+// More unusable targets than parity shards: entries could not be read or written.
+Status check_unusable(const SsdTierOptions& o, const std::vector<std::string>& why) {
+  int unusable = 0;
+  std::string list;
+  for (size_t t = 0; t < why.size(); ++t) {
+    if (why[t].empty()) continue;
+    ++unusable;
+    list += fmt::format("; {}: {}", o.targets[t], why[t]);
+  }
+  if (unusable <= o.parity_shards) return Status::ok();
+  return io_error("kvstore: {} of {} targets unusable, {}+{} coding tolerates {}{}", unusable,
+                  why.size(), o.data_shards, o.parity_shards, o.parity_shards, list);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<SsdTier>> SsdTier::open(SsdTierOptions o) {
@@ -71,6 +85,7 @@ Result<std::unique_ptr<SsdTier>> SsdTier::open(SsdTierOptions o) {
   for (int t = 0; t < n; ++t) {
     if (mc.state[t] != TargetState::kMissing) why[t] = probe_writable(o.targets[t]);
   }
+  DI_RETURN_IF_ERROR(check_unusable(o, why));
   if (!mc.store) {
     StoreManifest m{new_store_id(), n, 0, o.data_shards, o.parity_shards};
     for (int t = 0; t < n; ++t) {
@@ -89,16 +104,9 @@ Result<std::unique_ptr<SsdTier>> SsdTier::open(SsdTierOptions o) {
       if (Status s = write_manifest(o.targets[t], m); !s.is_ok()) why[t] = s.message();
     }
   }
+  DI_RETURN_IF_ERROR(check_unusable(o, why));
   int unusable = 0;
   for (int t = 0; t < n; ++t) unusable += !why[t].empty();
-  if (unusable > o.parity_shards) {
-    std::string list;
-    for (int t = 0; t < n; ++t) {
-      if (!why[t].empty()) list += fmt::format("; {}: {}", o.targets[t], why[t]);
-    }
-    return io_error("kvstore: {} of {} targets unusable, {}+{} coding tolerates {}{}", unusable, n,
-                    o.data_shards, o.parity_shards, o.parity_shards, list);
-  }
   DI_ASSIGN_OR_RETURN(ErasureCode code, ErasureCode::create(o.data_shards, o.parity_shards));
   std::unique_ptr<SsdTier> tier(new SsdTier(std::move(o), std::move(code)));
   tier->store_id_ = mc.store->store_id;
