@@ -79,21 +79,28 @@ def main():
     base = prompt(rng, 120)
     pool = [base + " " + prompt(rng, 60 + 10 * i) for i in range(16)]
     reference = run_checked(args, pool, [], env)  # no store: the truth
+    # A run = one pool prompt + a long fresh one (~100 new blocks to write, written while
+    # later chunks are prefilled), so most of its time after loading is spent writing.
     t0 = time.monotonic()
-    run_checked(args, pool[:2], dirs, env)
+    run_checked(args, pool[:1] + [base + " " + prompt(rng, 1000)], dirs, env)
     full = time.monotonic() - t0
-    kills = finished = wrong = 0
+    kills = finished = wrong = temps_left = kills_mid_write = 0
     while kills < args.kills:
-        picks = rng.sample(range(len(pool)), 3)
-        fresh = base + " " + prompt(rng, 150)  # new blocks to write in every run
+        picks = rng.sample(range(len(pool)), 1)
+        fresh = base + " " + prompt(rng, 1000)  # new blocks to write in every run
         prompts = [pool[i] for i in picks] + [fresh]
         proc = subprocess.Popen(gen_cmd(args, prompts, dirs), stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True, env=env)
-        time.sleep(rng.uniform(0.2, 1.6) * full)
+        time.sleep(rng.uniform(0.25, 1.0) * full)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             kills += 1
+            # Evidence that kills land mid-write: temp files the killed writer left (the next
+            # process removes them when it opens the store).
+            temps = sum(1 for d in dirs for _ in (d / "kv1").glob("??/.tmp.*"))
+            temps_left += temps
+            kills_mid_write += temps > 0
             continue
         out = token_ids(proc.stdout.read())
         finished += 1
@@ -105,7 +112,8 @@ def main():
     leftovers = sum(t["temp_files"] for t in stat.get("targets", []))
     rc_verify, verify, err = admin(args, "verify", dirs, env)
     corrupt = verify.get("corrupt_shards", -1) + verify.get("unrecoverable", 0)
-    summary = {"kills": kills, "finished_runs": finished, "entries": verify.get("entries"),
+    summary = {"kills": kills, "kills_leaving_temps": kills_mid_write, "temps_left_by_kills": temps_left,
+               "finished_runs": finished, "entries": verify.get("entries"),
                "degraded_entries": verify.get("degraded"),
                "incomplete_entries": verify.get("incomplete"), "corrupt": corrupt,
                "wrong_outputs": wrong, "leftover_temps": leftovers, "verify_exit": rc_verify,

@@ -153,6 +153,44 @@ HeaderVotes count_headers(const BlockKey& key, const std::vector<ShardFile>& fil
   return v;
 }
 
+// Re-encodes from the verified block with the original header: the rewritten shards are
+// byte-identical to what the writer produced, and keep the entry's expiry. Returns how many.
+int rewrite_shards(IoEngine& io, const std::vector<std::string>& targets, const BlockKey& key,
+                   const ErasureCode& code, const DecodeOutcome& o, const uint8_t* block,
+                   const std::vector<int>& bad) {
+  const int num_targets = static_cast<int>(targets.size());
+  ShardImages fresh(code.data_shards() + code.parity_shards(), o.header.shard_bytes);
+  encode_entry(code, o.header, block, fresh);
+  std::vector<IoRequest> writes;
+  std::vector<int> which;
+  for (int i : bad) {
+    int t = placement(key, i, num_targets);
+    std::string root = targets[t] + "/" + kLayoutDir;
+    ::mkdir(root.c_str(), 0755);  // a replaced (empty) target; fails harmlessly if gone
+    ::mkdir(subdir_path(targets[t], key).c_str(), 0755);
+    IoRequest w;
+    w.path = temp_shard_path(targets[t], key, i);
+    w.buf = fresh.file(i);
+    w.len = fresh.file_bytes();
+    w.domain = t;
+    w.mtime_unix = o.max_mtime;
+    writes.push_back(std::move(w));
+    which.push_back(i);
+  }
+  io.write_files(writes, /*sync=*/true);
+  int fixed = 0;
+  for (size_t w = 0; w < writes.size(); ++w) {
+    if (writes[w].error != 0) continue;
+    int t = placement(key, which[w], num_targets);
+    if (::rename(writes[w].path.c_str(), shard_path(targets[t], key, which[w]).c_str()) == 0) {
+      ++fixed;
+    } else {
+      ::unlink(writes[w].path.c_str());
+    }
+  }
+  return fixed;
+}
+
 }  // namespace
 
 Result<StoreStat> stat_store(const std::vector<std::string>& targets, int64_t now) {
@@ -274,37 +312,7 @@ Result<VerifyReport> verify_store(const std::vector<std::string>& targets,
     r.degraded++;
     note(&r, fmt::format("entry {}: {} of {} shards lost or corrupt", to_hex(key), bad.size(), n));
     if (!options.repair) continue;
-    // Re-encode from the verified block with the original header: the rewritten shards are
-    // byte-identical to what the writer produced, and keep the entry's expiry.
-    ShardImages fresh(n, h->shard_bytes);
-    encode_entry(*code, o.header, block.data(), fresh);
-    std::vector<IoRequest> writes;
-    std::vector<int> which;
-    for (int i : bad) {
-      int t = placement(key, i, num_targets);
-      std::string root = targets[t] + "/" + kLayoutDir;
-      ::mkdir(root.c_str(), 0755);  // a replaced (empty) target; fails harmlessly if gone
-      ::mkdir(subdir_path(targets[t], key).c_str(), 0755);
-      IoRequest w;
-      w.path = temp_shard_path(targets[t], key, i);
-      w.buf = fresh.file(i);
-      w.len = fresh.file_bytes();
-      w.domain = t;
-      w.mtime_unix = o.max_mtime;
-      writes.push_back(std::move(w));
-      which.push_back(i);
-    }
-    io.write_files(writes, /*sync=*/true);
-    int fixed = 0;
-    for (size_t w = 0; w < writes.size(); ++w) {
-      if (writes[w].error != 0) continue;
-      int t = placement(key, which[w], num_targets);
-      if (::rename(writes[w].path.c_str(), shard_path(targets[t], key, which[w]).c_str()) == 0) {
-        ++fixed;
-      } else {
-        ::unlink(writes[w].path.c_str());
-      }
-    }
+    const int fixed = rewrite_shards(io, targets, key, *code, o, block.data(), bad);
     r.repaired_shards += fixed;
     if (fixed == static_cast<int>(bad.size())) r.repaired_entries++;
   }

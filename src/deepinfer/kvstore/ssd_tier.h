@@ -121,6 +121,11 @@ class SsdTier {
   void get_chunk(IoEngine& io, std::span<const BlockKey> keys, std::span<uint8_t* const> dst,
                  int64_t now, std::vector<bool>* hit, std::vector<TrafficClass>* classes,
                  bool for_put = false, std::optional<TrafficClass> reader = std::nullopt);
+  void publish_written(std::span<const PutItem> items, std::vector<IoRequest>& reqs,
+                       const std::vector<std::pair<size_t, int>>& owner, const std::vector<bool>& skip,
+                       const std::vector<bool>& replace, std::vector<bool>* ok);
+  void classify_existing(IoEngine& io, std::span<const PutItem> items, int64_t now,
+                         std::vector<bool>* ok, std::vector<bool>* skip, std::vector<bool>* replace);
   // Which of the present entries in `keys` decode (full read): a writer's existence check.
   std::vector<bool> readable(IoEngine& io, std::span<const BlockKey> keys, int64_t now);
   // Publishes one entry's written temps: one winner by a no-replace rename of the first shard.
