@@ -32,6 +32,31 @@ def prompt(rng, n_words):
     return " ".join(rng.choice(WORDS) for _ in range(n_words))
 
 
+def written_bytes(pid):
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            fields = dict(line.split(": ") for line in f.read().splitlines())
+        return int(fields["wchar"]) + int(fields["write_bytes"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def wait_for_writes(pid, rng, deadline):
+    """Returns once the process has started writing store shards (its I/O counters grow past
+    256 KiB) plus a random 0-40 ms, so the kill lands inside a write batch; or at `deadline`."""
+    base = None
+    while time.monotonic() < deadline:
+        now = written_bytes(pid)
+        if now is None:
+            return
+        if base is None:
+            base = now
+        elif now - base > (256 << 10):
+            time.sleep(rng.uniform(0, 0.04))
+            return
+        time.sleep(0.001)
+
+
 def gen_cmd(args, prompts, dirs):
     cmd = [str(args.binary), "generate", "--model", str(args.model), "--max-tokens", "6",
            "--temperature", "0", "--json", "--no-chat", "--threads", "2"]
@@ -91,7 +116,7 @@ def main():
         prompts = [pool[i] for i in picks] + [fresh]
         proc = subprocess.Popen(gen_cmd(args, prompts, dirs), stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True, env=env)
-        time.sleep(rng.uniform(0.25, 1.0) * full)
+        wait_for_writes(proc.pid, rng, deadline=time.monotonic() + rng.uniform(0.25, 1.0) * full)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             proc.wait()

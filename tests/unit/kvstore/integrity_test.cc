@@ -76,13 +76,24 @@ size_t count_shard_files(const std::vector<std::string>& targets) {
   return n;
 }
 
+// Corrupts one byte and keeps the file's mtime (the entry's expiry): still a live entry.
 void flip_byte(const std::string& path, size_t offset) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(offset);
-  char c;
-  f.get(c);
-  f.seekp(offset);
-  f.put(static_cast<char>(c ^ 0x40));
+  const auto mtime = fs::last_write_time(path);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(offset);
+    char c;
+    f.get(c);
+    f.seekp(offset);
+    f.put(static_cast<char>(c ^ 0x40));
+  }
+  fs::last_write_time(path, mtime);
+}
+
+// Copies a shard file over another, keeping the source's mtime (a live entry's expiry).
+void copy_shard(const std::string& from, const std::string& to) {
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+  fs::last_write_time(to, fs::last_write_time(from));
 }
 
 TEST(KvManifest, GcOfASubsetOrWithMissingTargetsDeletesNothing) {
@@ -165,8 +176,10 @@ TEST(KvUnreadable, PutOverCorruptEntryReplacesIt) {
   for (int i : {0, 4, 8}) flip_byte(shard_path(c.targets[placement(keys[0], i, 12)], keys[0], i), 128 + 99);
   EXPECT_EQ(read_exact(**s, {keys[0]}), 0);
   put_all(**s, 1, 2);  // the engine recomputed the block and puts it again
-  EXPECT_EQ(read_exact(**s, {keys[0]}), 1);
   EXPECT_EQ((*s)->stats().ssd.replaced_unreadable, 1u);
+  auto fresh = KvStore::open(c);  // nothing in RAM: the SSD copy is read
+  ASSERT_TRUE(fresh.is_ok());
+  EXPECT_EQ(read_exact(**fresh, {keys[0]}), 1);
   auto v = verify_store(c.targets);
   ASSERT_TRUE(v.is_ok());
   EXPECT_EQ(v->healthy, 4u);
@@ -183,8 +196,7 @@ TEST(KvUnreadable, MixedWritesReplacedByNextPutAndRemovedByGc) {
   for (const BlockKey& k : keys) {
     for (int i = 0; i < 3; ++i) {
       int t = placement(k, i, 6);
-      fs::copy_file(shard_path(c2.targets[t], k, i), shard_path(c.targets[t], k, i),
-                    fs::copy_options::overwrite_existing);
+      copy_shard(shard_path(c2.targets[t], k, i), shard_path(c.targets[t], k, i));
     }
   }
   EXPECT_EQ(read_exact(**s, keys), 0);  // 3 + 3 shards of two writes: never decoded together
@@ -210,12 +222,13 @@ TEST(KvUnreadable, MixedEntryReplacedByPut) {
   put_all(**s2, 1, 4);
   for (int i = 0; i < 3; ++i) {
     int t = placement(keys[0], i, 6);
-    fs::copy_file(shard_path(c2.targets[t], keys[0], i), shard_path(c.targets[t], keys[0], i),
-                  fs::copy_options::overwrite_existing);
+    copy_shard(shard_path(c2.targets[t], keys[0], i), shard_path(c.targets[t], keys[0], i));
   }
   EXPECT_EQ(read_exact(**s, keys), 0);
   put_all(**s, 1, 4);
-  EXPECT_EQ(read_exact(**s, keys), 1);
+  auto fresh = KvStore::open(c);  // nothing in RAM: the SSD copy is read
+  ASSERT_TRUE(fresh.is_ok());
+  EXPECT_EQ(read_exact(**fresh, keys), 1);
 }
 
 // Six processes put the same keys at the same moment: every key must read back afterwards
