@@ -113,3 +113,22 @@ def test_kv_store_ttl_flag(model, tmp_path):
         r = run("generate", "--model", model, "--prompt", "hi", "--max-tokens", "1",
                 "--kv-store-ttl", bad, *store_args(dirs), env=env)
         assert r.returncode == 2 and "--kv-store-ttl" in r.stderr, (bad, r.stderr)
+
+
+def test_kvstore_rm_removes_an_entry(model, tmp_path):
+    env = home_env(tmp_path)
+    dirs = [tmp_path / f"t{i}" for i in range(3)]
+    generate(model, *store_args(dirs), env=env)
+    names = sorted(p.name for d in dirs for p in pathlib.Path(d, "kv1").glob("??/*.*")
+                   if not p.name.startswith("."))
+    key = names[0].split(".")[0]
+    before = stat(dirs, env)["entries"]
+    rc, out, err = kvstore("rm", "--json", "--key", key, *dirs, env=env)
+    assert rc == 0, err
+    assert json.loads(out)["shard_files_removed"] == 3  # 1+2 on 3 targets
+    assert stat(dirs, env)["entries"] == before - 1
+    assert not any(p.name.startswith(key) for d in dirs for p in pathlib.Path(d, "kv1").glob("??/*"))
+    rc, _, err = kvstore("rm", "--key", "xyz", *dirs, env=env)
+    assert rc == 2 and "64-hex" in err, err
+    rc, _, err = kvstore("rm", *dirs, env=env)
+    assert rc == 2 and "--key" in err, err

@@ -170,7 +170,8 @@ Subcommand make_kvstore_command() {
     cmd->add_flag("--repair", f->repair,
                   "verify: rewrite lost or corrupt shards from survivors, delete entries that can "
                   "never be read, and join replaced (empty) targets to the store");
-    cmd->add_option("--key", f->keys, "rm: an entry's 64-hex key (repeatable)");
+    cmd->add_option("--key", f->keys, "rm: an entry's 64-hex key (repeatable: --key A --key B)")
+        ->allow_extra_args(false);  // one value per --key: the directories follow
     cmd->add_option("--capacity", f->capacity,
                     "gc: also evict soonest-to-expire entries beyond this many bytes per target "
                     "(suffixes K, M, G, T; powers of 1024)")
