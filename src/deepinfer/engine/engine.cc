@@ -70,8 +70,11 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
     KvStoreTierOptions to;
     to.dirs = config.kv_store_dirs;
     to.model_namespace = kv.cache_namespace;
+    to.compute_settings = config.int8_activations ? "matmul=int8" : "matmul=high";
     if (config.kv_store_host_bytes > 0) to.host_tier_bytes = config.kv_store_host_bytes;
     to.store_overrides.target_capacity_bytes = config.kv_store_target_capacity_bytes;
+    std::copy(std::begin(config.kv_store_ttl_seconds), std::end(config.kv_store_ttl_seconds),
+              to.store_overrides.ttl_seconds);
     DI_ASSIGN_OR_RETURN(e->kv_tier_, make_kv_store_tier(to, e->kv_storage_));
     hook = e->kv_tier_.get();
   }

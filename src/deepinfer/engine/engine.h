@@ -48,6 +48,8 @@ struct EngineConfig {
   uint64_t kv_store_target_capacity_bytes = 0;
   // Traffic class of requests that do not name one (decides how long the store keeps blocks).
   kvstore::TrafficClass default_traffic_class = kvstore::TrafficClass::kChat;
+  // KV store lifetime per traffic class (agent, chat).
+  int64_t kv_store_ttl_seconds[kvstore::kNumTrafficClasses] = {3 * 86400, 7 * 86400};
   // Names the weights the KV was computed with (file identity, quantization); blocks never
   // cross namespaces. Empty = model name and architecture.
   std::string kv_store_namespace;

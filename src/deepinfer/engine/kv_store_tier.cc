@@ -98,7 +98,8 @@ int KvStoreTier::load_blocks(Sequence& seq, int first, std::span<const int32_t> 
     std::vector<uint8_t*> dst(n);
     for (int i = 0; i < n; ++i) dst[i] = staging_.data() + size_t(i) * block_bytes_;
     const size_t got = store_->batch_get(
-        std::span<const kvstore::BlockKey>(seq.tier_keys.data() + first + loaded, n), dst);
+        std::span<const kvstore::BlockKey>(seq.tier_keys.data() + first + loaded, n), dst,
+        seq.traffic_class);
     for (size_t i = 0; i < got; ++i) scatter(dst[i], blocks[loaded + i]);
     loaded += static_cast<int>(got);
     if (static_cast<int>(got) < n) break;
@@ -118,7 +119,7 @@ bool KvStoreTier::start_prefetch(Sequence& seq, int first, int count) {
   std::vector<kvstore::BlockKey> keys(seq.tier_keys.begin() + first,
                                       seq.tier_keys.begin() + first + count);
   ++stats_.prefetches;
-  std::future<size_t> f = store_->prefetch(std::move(keys));
+  std::future<size_t> f = store_->prefetch(std::move(keys), seq.traffic_class);
   if (f.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
     const int got = static_cast<int>(f.get());
     stats_.prefetched_blocks += got;
@@ -194,8 +195,8 @@ Result<std::unique_ptr<KvStoreTier>> make_kv_store_tier(const KvStoreTierOptions
   ns.model_id = opts.model_namespace;
   // Shapes go into the revision so that a differently built cache can never read these bytes.
   const model::KvCacheSpec& s = storage.spec;
-  ns.revision = fmt::format("layers={},kv_heads={},k_dim={},v_dim={}", s.num_layers,
-                            s.num_kv_heads, s.head_dim, s.v_head_dim);
+  ns.revision = fmt::format("layers={},kv_heads={},k_dim={},v_dim={},compute={}", s.num_layers,
+                            s.num_kv_heads, s.head_dim, s.v_head_dim, opts.compute_settings);
   ns.kv_layout_version = kKvStoreLayoutVersion;
   ns.dtype = "f32";
   ns.block_tokens = static_cast<uint32_t>(storage.block_size);

@@ -25,7 +25,10 @@ inline constexpr uint32_t kKvStoreLayoutVersion = 1;
 struct KvStoreTierOptions {
   std::vector<std::string> dirs;  // SSD target directories (same order in every process)
   size_t host_tier_bytes = size_t{256} << 20;
-  std::string model_namespace;  // model id (+ revision): blocks never cross it
+  std::string model_namespace;  // model id + weights digest: blocks never cross it
+  // Every engine setting that changes the computed KV values (e.g. "matmul=int8"); part of
+  // the namespace so a differently computed block is never served.
+  std::string compute_settings;
   // Advanced: passed through to the store (tests shorten the sweeper, inject clocks...).
   kvstore::KvStoreConfig store_overrides;
   std::chrono::milliseconds prefetch_timeout = std::chrono::seconds(10);

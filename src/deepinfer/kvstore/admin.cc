@@ -18,6 +18,7 @@
 
 #include "deepinfer/kvstore/entry_codec.h"
 #include "deepinfer/kvstore/layout.h"
+#include "deepinfer/kvstore/manifest.h"
 #include "deepinfer/kvstore/shard_format.h"
 
 namespace deepinfer::kvstore {
@@ -112,12 +113,94 @@ void note(VerifyReport* r, std::string msg) {
   if (r->problems.size() < kMaxProblems) r->problems.push_back(std::move(msg));
 }
 
+// verify/gc/rm act on the whole store only: every target present, in the manifest's order.
+Result<ManifestCheck> check_store(const std::vector<std::string>& targets) {
+  if (targets.empty()) return invalid_argument("kvstore: no target directories given");
+  DI_ASSIGN_OR_RETURN(ManifestCheck mc, check_manifests(targets));
+  for (size_t t = 0; t < targets.size(); ++t) {
+    if (mc.state[t] == TargetState::kMissing) {
+      return io_error("kvstore target {}: {} (give every target of the store, in order; for a lost "
+                      "one, an empty directory in its place, then `kvstore verify --repair`)",
+                      targets[t], mc.why[t]);
+    }
+  }
+  return mc;
+}
+
+// Intact shard headers of one entry, by write: the largest group decides whether it can decode.
+struct HeaderVotes {
+  int best = 0;            // intact headers of the best-represented write
+  int num_targets = -1;    // from any intact header
+  int data_shards = 0;
+};
+
+HeaderVotes count_headers(const BlockKey& key, const std::vector<ShardFile>& files) {
+  HeaderVotes v;
+  std::map<uint64_t, int> votes;
+  uint8_t buf[kShardHeaderBytes];
+  for (const ShardFile& f : files) {
+    int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
+    ::close(fd);
+    if (n != static_cast<ssize_t>(sizeof(buf))) continue;
+    auto h = parse_shard_header(buf, sizeof(buf), f.path.c_str());
+    if (!h.is_ok() || h->key != key || h->shard_index != f.shard) continue;
+    v.num_targets = h->num_targets;
+    v.data_shards = h->data_shards;
+    v.best = std::max(v.best, ++votes[h->write_id]);
+  }
+  return v;
+}
+
+// Re-encodes from the verified block with the original header: the rewritten shards are
+// byte-identical to what the writer produced, and keep the entry's expiry. Returns how many.
+int rewrite_shards(IoEngine& io, const std::vector<std::string>& targets, const BlockKey& key,
+                   const ErasureCode& code, const DecodeOutcome& o, const uint8_t* block,
+                   const std::vector<int>& bad) {
+  const int num_targets = static_cast<int>(targets.size());
+  ShardImages fresh(code.data_shards() + code.parity_shards(), o.header.shard_bytes);
+  encode_entry(code, o.header, block, fresh);
+  std::vector<IoRequest> writes;
+  std::vector<int> which;
+  for (int i : bad) {
+    int t = placement(key, i, num_targets);
+    std::string root = targets[t] + "/" + kLayoutDir;
+    ::mkdir(root.c_str(), 0755);  // a replaced (empty) target; fails harmlessly if gone
+    ::mkdir(subdir_path(targets[t], key).c_str(), 0755);
+    IoRequest w;
+    w.path = temp_shard_path(targets[t], key, i);
+    w.buf = fresh.file(i);
+    w.len = fresh.file_bytes();
+    w.domain = t;
+    w.mtime_unix = o.max_mtime;
+    writes.push_back(std::move(w));
+    which.push_back(i);
+  }
+  io.write_files(writes, /*sync=*/true);
+  int fixed = 0;
+  for (size_t w = 0; w < writes.size(); ++w) {
+    if (writes[w].error != 0) continue;
+    int t = placement(key, which[w], num_targets);
+    if (::rename(writes[w].path.c_str(), shard_path(targets[t], key, which[w]).c_str()) == 0) {
+      ++fixed;
+    } else {
+      ::unlink(writes[w].path.c_str());
+    }
+  }
+  return fixed;
+}
+
 }  // namespace
 
 Result<StoreStat> stat_store(const std::vector<std::string>& targets, int64_t now) {
   if (now == 0) now = real_now();
+  if (targets.empty()) return invalid_argument("kvstore: no target directories given");
+  // Reports missing targets rather than refusing them, but not a list of another store.
+  DI_ASSIGN_OR_RETURN(ManifestCheck mc, check_manifests(targets));
   DI_ASSIGN_OR_RETURN(Scan s, scan(targets));
   StoreStat out;
+  if (mc.store) out.store_id = mc.store->store_id;
   for (auto& [key, files] : s.entries) {
     out.entries++;
     for (const ShardFile& f : files) {
@@ -125,6 +208,12 @@ Result<StoreStat> stat_store(const std::vector<std::string>& targets, int64_t no
     }
     auto h = read_any_header(files);
     if (h) {
+      const int present = static_cast<int>(files.size());
+      if (present < h->data_shards) {
+        out.incomplete_entries++;
+      } else if (present < h->data_shards + h->parity_shards) {
+        out.degraded_entries++;
+      }
       out.entries_by_class[static_cast<int>(h->traffic_class)]++;
     } else {
       out.unreadable_headers++;
@@ -137,23 +226,44 @@ Result<StoreStat> stat_store(const std::vector<std::string>& targets, int64_t no
 
 Result<VerifyReport> verify_store(const std::vector<std::string>& targets,
                                   const VerifyOptions& options) {
-  DI_ASSIGN_OR_RETURN(Scan s, scan(targets));
+  DI_ASSIGN_OR_RETURN(ManifestCheck mc, check_store(targets));
   VerifyReport r;
+  if (options.repair && mc.store) {
+    for (size_t t = 0; t < targets.size(); ++t) {
+      if (mc.state[t] != TargetState::kNoManifest) continue;
+      StoreManifest m = *mc.store;
+      m.position = static_cast<int>(t);
+      DI_RETURN_IF_ERROR(write_manifest(targets[t], m));
+      r.manifests_written++;
+    }
+  }
+  DI_ASSIGN_OR_RETURN(Scan s, scan(targets));
   const int num_targets = static_cast<int>(targets.size());
+  const int64_t wall = real_now();
   std::map<std::pair<int, int>, std::unique_ptr<ErasureCode>> codes;
   IoEngine io(options.io_mode, options.direct_io, num_targets);
   for (auto& [key, files] : s.entries) {
     r.entries++;
+    int64_t newest = 0;
+    for (const ShardFile& f : files) newest = std::max(newest, f.ctime);
+    const bool settled = newest + options.grace_s < wall;
     auto h = read_any_header(files);
-    if (!h || h->num_targets != num_targets) {
-      if (h) {
-        note(&r, fmt::format("entry {}: written for {} targets, {} given (target list differs?)",
-                             to_hex(key), h->num_targets, num_targets));
-        continue;  // not ours to judge with this target list
-      }
+    if (h && h->num_targets != num_targets) {
+      r.foreign++;
+      note(&r, fmt::format("entry {}: written for {} targets, {} given: not checked", to_hex(key),
+                           h->num_targets, num_targets));
+      continue;
+    }
+    if (h && static_cast<int>(files.size()) < h->data_shards) {
+      // Never visible to readers (they need k shard files): a writer killed while publishing.
+      r.incomplete++;
+      continue;
+    }
+    if (!h) {
       r.unrecoverable++;
-      note(&r, fmt::format("entry {}: no readable shard header", to_hex(key)));
-      if (options.delete_unrecoverable && unlink_all(files, nullptr, nullptr) > 0) r.deleted++;
+      note(&r, fmt::format("entry {}: unrecoverable (0 of {} shard files have an intact header)",
+                           to_hex(key), files.size()));
+      if (options.delete_unrecoverable && settled && unlink_all(files, nullptr, nullptr) > 0) r.deleted++;
       continue;
     }
     const int k = h->data_shards, m = h->parity_shards, n = k + m;
@@ -183,9 +293,12 @@ Result<VerifyReport> verify_store(const std::vector<std::string>& targets,
     r.corrupt_shards += o.corrupt_shards;
     if (!o.ok) {
       r.unrecoverable++;
-      note(&r, fmt::format("entry {}: unrecoverable ({} of {} shards intact, need {})", to_hex(key),
-                           std::count(o.valid.begin(), o.valid.end(), true), n, k));
-      if (options.delete_unrecoverable && unlink_all(files, nullptr, nullptr) > 0) r.deleted++;
+      note(&r, fmt::format("entry {}: unrecoverable ({} of {} shards intact{}, need {})", to_hex(key),
+                           o.intact_shards, n,
+                           o.writes_seen > 1 ? fmt::format(" in one write; {} writes mixed", o.writes_seen)
+                                             : std::string(),
+                           k));
+      if (options.delete_unrecoverable && settled && unlink_all(files, nullptr, nullptr) > 0) r.deleted++;
       continue;
     }
     std::vector<int> bad;
@@ -199,37 +312,7 @@ Result<VerifyReport> verify_store(const std::vector<std::string>& targets,
     r.degraded++;
     note(&r, fmt::format("entry {}: {} of {} shards lost or corrupt", to_hex(key), bad.size(), n));
     if (!options.repair) continue;
-    // Re-encode from the verified block with the original header: the rewritten shards are
-    // byte-identical to what the writer produced, and keep the entry's expiry.
-    ShardImages fresh(n, h->shard_bytes);
-    encode_entry(*code, o.header, block.data(), fresh);
-    std::vector<IoRequest> writes;
-    std::vector<int> which;
-    for (int i : bad) {
-      int t = placement(key, i, num_targets);
-      std::string root = targets[t] + "/" + kLayoutDir;
-      ::mkdir(root.c_str(), 0755);  // a replaced (empty) target; fails harmlessly if gone
-      ::mkdir(subdir_path(targets[t], key).c_str(), 0755);
-      IoRequest w;
-      w.path = temp_shard_path(targets[t], key, i);
-      w.buf = fresh.file(i);
-      w.len = fresh.file_bytes();
-      w.domain = t;
-      w.mtime_unix = o.max_mtime;
-      writes.push_back(std::move(w));
-      which.push_back(i);
-    }
-    io.write_files(writes, /*sync=*/true);
-    int fixed = 0;
-    for (size_t w = 0; w < writes.size(); ++w) {
-      if (writes[w].error != 0) continue;
-      int t = placement(key, which[w], num_targets);
-      if (::rename(writes[w].path.c_str(), shard_path(targets[t], key, which[w]).c_str()) == 0) {
-        ++fixed;
-      } else {
-        ::unlink(writes[w].path.c_str());
-      }
-    }
+    const int fixed = rewrite_shards(io, targets, key, *code, o, block.data(), bad);
     r.repaired_shards += fixed;
     if (fixed == static_cast<int>(bad.size())) r.repaired_entries++;
   }
@@ -238,6 +321,8 @@ Result<VerifyReport> verify_store(const std::vector<std::string>& targets,
 
 Result<GcReport> gc_store(const std::vector<std::string>& targets, const GcOptions& options) {
   const int64_t now = options.now ? options.now : real_now();
+  DI_ASSIGN_OR_RETURN(ManifestCheck mc, check_store(targets));
+  (void)mc;
   // Hold every target's sweep lock (in list order) so engine sweepers stand aside meanwhile.
   std::vector<int> locks;
   for (const std::string& t : targets) {
@@ -283,9 +368,14 @@ Result<GcReport> gc_store(const std::vector<std::string>& targets, const GcOptio
       remove = true;
       r.expired_entries++;
     } else if (max_ctime + options.orphan_grace_s < wall) {
-      auto h = read_any_header(files);
-      if (!h || static_cast<int>(files.size()) < h->data_shards) {
-        remove = true;  // can never be read again (a writer died mid-publish, or disks lost)
+      // Garbage only when provably unreadable with this (manifest-checked, complete) target
+      // list: fewer than k intact shards of any one write. Entries written for another target
+      // count are not ours to judge.
+      const HeaderVotes v = count_headers(it->first, files);
+      if (v.num_targets >= 0 && v.num_targets != static_cast<int>(targets.size())) {
+        r.foreign_entries++;
+      } else if (v.num_targets < 0 || v.best < v.data_shards) {
+        remove = true;
         r.orphan_entries++;
       }
     }
@@ -309,6 +399,27 @@ Result<GcReport> gc_store(const std::vector<std::string>& targets, const GcOptio
     }
   }
   return r;
+}
+
+Result<uint64_t> remove_entries(const std::vector<std::string>& targets,
+                                const std::vector<std::string>& hex_keys) {
+  DI_ASSIGN_OR_RETURN(ManifestCheck mc, check_store(targets));
+  (void)mc;
+  std::vector<BlockKey> keys;
+  for (const std::string& hex : hex_keys) {
+    BlockKey key;
+    if (!from_hex(hex, &key)) return invalid_argument("kvstore rm: '{}' is not a 64-hex-digit key", hex);
+    keys.push_back(key);
+  }
+  const int n = static_cast<int>(targets.size());
+  uint64_t removed = 0;
+  for (const BlockKey& key : keys) {
+    // Every slot on every target: the entry may have been written with any k+m.
+    for (int i = 0; i < n; ++i) {
+      if (::unlink(shard_path(targets[placement(key, i, n)], key, i).c_str()) == 0) ++removed;
+    }
+  }
+  return removed;
 }
 
 }  // namespace deepinfer::kvstore

@@ -1,6 +1,7 @@
-// Offline administration of a set of targets for `deepinfer kvstore stat|verify|gc DIR...`.
-// Works from the self-describing shard files alone (no config needed) and is safe to run while
-// engines use the same targets. Targets must be given in the same order the engines use.
+// Offline administration of a set of targets for `deepinfer kvstore stat|verify|gc|rm DIR...`.
+// Works from the self-describing shard files (no config needed) and is safe to run while engines
+// use the same targets. verify, gc and rm check the list against the store manifest (every
+// target, in the order the engines use) and refuse a list that does not match it.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,12 @@ struct StoreStat {
   uint64_t entries = 0;  // distinct keys with at least one shard
   uint64_t entries_by_class[kNumTrafficClasses] = {};
   uint64_t unreadable_headers = 0;
+  // By shard files present (not read): fewer than k+m but at least k = degraded, awaiting
+  // repair (the engines' sweepers or `verify --repair`); fewer than k = never readable.
+  uint64_t degraded_entries = 0;
+  uint64_t incomplete_entries = 0;
   uint64_t bytes = 0;
+  std::string store_id;  // from the manifests; empty when none was found
 };
 
 // now: unix seconds (0 = the system clock) for counting expired shards.
@@ -35,7 +41,8 @@ Result<StoreStat> stat_store(const std::vector<std::string>& targets, int64_t no
 
 struct VerifyOptions {
   bool repair = false;                // rewrite lost/corrupt shards from the survivors
-  bool delete_unrecoverable = false;  // remove entries with fewer than k intact shards
+  bool delete_unrecoverable = false;  // remove entries with fewer than k intact shards (--repair)
+  int64_t grace_s = 60;               // younger entries may be a write still being published
   IoMode io_mode = IoMode::kAuto;
   bool direct_io = true;
 };
@@ -46,7 +53,11 @@ struct VerifyReport {
   uint64_t degraded = 0;            // readable but some shards missing or corrupt
   uint64_t repaired_entries = 0;
   uint64_t repaired_shards = 0;
-  uint64_t unrecoverable = 0;       // fewer than k intact shards
+  uint64_t unrecoverable = 0;       // k or more shard files, but fewer than k intact
+  uint64_t incomplete = 0;          // fewer than k shard files: never visible to readers
+                                    // (a writer killed mid-publish); gc removes them
+  uint64_t foreign = 0;             // written for another target count: not checked
+  uint64_t manifests_written = 0;   // --repair: replaced (empty) targets joined the store
   uint64_t deleted = 0;
   uint64_t missing_shards = 0;
   uint64_t corrupt_shards = 0;
@@ -65,12 +76,17 @@ struct GcOptions {
 struct GcReport {
   uint64_t expired_entries = 0;
   uint64_t evicted_entries = 0;
-  uint64_t orphan_entries = 0;
+  uint64_t orphan_entries = 0;      // fewer than k shard files, or fewer than k of one write
+  uint64_t foreign_entries = 0;     // written for another target count: kept
   uint64_t stale_temps = 0;
   uint64_t files_removed = 0;
   uint64_t bytes_freed = 0;
 };
 
 Result<GcReport> gc_store(const std::vector<std::string>& targets, const GcOptions& options = {});
+
+// Deletes every shard of the given entries (64-hex keys); returns the shard files removed.
+Result<uint64_t> remove_entries(const std::vector<std::string>& targets,
+                                const std::vector<std::string>& hex_keys);
 
 }  // namespace deepinfer::kvstore

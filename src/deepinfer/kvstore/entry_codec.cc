@@ -76,6 +76,8 @@ DecodeOutcome decode_entry(const ErasureCode& code, const BlockKey& key, size_t 
   for (auto [id, c] : votes) {
     if (c > best) best = c, best_id = id;
   }
+  out.intact_shards = best;
+  out.writes_seen = static_cast<int>(votes.size());
   if (best < k) {
     out.valid.assign(n, false);
     return out;

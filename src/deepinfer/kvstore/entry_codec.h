@@ -43,6 +43,8 @@ struct DecodeOutcome {
   ShardHeader header;             // of the chosen write (shard_index meaningless)
   std::vector<bool> valid;        // [k + m] shard was intact and belonged to the chosen write
   int corrupt_shards = 0;         // present but failed validation
+  int intact_shards = 0;          // intact shards of the best-represented write (also on failure)
+  int writes_seen = 0;            // distinct write ids among intact shards (>1: mixed writes)
   bool reconstructed = false;     // some data shard came from parity
   int64_t max_mtime = 0;          // latest expiry stamp among valid shards
 };

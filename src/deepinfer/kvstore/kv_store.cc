@@ -51,6 +51,7 @@ Result<std::unique_ptr<KvStore>> KvStore::open(KvStoreConfig cfg) {
   if (cfg.block_bytes == 0) return invalid_argument("kvstore: block_bytes must be > 0");
   if (cfg.write_queue_depth == 0) return invalid_argument("kvstore: write_queue_depth must be > 0");
   const int n = static_cast<int>(cfg.targets.size());
+  const bool automatic = cfg.data_shards == 0;
   if (n > 0 && cfg.data_shards == 0) {
     int m = cfg.parity_shards >= 0 ? cfg.parity_shards : (n >= 12 ? 2 : std::min(2, n - 1));
     cfg.parity_shards = m;
@@ -72,7 +73,13 @@ Result<std::unique_ptr<KvStore>> KvStore::open(KvStoreConfig cfg) {
     o.io_mode = cfg.io_mode;
     o.direct_io = cfg.direct_io;
     o.sync_writes = cfg.sync_writes;
+    o.coding_from_manifest = automatic;
+    o.replace_unreadable_after_s = cfg.replace_unreadable_after_s;
+    o.repair_per_sweep = cfg.repair_per_sweep;
     DI_ASSIGN_OR_RETURN(im.ssd, SsdTier::open(std::move(o)));
+    // An existing store keeps the coding it was created with.
+    store->cfg_.data_shards = im.ssd->code().data_shards();
+    store->cfg_.parity_shards = im.ssd->code().parity_shards();
   }
   KvStore* self = store.get();
   im.fg_io = std::make_unique<IoEngine>(cfg.io_mode, cfg.direct_io, n);
@@ -170,7 +177,7 @@ size_t KvStore::host_prefix_length(std::span<const BlockKey> keys) {
 }
 
 size_t KvStore::load_prefix(IoEngine& io, std::span<const BlockKey> keys,
-                            std::span<uint8_t* const> dst) {
+                            std::span<uint8_t* const> dst, std::optional<TrafficClass> reader) {
   Impl& im = *impl_;
   const int64_t t = now();
   size_t h = 0;
@@ -183,12 +190,12 @@ size_t KvStore::load_prefix(IoEngine& io, std::span<const BlockKey> keys,
   }
   std::vector<bool> hit;
   std::vector<TrafficClass> classes;
-  im.ssd->get_batch(io, keys.subspan(h), dst.subspan(h), t, &hit, &classes);
+  im.ssd->get_batch(io, keys.subspan(h), dst.subspan(h), t, &hit, &classes, reader);
   size_t n = h;
   while (n < keys.size() && hit[n - h]) {
     // Promote to RAM: the next request for this prefix should not touch the SSD.
     auto copy = std::make_shared<std::vector<uint8_t>>(dst[n], dst[n] + cfg_.block_bytes);
-    im.host.put(keys[n], std::move(copy), cfg_.ttl_seconds[static_cast<int>(classes[n - h])], t);
+    im.host.put(keys[n], std::move(copy), im.ssd->ttl_for(classes[n - h], reader), t);
     ++n;
   }
   im.ssd_hits += n - h;
@@ -196,15 +203,16 @@ size_t KvStore::load_prefix(IoEngine& io, std::span<const BlockKey> keys,
   return n;
 }
 
-size_t KvStore::batch_get(std::span<const BlockKey> keys, std::span<uint8_t* const> dst) {
+size_t KvStore::batch_get(std::span<const BlockKey> keys, std::span<uint8_t* const> dst,
+                          std::optional<TrafficClass> reader) {
   if (dst.size() < keys.size()) return 0;
   std::lock_guard lock(impl_->fg_mu);
-  return load_prefix(*impl_->fg_io, keys, dst);
+  return load_prefix(*impl_->fg_io, keys, dst, reader);
 }
 
-std::future<size_t> KvStore::prefetch(std::vector<BlockKey> keys) {
+std::future<size_t> KvStore::prefetch(std::vector<BlockKey> keys, std::optional<TrafficClass> reader) {
   Impl& im = *impl_;
-  std::packaged_task<size_t(IoEngine&)> task([this, keys = std::move(keys)](IoEngine& io) {
+  std::packaged_task<size_t(IoEngine&)> task([this, reader, keys = std::move(keys)](IoEngine& io) {
     Impl& im = *impl_;
     const int64_t t = now();
     size_t h = 0;
@@ -220,7 +228,7 @@ std::future<size_t> KvStore::prefetch(std::vector<BlockKey> keys) {
     while (h < keys.size()) {
       const size_t n = std::min(scratch.size(), keys.size() - h);
       const size_t got = load_prefix(io, std::span<const BlockKey>(keys.data() + h, n),
-                                     std::span<uint8_t* const>(ptrs.data(), n));
+                                     std::span<uint8_t* const>(ptrs.data(), n), reader);
       h += got;
       if (got < n) break;
     }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -34,6 +35,9 @@ struct KvStoreConfig {
   IoMode io_mode = IoMode::kAuto;
   bool direct_io = true;
   bool sync_writes = false;
+  // A put over an entry that cannot be read replaces it once its newest shard is this old.
+  int64_t replace_unreadable_after_s = 10;
+  int repair_per_sweep = 64;  // degraded entries the sweeper rewrites per sweep
   std::function<int64_t()> clock;      // unix seconds; null = system clock. Tests inject one.
 };
 
@@ -69,7 +73,10 @@ class KvStore {
   // The same, counting the host (RAM) tier only: never touches storage.
   size_t host_prefix_length(std::span<const BlockKey> keys);
   // Reads keys[0..) into dst[i] (block_bytes each) until the first miss; returns how many.
-  size_t batch_get(std::span<const BlockKey> keys, std::span<uint8_t* const> dst);
+  // `reader`: the requesting traffic class; a hit keeps the longer of its lifetime and the
+  // writer's.
+  size_t batch_get(std::span<const BlockKey> keys, std::span<uint8_t* const> dst,
+                   std::optional<TrafficClass> reader = std::nullopt);
   // Copies each block into the host tier and queues its SSD write. Never blocks on I/O; when
   // the queue is full the SSD write is dropped and counted. Returns how many were accepted
   // (queued for the SSD; or, for a store without targets, kept in RAM).
@@ -77,7 +84,8 @@ class KvStore {
                    TrafficClass traffic_class);
   // Loads the cached prefix of `keys` into the host tier in the background; the future gives
   // its length (then batch_get of that many keys is served from RAM unless evicted meanwhile).
-  std::future<size_t> prefetch(std::vector<BlockKey> keys);
+  std::future<size_t> prefetch(std::vector<BlockKey> keys,
+                               std::optional<TrafficClass> reader = std::nullopt);
   void remove(const BlockKey& key);
 
   // Waits until every queued SSD write has been attempted.
@@ -90,7 +98,8 @@ class KvStore {
   struct Impl;
   explicit KvStore(KvStoreConfig config);
   int64_t now() const;
-  size_t load_prefix(IoEngine& io, std::span<const BlockKey> keys, std::span<uint8_t* const> dst);
+  size_t load_prefix(IoEngine& io, std::span<const BlockKey> keys, std::span<uint8_t* const> dst,
+                     std::optional<TrafficClass> reader);
 
   KvStoreConfig cfg_;
   std::unique_ptr<Impl> impl_;

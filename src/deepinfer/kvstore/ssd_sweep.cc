@@ -19,15 +19,21 @@
 namespace deepinfer::kvstore {
 namespace {
 constexpr int64_t kStaleTempSeconds = 3600;  // temps of writers on other hosts
+constexpr int64_t kStaleLockSeconds = 600;   // a replace takes milliseconds
 }  // namespace
 
 SweepReport SsdTier::sweep(int64_t now) {
   SweepReport report;
   for (int t = 0; t < num_targets(); ++t) sweep_target(t, now, &report);
+  if (opts_.repair_per_sweep > 0) {
+    IoEngine io(opts_.io_mode, opts_.direct_io, num_targets());
+    repair_some(io, now, &report);
+  }
   return report;
 }
 
-void SsdTier::sweep_target(int t, int64_t now, SweepReport* report) {
+// temps_only: the start-up pass (crashed writers' temps; nothing else is touched).
+void SsdTier::sweep_target(int t, int64_t now, SweepReport* report, bool temps_only) {
   const std::string root = opts_.targets[t] + "/" + kLayoutDir;
   const std::string lock_path = root + "/.sweep.lock";
   int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -64,6 +70,11 @@ void SsdTier::sweep_target(int t, int64_t now, SweepReport* report) {
         if (dead || st.st_ctim.tv_sec + kStaleTempSeconds < real_now) {
           if (::unlinkat(::dirfd(d), e->d_name, 0) == 0) report->stale_temps++;
         }
+      } else if (name.starts_with(".replace.")) {
+        // A replacing writer's lock left by a crash.
+        if (st.st_ctim.tv_sec + kStaleLockSeconds < real_now) ::unlinkat(::dirfd(d), e->d_name, 0);
+      } else if (temps_only) {
+        continue;
       } else if (parse_shard_name(name, &key, &shard)) {
         if (st.st_mtim.tv_sec <= now) {
           expired.push_back(key);

@@ -2,6 +2,7 @@
 #include "deepinfer/kvstore/ssd_tier.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,62 +15,26 @@
 
 #include <fmt/format.h>
 
+#include "deepinfer/base/log.h"
 #include "deepinfer/kvstore/entry_codec.h"
 #include "deepinfer/kvstore/layout.h"
 #include "deepinfer/kvstore/shard_format.h"
+#include "deepinfer/kvstore/ssd_counters.h"
 
 namespace deepinfer::kvstore {
 
-struct SsdTier::Counters {
-  std::atomic<uint64_t> entries_written{0}, entries_already_present{0}, write_failures{0},
-      degraded_writes{0}, shard_write_errors{0}, hits{0}, misses{0}, expired_misses{0},
-      corrupt_shards{0}, reconstructions{0}, unrecoverable{0}, bytes_read{0}, bytes_written{0};
-};
 
-namespace {
-
-uint64_t random_write_id() {
-  thread_local std::mt19937_64 rng{std::random_device{}() ^ (uint64_t(::getpid()) << 32)};
-  uint64_t v;
-  do v = rng(); while (v == 0);
-  return v;
-}
-
-}  // namespace
-
-Result<std::unique_ptr<SsdTier>> SsdTier::open(SsdTierOptions o) {
-  const int n = o.data_shards + o.parity_shards;
-  if (o.targets.empty()) return invalid_argument("kvstore: no SSD targets given");
-  if (static_cast<int>(o.targets.size()) < n) {
-    return invalid_argument("kvstore: {}+{} erasure coding needs at least {} targets, got {}",
-                            o.data_shards, o.parity_shards, n, o.targets.size());
-  }
-  if (o.targets.size() > 65535) return invalid_argument("kvstore: too many targets");
-  if (o.block_bytes == 0) return invalid_argument("kvstore: block_bytes must be > 0");
-  if (shard_bytes_for(o.block_bytes, std::max(o.data_shards, 1)) > (1u << 31)) {
-    return invalid_argument("kvstore: block_bytes {} too large", o.block_bytes);
-  }
-  for (int c = 0; c < kNumTrafficClasses; ++c) {
-    if (o.ttl_seconds[c] <= 0) return invalid_argument("kvstore: TTL of class {} must be > 0", c);
-  }
-  DI_ASSIGN_OR_RETURN(ErasureCode code, ErasureCode::create(o.data_shards, o.parity_shards));
-  for (const std::string& t : o.targets) {
-    if (::mkdir(t.c_str(), 0755) != 0 && errno != EEXIST) {
-      return io_error("kvstore target {}: cannot create: {}", t, std::strerror(errno));
-    }
-    std::string root = t + "/" + kLayoutDir;
-    if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) {
-      return io_error("kvstore target {}: cannot create {}: {}", t, root, std::strerror(errno));
-    }
-  }
-  return std::unique_ptr<SsdTier>(new SsdTier(std::move(o), std::move(code)));
-}
 
 SsdTier::~SsdTier() = default;
 
 SsdTier::SsdTier(SsdTierOptions options, ErasureCode code)
-    : opts_(std::move(options)), code_(std::move(code)), c_(std::make_unique<Counters>()) {
+    : opts_(std::move(options)),
+      code_(std::move(code)),
+      c_(std::make_unique<Counters>()),
+      repair_(std::make_unique<RepairQueue>()) {
   shard_bytes_ = shard_bytes_for(opts_.block_bytes, opts_.data_shards);
+  unusable_.assign(opts_.targets.size(), false);
+  c_->write_error_logged = std::make_unique<std::atomic<bool>[]>(opts_.targets.size());
 }
 
 std::string SsdTier::path_of(const BlockKey& key, int shard) const {
@@ -134,15 +99,23 @@ void SsdTier::put_batch(IoEngine& io, std::span<const PutItem> items, int64_t no
   }
 }
 
+int64_t SsdTier::ttl_for(TrafficClass writer, std::optional<TrafficClass> reader) const {
+  int64_t ttl = opts_.ttl_seconds[static_cast<int>(writer)];
+  if (reader) ttl = std::max(ttl, opts_.ttl_seconds[static_cast<int>(*reader)]);
+  return ttl;
+}
+
 void SsdTier::get_batch(IoEngine& io, std::span<const BlockKey> keys, std::span<uint8_t* const> dst,
-                        int64_t now, std::vector<bool>* hit, std::vector<TrafficClass>* classes) {
+                        int64_t now, std::vector<bool>* hit, std::vector<TrafficClass>* classes,
+                        std::optional<TrafficClass> reader) {
   hit->assign(keys.size(), false);
   if (classes) classes->assign(keys.size(), TrafficClass::kChat);
   std::vector<bool> part;
   std::vector<TrafficClass> part_classes;
   for (size_t b = 0; b < keys.size(); b += chunk_entries()) {
     size_t len = std::min(chunk_entries(), keys.size() - b);
-    get_chunk(io, keys.subspan(b, len), dst.subspan(b, len), now, &part, &part_classes);
+    get_chunk(io, keys.subspan(b, len), dst.subspan(b, len), now, &part, &part_classes,
+              /*for_put=*/false, reader);
     for (size_t j = 0; j < len; ++j) {
       (*hit)[b + j] = part[j];
       if (classes) (*classes)[b + j] = part_classes[j];
@@ -150,101 +123,9 @@ void SsdTier::get_batch(IoEngine& io, std::span<const BlockKey> keys, std::span<
   }
 }
 
-void SsdTier::put_chunk(IoEngine& io, std::span<const PutItem> items, int64_t now,
-                        std::vector<bool>* ok) {
-  const int k = code_.data_shards(), n = k + code_.parity_shards();
-  ok->assign(items.size(), false);
-  std::vector<ShardImages>& images = scratch(items.size());
-  std::vector<bool> encoded(items.size(), false);
-  std::vector<IoRequest> reqs;
-  std::vector<std::pair<size_t, int>> owner;  // reqs index -> (item, shard)
-  for (size_t j = 0; j < items.size(); ++j) {
-    const PutItem& it = items[j];
-    const int64_t expiry = now + opts_.ttl_seconds[static_cast<int>(it.traffic_class)];
-    if (int64_t until = expiry_of(it.key, now); until > 0) {
-      // Same key = same prefix = same bytes: refresh instead of racing a second copy in (and
-      // never shorten a longer-lived class's expiry).
-      if (expiry > until) touch(it.key, expiry);
-      (*ok)[j] = true;
-      c_->entries_already_present++;
-      continue;
-    }
-    encoded[j] = true;
-    ShardHeader proto;
-    proto.key = it.key;
-    proto.write_id = random_write_id();
-    proto.block_bytes = opts_.block_bytes;
-    proto.num_targets = static_cast<uint16_t>(num_targets());
-    proto.traffic_class = it.traffic_class;
-    proto.created_unix = now;
-    encode_entry(code_, proto, it.data, images[j]);
-    for (int i = 0; i < n; ++i) {
-      IoRequest r;
-      int t = placement(it.key, i, num_targets());
-      r.path = temp_shard_path(opts_.targets[t], it.key, i);
-      r.buf = images[j].file(i);
-      r.len = images[j].file_bytes();
-      r.domain = t;
-      r.mtime_unix = expiry;
-      reqs.push_back(std::move(r));
-      owner.emplace_back(j, i);
-    }
-  }
-  if (reqs.empty()) return;
-  io.write_files(reqs, opts_.sync_writes);
-  // Subdirectories are created on first use (creating all 256 up front costs more than the
-  // rare retry). Never the target itself: a vanished target must stay vanished.
-  std::vector<IoRequest> retry;
-  std::vector<size_t> retry_idx;
-  for (size_t r = 0; r < reqs.size(); ++r) {
-    if (reqs[r].error != ENOENT) continue;
-    std::string dir = reqs[r].path.substr(0, reqs[r].path.rfind('/'));
-    if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) {
-      retry.push_back(reqs[r]);
-      retry_idx.push_back(r);
-    }
-  }
-  if (!retry.empty()) {
-    io.write_files(retry, opts_.sync_writes);
-    for (size_t r = 0; r < retry.size(); ++r) reqs[retry_idx[r]] = std::move(retry[r]);
-  }
-  std::vector<int> written(items.size(), 0);
-  for (size_t r = 0; r < reqs.size(); ++r) {
-    if (reqs[r].error == 0) {
-      written[owner[r].first]++;
-    } else {
-      c_->shard_write_errors++;
-    }
-  }
-  for (size_t r = 0; r < reqs.size(); ++r) {
-    const auto [j, shard] = owner[r];
-    if (reqs[r].error != 0) continue;
-    if (written[j] < k) {
-      ::unlink(reqs[r].path.c_str());
-      continue;
-    }
-    if (::rename(reqs[r].path.c_str(), path_of(items[j].key, shard).c_str()) != 0) {
-      ::unlink(reqs[r].path.c_str());
-      c_->shard_write_errors++;
-      written[j]--;
-    } else {
-      c_->bytes_written += reqs[r].len;
-    }
-  }
-  for (size_t j = 0; j < items.size(); ++j) {
-    if (!encoded[j]) continue;
-    if (written[j] >= k) {
-      (*ok)[j] = true;
-      c_->entries_written++;
-      if (written[j] < n) c_->degraded_writes++;
-    } else {
-      c_->write_failures++;
-    }
-  }
-}
-
 void SsdTier::get_chunk(IoEngine& io, std::span<const BlockKey> keys, std::span<uint8_t* const> dst,
-                        int64_t now, std::vector<bool>* hit, std::vector<TrafficClass>* classes) {
+                        int64_t now, std::vector<bool>* hit, std::vector<TrafficClass>* classes,
+                        bool for_put, std::optional<TrafficClass> reader) {
   const int k = code_.data_shards(), n = k + code_.parity_shards();
   hit->assign(keys.size(), false);
   classes->assign(keys.size(), TrafficClass::kChat);
@@ -299,11 +180,18 @@ void SsdTier::get_chunk(IoEngine& io, std::span<const BlockKey> keys, std::span<
     for (size_t j : degraded) {
       outcome[j] = decode_entry(code_, keys[j], opts_.block_bytes, images[j], present[j], lens[j],
                                 mtimes[j], dst[j]);
-      if (outcome[j].ok && outcome[j].reconstructed) c_->reconstructions++;
+      if (outcome[j].ok && outcome[j].reconstructed && !for_put) c_->reconstructions++;
+      // Every shard was looked at: a lost or corrupt one is queued for background repair.
+      const auto& v = outcome[j].valid;
+      if (outcome[j].ok && std::count(v.begin(), v.end(), true) < n) note_degraded(keys[j]);
     }
   }
   for (size_t j = 0; j < keys.size(); ++j) {
     const DecodeOutcome& o = outcome[j];
+    if (for_put) {
+      (*hit)[j] = o.ok && o.max_mtime > now;
+      continue;
+    }
     c_->corrupt_shards += o.corrupt_shards;
     if (!o.ok) {
       bool any = std::any_of(present[j].begin(), present[j].end(), [](bool b) { return b; });
@@ -319,7 +207,7 @@ void SsdTier::get_chunk(IoEngine& io, std::span<const BlockKey> keys, std::span<
     (*hit)[j] = true;
     (*classes)[j] = o.header.traffic_class;
     c_->hits++;
-    const int64_t expiry = now + opts_.ttl_seconds[static_cast<int>(o.header.traffic_class)];
+    const int64_t expiry = now + ttl_for(o.header.traffic_class, reader);
     if (expiry - o.max_mtime >= opts_.touch_interval_s) touch(keys[j], expiry);
   }
 }
@@ -339,6 +227,12 @@ SsdStats SsdTier::stats() const {
   s.unrecoverable = c_->unrecoverable;
   s.bytes_read = c_->bytes_read;
   s.bytes_written = c_->bytes_written;
+  s.lost_races = c_->lost_races;
+  s.replaced_unreadable = c_->replaced_unreadable;
+  s.repaired_entries = c_->repaired_entries;
+  s.repaired_shards = c_->repaired_shards;
+  s.startup_temps_removed = c_->startup_temps_removed;
+  s.unusable_targets = static_cast<uint64_t>(std::count(unusable_.begin(), unusable_.end(), true));
   return s;
 }
 

@@ -223,6 +223,10 @@ void EngineLoop::update_gauges() {
     gauges_.kv_store_corrupt_shards = store->ssd.corrupt_shards;
     gauges_.kv_store_reconstructions = store->ssd.reconstructions;
     gauges_.kv_store_swept = store->swept_expired + store->swept_evicted;
+    gauges_.kv_store_repaired = store->ssd.repaired_entries;
+    gauges_.kv_store_unusable_targets = store->ssd.unusable_targets;
+    gauges_.kv_store_write_failures = store->ssd.write_failures;
+    gauges_.kv_store_shard_write_errors = store->ssd.shard_write_errors;
   }
   if (refresh_slow_gauges) {
     gauges_.moe = !experts.empty();

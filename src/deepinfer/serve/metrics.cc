@@ -88,6 +88,16 @@ std::string ServerMetrics::render(const EngineGauges& g, const std::string& mode
             double(g.kv_store_reconstructions));
     counter(out, "deepinfer_kv_store_swept_total", "KV store entries deleted by the sweeper",
             double(g.kv_store_swept));
+    counter(out, "deepinfer_kv_store_repaired_total",
+            "KV store degraded entries rewritten from parity in the background", double(g.kv_store_repaired));
+    gauge(out, "deepinfer_kv_store_unusable_targets",
+          "KV store targets unusable since start (missing, not creatable, read-only)",
+          double(g.kv_store_unusable_targets));
+    counter(out, "deepinfer_kv_store_write_failures_total",
+            "KV store entries not stored (fewer than k shards could be written)",
+            double(g.kv_store_write_failures));
+    counter(out, "deepinfer_kv_store_shard_write_errors_total", "KV store shard writes that failed",
+            double(g.kv_store_shard_write_errors));
   }
   counter(out, "deepinfer_kv_cache_evictions_total", "Cached KV blocks reclaimed for new use",
           double(g.kv_evictions));

@@ -48,6 +48,10 @@ struct EngineGauges {
   uint64_t kv_store_corrupt_shards = 0;    // shards that failed their checksum (treated as lost)
   uint64_t kv_store_reconstructions = 0;   // reads rebuilt from parity
   uint64_t kv_store_swept = 0;             // entries deleted by the sweeper (expired or evicted)
+  uint64_t kv_store_repaired = 0;          // degraded entries rewritten in the background
+  uint64_t kv_store_unusable_targets = 0;  // targets unusable since start (missing, read-only)
+  uint64_t kv_store_write_failures = 0;    // entries not stored (fewer than k shards written)
+  uint64_t kv_store_shard_write_errors = 0;
   int64_t steps = 0;
   int kv_blocks = 0;            // KV pool size in blocks
   int kv_blocks_in_use = 0;     // held by running sequences (not reclaimable now)

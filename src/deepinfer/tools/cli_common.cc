@@ -1,10 +1,11 @@
 #include "deepinfer/tools/cli_common.h"
 
-#include <sys/stat.h>
-
 #include <cstdio>
 #include <filesystem>
 
+#include "deepinfer/kvstore/content_digest.h"
+#include "deepinfer/kvstore/ttl_spec.h"
+#include "deepinfer/model/catalog.h"
 #include "deepinfer/model/format/gguf.h"
 #include "deepinfer/model/format/safetensors.h"
 #include "deepinfer/model/model_path.h"
@@ -21,10 +22,7 @@ Result<LoadedModel> load_model_for_cli(const std::string& model_arg) {
   DI_ASSIGN_OR_RETURN(model::ResolvedModel resolved, model::resolve_model(model_arg));
   LoadedModel out;
   out.name = resolved.name;
-  struct stat st{};
-  if (::stat(resolved.path.c_str(), &st) == 0)
-    out.identity = fmt::format("{}|{}|{}", std::filesystem::absolute(resolved.path).string(),
-                               static_cast<long long>(st.st_size), static_cast<long long>(st.st_mtime));
+  out.path = resolved.path;
   model::WeightSource source;
   source.description = resolved.path;
   if (resolved.kind == model::ResolvedModel::Kind::kGguf) {
@@ -110,6 +108,9 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                  "KV store lifetime class of requests that do not name one: agent (3 days) or "
                  "chat (7 days, default)")
       ->check(CLI::IsMember({"agent", "chat"}));
+  app.add_option("--kv-store-ttl", f.kv_store_ttl,
+                 "KV store lifetime per traffic class, e.g. agent=3d,chat=7d (s, m, h, d); a block "
+                 "used by both classes keeps the longer one (default: agent=3d,chat=7d)");
 }
 
 Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const EngineFlags& f) {
@@ -124,18 +125,29 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
     return invalid_argument("{} needs at least one --kv-store directory",
                             f.kv_store_ram_gb > 0 ? "--kv-store-ram-gb" : "--kv-store-capacity-gb");
   for (const auto& dir : f.kv_store) {
+    // A target that cannot be created is one unusable target: the store serves without it
+    // while its erasure coding allows, and refuses to open beyond that.
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (ec) return io_error("--kv-store {}: cannot create: {}", dir, ec.message());
     config.kv_store_dirs.push_back(dir);
   }
   config.kv_store_host_bytes = static_cast<size_t>(f.kv_store_ram_gb * double(size_t{1} << 30));
   config.kv_store_target_capacity_bytes =
       static_cast<uint64_t>(f.kv_store_capacity_gb * double(uint64_t{1} << 30));
+  if (!f.kv_store_ttl.empty()) {
+    if (f.kv_store.empty()) return invalid_argument("--kv-store-ttl needs at least one --kv-store directory");
+    DI_RETURN_IF_ERROR(kvstore::parse_ttl_spec(f.kv_store_ttl, config.kv_store_ttl_seconds));
+  }
   config.default_traffic_class =
       kvstore::traffic_class_from_name(f.traffic_class).value_or(kvstore::TrafficClass::kChat);
-  if (!config.kv_store_dirs.empty())
-    config.kv_store_namespace = loaded.model->config().name + "|" + loaded.identity;
+  if (!config.kv_store_dirs.empty()) {
+    // The weights' content, not their name or file times (issue #30); hashed once per file
+    // version, remembered under $DEEPINFER_HOME.
+    kvstore::ContentDigestOptions digest_opts;
+    digest_opts.cache_file = model::deepinfer_home() + "/kvstore/weights-digests";
+    DI_ASSIGN_OR_RETURN(std::string digest, kvstore::content_digest(loaded.path, digest_opts));
+    config.kv_store_namespace = loaded.model->config().name + "|weights=" + digest;
+  }
   return engine::Engine::create(std::move(loaded.model), loaded.tokenizer, config);
 }
 

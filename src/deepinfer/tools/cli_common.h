@@ -25,7 +25,7 @@ int report_error(const Status& status);
 
 struct LoadedModel {
   std::string name;  // short name or file name, for output records
-  std::string identity;  // path, size and mtime of the weights: the KV store namespace
+  std::string path;  // the weights (file or directory); their content digest keys the KV store
   std::shared_ptr<const recipe::Tokenizer> tokenizer;
   std::unique_ptr<model::Model> model;
 };
@@ -63,6 +63,7 @@ struct EngineFlags {
   double kv_store_ram_gb = 0;         // 0 = the store's default (256 MiB)
   double kv_store_capacity_gb = 0;    // per target; 0 = unlimited
   std::string traffic_class = "chat";  // default for requests that do not name one
+  std::string kv_store_ttl;            // "agent=3d,chat=7d"; empty = the store's defaults
 };
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
 Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const EngineFlags& flags);

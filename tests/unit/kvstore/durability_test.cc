@@ -156,7 +156,7 @@ TEST(KvDurability, TwoCorruptShardsOfOneEntry) {
   flip_byte(path(keys[0], 5), 128 + 7);
   EXPECT_EQ(read_exact(**s, {keys[0]}), 0);
   EXPECT_EQ(read_exact(**s, {keys[1], keys[2], keys[3], keys[4], keys[5]}), 5);
-  auto report = verify_store(c.targets, VerifyOptions{.repair = true, .delete_unrecoverable = true});
+  auto report = verify_store(c.targets, VerifyOptions{.repair = true, .delete_unrecoverable = true, .grace_s = -1});
   ASSERT_TRUE(report.is_ok());
   EXPECT_EQ(report->unrecoverable, 1u);
   EXPECT_EQ(report->deleted, 1u);

@@ -55,7 +55,8 @@ TEST(KvStore, DefaultsToTenPlusTwoOnTwelveTargets) {
   ASSERT_TRUE(s.is_ok()) << s.status().message();
   EXPECT_EQ((*s)->data_shards(), 10);
   EXPECT_EQ((*s)->parity_shards(), 2);
-  auto c = config(dir, 6);
+  TempDir dir6;  // another store: the first one's manifest names 12 targets
+  auto c = config(dir6, 6);
   auto s6 = KvStore::open(c);
   ASSERT_TRUE(s6.is_ok());
   EXPECT_EQ((*s6)->data_shards(), 4);

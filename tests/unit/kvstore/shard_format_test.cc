@@ -66,7 +66,7 @@ TEST(ShardFormat, EveryFlippedBitOrTruncationIsRejected) {
   }
 }
 
-TEST(ShardFormat, StoreOpenReportsUnusableTarget) {
+TEST(ShardFormat, StoreOpenReportsUnusableTargetsBeyondParity) {
   testing::TempDir dir;
   std::string file = dir.path() + "/plain_file";
   std::FILE* f = std::fopen(file.c_str(), "w");
@@ -77,7 +77,12 @@ TEST(ShardFormat, StoreOpenReportsUnusableTarget) {
   c.data_shards = 1;
   c.parity_shards = 1;
   c.block_bytes = 4096;
-  auto s = KvStore::open(c);
+  auto s = KvStore::open(c);  // one unusable target of 1+1: served from the other
+  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  EXPECT_EQ((*s)->stats().ssd.unusable_targets, 1u);
+  s->reset();
+  c.targets = {file + "/sub", file + "/sub2"};
+  s = KvStore::open(c);
   ASSERT_FALSE(s.is_ok());
   EXPECT_EQ(s.status().code(), StatusCode::kIoError);
   EXPECT_NE(s.status().message().find("plain_file"), std::string::npos) << s.status().message();
