@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "deepinfer/kvstore/entry_codec.h"
+#include "deepinfer/kvstore/entry_io.h"
 #include "deepinfer/kvstore/layout.h"
 #include "deepinfer/kvstore/manifest.h"
 #include "deepinfer/kvstore/shard_format.h"
@@ -153,44 +154,6 @@ HeaderVotes count_headers(const BlockKey& key, const std::vector<ShardFile>& fil
   return v;
 }
 
-// Re-encodes from the verified block with the original header: the rewritten shards are
-// byte-identical to what the writer produced, and keep the entry's expiry. Returns how many.
-int rewrite_shards(IoEngine& io, const std::vector<std::string>& targets, const BlockKey& key,
-                   const ErasureCode& code, const DecodeOutcome& o, const uint8_t* block,
-                   const std::vector<int>& bad) {
-  const int num_targets = static_cast<int>(targets.size());
-  ShardImages fresh(code.data_shards() + code.parity_shards(), o.header.shard_bytes);
-  encode_entry(code, o.header, block, fresh);
-  std::vector<IoRequest> writes;
-  std::vector<int> which;
-  for (int i : bad) {
-    int t = placement(key, i, num_targets);
-    std::string root = targets[t] + "/" + kLayoutDir;
-    ::mkdir(root.c_str(), 0755);  // a replaced (empty) target; fails harmlessly if gone
-    ::mkdir(subdir_path(targets[t], key).c_str(), 0755);
-    IoRequest w;
-    w.path = temp_shard_path(targets[t], key, i);
-    w.buf = fresh.file(i);
-    w.len = fresh.file_bytes();
-    w.domain = t;
-    w.mtime_unix = o.max_mtime;
-    writes.push_back(std::move(w));
-    which.push_back(i);
-  }
-  io.write_files(writes, /*sync=*/true);
-  int fixed = 0;
-  for (size_t w = 0; w < writes.size(); ++w) {
-    if (writes[w].error != 0) continue;
-    int t = placement(key, which[w], num_targets);
-    if (::rename(writes[w].path.c_str(), shard_path(targets[t], key, which[w]).c_str()) == 0) {
-      ++fixed;
-    } else {
-      ::unlink(writes[w].path.c_str());
-    }
-  }
-  return fixed;
-}
-
 }  // namespace
 
 Result<StoreStat> stat_store(const std::vector<std::string>& targets, int64_t now) {
@@ -270,26 +233,11 @@ Result<VerifyReport> verify_store(const std::vector<std::string>& targets,
     auto& code = codes[{k, m}];
     if (!code) code = std::make_unique<ErasureCode>(std::move(ErasureCode::create(k, m).value()));
     ShardImages images(n, h->shard_bytes);
-    std::vector<IoRequest> reqs(n);
-    for (int i = 0; i < n; ++i) {
-      int t = placement(key, i, num_targets);
-      reqs[i].path = shard_path(targets[t], key, i);
-      reqs[i].buf = images.file(i);
-      reqs[i].len = images.file_bytes();
-      reqs[i].domain = t;
-    }
-    io.read_files(reqs);
-    std::vector<bool> present(n);
-    std::vector<size_t> lens(n);
-    std::vector<int64_t> mtimes(n);
-    for (int i = 0; i < n; ++i) {
-      present[i] = reqs[i].error == 0 && reqs[i].done >= kShardHeaderBytes;
-      lens[i] = reqs[i].done;
-      mtimes[i] = reqs[i].mtime_unix;
-      if (!present[i]) r.missing_shards++;
-    }
+    const EntryShardReads got = read_entry_shards(io, targets, key, images);
+    r.missing_shards += got.missing;
     std::vector<uint8_t> block(h->block_bytes);
-    DecodeOutcome o = decode_entry(*code, key, h->block_bytes, images, present, lens, mtimes, block.data());
+    DecodeOutcome o =
+        decode_entry(*code, key, h->block_bytes, images, got.present, got.lens, got.mtimes, block.data());
     r.corrupt_shards += o.corrupt_shards;
     if (!o.ok) {
       r.unrecoverable++;
@@ -312,7 +260,7 @@ Result<VerifyReport> verify_store(const std::vector<std::string>& targets,
     r.degraded++;
     note(&r, fmt::format("entry {}: {} of {} shards lost or corrupt", to_hex(key), bad.size(), n));
     if (!options.repair) continue;
-    const int fixed = rewrite_shards(io, targets, key, *code, o, block.data(), bad);
+    const int fixed = rewrite_entry_shards(io, targets, key, *code, o, block.data(), bad, /*sync=*/true);
     r.repaired_shards += fixed;
     if (fixed == static_cast<int>(bad.size())) r.repaired_entries++;
   }

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "deepinfer/kvstore/entry_codec.h"
+#include "deepinfer/kvstore/entry_io.h"
 #include "deepinfer/kvstore/layout.h"
 #include "deepinfer/kvstore/shard_format.h"
 #include "deepinfer/kvstore/ssd_counters.h"
@@ -64,59 +65,18 @@ std::vector<BlockKey> SsdTier::scan_bucket_for_degraded(int bucket, int64_t now,
 }
 
 int SsdTier::repair_entry(IoEngine& io, const BlockKey& key, int64_t now) {
-  const int k = code_.data_shards(), n = k + code_.parity_shards();
+  const int n = code_.data_shards() + code_.parity_shards();
   ShardImages images(n, shard_bytes_);
-  std::vector<IoRequest> reqs(n);
-  for (int i = 0; i < n; ++i) {
-    const int t = placement(key, i, num_targets());
-    reqs[i].path = shard_path(opts_.targets[t], key, i);
-    reqs[i].buf = images.file(i);
-    reqs[i].len = images.file_bytes();
-    reqs[i].domain = t;
-  }
-  io.read_files(reqs);
-  std::vector<bool> present(n);
-  std::vector<size_t> lens(n);
-  std::vector<int64_t> mtimes(n);
-  for (int i = 0; i < n; ++i) {
-    present[i] = reqs[i].error == 0 && reqs[i].done >= kShardHeaderBytes;
-    lens[i] = reqs[i].done;
-    mtimes[i] = reqs[i].mtime_unix;
-  }
+  const EntryShardReads got = read_entry_shards(io, opts_.targets, key, images);
   std::vector<uint8_t> block(opts_.block_bytes);
-  DecodeOutcome o = decode_entry(code_, key, opts_.block_bytes, images, present, lens, mtimes, block.data());
+  DecodeOutcome o =
+      decode_entry(code_, key, opts_.block_bytes, images, got.present, got.lens, got.mtimes, block.data());
   if (!o.ok || o.max_mtime <= now) return -1;
-  // Re-encoded with the original header: byte-identical to what the writer produced (same write
-  // id, so the new shards join the surviving ones), keeping the entry's expiry.
-  ShardImages fresh(n, shard_bytes_);
-  encode_entry(code_, o.header, block.data(), fresh);
-  std::vector<IoRequest> writes;
-  std::vector<int> which;
+  std::vector<int> lost;  // the shards to write back: gone or bad, on a target we can write to
   for (int i = 0; i < n; ++i) {
-    const int t = placement(key, i, num_targets());
-    if (o.valid[i] || unusable_[t]) continue;
-    make_subdir(subdir_path(opts_.targets[t], key));
-    IoRequest w;
-    w.path = temp_shard_path(opts_.targets[t], key, i);
-    w.buf = fresh.file(i);
-    w.len = fresh.file_bytes();
-    w.domain = t;
-    w.mtime_unix = o.max_mtime;
-    writes.push_back(std::move(w));
-    which.push_back(i);
+    if (!o.valid[i] && !unusable_[placement(key, i, num_targets())]) lost.push_back(i);
   }
-  if (writes.empty()) return 0;
-  io.write_files(writes, opts_.sync_writes);
-  int fixed = 0;
-  for (size_t w = 0; w < writes.size(); ++w) {
-    if (writes[w].error != 0) continue;
-    if (::rename(writes[w].path.c_str(), path_of(key, which[w]).c_str()) == 0) {
-      ++fixed;
-    } else {
-      ::unlink(writes[w].path.c_str());
-    }
-  }
-  return fixed;
+  return rewrite_entry_shards(io, opts_.targets, key, code_, o, block.data(), lost, opts_.sync_writes);
 }
 
 void SsdTier::repair_some(IoEngine& io, int64_t now, SweepReport* report) {
