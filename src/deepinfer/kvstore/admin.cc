@@ -83,17 +83,23 @@ Result<Scan> scan(const std::vector<std::string>& targets) {
   return s;
 }
 
+// The shard file's header, when the file can be read and its header parses.
+std::optional<ShardHeader> read_header(const ShardFile& f) {
+  uint8_t buf[kShardHeaderBytes];
+  int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
+  ::close(fd);
+  if (n != static_cast<ssize_t>(sizeof(buf))) return std::nullopt;
+  auto h = parse_shard_header(buf, sizeof(buf), f.path.c_str());
+  if (!h.is_ok()) return std::nullopt;
+  return *h;
+}
+
 // The header of the first shard file that has a valid one.
 std::optional<ShardHeader> read_any_header(const std::vector<ShardFile>& files) {
-  uint8_t buf[kShardHeaderBytes];
   for (const ShardFile& f : files) {
-    int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
-    ::close(fd);
-    if (n != static_cast<ssize_t>(sizeof(buf))) continue;
-    auto h = parse_shard_header(buf, sizeof(buf), f.path.c_str());
-    if (h.is_ok()) return *h;
+    if (auto h = read_header(f)) return h;
   }
   return std::nullopt;
 }
@@ -138,15 +144,9 @@ struct HeaderVotes {
 HeaderVotes count_headers(const BlockKey& key, const std::vector<ShardFile>& files) {
   HeaderVotes v;
   std::map<uint64_t, int> votes;
-  uint8_t buf[kShardHeaderBytes];
   for (const ShardFile& f : files) {
-    int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
-    ::close(fd);
-    if (n != static_cast<ssize_t>(sizeof(buf))) continue;
-    auto h = parse_shard_header(buf, sizeof(buf), f.path.c_str());
-    if (!h.is_ok() || h->key != key || h->shard_index != f.shard) continue;
+    auto h = read_header(f);
+    if (!h || h->key != key || h->shard_index != f.shard) continue;
     v.num_targets = h->num_targets;
     v.data_shards = h->data_shards;
     v.best = std::max(v.best, ++votes[h->write_id]);
