@@ -44,7 +44,7 @@ def write_safetensors(path, tensors):
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, binary):
+def v4_dir(tmp_path_factory, binary):
     if not (V4_FIXTURE / "config.json").exists():
         pytest.skip(f"no tiny DeepSeek-V4 checkpoint at {V4_FIXTURE.relative_to(ROOT)}")
     try:
@@ -69,7 +69,12 @@ def server(tmp_path_factory, binary):
     write_safetensors(out / "model.safetensors", tensors)
     shutil.copy(tok_dir / "tokenizer.json", out / "tokenizer.json")
     shutil.copy(tok_dir / "tokenizer_config.json", out / "tokenizer_config.json")
-    s = Server(out, "--served-model-name", "tiny-v4")
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(v4_dir):
+    s = Server(v4_dir, "--served-model-name", "tiny-v4")
     yield s
     s.stop()
 
@@ -89,6 +94,11 @@ def test_every_fixture_conversation_gives_the_reference_prompt(client):
         # The APIs always drop earlier reasoning as DeepSeek's default does, and read
         # "developer" as OpenAI's system role.
         if not line["drop_thinking"] or any(m["role"] == "developer" for m in line["messages"]):
+            continue
+        # The server refuses a tool result for a call no assistant turn issued, as OpenAI does
+        # (docs/api.md); the recipe's own test encodes those conversations.
+        issued = {c["id"] for m in line["messages"] for c in m.get("tool_calls") or []}
+        if any(m["role"] == "tool" and m.get("tool_call_id") not in issued for m in line["messages"]):
             continue
         extra = {"max_tokens": 1, "extra_body": {"chat_template_kwargs": {"thinking": line["thinking"]}}}
         if line["effort"]:
@@ -173,3 +183,20 @@ def test_forced_tool_call_and_hostile_text(client):
     word = client.chat.completions.create(model="tiny-v4", messages=[{"role": "user", "content": "x"}], max_tokens=1)
     # Marker text is spelled out as ordinary tokens, never one control id each.
     assert plain.usage.prompt_tokens > word.usage.prompt_tokens + 12
+
+
+def test_cli_generate_and_the_server_encode_a_chat_alike(v4_dir, client):
+    """`generate --prompt` on a V4 model uses V4's chat encoding by default (V4 ships no template)."""
+    import subprocess
+    from conftest import BINARY
+    served = client.chat.completions.create(model="tiny-v4", messages=[{"role": "user", "content": "hi"}],
+                                            max_tokens=1, temperature=0)
+
+    def cli(*extra):
+        r = subprocess.run([str(BINARY), "generate", "--model", str(v4_dir), "--prompt", "hi", "--max-tokens", "1",
+                            "--json", *extra], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout.splitlines()[-1])["usage"]["prompt_tokens"]
+
+    assert cli() == served.usage.prompt_tokens
+    assert cli("--no-chat") < served.usage.prompt_tokens

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deepinfer/base/log.h"
+#include "deepinfer/recipe/deepseek_v4_chat.h"
 #include "deepinfer/recipe/jinja.h"
 #include "deepinfer/recipe/tokenizer.h"
 
@@ -177,6 +178,20 @@ Result<std::vector<int32_t>> encode_chat(const Tokenizer& tok,
                                          const ChatOptions& options) {
   DI_ASSIGN_OR_RETURN(RenderedChat r, render_chat(tok, messages, options));
   return tok.encode_trusted(r.text.text, r.text.trusted);
+}
+
+Result<std::vector<int32_t>> encode_chat_for_model(const Tokenizer& tok, std::string_view architecture,
+                                                   const std::vector<ChatMessage>& messages,
+                                                   const ChatOptions& options) {
+  if (uses_deepseek_v4_chat(architecture)) return encode_deepseek_v4_chat(tok, messages, DeepseekV4ChatOptions{});
+  return encode_chat(tok, messages, options);
+}
+
+bool has_chat_encoding(const Tokenizer& tok, std::string_view architecture) {
+  // DeepSeek-V4's encoding needs its turn markers in the vocabulary (a test checkpoint with a toy
+  // tokenizer has none: it runs on raw prompts, and --chat then says which marker is missing).
+  if (uses_deepseek_v4_chat(architecture)) return tok.special_token_id("<｜User｜>").has_value();
+  return !tok.chat_template().empty();
 }
 
 }  // namespace deepinfer::recipe

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "deepinfer/base/status.h"
@@ -61,6 +62,17 @@ Result<RenderedChat> render_chat(const Tokenizer& tok, const std::vector<ChatMes
 Result<std::vector<int32_t>> encode_chat(const Tokenizer& tok,
                                          const std::vector<ChatMessage>& messages,
                                          const ChatOptions& options);
+
+// The chat encoding of a model as a whole: DeepSeek-V4's own (model_type deepseek_v4, which ships
+// no template; chat mode, no tools) or else encode_chat with `options`. For callers without an
+// API request, such as the CLI; the server picks per request (serve/chat_prompt.cc).
+Result<std::vector<int32_t>> encode_chat_for_model(const Tokenizer& tok, std::string_view architecture,
+                                                   const std::vector<ChatMessage>& messages,
+                                                   const ChatOptions& options);
+
+// Whether the model has a usable chat encoding: a template, or an architecture with its own
+// whose markers the vocabulary holds.
+bool has_chat_encoding(const Tokenizer& tok, std::string_view architecture);
 
 // The built-in format that fits the vocabulary's control tokens, or kAuto when none does.
 ChatFormat builtin_format_for(const Tokenizer& tok);

@@ -24,6 +24,7 @@ int run_chat(ChatFlags& f) {
   auto loaded = load_model_for_cli(f.engine.model);
   if (!loaded.is_ok()) return report_error(loaded.status());
   auto tokenizer = loaded->tokenizer;
+  const std::string arch = loaded->model->config().architecture;  // before make_engine takes the model
   auto eng = make_engine(*loaded, f.engine);
   if (!eng.is_ok()) return report_error(eng.status());
   engine::Engine& engine = **eng;
@@ -45,7 +46,7 @@ int run_chat(ChatFlags& f) {
     }
     if (line.empty()) continue;
     history.push_back({"user", line});
-    auto ids = recipe::encode_chat(*tokenizer, history, recipe::ChatOptions{});
+    auto ids = recipe::encode_chat_for_model(*tokenizer, arch, history, recipe::ChatOptions{});
     if (!ids.is_ok()) return report_error(ids.status());
     engine::GenerationRequest req = make_request(f.sampling);
     req.prompt_ids = std::move(*ids);

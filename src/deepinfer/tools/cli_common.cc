@@ -151,10 +151,11 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
   return engine::Engine::create(std::move(loaded.model), loaded.tokenizer, config);
 }
 
-Result<std::vector<int32_t>> encode_prompt(const recipe::Tokenizer& tok, const std::string& text, bool chat) {
+Result<std::vector<int32_t>> encode_prompt(const recipe::Tokenizer& tok, std::string_view architecture,
+                                           const std::string& text, bool chat) {
   if (chat) {
     std::vector<recipe::ChatMessage> messages = {{"user", text}};
-    return recipe::encode_chat(tok, messages, recipe::ChatOptions{});
+    return recipe::encode_chat_for_model(tok, architecture, messages, recipe::ChatOptions{});
   }
   std::vector<int32_t> ids;
   if (tok.add_bos()) ids.push_back(tok.bos_id());

@@ -70,6 +70,8 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
 
 // Token ids for a user prompt: through the chat template when `chat`, else plain text (with
 // BOS when the tokenizer asks for it). User text never produces control tokens.
-Result<std::vector<int32_t>> encode_prompt(const recipe::Tokenizer& tok, const std::string& text, bool chat);
+// `architecture` (the model's registry name) picks the chat encoding when `chat` is set.
+Result<std::vector<int32_t>> encode_prompt(const recipe::Tokenizer& tok, std::string_view architecture,
+                                           const std::string& text, bool chat);
 
 }  // namespace deepinfer::tools

@@ -100,20 +100,21 @@ int run_generate(GenerateFlags& f) {
   auto loaded = load_model_for_cli(f.engine.model);
   if (!loaded.is_ok()) return report_error(loaded.status());
   if (f.chat && f.no_chat) return report_error(invalid_argument("give --chat or --no-chat, not both"));
-  const bool chat = f.chat || (!f.no_chat && !loaded->tokenizer->chat_template().empty());
+  const std::string arch = loaded->model->config().architecture;  // a copy: make_engine takes the model
+  const bool chat = f.chat || (!f.no_chat && recipe::has_chat_encoding(*loaded->tokenizer, arch));
   engine::GenerationRequest defaults = make_request(f.sampling);
   defaults.grammar = *grammar;
 
   std::vector<engine::GenerationRequest> requests;
   for (const auto& p : f.prompts) {
-    auto ids = encode_prompt(*loaded->tokenizer, p, chat);
+    auto ids = encode_prompt(*loaded->tokenizer, arch, p, chat);
     if (!ids.is_ok()) return report_error(ids.status());
     engine::GenerationRequest r = defaults;
     r.prompt_ids = std::move(*ids);
     requests.push_back(std::move(r));
   }
   if (!f.input.empty()) {
-    auto more = read_generate_input(f.input, *loaded->tokenizer, defaults, chat);
+    auto more = read_generate_input(f.input, *loaded->tokenizer, arch, defaults, chat);
     if (!more.is_ok()) return report_error(more.status());
     for (auto& r : *more) requests.push_back(std::move(r));
   }

@@ -24,6 +24,7 @@ Status read_number(const nlohmann::json& j, const char* key, const std::string& 
 
 Result<engine::GenerationRequest> parse_generate_line(const nlohmann::json& j, const std::string& where,
                                                       const recipe::Tokenizer& tok,
+                                                      std::string_view architecture,
                                                       const engine::GenerationRequest& defaults,
                                                       bool chat) {
   if (!j.is_object()) return invalid_argument("{}: expected a JSON object", where);
@@ -44,12 +45,12 @@ Result<engine::GenerationRequest> parse_generate_line(const nlohmann::json& j, c
         return invalid_argument("{}: each message needs string 'role' and 'content'", where);
       messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
     }
-    auto ids = recipe::encode_chat(tok, messages, recipe::ChatOptions{});
+    auto ids = recipe::encode_chat_for_model(tok, architecture, messages, recipe::ChatOptions{});
     if (!ids.is_ok()) return invalid_argument("{}: {}", where, ids.status().message());
     r.prompt_ids = std::move(*ids);
   } else if (auto it = j.find("prompt"); it != j.end()) {
     if (!it->is_string()) return invalid_argument("{}: 'prompt' must be a string", where);
-    DI_ASSIGN_OR_RETURN(r.prompt_ids, encode_prompt(tok, it->get<std::string>(), chat));
+    DI_ASSIGN_OR_RETURN(r.prompt_ids, encode_prompt(tok, architecture, it->get<std::string>(), chat));
   } else {
     return invalid_argument("{}: needs 'prompt', 'messages' or 'prompt_token_ids'", where);
   }
@@ -89,8 +90,8 @@ Result<engine::GenerationRequest> parse_generate_line(const nlohmann::json& j, c
 }
 
 Result<std::vector<engine::GenerationRequest>> read_generate_input(
-    const std::string& path, const recipe::Tokenizer& tok, const engine::GenerationRequest& defaults,
-    bool chat) {
+    const std::string& path, const recipe::Tokenizer& tok, std::string_view architecture,
+    const engine::GenerationRequest& defaults, bool chat) {
   std::ifstream in(path);
   if (!in) return not_found("{}: cannot open", path);
   std::vector<engine::GenerationRequest> out;
@@ -100,7 +101,7 @@ Result<std::vector<engine::GenerationRequest>> read_generate_input(
     const std::string where = path + ":" + std::to_string(n);
     nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) return invalid_argument("{}: invalid JSON", where);
-    DI_ASSIGN_OR_RETURN(auto r, parse_generate_line(j, where, tok, defaults, chat));
+    DI_ASSIGN_OR_RETURN(auto r, parse_generate_line(j, where, tok, architecture, defaults, chat));
     out.push_back(std::move(r));
   }
   return out;

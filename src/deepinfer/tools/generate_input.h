@@ -14,12 +14,14 @@
 namespace deepinfer::tools {
 
 Result<std::vector<engine::GenerationRequest>> read_generate_input(
-    const std::string& path, const recipe::Tokenizer& tok, const engine::GenerationRequest& defaults,
+    const std::string& path, const recipe::Tokenizer& tok, std::string_view architecture,
+    const engine::GenerationRequest& defaults,
     bool chat);
 
 // One line's JSON object -> a request (exposed for tests). `where` names the line in errors.
 Result<engine::GenerationRequest> parse_generate_line(const nlohmann::json& j, const std::string& where,
                                                       const recipe::Tokenizer& tok,
+                                                      std::string_view architecture,
                                                       const engine::GenerationRequest& defaults,
                                                       bool chat);
 
