@@ -270,6 +270,11 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
     const bool cut = reason == engine::FinishReason::kLength;
     json r = response_json(shell, cut ? "incomplete" : "completed", output, response_usage(prompt, completion, cached),
                            cut ? json{{"reason", "max_output_tokens"}} : json(nullptr));
+    if (reason == engine::FinishReason::kGrammarDeadEnd) {  // never reported as completed
+      r["status"] = "failed";
+      r["error"] = {{"code", "grammar_dead_end"},
+                    {"message", "the output format allowed no next token; the output so far is incomplete"}};
+    }
     if (store) {
       StoredResponse sr;
       sr.response = r;
@@ -398,7 +403,12 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
       }
       ++index;
     }
-    return emit(sse, r["status"] == "completed" ? "response.completed" : "response.incomplete", {{"response", r}});
+    const std::string status = r["status"];
+    return emit(sse,
+                status == "completed" ? "response.completed"
+                : status == "failed"  ? "response.failed"
+                                      : "response.incomplete",
+                {{"response", r}});
   };
   start_stream(ctx, {request}, std::move(handlers), req, res);
 }
