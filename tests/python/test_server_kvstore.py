@@ -4,7 +4,7 @@ import json
 import subprocess
 import time
 
-from conftest import BINARY
+from conftest import BINARY, MODEL
 from server_util import Server, post_json
 
 LONG = ("Background: " + "The river flows past the old mill and the stone bridge. " * 12 +
@@ -19,7 +19,7 @@ def store_stat(dirs):
 
 
 def chat(server, text, **extra):
-    body = {"messages": [{"role": "user", "content": text}], "max_tokens": 8, "temperature": 0}
+    body = {"model": MODEL.stem, "messages": [{"role": "user", "content": text}], "max_tokens": 8, "temperature": 0}
     headers = extra.pop("headers", None)
     body.update(extra)
     return post_json(server, "/v1/chat/completions", body, headers=headers)
@@ -39,7 +39,7 @@ def test_traffic_class_per_request_and_restart(model, tmp_path):
         status, _ = chat(server, "Another topic: " + "a b c d e f g h " * 20, headers={"X-Traffic-Class": "chat"})
         assert status == 200
         status, _ = post_json(server, "/v1/completions",
-                         {"prompt": "Third: " + "one two three four " * 20, "max_tokens": 2,
+                         {"model": MODEL.stem, "prompt": "Third: " + "one two three four " * 20, "max_tokens": 2,
                           "traffic_class": "agent"})
         assert status == 200
         # Bad values are 400s that name the field or header.
@@ -48,7 +48,7 @@ def test_traffic_class_per_request_and_restart(model, tmp_path):
         status, err = chat(server, "x", headers={"X-Traffic-Class": "forever"})
         assert status == 400 and "X-Traffic-Class" in err["error"]["message"], err
         status, err = post_json(server, "/v1/messages",
-                           {"max_tokens": 4, "traffic_class": 7,
+                           {"model": MODEL.stem, "max_tokens": 4, "traffic_class": 7,
                             "messages": [{"role": "user", "content": "hi"}]})
         assert status == 400 and "traffic_class" in err["error"]["message"], err
         written = server.metrics()["deepinfer_kv_store_written_blocks_total"]
