@@ -116,3 +116,25 @@ def test_two_servers_share_one_store(model, tmp_path):
     r = subprocess.run([str(BINARY), "kvstore", "verify", *map(str, dirs)], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_metrics_show_an_unusable_target(model, tmp_path):
+    """The server starts with one of 6 targets (4+2) impossible to create and says so in /metrics."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    dirs = [tmp_path / f"t{i}" for i in range(6)]
+    dirs[5] = blocker / "t5"
+    args = []
+    for d in dirs:
+        args += ["--kv-store", d]
+    server = Server(model, *args)
+    try:
+        status, body = chat(server, LONG)
+        assert status == 200, body
+        m = server.metrics()
+        assert m["deepinfer_kv_store_unusable_targets"] == 1
+        assert m["deepinfer_kv_store_written_blocks_total"] > 0
+        assert m["deepinfer_kv_store_write_failures_total"] == 0
+        assert m["deepinfer_kv_store_repaired_total"] == 0
+    finally:
+        server.stop()
