@@ -6,36 +6,16 @@ control-token safety, forced tool calls over a 129k vocabulary, and the APIs' sh
 import json
 import pathlib
 import shutil
-import struct
 
 import numpy as np
 import openai
 import pytest
 
 from conftest import IN_CI, ROOT
+from safetensors_util import read_safetensors, write_safetensors
 from server_util import Server
 
 FIXTURE = ROOT / "tests/reference/fixtures/deepseek_v3/moe_yarn"
-
-
-def read_safetensors(path):
-    data = path.read_bytes()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    header.pop("__metadata__", None)
-    body = data[8 + n:]
-    return {k: (v, body[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in header.items()}
-
-
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, (meta, blob) in tensors.items():
-        header[name] = {"dtype": meta["dtype"], "shape": meta["shape"], "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    h = json.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    path.write_bytes(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
 def random_bf16(shape, rng):
