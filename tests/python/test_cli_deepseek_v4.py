@@ -56,6 +56,8 @@ def test_generate_greedy_matches_transformers(binary, tmp_path, name):
     (lambda c: c["layer_types"].__setitem__(0, "compressed_sparse_attention"), "layers.0.attn.compressor.wkv.weight"),
     (lambda c: c.update(q_lora_rank=24), "layers.0.attn.wq_a.weight"),
     (lambda c: c.update(model_type="deepseek_v41"), "deepseek_v41"),
+    (lambda c: c.update(rms_norm_eps=-1), "rms_norm_eps"),
+    (lambda c: c.update(hc_sinkhorn_iters=100000000), "hc_sinkhorn_iters"),
 ])
 def test_broken_checkpoint_exits_1_with_one_line(binary, tmp_path, edit, needle):
     d = model_dir(tmp_path, "h2_mixed")

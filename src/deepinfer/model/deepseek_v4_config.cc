@@ -191,7 +191,15 @@ Status validate(const DeepseekV4Config& c, const std::string& path) {
     return unsupported("{}: n_shared_experts {} (deepseek_v4 has exactly one shared expert)", path,
                        c.n_shared);
   if (c.hc_mult <= 0 || c.hc_mult > 16) return bad("hc_mult", c.hc_mult);
-  if (c.hc_sinkhorn_iters <= 0) return bad("hc_sinkhorn_iters", c.hc_sinkhorn_iters);
+  // The reference runs 20 rounds; a bound keeps a hostile config from stalling every token.
+  if (c.hc_sinkhorn_iters <= 0 || c.hc_sinkhorn_iters > 1000) return bad("hc_sinkhorn_iters", c.hc_sinkhorn_iters);
+  // A norm epsilon must be a small positive number: 0 or less turns a zero row into NaN.
+  auto bad_eps = [&](const char* field, float v) {
+    return corrupt("{}: '{}' = {} is invalid (it must be a positive number below 1)", path, field, v);
+  };
+  if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f)) return bad_eps("rms_norm_eps", c.rms_eps);
+  if (!(c.hc_eps >= 0.0f && c.hc_eps < 1.0f))
+    return corrupt("{}: 'hc_eps' = {} is invalid (it must be at least 0 and below 1)", path, c.hc_eps);
   if (c.max_position <= 0) return bad("max_position_embeddings", c.max_position);
   return Status::ok();
 }
