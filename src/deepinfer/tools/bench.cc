@@ -18,6 +18,8 @@
 #include "deepinfer/model/format/gguf.h"
 #include "deepinfer/model/model_path.h"
 #include "deepinfer/tools/bench_kvstore.h"
+#include "deepinfer/tools/bench_kvstore_io.h"
+#include "deepinfer/tools/bench_matmul.h"
 #include "deepinfer/tools/bench_plot.h"
 #include "deepinfer/tools/bench_serve.h"
 #include "deepinfer/tools/cli_common.h"
@@ -31,7 +33,9 @@ namespace {
 struct BenchFlags {
   EngineFlags engine;
   std::string mode = "decode";
-  std::string batches = "1";
+  std::string batches;  // empty = the mode's default (1; matmul: 1,256)
+  std::vector<std::string> matmul_shapes;
+  size_t block_kib = 1024;
   int prompt_len = 512;
   int gen_len = 128;
   int repeat = 1;
@@ -225,11 +229,16 @@ int run_bench(BenchFlags& f) {
     return run_kvstore_ttft_bench(o);
   }
   if (f.mode == "tokenize") return run_tokenize_bench({f.engine.model, f.megabytes, f.repeat});
-  if (f.mode != "prefill" && f.mode != "decode" && f.mode != "serve")
-    return report_error(
-        invalid_argument("bench: unknown --mode '{}' (prefill|decode|serve|tokenize|membw|mask|kvstore)", f.mode));
-  auto batches = parse_int_list(f.batches, "--batch", 4096);
+  if (f.mode == "kvstore-io")
+    return run_kvstore_io_bench({f.engine.kv_store, f.block_kib, static_cast<size_t>(f.megabytes)});
+  if (f.mode != "prefill" && f.mode != "decode" && f.mode != "serve" && f.mode != "matmul")
+    return report_error(invalid_argument(
+        "bench: unknown --mode '{}' (prefill|decode|serve|tokenize|membw|matmul|mask|kvstore|kvstore-io)", f.mode));
+  const std::string default_batches = f.mode == "matmul" ? "1,256" : "1";
+  auto batches = parse_int_list(f.batches.empty() ? default_batches : f.batches, "--batch", 4096);
   if (!batches.is_ok()) return report_error(batches.status());
+  if (f.mode == "matmul")
+    return run_matmul_bench({f.matmul_shapes, *batches, f.engine.threads, f.engine.batch_invariant});
   if (!f.plot.empty() && !plot_format_supported(f.plot))
     return report_error(invalid_argument("--plot: '{}' must end in .png or .svg", f.plot));
   if (f.mode == "serve") {
@@ -285,11 +294,18 @@ Subcommand make_bench_command() {
                     "serve (the HTTP server from outside: --batch concurrent streaming clients) | "
                     "tokenize (encode speed on --megabytes of mixed text) | "
                     "mask (structured-output compile and mask time over JSONSchemaBench) | "
-                    "kvstore (time to first token cold vs a hit in each KV tier; needs --kv-store)");
+                    "matmul (one matmul kernel call: --matmul-shape, rows from --batch, both precisions) | "
+                    "kvstore (time to first token cold vs a hit in each KV tier; needs --kv-store) | "
+                    "kvstore-io (the KV store's put/get GB/s next to raw direct I/O of the same files)");
+    cmd->add_option("--matmul-shape", f->matmul_shapes,
+                    "matmul: TYPE:OUTxIN, repeatable (default: SmolLM2-135M's q4_1:1536x576, q4_1:576x1536 and "
+                    "q8_0:49152x576)");
+    cmd->add_option("--block-kib", f->block_kib, "kvstore-io: KiB per KV block (default 1024)")
+        ->check(CLI::Range(16, 1 << 20));
     cmd->add_option("--prompt-lens", f->prompt_lens,
                     "kvstore: prompt lengths in tokens, comma-separated (default 2000,8000)");
     cmd->add_option("--data", f->data, "mask: JSONSchemaBench directory");
-    cmd->add_option("--megabytes", f->megabytes, "tokenize: MB of text per measurement")->check(CLI::Range(1, 1024));
+    cmd->add_option("--megabytes", f->megabytes, "tokenize: MB of text per measurement; kvstore-io: MiB written then read (at least 32 blocks)")->check(CLI::Range(1, 1024));
     cmd->add_option("--limit", f->limit, "mask: at most this many schemas (0 = all)")->check(CLI::Range(0, 1000000));
     cmd->add_option("--stride", f->stride, "mask: every N-th schema file")->check(CLI::Range(1, 1000000));
     cmd->add_option("--json-mode", f->json_mode,
@@ -310,7 +326,7 @@ Subcommand make_bench_command() {
                     "mask: sleep this long once between a grammar being ready and its first mask, standing in "
                     "for the request's prefill (the background precompute runs meanwhile)")
         ->check(CLI::Range(0.0, 10000.0));
-    cmd->add_option("--batch", f->batches, "Batch sizes, comma-separated (e.g. 1,2,4,8)");
+    cmd->add_option("--batch", f->batches, "Batch sizes, comma-separated (e.g. 1,2,4,8); matmul: activation rows per call (default 1,256)");
     cmd->add_option("--prompt-len", f->prompt_len, "Prompt tokens per sequence")->check(CLI::Range(1, 1 << 20));
     cmd->add_option("--gen-len", f->gen_len, "Generated tokens per sequence (decode)")->check(CLI::Range(2, 1 << 20));
     cmd->add_option("--repeat", f->repeat, "Measurements per batch size")->check(CLI::Range(1, 100));

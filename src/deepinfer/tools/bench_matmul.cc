@@ -1,0 +1,136 @@
+#include "deepinfer/tools/bench_matmul.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "deepinfer/base/cpu_features.h"
+#include "deepinfer/base/thread_pool.h"
+#include "deepinfer/base/timer.h"
+#include "deepinfer/kernels/cpu/matmul.h"
+#include "deepinfer/tensor/quant.h"
+#include "deepinfer/tools/cli_common.h"
+
+namespace deepinfer::tools {
+namespace {
+
+struct Shape {
+  DType type;
+  int64_t n_out;
+  int64_t n_in;
+};
+
+Result<Shape> parse_shape(const std::string& s) {
+  const size_t colon = s.find(':');
+  const size_t x = s.find('x', colon == std::string::npos ? 0 : colon);
+  if (colon == std::string::npos || x == std::string::npos)
+    return invalid_argument("--matmul-shape '{}': expected TYPE:OUTxIN, e.g. q4_1:1536x576", s);
+  const std::string type_name = s.substr(0, colon);
+  std::optional<DType> type;
+  for (uint32_t id = 0; id < 64 && !type; ++id)
+    if (auto t = dtype_from_ggml_id(id); t && dtype_name(*t) == type_name) type = t;
+  if (!type) return invalid_argument("--matmul-shape '{}': unknown weight type '{}'", s, type_name);
+  if (!kernels::matmul_supports(*type) || !can_quantize(*type))
+    return invalid_argument("--matmul-shape '{}': weight type '{}' cannot be benchmarked (it needs a matmul "
+                       "kernel and a quantizer to make the weights: f32, f16, bf16, q4_0, q4_1, q5_0, "
+                       "q5_1, q8_0)", s, type_name);
+  char* end = nullptr;
+  const long long n_out = std::strtoll(s.c_str() + colon + 1, &end, 10);
+  const long long n_in = std::strtoll(s.c_str() + x + 1, nullptr, 10);
+  if (end != s.c_str() + x || n_out < 1 || n_in < 1 || n_out > (1 << 20) || n_in > (1 << 20))
+    return invalid_argument("--matmul-shape '{}': OUT and IN must be in [1, 1048576]", s);
+  const int64_t block = dtype_info(*type)->block_elems;
+  if (n_in % block != 0)
+    return invalid_argument("--matmul-shape '{}': IN must be a multiple of {}'s block of {}", s, type_name, block);
+  return Shape{*type, n_out, n_in};
+}
+
+double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+void measure(const Shape& shape, int64_t rows, ThreadPool& pool, bool batch_invariant,
+             kernels::MatmulPrecision precision) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  const size_t rb = row_bytes(shape.type, shape.n_in);
+  std::vector<uint8_t> weight(rb * static_cast<size_t>(shape.n_out));
+  std::vector<float> row(static_cast<size_t>(shape.n_in));
+  for (int64_t o = 0; o < shape.n_out; ++o) {
+    for (float& v : row) v = normal(rng);
+    (void)quantize_row(shape.type, row.data(), weight.data() + static_cast<size_t>(o) * rb, shape.n_in);
+  }
+  std::vector<float> x(static_cast<size_t>(rows * shape.n_in)), y(static_cast<size_t>(rows * shape.n_out));
+  for (float& v : x) v = normal(rng);
+  kernels::MatmulParams p;
+  p.weight = weight.data();
+  p.weight_type = shape.type;
+  p.n_out = shape.n_out;
+  p.n_in = shape.n_in;
+  p.weight_row_bytes = rb;
+  p.input = x.data();
+  p.n_rows = rows;
+  p.input_stride = shape.n_in;
+  p.output = y.data();
+  p.output_stride = shape.n_out;
+  p.batch_invariant = batch_invariant;
+  p.precision = precision;
+  kernels::matmul(p, pool);  // warm-up
+  const double flop = 2.0 * static_cast<double>(shape.n_out * shape.n_in * rows);
+  const int iters = std::clamp(static_cast<int>(2e9 / flop), 3, 2000);
+  const double c0 = process_cpu_seconds();
+  const double t0 = now_seconds();
+  for (int i = 0; i < iters; ++i) kernels::matmul(p, pool);
+  const double wall = (now_seconds() - t0) / iters;
+  // On a shared machine wall time is inflated by other processes; CPU time per thread is the
+  // better estimate of an unloaded run, so both are reported.
+  const double cpu = (process_cpu_seconds() - c0) / iters / pool.num_threads();
+  const double weight_bytes = static_cast<double>(rb) * static_cast<double>(shape.n_out);
+  nlohmann::json j = {{"mode", "matmul"},
+                      {"weight_type", std::string(dtype_name(shape.type))},
+                      {"n_out", shape.n_out},
+                      {"n_in", shape.n_in},
+                      {"rows", rows},
+                      {"threads", pool.num_threads()},
+                      {"isa", isa_name(best_isa())},
+                      {"precision", precision == kernels::MatmulPrecision::kHigh ? "high" : "int8"},
+                      {"batch_invariant", batch_invariant},
+                      {"us", wall * 1e6},
+                      {"gflop_per_s", flop / wall * 1e-9},
+                      {"weight_gb_per_s", weight_bytes / wall * 1e-9},
+                      {"cpu_us_per_thread", cpu * 1e6},
+                      {"cpu_gflop_per_s", flop / cpu * 1e-9}};
+  std::printf("%s\n", j.dump().c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int run_matmul_bench(const MatmulBenchOptions& opts) {
+  std::vector<Shape> shapes;
+  if (opts.shapes.empty()) {
+    shapes = {{DType::kQ4_1, 1536, 576}, {DType::kQ4_1, 576, 1536}, {DType::kQ8_0, 49152, 576}};
+  }
+  for (const std::string& s : opts.shapes) {
+    auto shape = parse_shape(s);
+    if (!shape.is_ok()) return report_error(shape.status());
+    shapes.push_back(*shape);
+  }
+  const int threads = opts.threads > 0 ? opts.threads : static_cast<int>(std::thread::hardware_concurrency());
+  ThreadPool pool(std::max(1, threads));
+  for (const Shape& shape : shapes)
+    for (int rows : opts.rows)
+      for (auto precision : {kernels::MatmulPrecision::kHigh, kernels::MatmulPrecision::kInt8})
+        measure(shape, rows, pool, opts.batch_invariant, precision);
+  return kExitOk;
+}
+
+}  // namespace deepinfer::tools

@@ -1,0 +1,54 @@
+"""`deepinfer bench --mode matmul` and `--mode kvstore-io` (the kernel and KV-store benchmarks
+that used to be a hand-built program and a disabled gtest): one JSON line per measurement with
+sane figures, clear errors for bad shapes and unusable directories."""
+import json
+
+import pytest
+
+from conftest import run
+
+
+def records(stdout):
+    return [json.loads(line) for line in stdout.strip().splitlines()]
+
+
+def test_matmul_mode_measures_each_shape_rows_and_precision():
+    r = run("bench", "--mode", "matmul", "--matmul-shape", "q8_0:256x512", "--matmul-shape", "f16:64x128",
+            "--batch", "1,4", "--threads", "1")
+    assert r.returncode == 0, r.stderr
+    recs = records(r.stdout)
+    assert [(x["weight_type"], x["rows"], x["precision"]) for x in recs] == [
+        ("q8_0", 1, "high"), ("q8_0", 1, "int8"), ("q8_0", 4, "high"), ("q8_0", 4, "int8"),
+        ("f16", 1, "high"), ("f16", 1, "int8"), ("f16", 4, "high"), ("f16", 4, "int8")]
+    for x in recs:
+        assert x["us"] > 0 and x["gflop_per_s"] > 0 and x["threads"] == 1
+        assert x["gflop_per_s"] * x["us"] * 1e3 == pytest.approx(2 * x["n_out"] * x["n_in"] * x["rows"], rel=1e-6)
+
+
+def test_matmul_mode_refuses_bad_shapes():
+    for shape, needle in [("q4_1:10x33", "multiple of"), ("q4_k:256x256", "cannot be benchmarked"),
+                          ("nope:1x32", "unknown weight type"), ("q8_0:0x32", "[1, 1048576]"),
+                          ("q8_0-64x32", "TYPE:OUTxIN")]:
+        r = run("bench", "--mode", "matmul", "--matmul-shape", shape)
+        assert r.returncode == 2, (shape, r.stderr)
+        assert needle in r.stderr and shape in r.stderr
+
+
+def test_kvstore_io_mode_writes_reads_and_cleans_up(tmp_path):
+    r = run("bench", "--mode", "kvstore-io", "--block-kib", "64", "--megabytes", "4", "--kv-store", tmp_path)
+    assert r.returncode == 0, r.stderr
+    (rec,) = records(r.stdout)
+    assert rec["blocks"] == 64 and rec["coding"] == "10+2"
+    for key in ["put_gb_per_s", "get_gb_per_s", "raw_write_gb_per_s", "raw_read_gb_per_s"]:
+        assert rec[key] > 0
+    assert rec["targets_in"].startswith(str(tmp_path))
+    assert list(tmp_path.iterdir()) == []  # its scratch directory is gone
+
+
+def test_kvstore_io_mode_names_an_unusable_directory(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = run("bench", "--mode", "kvstore-io", "--kv-store", blocker)
+    assert r.returncode != 0 and str(blocker) in r.stderr
+    r = run("bench", "--mode", "kvstore-io", "--kv-store", tmp_path / "a", "--kv-store", tmp_path / "b")
+    assert r.returncode == 2 and "not 2" in r.stderr
