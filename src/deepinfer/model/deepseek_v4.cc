@@ -9,9 +9,11 @@
 
 #include "deepinfer/base/check.h"
 #include "deepinfer/base/log.h"
-#include "deepinfer/kernels/cpu/embedding.h"
+#include "deepinfer/kernels/cpu/embedding.h"  // check_token_ids
 #include "deepinfer/model/architectures.h"
 #include "deepinfer/model/deepseek_v4_state.h"
+#include "deepinfer/model/layers/embedding.h"
+#include "deepinfer/model/layers/rms_norm.h"
 
 namespace deepinfer::model {
 namespace {
@@ -144,8 +146,7 @@ Status DeepseekV4::forward(const ForwardBatch& b, KvCache& cache, ForwardContext
   collapsed_.resize(T * H);
   normed_.resize(T * H);
   out_.resize(T * H);
-  kernels::embedding_lookup(w_.embed.data, w_.embed.dtype, w_.embed.row_stride_bytes(), H,
-                            b.token_ids.data(), T, collapsed_.data());
+  embed_tokens(w_.embed, H, b.token_ids.data(), T, collapsed_.data());
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < hc; ++i)
       std::memcpy(x_.data() + (t * hc + i) * H, collapsed_.data() + t * H, sizeof(float) * H);
