@@ -4,9 +4,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
-
-#include <nlohmann/json.hpp>
 
 #include "deepinfer/base/check.h"
 #include "deepinfer/base/timer.h"
@@ -15,6 +12,7 @@
 #include "deepinfer/kernels/cpu/matmul.h"
 #include "deepinfer/model/architectures.h"
 #include "deepinfer/model/format/safetensors.h"
+#include "deepinfer/model/hf_config_json.h"
 #include "deepinfer/model/layers/embedding.h"
 #include "deepinfer/model/layers/rope_scaling.h"
 
@@ -28,20 +26,7 @@ void grow(std::vector<T>& v, size_t n) {
 
 // config.json's quantization_config: absent, or DeepSeek's FP8 with 128x128 blocks.
 Status check_quantization(const std::string& dir) {
-  std::ifstream in(dir + "/config.json");
-  if (!in) return Status::ok();  // config_from_hf_json already read it; nothing more to learn
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("quantization_config")) return Status::ok();
-  const auto& q = j["quantization_config"];
-  const std::string method = q.is_object() && q.contains("quant_method") && q["quant_method"].is_string()
-                                 ? q["quant_method"].get<std::string>()
-                                 : std::string("?");
-  const bool blocks_ok = q.is_object() && q.contains("weight_block_size") &&
-                         q["weight_block_size"] == nlohmann::json::array({kFp8Block, kFp8Block});
-  if (method != "fp8" || !blocks_ok)
-    return unsupported("{}/config.json: unsupported quantization_config {} (supported: quant_method "
-                       "\"fp8\" with weight_block_size [128, 128])", dir, q.dump());
-  return Status::ok();
+  return hf::check_fp8_block_quantization(hf::read_json_lenient(dir + "/config.json"), dir);
 }
 
 }  // namespace

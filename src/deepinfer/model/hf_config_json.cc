@@ -3,6 +3,8 @@
 
 #include <fstream>
 
+#include "deepinfer/model/layers/linear.h"
+
 namespace deepinfer::model::hf {
 
 int nullable_int(const nlohmann::json& obj, const char* key, int dflt) {
@@ -37,6 +39,26 @@ RopeScalingConfig rope_scaling(const nlohmann::json& rs, float* theta, Null null
   c.mscale_all_dim = field(rs, "mscale_all_dim", 0.0f, null);
   c.attention_factor = field(rs, "attention_factor", 0.0f, null);
   return c;
+}
+
+nlohmann::json read_json_lenient(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return nlohmann::json(nlohmann::json::value_t::discarded);
+  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+Status check_fp8_block_quantization(const nlohmann::json& config, const std::string& dir) {
+  if (!config.is_object() || !config.contains("quantization_config")) return Status::ok();
+  const auto& q = config["quantization_config"];
+  const std::string method = q.is_object() && q.contains("quant_method") && q["quant_method"].is_string()
+                                 ? q["quant_method"].get<std::string>()
+                                 : std::string("?");
+  const bool blocks_ok = q.is_object() && q.contains("weight_block_size") &&
+                         q["weight_block_size"] == nlohmann::json::array({kFp8Block, kFp8Block});
+  if (method != "fp8" || !blocks_ok)
+    return unsupported("{}/config.json: unsupported quantization_config {} (supported: quant_method "
+                       "\"fp8\" with weight_block_size [128, 128])", dir, q.dump());
+  return Status::ok();
 }
 
 Status parse_config_file(const std::string& path, const std::function<Status(const nlohmann::json&)>& parse) {

@@ -48,6 +48,14 @@ const nlohmann::json* rope_block(const nlohmann::json& config);
 // mscale, mscale_all_dim, attention_factor). A rope_theta in the block overrides *theta.
 RopeScalingConfig rope_scaling(const nlohmann::json& block, float* theta, Null null = Null::kWrongType);
 
+// `path` parsed, or a discarded value when it cannot be read or parsed (for second looks at a
+// config.json that config_from_hf_json has already validated).
+nlohmann::json read_json_lenient(const std::string& path);
+
+// quantization_config of `config` (the config.json of directory `dir`): absent, or FP8 e4m3 with
+// 128x128 block scales (DeepSeek's checkpoints); anything else is refused naming it.
+Status check_fp8_block_quantization(const nlohmann::json& config, const std::string& dir);
+
 // Opens and parses `path` (a JSON object) and runs `parse` on it; BadField and JSON type errors
 // thrown by parse become Statuses naming the file and the key.
 Status parse_config_file(const std::string& path, const std::function<Status(const nlohmann::json&)>& parse);
