@@ -4,17 +4,17 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
-
-#include <nlohmann/json.hpp>
 
 #include "deepinfer/base/check.h"
 #include "deepinfer/base/timer.h"
 #include "deepinfer/kernels/cpu/elementwise.h"
-#include "deepinfer/kernels/cpu/embedding.h"
+#include "deepinfer/kernels/cpu/embedding.h"  // check_token_ids
 #include "deepinfer/kernels/cpu/matmul.h"
 #include "deepinfer/model/architectures.h"
 #include "deepinfer/model/format/safetensors.h"
+#include "deepinfer/model/hf_config_json.h"
+#include "deepinfer/model/layers/embedding.h"
+#include "deepinfer/model/layers/rope_scaling.h"
 
 namespace deepinfer::model {
 namespace {
@@ -24,40 +24,14 @@ void grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
-kernels::RopeScaling rope_scaling_of(const RopeScalingConfig& rs) {
-  kernels::RopeScaling s;
-  if (rs.type == "linear") s.type = kernels::RopeScalingType::kLinear;
-  if (rs.type == "yarn") s.type = kernels::RopeScalingType::kYarn;
-  s.factor = rs.factor;
-  if (rs.original_max_position > 0) s.original_max_pos = rs.original_max_position;
-  s.beta_fast = rs.beta_fast;
-  s.beta_slow = rs.beta_slow;
-  s.mscale = rs.mscale;
-  s.mscale_all_dim = rs.mscale_all_dim;
-  return s;
-}
-
 // config.json's quantization_config: absent, or DeepSeek's FP8 with 128x128 blocks.
 Status check_quantization(const std::string& dir) {
-  std::ifstream in(dir + "/config.json");
-  if (!in) return Status::ok();  // config_from_hf_json already read it; nothing more to learn
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("quantization_config")) return Status::ok();
-  const auto& q = j["quantization_config"];
-  const std::string method = q.is_object() && q.contains("quant_method") && q["quant_method"].is_string()
-                                 ? q["quant_method"].get<std::string>()
-                                 : std::string("?");
-  const bool blocks_ok = q.is_object() && q.contains("weight_block_size") &&
-                         q["weight_block_size"] == nlohmann::json::array({kFp8Block, kFp8Block});
-  if (method != "fp8" || !blocks_ok)
-    return unsupported("{}/config.json: unsupported quantization_config {} (supported: quant_method "
-                       "\"fp8\" with weight_block_size [128, 128])", dir, q.dump());
-  return Status::ok();
+  return hf::check_fp8_block_quantization(hf::read_json_lenient(dir + "/config.json"), dir);
 }
 
 }  // namespace
 
-DeepseekV3::DeepseekV3(ModelConfig config) : config_(std::move(config)) {
+DeepseekV3::DeepseekV3(ModelConfig config, kernels::RopeScaling rope_scaling) : config_(std::move(config)) {
   const ModelConfig& c = config_;
   mla_.n_heads = c.num_heads;
   mla_.hidden = c.hidden_size;
@@ -68,9 +42,8 @@ DeepseekV3::DeepseekV3(ModelConfig config) : config_(std::move(config)) {
   mla_.v = c.v_head_dim;
   mla_.eps = c.rms_norm_eps;
   mla_.rope_theta = c.rope_theta;
-  mla_.rope_layout =
-      c.rope_pairing == RopePairing::kInterleaved ? kernels::RopeLayout::kInterleaved : kernels::RopeLayout::kHalf;
-  mla_.rope_scaling = rope_scaling_of(c.rope_scaling);
+  mla_.rope_layout = rope_layout_of(c.rope_pairing);
+  mla_.rope_scaling = rope_scaling;
   mla_.softmax_scale = static_cast<float>(1.0 / std::sqrt(double(mla_.qk())) *
                                           kernels::rope_attention_scale_multiplier(mla_.rope_scaling));
   routing_.n_experts = c.n_routed_experts;
@@ -85,7 +58,9 @@ Result<std::unique_ptr<DeepseekV3>> DeepseekV3::load(const ModelConfig& config, 
   if (!source.safetensors)
     return unsupported("{}: DeepSeek-V3 loads from a Hugging Face safetensors directory, not GGUF",
                        source.description);
-  std::unique_ptr<DeepseekV3> m(new DeepseekV3(config));
+  DI_ASSIGN_OR_RETURN(kernels::RopeScaling rope,
+                      rope_scaling_from_config(config.rope_scaling, source.description, "deepseek_v3"));
+  std::unique_ptr<DeepseekV3> m(new DeepseekV3(config, rope));
   DI_RETURN_IF_ERROR(m->load_weights(source));
   return m;
 }
@@ -110,8 +85,6 @@ Result<DeepseekLayer> DeepseekV3::load_layer(const DeepseekWeights& w, int index
 Status DeepseekV3::load_weights(const WeightSource& source) {
   const ModelConfig& c = config_;
   const std::string& where = source.description;
-  if (c.rope_scaling.type != "none" && c.rope_scaling.type != "yarn" && c.rope_scaling.type != "linear")
-    return unsupported("{}: unsupported RoPE scaling type '{}' for deepseek_v3", where, c.rope_scaling.type);
   if (c.attention_bias) return unsupported("{}: deepseek_v3 with attention_bias is not supported", where);
   if (c.n_routed_experts > 0 && (c.scoring_func != "sigmoid" || c.topk_method != "noaux_tc"))
     return unsupported("{}: deepseek_v3 routing scoring_func '{}' / topk_method '{}' is not supported "
@@ -219,8 +192,7 @@ Status DeepseekV3::forward(const ForwardBatch& batch, KvCache& cache, ForwardCon
   grow(x_, T * H);
   grow(h_, T * H);
   grow(tmp_, T * H);
-  kernels::embedding_lookup(embedding_.data, embedding_.dtype, embedding_.row_stride_bytes(), H,
-                            batch.token_ids.data(), T, x_.data());
+  embed_tokens(embedding_, H, batch.token_ids.data(), T, x_.data());
   for (int l = 0; l < config_.num_layers; ++l)
     layer_forward(layers_[l], l, batch, cache.k[l].data(), cache.block_size, ctx);
   if (keep_hidden_) {
@@ -243,8 +215,7 @@ Status DeepseekV3::mtp_forward(const ForwardBatch& batch, const float* prev_hidd
   grow(h_, T * H);
   grow(tmp_, T * 2 * H);
   // tmp_ = [enorm(embed(t+1)) | hnorm(h_t)] per token, then eh_proj into x_.
-  kernels::embedding_lookup(mtp_embedding_.data, mtp_embedding_.dtype, mtp_embedding_.row_stride_bytes(), H,
-                            batch.token_ids.data(), T, h_.data());
+  embed_tokens(mtp_embedding_, H, batch.token_ids.data(), T, h_.data());
   rms_norm_rows(h_.data(), H, mtp_enorm_, tmp_.data(), 2 * H, T, H, eps);
   rms_norm_rows(prev_hidden, H, mtp_hnorm_, tmp_.data() + H, 2 * H, T, H, eps);
   linear_forward(mtp_eh_proj_, tmp_.data(), T, 2 * H, x_.data(), H, ctx);

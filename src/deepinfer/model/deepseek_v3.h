@@ -62,7 +62,7 @@ class DeepseekV3 final : public Model {
                      float* logits);
 
  private:
-  explicit DeepseekV3(ModelConfig config);
+  DeepseekV3(ModelConfig config, kernels::RopeScaling rope_scaling);
   Status load_weights(const WeightSource& source);
   Result<DeepseekLayer> load_layer(const DeepseekWeights& w, int index) const;
   Status check_batch(const ForwardBatch& batch, const KvCache& cache, int layers) const;

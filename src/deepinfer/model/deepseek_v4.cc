@@ -4,14 +4,16 @@
 #include "deepinfer/model/deepseek_v4.h"
 
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "deepinfer/base/check.h"
 #include "deepinfer/base/log.h"
-#include "deepinfer/kernels/cpu/embedding.h"
+#include "deepinfer/kernels/cpu/embedding.h"  // check_token_ids
 #include "deepinfer/model/architectures.h"
 #include "deepinfer/model/deepseek_v4_state.h"
+#include "deepinfer/model/hf_config_json.h"
+#include "deepinfer/model/layers/embedding.h"
+#include "deepinfer/model/layers/rms_norm.h"
 
 namespace deepinfer::model {
 namespace {
@@ -19,21 +21,14 @@ namespace {
 // config.json's quantization_config: absent, or FP8 e4m3 with 128x128 block scales and
 // non-FP4 experts. FP4 (e2m1) routed experts are not implemented yet: refused, never misread.
 Status check_quantization(const std::string& dir) {
-  std::ifstream in(dir + "/config.json");
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json j = hf::read_json_lenient(dir + "/config.json");
+  DI_RETURN_IF_ERROR(hf::check_fp8_block_quantization(j, dir));
   if (!j.is_object() || !j.contains("quantization_config")) return Status::ok();
   const auto& q = j["quantization_config"];
   auto str = [&](const char* k) {
     return q.is_object() && q.contains(k) && q[k].is_string() ? q[k].get<std::string>()
                                                               : std::string();
   };
-  const bool blocks_ok = q.is_object() && q.contains("weight_block_size") &&
-                         q["weight_block_size"] == nlohmann::json::array({kFp8Block, kFp8Block});
-  if (str("quant_method") != "fp8" || !blocks_ok)
-    return unsupported(
-        "{}/config.json: unsupported quantization_config {} (supported: quant_method \"fp8\" with "
-        "weight_block_size [128, 128])",
-        dir, q.dump());
   std::string experts = str("expert_dtype");
   if (experts.empty() && j.contains("expert_dtype") && j["expert_dtype"].is_string())
     experts = j["expert_dtype"].get<std::string>();
@@ -144,8 +139,7 @@ Status DeepseekV4::forward(const ForwardBatch& b, KvCache& cache, ForwardContext
   collapsed_.resize(T * H);
   normed_.resize(T * H);
   out_.resize(T * H);
-  kernels::embedding_lookup(w_.embed.data, w_.embed.dtype, w_.embed.row_stride_bytes(), H,
-                            b.token_ids.data(), T, collapsed_.data());
+  embed_tokens(w_.embed, H, b.token_ids.data(), T, collapsed_.data());
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < hc; ++i)
       std::memcpy(x_.data() + (t * hc + i) * H, collapsed_.data() + t * H, sizeof(float) * H);

@@ -9,6 +9,7 @@
 #include "deepinfer/base/check.h"
 #include "deepinfer/kernels/cpu/rope.h"
 #include "deepinfer/kernels/cpu/sink_attention.h"
+#include "deepinfer/model/layers/rms_norm.h"
 
 namespace deepinfer::model {
 namespace {
@@ -40,16 +41,6 @@ void rope_tail(const Rope& r, float* x, int64_t T, int heads, int head_dim, int6
   p.layout = kernels::RopeLayout::kInterleaved;
   p.scaling = r.scaling;
   kernels::rope(p);
-}
-
-void unweighted_rms_norm(float* x, int64_t n_vectors, int64_t dim, float eps) {
-  for (int64_t v = 0; v < n_vectors; ++v) {
-    float* y = x + v * dim;
-    double ss = 0;
-    for (int64_t c = 0; c < dim; ++c) ss += double(y[c]) * y[c];
-    const float inv = static_cast<float>(1.0 / std::sqrt(ss / double(dim) + eps));
-    for (int64_t c = 0; c < dim; ++c) y[c] *= inv;
-  }
 }
 
 V4CompressorDims compressor_dims(const DeepseekV4Config& c, int layer, bool indexer) {
@@ -166,7 +157,7 @@ void project(const DeepseekV4Config& c, int layer, const V4Attention& w, const F
   rms_norm_rows(s.qr.data(), c.q_lora_rank, w.q_norm, s.qr.data(), c.q_lora_rank, T, c.q_lora_rank,
                 c.rms_eps);
   linear_forward(w.wq_b, s.qr.data(), T, c.q_lora_rank, s.q.data(), nh * D, ctx);
-  unweighted_rms_norm(s.q.data(), T * nh, D, c.rms_eps);
+  rms_norm_unweighted(s.q.data(), T * nh, D, c.rms_eps);
   rope_tail(rope, s.q.data(), T, static_cast<int>(nh), static_cast<int>(D), nh * D,
             b.positions.data());
   linear_forward(w.wkv, h, T, H, s.kv.data(), D, ctx);

@@ -2,50 +2,41 @@
 // defaults and legacy fields (the reference wins over DEEPSEEK_V4.md where they differ).
 #include "deepinfer/model/deepseek_v4_config.h"
 
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include "deepinfer/model/hf_config_json.h"
+#include "deepinfer/model/layers/rope_scaling.h"
 
 namespace deepinfer::model {
 namespace {
 
 using nlohmann::json;
 
-// A present field of the wrong type: the message names it.
-struct BadField {
-  std::string key;
-};
-
+// A present field; null reads as "not given" (transformers' defaults), a wrong type is an error
+// naming the key.
 template <typename T>
 T get(const json& j, const char* key, T dflt) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return dflt;
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    throw BadField{key};
-  }
+  return hf::field(j, key, dflt, hf::Null::kDefault);
 }
 
-// rope_parameters sub-dict (or legacy rope_scaling) -> theta + scaling. `attention_factor`
-// defaults to 1 for YaRN: V4 blends frequencies only, no cos/sin mscale (transformers forces it).
+// rope_parameters sub-dict (or legacy rope_scaling) -> theta + scaling, read and translated by the
+// shared RoPE code; V4 takes YaRN only. `attention_factor` defaults to 1 for YaRN: V4 blends
+// frequencies only, no cos/sin mscale (transformers forces it).
 Status parse_rope(const json& rp, float* theta, kernels::RopeScaling* s, const std::string& path) {
   if (!rp.is_object()) return Status::ok();
-  if (rp.contains("rope_theta")) *theta = get(rp, "rope_theta", *theta);
-  std::string type = get(rp, "rope_type", get(rp, "type", std::string("default")));
-  if (type == "default" || type == "none") return Status::ok();
-  if (type != "yarn")
+  const RopeScalingConfig rs = hf::rope_scaling(rp, theta, hf::Null::kDefault);
+  if (rs.type == "none") return Status::ok();
+  if (rs.type != "yarn")
     return unsupported(
         "{}: rope type '{}' is not supported for deepseek_v4 (supported: default, yarn)", path,
-        type);
-  s->type = kernels::RopeScalingType::kYarn;
-  s->factor = get(rp, "factor", 1.0f);
-  s->original_max_pos = get(rp, "original_max_position_embeddings", int64_t{s->original_max_pos});
-  s->beta_fast = get(rp, "beta_fast", 32.0f);
-  s->beta_slow = get(rp, "beta_slow", 1.0f);
+        rs.type);
+  DI_ASSIGN_OR_RETURN(*s, rope_scaling_from_config(rs, path, "deepseek_v4"));
   // transformers sets attention_factor = 1 for V4 unless given, and then YaRN's mscale /
   // mscale_all_dim (which DeepSeek's configs may carry) change nothing: ignored here too.
-  s->attention_factor = get(rp, "attention_factor", 1.0f);
+  if (auto it = rp.find("attention_factor"); it == rp.end() || it->is_null()) s->attention_factor = 1.0f;
+  s->mscale = 1.0f;
+  s->mscale_all_dim = 0.0f;
   return Status::ok();
 }
 
@@ -152,10 +143,8 @@ Status parse_fields(const json& j, DeepseekV4Config& c, const std::string& path)
                                  : c.head_dim / 8;
   c.main_theta = get(j, "rope_theta", 10000.0f);
   c.compress_theta = get(j, "compress_rope_theta", 160000.0f);
-  const json* rp = j.contains("rope_parameters") ? &j["rope_parameters"]
-                   : j.contains("rope_scaling")  ? &j["rope_scaling"]
-                                                 : nullptr;
-  if (rp && rp->is_object() && rp->contains("main") && rp->contains("compress")) {
+  const json* rp = hf::rope_block(j);
+  if (rp && rp->contains("main") && rp->contains("compress")) {
     DI_RETURN_IF_ERROR(parse_rope((*rp)["main"], &c.main_theta, &c.main_scaling, path));
     DI_RETURN_IF_ERROR(parse_rope((*rp)["compress"], &c.compress_theta, &c.compress_scaling, path));
   } else if (rp) {
@@ -207,18 +196,8 @@ Status validate(const DeepseekV4Config& c, const std::string& path) {
 }  // namespace
 
 Result<DeepseekV4Config> deepseek_v4_config_from_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return not_found("{}: cannot open", path);
-  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return corrupt("{}: not a JSON object", path);
   DeepseekV4Config c;
-  try {
-    DI_RETURN_IF_ERROR(parse_fields(j, c, path));
-  } catch (const BadField& e) {
-    return corrupt("{}: '{}' has the wrong type", path, e.key);
-  } catch (const json::exception& e) {
-    return corrupt("{}: a field has the wrong type: {}", path, e.what());
-  }
+  DI_RETURN_IF_ERROR(hf::parse_config_file(path, [&](const json& j) { return parse_fields(j, c, path); }));
   DI_RETURN_IF_ERROR(validate(c, path));
   return c;
 }

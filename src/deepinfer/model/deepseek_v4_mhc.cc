@@ -13,7 +13,8 @@ float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 void mixes_of(const V4HcDims& d, const Tensor& fn, const float* x, int64_t T, float* mixes,
               ForwardContext& ctx) {
   const int64_t flat = d.hc * d.hidden, m = fn.shape[0];
-  LinearWeight lw{fn, Tensor{}};
+  LinearWeight lw;
+  lw.weight = fn;
   linear_forward(lw, x, T, flat, mixes, m, ctx);
   for (int64_t t = 0; t < T; ++t) {
     double ss = 0;

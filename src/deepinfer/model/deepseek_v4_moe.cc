@@ -6,7 +6,6 @@
 #include <cstring>
 #include <numeric>
 
-#include "deepinfer/kernels/cpu/activation.h"
 
 namespace deepinfer::model {
 namespace {
@@ -22,15 +21,7 @@ void clamped_mlp(const MlpWeights& m, float limit, const float* x, int64_t rows,
     s.gate.resize(rows * I);
     s.up.resize(rows * I);
   }
-  linear_forward(m.gate, x, rows, hidden, s.gate.data(), I, ctx);
-  linear_forward(m.up, x, rows, hidden, s.up.data(), I, ctx);
-  if (limit > 0)
-    for (int64_t i = 0; i < rows * I; ++i) {
-      s.gate[i] = std::min(s.gate[i], limit);
-      s.up[i] = std::clamp(s.up[i], -limit, limit);
-    }
-  kernels::swiglu(s.gate.data(), s.up.data(), s.gate.data(), rows * I);
-  linear_forward(m.down, s.gate.data(), rows, I, out, hidden, ctx);
+  swiglu_mlp_forward(m, x, rows, hidden, out, s.gate.data(), s.up.data(), ctx, limit);
 }
 
 }  // namespace
@@ -69,7 +60,8 @@ void v4_moe_forward(const V4MoeDims& d, const V4Moe& m, const float* x, const in
   s.logits.resize(T * E);
   s.idx.resize(T * K);
   s.weights.resize(T * K);
-  LinearWeight router{m.gate, Tensor{}};
+  LinearWeight router;
+  router.weight = m.gate;
   linear_forward(router, x, T, H, s.logits.data(), E, ctx);
   v4_route(d, m, s.logits.data(), token_ids, T, s.idx.data(), s.weights.data());
   std::fill(out, out + T * H, 0.0f);

@@ -67,12 +67,6 @@ constexpr Rename kLayer[] = {
 // ".weight_scale_inv".
 constexpr std::string_view kScaleNames[] = {".scale", ".weight_scale_inv"};
 
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 class V4Names {
  public:
   explicit V4Names(const WeightSource& source) : source_(source) {}
@@ -110,12 +104,7 @@ class V4Names {
   Result<Tensor> get(const std::string& canonical, const std::vector<int64_t>& shape) const {
     const Tensor* t = find(canonical);
     if (!t) return missing(canonical);
-    bool match = t->ndim == static_cast<int>(shape.size());
-    for (int i = 0; match && i < t->ndim; ++i) match = t->shape[i] == shape[i];
-    if (!match && shape.size() == 1 && t->numel() == shape[0]) match = true;
-    if (!match)
-      return corrupt("{}: tensor '{}' has shape {} but the config implies {}", source_.description,
-                     canonical, t->shape_string(), shape_str(shape));
+    DI_RETURN_IF_ERROR(check_shape(*t, shape, source_.description, canonical));
     return *t;
   }
 

@@ -10,8 +10,9 @@
 
 #include "deepinfer/base/status.h"
 #include "deepinfer/model/deepseek_v4_config.h"
+#include "deepinfer/model/layers/linear.h"
+#include "deepinfer/model/layers/swiglu_mlp.h"
 #include "deepinfer/model/model.h"
-#include "deepinfer/model/moe.h"
 #include "deepinfer/tensor/tensor.h"
 
 namespace deepinfer::model {

@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "deepinfer/kernels/cpu/attention.h"
-#include "deepinfer/kernels/cpu/matmul.h"
 
 namespace deepinfer::model {
 namespace {
@@ -16,24 +15,6 @@ constexpr int64_t kMaxExpandedBytes = int64_t{256} << 20;
 template <typename T>
 void grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
-}
-
-// out[r] = W in[r] for an f32 row-major W [n_out, n_in] (the absorbed per-head matrices).
-void matmul_f32(const float* w, int64_t n_out, int64_t n_in, const float* in, int64_t rows, int64_t in_stride,
-                float* out, int64_t out_stride, ForwardContext& ctx) {
-  kernels::MatmulParams p;
-  p.weight = w;
-  p.weight_type = DType::kF32;
-  p.n_out = n_out;
-  p.n_in = n_in;
-  p.weight_row_bytes = sizeof(float) * n_in;
-  p.input = in;
-  p.n_rows = rows;
-  p.input_stride = in_stride;
-  p.output = out;
-  p.output_stride = out_stride;
-  p.batch_invariant = ctx.batch_invariant;
-  kernels::matmul(p, *ctx.pool);
 }
 
 // Decode form over the sequences in `seq_ids`: q_nope is absorbed through W_UK into latent space,
@@ -70,7 +51,7 @@ void attend_absorbed(const MlaWeights& w, const MlaDims& d, const ForwardBatch& 
   serial.batch_invariant = true;  // our own kernels: no BLAS calls (and its threads) inside the region
   ctx.pool->parallel_for(H, [&](int64_t h0, int64_t h1) {
     for (int64_t h = h0; h < h1; ++h) {
-      matmul_f32(w.w_uk_t.data() + h * R * d.nope, R, d.nope, qc + h * qk, Ta, qs, s.q_abs.data() + h * L,
+      linear_f32(w.w_uk_t.data() + h * R * d.nope, R, d.nope, qc + h * qk, Ta, qs, s.q_abs.data() + h * L,
                  int64_t{H} * L, serial);
       for (int64_t i = 0; i < Ta; ++i)
         std::memcpy(s.q_abs.data() + (i * H + h) * L + R, qc + i * qs + h * qk + d.nope, sizeof(float) * d.rope);
@@ -100,7 +81,7 @@ void attend_absorbed(const MlaWeights& w, const MlaDims& d, const ForwardBatch& 
   float* oc = s.ctx_lat.data();  // compact outputs (q rows are no longer needed)
   ctx.pool->parallel_for(H, [&](int64_t h0, int64_t h1) {
     for (int64_t h = h0; h < h1; ++h)
-      matmul_f32(w.w_uv.data() + h * d.v * R, d.v, R, s.lat_out.data() + h * R, Ta, int64_t{H} * R, oc + h * d.v,
+      linear_f32(w.w_uv.data() + h * d.v * R, d.v, R, s.lat_out.data() + h * R, Ta, int64_t{H} * R, oc + h * d.v,
                  os, serial);
   });
   for (int64_t i = 0; i < Ta; ++i) std::memcpy(s.attn.data() + rows[i] * os, oc + i * os, sizeof(float) * os);

@@ -1,5 +1,6 @@
-// The interface every architecture implements, the KV cache storage it writes into, and the
-// registry that maps an architecture name to its loader (one line per architecture).
+// The interface every architecture implements and the registry entry point that maps an
+// architecture name to its loader (one line per architecture in model_registry.cc). The KV cache
+// storage a model writes into is in kv_cache.h (included here for the engine and the models).
 #pragma once
 
 #include <cstdint>
@@ -8,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "deepinfer/base/aligned_buffer.h"
 #include "deepinfer/base/status.h"
 #include "deepinfer/base/thread_pool.h"
 #include "deepinfer/model/forward_batch.h"
+#include "deepinfer/model/kv_cache.h"
 #include "deepinfer/model/model_config.h"
 
 namespace deepinfer::format {
@@ -20,29 +21,6 @@ class SafetensorsModel;
 }  // namespace deepinfer::format
 
 namespace deepinfer::model {
-
-// Shape of the per-token KV state of one layer.
-struct KvCacheSpec {
-  int num_layers = 0;
-  int num_kv_heads = 0;
-  int head_dim = 0;    // K channels per head
-  int v_head_dim = 0;  // V channels per head
-};
-
-// Paged KV storage: for each layer, K and V pools laid out [num_blocks, block_size, kv_heads,
-// head_dim] in f32. Block ids come from the engine's block manager.
-struct KvCache {
-  KvCacheSpec spec;
-  int num_blocks = 0;
-  int block_size = 0;
-  std::vector<AlignedBuffer<float>> k;  // [num_layers]
-  std::vector<AlignedBuffer<float>> v;  // [num_layers]
-
-  static KvCache allocate(const KvCacheSpec& spec, int num_blocks, int block_size);
-  size_t bytes_per_block() const;
-  int64_t k_token_stride() const { return int64_t{spec.num_kv_heads} * spec.head_dim; }
-  int64_t v_token_stride() const { return int64_t{spec.num_kv_heads} * spec.v_head_dim; }
-};
 
 struct ForwardContext {
   ThreadPool* pool = nullptr;

@@ -1,10 +1,9 @@
 #include "deepinfer/model/model_config.h"
 
-#include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "deepinfer/model/format/gguf.h"
+#include "deepinfer/model/hf_config_json.h"
 
 namespace deepinfer::model {
 namespace {
@@ -62,31 +61,8 @@ Result<ModelConfig> config_from_gguf(const format::GgufFile& g) {
 
 namespace {
 
-// A config.json key present with the wrong type (e.g. "rms_norm_eps": null).
-struct BadField {
-  std::string key;
-};
-
-// obj.value(key, dflt), except that a present key of the wrong type throws BadField naming it.
-template <typename T>
-T field(const nlohmann::json& obj, const char* key, T dflt) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return dflt;
-  try {
-    return it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw BadField{key};
-  }
-}
-
-// Integer field that may be null (DeepSeek's "q_lora_rank": null means no LoRA): null -> 0.
-int nullable_int(const nlohmann::json& obj, const char* key, int dflt) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return dflt;
-  if (it->is_null()) return 0;
-  if (!it->is_number_integer()) throw BadField{key};
-  return it->get<int>();
-}
+using hf::field;
+using hf::nullable_int;
 
 // MLA, DeepSeekMoE and MTP fields of a deepseek_v3 config.json.
 Status parse_deepseek_fields(const nlohmann::json& j, ModelConfig& c, const std::string& path) {
@@ -130,7 +106,8 @@ Status parse_deepseek_fields(const nlohmann::json& j, ModelConfig& c, const std:
   return Status::ok();
 }
 
-// Fields of an already parsed config.json; throws BadField, which the caller turns into a Status.
+// Fields of an already parsed config.json; throws hf::BadField, which hf::parse_config_file turns
+// into a Status.
 Result<ModelConfig> parse_hf_config(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object()) return corrupt("{}: expected a JSON object", path);
   auto get_int = [&](const char* key, int64_t dflt) -> int64_t {
@@ -171,23 +148,7 @@ Result<ModelConfig> parse_hf_config(const nlohmann::json& j, const std::string& 
   c.tie_word_embeddings = field(j, "tie_word_embeddings", false);
   // Newer transformers (5.x) write "rope_parameters" holding rope_theta and the scaling fields;
   // older ones write top-level "rope_theta" and "rope_scaling". Accept both.
-  auto rope_it = j.find("rope_parameters");
-  if (rope_it == j.end() || !rope_it->is_object()) rope_it = j.find("rope_scaling");
-  if (auto it = rope_it; it != j.end() && it->is_object()) {
-    auto& rs = *it;
-    if (auto t = rs.find("rope_theta"); t != rs.end() && t->is_number()) c.rope_theta = t->get<float>();
-    std::string type = field(rs, "rope_type", field(rs, "type", std::string("none")));
-    if (type == "default") type = "none";
-    c.rope_scaling.type = type;
-    c.rope_scaling.factor = field(rs, "factor", 1.0f);
-    c.rope_scaling.low_freq_factor = field(rs, "low_freq_factor", 1.0f);
-    c.rope_scaling.high_freq_factor = field(rs, "high_freq_factor", 4.0f);
-    c.rope_scaling.original_max_position = field(rs, "original_max_position_embeddings", int64_t{0});
-    c.rope_scaling.beta_fast = field(rs, "beta_fast", 32.0f);
-    c.rope_scaling.beta_slow = field(rs, "beta_slow", 1.0f);
-    c.rope_scaling.mscale = field(rs, "mscale", 1.0f);
-    c.rope_scaling.mscale_all_dim = field(rs, "mscale_all_dim", 0.0f);
-  }
+  if (const nlohmann::json* rs = hf::rope_block(j)) c.rope_scaling = hf::rope_scaling(*rs, &c.rope_theta);
   if (c.architecture == "deepseek_v3") DI_RETURN_IF_ERROR(parse_deepseek_fields(j, c, path));
   return c;
 }
@@ -195,21 +156,12 @@ Result<ModelConfig> parse_hf_config(const nlohmann::json& j, const std::string& 
 }  // namespace
 
 Result<ModelConfig> config_from_hf_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return not_found("{}: cannot open", path);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    return corrupt("{}: invalid JSON: {}", path, e.what());
-  }
-  try {
-    return parse_hf_config(j, path);
-  } catch (const BadField& e) {
-    return corrupt("{}: '{}' has the wrong type", path, e.key);
-  } catch (const nlohmann::json::exception& e) {
-    return corrupt("{}: a field has the wrong type: {}", path, e.what());
-  }
+  ModelConfig c;
+  DI_RETURN_IF_ERROR(hf::parse_config_file(path, [&](const nlohmann::json& j) -> Status {
+    DI_ASSIGN_OR_RETURN(c, parse_hf_config(j, path));
+    return Status::ok();
+  }));
+  return c;
 }
 
 }  // namespace deepinfer::model

@@ -27,6 +27,7 @@ struct RopeScalingConfig {
   float beta_slow = 1.0f;
   float mscale = 1.0f;
   float mscale_all_dim = 0.0f;
+  float attention_factor = 0.0f;  // yarn cos/sin multiplier; 0 = derive as transformers does
 };
 
 struct ModelConfig {

@@ -8,8 +8,6 @@
 #include <limits>
 #include <numeric>
 
-#include "deepinfer/kernels/cpu/activation.h"
-
 namespace deepinfer::model {
 namespace {
 
@@ -81,10 +79,7 @@ void mlp_forward(const MlpWeights& m, const float* x, int64_t rows, int64_t hidd
   const int64_t I = m.gate.n_out();
   grow(s.gate, rows * I);
   grow(s.up, rows * I);
-  linear_forward(m.gate, x, rows, hidden, s.gate.data(), I, ctx);
-  linear_forward(m.up, x, rows, hidden, s.up.data(), I, ctx);
-  kernels::swiglu(s.gate.data(), s.up.data(), s.gate.data(), rows * I);
-  linear_forward(m.down, s.gate.data(), rows, I, out, hidden, ctx);
+  swiglu_mlp_forward(m, x, rows, hidden, out, s.gate.data(), s.up.data(), ctx);
 }
 
 void moe_forward(const MoeWeights& m, const MoeRouting& r, const float* x, int64_t T, int64_t hidden, float* out,
@@ -93,7 +88,8 @@ void moe_forward(const MoeWeights& m, const MoeRouting& r, const float* x, int64
   grow(s.logits, T * E);
   grow(s.idx, T * K);
   grow(s.weights, T * K);
-  LinearWeight router{m.router, Tensor{}};
+  LinearWeight router;
+  router.weight = m.router;
   linear_forward(router, x, T, hidden, s.logits.data(), E, ctx);
   moe_route(r, s.logits.data(), m.score_bias.empty() ? nullptr : static_cast<const float*>(m.score_bias.data),
             T, s.idx.data(), s.weights.data());

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "deepinfer/model/deepseek_v3_weights.h"
+#include "deepinfer/model/layers/swiglu_mlp.h"
 #include "deepinfer/model/model.h"
 
 namespace deepinfer::model {
@@ -18,11 +19,6 @@ struct MoeRouting {
   int topk_group = 1;
   bool norm_topk_prob = true;
   float routed_scaling_factor = 1.0f;
-};
-
-// A SwiGLU MLP: down(silu(gate x) * up x).
-struct MlpWeights {
-  LinearWeight gate, up, down;
 };
 
 struct MoeWeights {
@@ -62,7 +58,8 @@ struct MoeScratch {
   std::vector<MoeScratch> per_thread;  // gate/up buffers when experts run one per thread
 };
 
-// One MLP over `rows` rows of x [rows, hidden] into out [rows, hidden].
+// One SwiGLU MLP (swiglu_mlp_forward) over `rows` rows of x [rows, hidden] into out [rows, hidden],
+// its activations in s.gate / s.up.
 void mlp_forward(const MlpWeights& m, const float* x, int64_t rows, int64_t hidden, float* out, MoeScratch& s,
                  ForwardContext& ctx);
 // out = routed experts + shared experts, for x [T, hidden]. Adds each token's choices into

@@ -24,6 +24,18 @@ std::string shape_str(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
+Status check_shape(const Tensor& t, const std::vector<int64_t>& shape, const std::string& where,
+                   std::string_view name) {
+  bool match = t.ndim == static_cast<int>(shape.size());
+  for (int i = 0; match && i < t.ndim; ++i) match = t.shape[i] == shape[i];
+  // A 1-D tensor may be stored as [1, n] or [n]; accept equal element counts for vectors.
+  if (!match && shape.size() == 1 && t.numel() == shape[0]) match = true;
+  if (!match)
+    return corrupt("{}: tensor '{}' has shape {} but the config implies {}", where, name, t.shape_string(),
+                   shape_str(shape));
+  return Status::ok();
+}
+
 const Tensor* WeightMap::lookup(std::string_view gguf_pattern, int layer, std::string* shown) const {
   if (source_.gguf) {
     *shown = substitute(gguf_pattern, layer);
@@ -47,13 +59,7 @@ Result<Tensor> WeightMap::get_optional(std::string_view pattern, int layer,
   std::string name;
   const Tensor* t = lookup(pattern, layer, &name);
   if (!t) return Tensor{};
-  bool match = t->ndim == static_cast<int>(shape.size());
-  for (int i = 0; match && i < t->ndim; ++i) match = t->shape[i] == shape[i];
-  // A 1-D tensor may be stored as [1, n] or [n]; accept equal element counts for vectors.
-  if (!match && shape.size() == 1 && t->numel() == shape[0]) match = true;
-  if (!match)
-    return corrupt("{}: tensor '{}' has shape {} but the config implies {}", source_.description,
-                   name, t->shape_string(), shape_str(shape));
+  DI_RETURN_IF_ERROR(check_shape(*t, shape, source_.description, name));
   return *t;
 }
 

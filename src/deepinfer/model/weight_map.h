@@ -42,6 +42,11 @@ class WeightMap {
   mutable std::deque<Tensor> scratch_;  // GGUF views returned by lookup (a deque never moves them)
 };
 
+// Ok when `t` has exactly `shape` (outermost first; a vector may also be stored [1, n]), else an
+// error naming the checkpoint (`where`), the tensor and both shapes. Every weight loader uses it.
+Status check_shape(const Tensor& t, const std::vector<int64_t>& shape, const std::string& where,
+                   std::string_view name);
+
 // Owned f32 copy of any float tensor (f32/f16/bf16/quantized rows).
 Result<Tensor> to_f32(const Tensor& t, std::string_view name);
 

@@ -1,0 +1,99 @@
+// Linear dispatch: FP8 block-scaled weights to kernels::fp8_matmul, everything else to
+// kernels::matmul; the bias is added row by row afterwards.
+#include "deepinfer/model/layers/linear.h"
+
+#include <algorithm>
+
+#include "deepinfer/kernels/cpu/fp8_matmul.h"
+#include "deepinfer/kernels/cpu/matmul.h"
+#include "deepinfer/model/weight_map.h"
+
+namespace deepinfer::model {
+namespace {
+
+void add_bias(const Tensor& bias, int64_t rows, int64_t n_out, float* out, int64_t out_stride) {
+  const float* b = static_cast<const float*>(bias.data);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < n_out; ++o) out[r * out_stride + o] += b[o];
+}
+
+}  // namespace
+
+void linear_forward(const LinearWeight& w, const float* in, int64_t rows, int64_t in_stride, float* out,
+                    int64_t out_stride, ForwardContext& ctx) {
+  if (rows == 0) return;
+  if (w.weight.dtype == DType::kF8_E4M3) {
+    kernels::Fp8MatmulParams f;
+    f.weight = static_cast<const uint8_t*>(w.weight.data);
+    f.weight_row_bytes = w.weight.row_stride_bytes();
+    f.scale_inv = static_cast<const float*>(w.scale_inv.data);
+    f.scale_stride = w.scale_inv.shape[1];
+    f.block = static_cast<int>(kFp8Block);
+    f.n_out = w.n_out();
+    f.n_in = w.n_in();
+    f.input = in;
+    f.n_rows = rows;
+    f.input_stride = in_stride;
+    f.output = out;
+    f.output_stride = out_stride;
+    kernels::fp8_matmul(f, *ctx.pool);
+  } else {
+    kernels::MatmulParams p;
+    p.weight = w.weight.data;
+    p.weight_type = w.weight.dtype;
+    p.n_out = w.n_out();
+    p.n_in = w.n_in();
+    p.weight_row_bytes = w.weight.row_stride_bytes();
+    p.input = in;
+    p.n_rows = rows;
+    p.input_stride = in_stride;
+    p.output = out;
+    p.output_stride = out_stride;
+    p.batch_invariant = ctx.batch_invariant;
+    p.precision = ctx.int8_activations ? kernels::MatmulPrecision::kInt8 : kernels::MatmulPrecision::kHigh;
+    kernels::matmul(p, *ctx.pool);
+  }
+  if (!w.bias.empty()) add_bias(w.bias, rows, w.n_out(), out, out_stride);
+}
+
+void linear_f32(const float* w, int64_t n_out, int64_t n_in, const float* in, int64_t rows, int64_t in_stride,
+                float* out, int64_t out_stride, ForwardContext& ctx) {
+  kernels::MatmulParams p;
+  p.weight = w;
+  p.weight_type = DType::kF32;
+  p.n_out = n_out;
+  p.n_in = n_in;
+  p.weight_row_bytes = sizeof(float) * n_in;
+  p.input = in;
+  p.n_rows = rows;
+  p.input_stride = in_stride;
+  p.output = out;
+  p.output_stride = out_stride;
+  p.batch_invariant = ctx.batch_invariant;
+  kernels::matmul(p, *ctx.pool);
+}
+
+Result<std::vector<float>> linear_to_f32(const LinearWeight& w, const std::string& name) {
+  const int64_t n_out = w.n_out(), n_in = w.n_in();
+  std::vector<float> out(static_cast<size_t>(n_out * n_in));
+  if (w.weight.dtype == DType::kF8_E4M3) {
+    const auto* q = static_cast<const uint8_t*>(w.weight.data);
+    const auto* s = static_cast<const float*>(w.scale_inv.data);
+    const int64_t bi = w.scale_inv.shape[1];
+    for (int64_t o = 0; o < n_out; ++o)
+      for (int64_t i = 0; i < n_in; ++i)
+        out[o * n_in + i] = kernels::fp8_e4m3_to_float(q[o * n_in + i]) * s[(o / kFp8Block) * bi + i / kFp8Block];
+    return out;
+  }
+  DI_ASSIGN_OR_RETURN(Tensor f, to_f32(w.weight, name));
+  const auto* src = static_cast<const float*>(f.data);
+  std::copy(src, src + n_out * n_in, out.begin());
+  return out;
+}
+
+ThreadPool& inline_pool() {
+  static ThreadPool pool(1);
+  return pool;
+}
+
+}  // namespace deepinfer::model
