@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "deepinfer/base/timer.h"
-#include "deepinfer/engine/grammar/mask_benchmark.h"
-#include "deepinfer/engine/grammar/vocabulary_from_tokenizer.h"
+#include "deepinfer/tools/bench_mask.h"
+#include "deepinfer/engine/grammar_vocabulary.h"
 #include "deepinfer/model/format/gguf.h"
 #include "deepinfer/model/model_path.h"
 #include "deepinfer/tools/bench_kvstore.h"
@@ -57,13 +57,12 @@ int run_mask_bench(const BenchFlags& f) {
   if (!gguf.is_ok()) return report_error(gguf.status());
   auto tok = recipe::Tokenizer::from_gguf(**gguf);
   if (!tok.is_ok()) return report_error(tok.status());
-  auto vocab = std::make_shared<const engine::grammar::TokenVocabulary>(
-      engine::grammar::vocabulary_from_tokenizer(**tok));
-  engine::grammar::MaskBenchOptions opts;
+  auto vocab = std::make_shared<const structured::TokenVocabulary>(
+      engine::vocabulary_from_tokenizer(**tok));
+  MaskBenchOptions opts;
   opts.dir = f.data;
   opts.limit = f.limit;
   opts.stride = f.stride;
-  using engine::grammar::MaskBenchPrecompute;
   opts.precompute = f.grammar_precompute == "first"  ? MaskBenchPrecompute::kFirst
                     : f.grammar_precompute == "none" ? MaskBenchPrecompute::kNone
                                                      : MaskBenchPrecompute::kBackground;
@@ -80,7 +79,7 @@ int run_mask_bench(const BenchFlags& f) {
   for (bool ws : any_whitespace) {
     opts.schema_opts.any_whitespace = ws;
     const char* mode = ws ? "whitespace" : "compact";
-    auto res = engine::grammar::run_mask_benchmark(vocab, opts);
+    auto res = run_mask_benchmark(vocab, opts);
     if (!res.is_ok()) return report_error(res.status());
     std::fprintf(stderr, "== JSON mode: %s ==\n%s\n", mode, res->report().c_str());
     const auto& t = res->total;
