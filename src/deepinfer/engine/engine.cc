@@ -7,6 +7,7 @@
 #include "deepinfer/base/check.h"
 #include "deepinfer/base/timer.h"
 #include "deepinfer/engine/batch_builder.h"
+#include "deepinfer/structured/grammar_compiler.h"
 #include "deepinfer/structured/grammar_matcher.h"
 #include "deepinfer/engine/grammar_vocabulary.h"
 #include "deepinfer/engine/sampler.h"

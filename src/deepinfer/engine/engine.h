@@ -11,7 +11,7 @@
 
 #include "deepinfer/base/status.h"
 #include "deepinfer/base/thread_pool.h"
-#include "deepinfer/structured/grammar_compiler.h"
+#include "deepinfer/structured/structured.h"
 #include "deepinfer/engine/kv_cache_manager.h"
 #include "deepinfer/engine/kv_store_tier.h"
 #include "deepinfer/engine/request.h"

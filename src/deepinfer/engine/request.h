@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "deepinfer/structured/grammar_compiler.h"
+#include "deepinfer/structured/structured.h"
 #include "deepinfer/engine/sampling_params.h"
 #include "deepinfer/engine/sequence.h"
 

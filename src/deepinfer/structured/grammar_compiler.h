@@ -16,16 +16,9 @@
 #include "deepinfer/base/status.h"
 #include "deepinfer/structured/compiled_grammar.h"
 #include "deepinfer/structured/json_schema/compiler.h"
+#include "deepinfer/structured/structured.h"
 
 namespace deepinfer::structured {
-
-struct GrammarSpec {
-  enum Kind { kJsonSchema, kJsonObject /* any JSON */, kRegex, kEbnf } kind = kJsonObject;
-  std::string source;
-  JsonSchemaOptions opts;
-};
-
-using CompileResult = Result<std::shared_ptr<const CompiledGrammar>>;
 
 // Synchronous compile (no cache): the building block the async compiler runs on its workers.
 // With Precompute::kInBackground the caller must drive CompiledGrammar::precompute_more().
