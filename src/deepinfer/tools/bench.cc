@@ -19,6 +19,7 @@
 #include "deepinfer/model/model_path.h"
 #include "deepinfer/tools/bench_kvstore.h"
 #include "deepinfer/tools/bench_plot.h"
+#include "deepinfer/tools/bench_schema_compile.h"
 #include "deepinfer/tools/bench_serve.h"
 #include "deepinfer/tools/cli_common.h"
 #include "deepinfer/tools/membw.h"
@@ -214,6 +215,7 @@ int run_bench(BenchFlags& f) {
     return kExitOk;
   }
   if (f.mode == "mask") return run_mask_bench(f);
+  if (f.mode == "schema-compile") return run_schema_compile_bench({f.data, f.limit, f.stride, f.repeat});
   if (f.mode == "kvstore") {
     auto lens = parse_int_list(f.prompt_lens, "--prompt-lens", 1 << 20);
     if (!lens.is_ok()) return report_error(lens.status());
@@ -226,7 +228,7 @@ int run_bench(BenchFlags& f) {
   if (f.mode == "tokenize") return run_tokenize_bench({f.engine.model, f.megabytes, f.repeat});
   if (f.mode != "prefill" && f.mode != "decode" && f.mode != "serve")
     return report_error(
-        invalid_argument("bench: unknown --mode '{}' (prefill|decode|serve|tokenize|membw|mask|kvstore)", f.mode));
+        invalid_argument("bench: unknown --mode '{}' (prefill|decode|serve|tokenize|membw|mask|schema-compile|kvstore)", f.mode));
   auto batches = parse_int_list(f.batches, "--batch", 4096);
   if (!batches.is_ok()) return report_error(batches.status());
   if (!f.plot.empty() && !plot_format_supported(f.plot))
@@ -284,13 +286,14 @@ Subcommand make_bench_command() {
                     "serve (the HTTP server from outside: --batch concurrent streaming clients) | "
                     "tokenize (encode speed on --megabytes of mixed text) | "
                     "mask (structured-output compile and mask time over JSONSchemaBench) | "
+                    "schema-compile (JSON Schema to grammar IR only, --repeat times per file of --data) | "
                     "kvstore (time to first token cold vs a hit in each KV tier; needs --kv-store)");
     cmd->add_option("--prompt-lens", f->prompt_lens,
                     "kvstore: prompt lengths in tokens, comma-separated (default 2000,8000)");
-    cmd->add_option("--data", f->data, "mask: JSONSchemaBench directory");
+    cmd->add_option("--data", f->data, "mask: JSONSchemaBench directory; schema-compile: that or one schema file");
     cmd->add_option("--megabytes", f->megabytes, "tokenize: MB of text per measurement")->check(CLI::Range(1, 1024));
-    cmd->add_option("--limit", f->limit, "mask: at most this many schemas (0 = all)")->check(CLI::Range(0, 1000000));
-    cmd->add_option("--stride", f->stride, "mask: every N-th schema file")->check(CLI::Range(1, 1000000));
+    cmd->add_option("--limit", f->limit, "mask, schema-compile: at most this many schemas (0 = all)")->check(CLI::Range(0, 1000000));
+    cmd->add_option("--stride", f->stride, "mask, schema-compile: every N-th schema file")->check(CLI::Range(1, 1000000));
     cmd->add_option("--json-mode", f->json_mode,
                     "mask: 'both' (default), 'whitespace' (free whitespace between tokens) or 'compact' "
                     "(no free whitespace, as generate and serve use)")
@@ -312,7 +315,7 @@ Subcommand make_bench_command() {
     cmd->add_option("--batch", f->batches, "Batch sizes, comma-separated (e.g. 1,2,4,8)");
     cmd->add_option("--prompt-len", f->prompt_len, "Prompt tokens per sequence")->check(CLI::Range(1, 1 << 20));
     cmd->add_option("--gen-len", f->gen_len, "Generated tokens per sequence (decode)")->check(CLI::Range(2, 1 << 20));
-    cmd->add_option("--repeat", f->repeat, "Measurements per batch size")->check(CLI::Range(1, 100));
+    cmd->add_option("--repeat", f->repeat, "Measurements per batch size (schema-compile: compiles per file)")->check(CLI::Range(1, 100));
     cmd->add_option("--plot", f->plot, "Draw per-sequence vs total throughput to FILE.svg or FILE.png");
     return cmd;
   };
