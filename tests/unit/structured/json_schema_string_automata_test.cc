@@ -1,6 +1,6 @@
-// Round 3: string languages as code-point automata (pattern + length bounds, pattern +
-// format, several patternProperties and their interplay with declared and additional
-// properties). Each case includes instances a naive lowering would wrongly accept.
+// String languages as code-point automata (pattern + length bounds, pattern + format, several
+// patternProperties and their interplay with declared and additional properties). Each case
+// includes instances a naive lowering would wrongly accept.
 #include <gtest/gtest.h>
 
 #include "deepinfer/structured/automata/code_point_dfa.h"

@@ -1,6 +1,5 @@
-// Round 4 (issue 6, fewer refusals): `contains`, `not` over arrays, conjunctions of keywords
-// that allOf used to refuse, and format `regex`. Each case includes instances a looser
-// lowering would wrongly accept.
+// `contains`, `not` over arrays, conjunctions of keywords that allOf used to refuse, and format
+// `regex`. Each case includes instances a looser lowering would wrongly accept.
 #include <gtest/gtest.h>
 
 #include "deepinfer/structured/grammar_compiler.h"
@@ -15,7 +14,7 @@ using testing::expect_refused;
 using testing::synthetic_vocabulary;
 using testing::walk_text;
 
-TEST(GrammarJsonSchemaRound4, Contains) {
+TEST(JsonSchemaContainsAllOf, Contains) {
   auto g = compile(R"({"type":"array","items":{"type":"integer"},"contains":{"minimum":10}})");
   EXPECT_TRUE(accepts(g, "[10]"));
   EXPECT_TRUE(accepts(g, "[1, 2, 30, 4]"));
@@ -37,7 +36,7 @@ TEST(GrammarJsonSchemaRound4, Contains) {
   expect_refused(R"({"type":"array","contains":{"type":"null"},"uniqueItems":true})", "contains");
 }
 
-TEST(GrammarJsonSchemaRound4, NotOverArrays) {
+TEST(JsonSchemaContainsAllOf, NotOverArrays) {
   // not {items: not X} == contains X (the JSONSchemaBench "@context" case).
   auto g = compile(R"({"type":"array","not":{"items":{"not":{"enum":["ctx"]}}}})");
   EXPECT_TRUE(accepts(g, R"(["a", "ctx"])"));
@@ -60,7 +59,7 @@ TEST(GrammarJsonSchemaRound4, NotOverArrays) {
   expect_refused(R"({"type":"array","not":{"uniqueItems":true}})", "not");
 }
 
-TEST(GrammarJsonSchemaRound4, NotOverNumbers) {
+TEST(JsonSchemaContainsAllOf, NotOverNumbers) {
   auto g = compile(R"({"type":"integer","minimum":0,"not":{"minimum":3,"exclusiveMaximum":7}})");
   EXPECT_TRUE(accepts(g, "2"));
   EXPECT_TRUE(accepts(g, "7"));
@@ -84,7 +83,7 @@ TEST(GrammarJsonSchemaRound4, NotOverNumbers) {
   expect_refused(R"({"type":"integer","minimum":0,"not":{"multipleOf":2.5}})", "not");
 }
 
-TEST(GrammarJsonSchemaRound4, MultipleOfCombinationsByRemainder) {
+TEST(JsonSchemaContainsAllOf, MultipleOfCombinationsByRemainder) {
   // Multiples of 2 or of 3 but not both: remainders mod 6 in {2, 3, 4}.
   auto g = compile(R"({"type":"integer","oneOf":[{"multipleOf":2},{"multipleOf":3}]})");
   for (const char* ok : {"2", "3", "4", "9", "-8", "1000", "-15"})
@@ -98,7 +97,7 @@ TEST(GrammarJsonSchemaRound4, MultipleOfCombinationsByRemainder) {
   for (const char* bad : {"0", "12", "20", "7", "1.5"}) EXPECT_FALSE(accepts(h, bad)) << bad;
 }
 
-TEST(GrammarJsonSchemaRound4, AllOfConjoinsWhatItUsedToRefuse) {
+TEST(JsonSchemaContainsAllOf, AllOfConjoinsWhatItUsedToRefuse) {
   // Two patterns: both must match somewhere (one pattern with a lookahead).
   auto p = compile(R"({"type":"string","allOf":[{"pattern":"^a"},{"pattern":"[0-9]$"}]})");
   EXPECT_TRUE(accepts(p, R"("ab1")"));
@@ -158,7 +157,7 @@ TEST(GrammarJsonSchemaRound4, AllOfConjoinsWhatItUsedToRefuse) {
   EXPECT_FALSE(accepts(pp, R"({"xc":1})"));
 }
 
-TEST(GrammarJsonSchemaRound4, AllOfKeepsAdditionalPropertiesToItsOwnBranch) {
+TEST(JsonSchemaContainsAllOf, AllOfKeepsAdditionalPropertiesToItsOwnBranch) {
   // One branch forbids every name; the other's patternProperties cannot exempt "xa" from it
   // (refused until round 6, which rewrites the first branch's additionalProperties as a
   // pattern property of its own).
@@ -178,7 +177,7 @@ TEST(GrammarJsonSchemaRound4, AllOfKeepsAdditionalPropertiesToItsOwnBranch) {
   EXPECT_FALSE(accepts(g, R"({"b":1})"));  // not matched by ^x: additionalProperties false
 }
 
-TEST(GrammarJsonSchemaRound4, FormatRegexIsASubsetOfValidPatterns) {
+TEST(JsonSchemaContainsAllOf, FormatRegexIsASubsetOfValidPatterns) {
   auto g = compile(R"({"type":"string","format":"regex"})");
   // Instances are JSON text, so a regex backslash is written \\ here.
   for (const char* ok : {R"J("^[a-zA-Z0-9_]{3,16}$")J", R"J("^[a-zA-Z0-9]+$")J", R"J("")J",
@@ -198,7 +197,7 @@ TEST(GrammarJsonSchemaRound4, FormatRegexIsASubsetOfValidPatterns) {
   EXPECT_TRUE(accepts(any, R"("*")"));
 }
 
-TEST(GrammarJsonSchemaRound4, BoundedMultipleOf) {
+TEST(JsonSchemaContainsAllOf, BoundedMultipleOf) {
   // Few values between the bounds: the values themselves, shortest spelling.
   auto q = compile(R"({"type":"number","minimum":0,"maximum":100,"multipleOf":0.25})");
   for (const char* ok : {"0", "0.25", "0.5", "99.75", "100", "7"})

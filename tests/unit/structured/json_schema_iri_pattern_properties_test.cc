@@ -1,8 +1,7 @@
-// Round 6 (issue 6, the last JSONSchemaBench refusals with instances): format iri and
-// iri-reference, patternProperties past four patterns, patternProperties against another
-// allOf branch's additionalProperties. Every instance's expected verdict is checked against
-// our validator first, then the grammar must agree (or, where the lowering is a documented
-// sound subset, reject).
+// Format iri and iri-reference, patternProperties past four patterns, patternProperties against
+// another allOf branch's additionalProperties. Every instance's expected verdict is checked against
+// our validator first, then the grammar must agree (or, where the lowering is a documented sound
+// subset, reject).
 #include <gtest/gtest.h>
 
 #include "deepinfer/structured/grammar_compiler.h"
@@ -22,7 +21,7 @@ void expect(const Compiled& c, const std::string& text, bool valid) {
   testing::expect_verdict(c, text, valid, /*enforce_formats=*/true);
 }
 
-TEST(GrammarJsonSchemaRound6, FormatIri) {
+TEST(JsonSchemaIriPatternProperties, FormatIri) {
   auto c = compile(R"({"type":"string","format":"iri"})");
   for (const char* ok :
        {R"("https://example.com")", R"("http://example.com:8080/a/b?q=1#frag")",
@@ -35,7 +34,7 @@ TEST(GrammarJsonSchemaRound6, FormatIri) {
     expect(c, bad, false);
 }
 
-TEST(GrammarJsonSchemaRound6, FormatIriReference) {
+TEST(JsonSchemaIriPatternProperties, FormatIriReference) {
   auto c = compile(R"({"type":"string","format":"iri-reference"})");
   for (const char* ok : {R"("https://example.com/π")", R"("/relative/πath")", R"("")", R"("#frag")",
                          R"("a/b?c")", R"("?q=é")"})
@@ -45,7 +44,7 @@ TEST(GrammarJsonSchemaRound6, FormatIriReference) {
 
 // A class range that starts inside the two-byte block and ends in a longer one keeps its
 // longer characters (its UTF-8 lowering used to stop at the first block's split).
-TEST(GrammarJsonSchemaRound6, ClassRangeAcrossUtf8Lengths) {
+TEST(JsonSchemaIriPatternProperties, ClassRangeAcrossUtf8Lengths) {
   auto c = compile(R"({"type":"string","pattern":"^[\\u{A0}-\\u{D7FF}\\u{10000}-\\u{1FFFD}]+$"})");
   // UTF-8 spelled out: U+00A0, U+00E9, U+4F8B, U+D7FF, U+10000 U+1F600.
   for (const char* ok : {"\"\xc2\xa0\"", "\"\xc3\xa9\"", "\"\xe4\xbe\x8b\"", "\"\xed\x9f\xbf\"",
@@ -64,7 +63,7 @@ TEST(GrammarJsonSchemaRound6, ClassRangeAcrossUtf8Lengths) {
 }
 
 // Without format enforcement iri is an annotation like every other format.
-TEST(GrammarJsonSchemaRound6, FormatIriNotEnforced) {
+TEST(JsonSchemaIriPatternProperties, FormatIriNotEnforced) {
   JsonSchemaOptions o;
   o.enforce_formats = false;
   auto g = testing::compile(R"({"type":"string","format":"iri"})", o);
@@ -73,7 +72,7 @@ TEST(GrammarJsonSchemaRound6, FormatIriNotEnforced) {
 
 // Ten patterns, one overlapping all the others (a dictionary of hash names): 2^10 signature
 // classes would be built before; only the ones some name has are now.
-TEST(GrammarJsonSchemaRound6, ManyOverlappingPatternProperties) {
+TEST(JsonSchemaIriPatternProperties, ManyOverlappingPatternProperties) {
   auto c = compile(R"({"type":"object","patternProperties":{
       "^[a-zA-Z0-9_-]{1,}$":{"type":"string"},
       "^MD5$":{"type":"string","pattern":"^[a-f0-9]{4}$"},
@@ -99,7 +98,7 @@ TEST(GrammarJsonSchemaRound6, ManyOverlappingPatternProperties) {
 }
 
 // Disjoint patterns: k + 1 classes, however many patterns.
-TEST(GrammarJsonSchemaRound6, ManyDisjointPatternProperties) {
+TEST(JsonSchemaIriPatternProperties, ManyDisjointPatternProperties) {
   std::string pp;
   for (char ch = 'a'; ch <= 'p'; ++ch)
     pp += fmt::format(R"({}"^{}[0-9]+$":{{"const":{}}})", pp.empty() ? "" : ",", ch, ch - 'a');
@@ -113,7 +112,7 @@ TEST(GrammarJsonSchemaRound6, ManyDisjointPatternProperties) {
 
 // Patterns every name combination can match: 2^k classes, refused past the cap instead of
 // building them all.
-TEST(GrammarJsonSchemaRound6, TooManyNameClassesAreRefused) {
+TEST(JsonSchemaIriPatternProperties, TooManyNameClassesAreRefused) {
   std::string pp;
   for (char ch = 'a'; ch <= 'h'; ++ch)
     pp += fmt::format(R"({}"{}":{{"type":"integer"}})", pp.empty() ? "" : ",", ch);
@@ -123,7 +122,7 @@ TEST(GrammarJsonSchemaRound6, TooManyNameClassesAreRefused) {
 
 // One branch's patternProperties next to another branch's additionalProperties: the latter
 // becomes a pattern property over the names it governs, so each branch keeps its meaning.
-TEST(GrammarJsonSchemaRound6, PatternPropertiesAcrossAllOf) {
+TEST(JsonSchemaIriPatternProperties, PatternPropertiesAcrossAllOf) {
   auto c = compile(R"({"type":"object","allOf":[
       {"patternProperties":{"^.{1,3}$":false},"additionalProperties":true},
       {"patternProperties":{"a":true},"additionalProperties":false},
@@ -154,7 +153,7 @@ TEST(GrammarJsonSchemaRound6, PatternPropertiesAcrossAllOf) {
 
 // oneOf over arrays whose item schemas cannot agree: [] matches both branches (invalid), any
 // non-empty array matches exactly one.
-TEST(GrammarJsonSchemaRound6, OneOfArraysWithDisjointItems) {
+TEST(JsonSchemaIriPatternProperties, OneOfArraysWithDisjointItems) {
   // Items through $ref to a oneOf (refused before round 6).
   auto c = compile(R"({"definitions":{"nn":{"oneOf":[{"type":"number"},{"type":"null"}]},
         "nums":{"type":"array","items":{"$ref":"#/definitions/nn"}}},
@@ -176,7 +175,7 @@ TEST(GrammarJsonSchemaRound6, OneOfArraysWithDisjointItems) {
 
 // Item schemas that may share a value: not this construction (another lowering takes it);
 // an array of shared values still matches both branches and stays out.
-TEST(GrammarJsonSchemaRound6, OneOfArraysWithOverlappingItems) {
+TEST(JsonSchemaIriPatternProperties, OneOfArraysWithOverlappingItems) {
   auto c = compile(R"({"oneOf":[{"type":"array","items":{"enum":["a","b"]}},
       {"type":"array","items":{"enum":["b","c"]}}]})");
   for (const char* ok : {R"(["a"])", R"(["a","b"])", R"(["c","b"])"}) expect(c, ok, true);
@@ -185,7 +184,7 @@ TEST(GrammarJsonSchemaRound6, OneOfArraysWithOverlappingItems) {
 
 // A oneOf branch that is a union of $refs: the disjointness test sees the referenced types
 // (strings and null against arrays), so the branches are a plain union (refused before).
-TEST(GrammarJsonSchemaRound6, OneOfSeesTypesThroughRefsInUnions) {
+TEST(JsonSchemaIriPatternProperties, OneOfSeesTypesThroughRefsInUnions) {
   auto c = compile(R"({"definitions":{
         "rel":{"type":"string","pattern":"^[a-z][^/]*(/[^/]+)*$"},
         "abs":{"type":"string","pattern":"^/(([^/]+/)*[^/]+)?$"},
@@ -205,7 +204,7 @@ TEST(GrammarJsonSchemaRound6, OneOfSeesTypesThroughRefsInUnions) {
 
 // allOf of decimal multipleOf values: the multiples of their least common multiple
 // (6.75 = 27/4 and 19: 513; 0.5 and 0.2: 1), refused as conflicting before.
-TEST(GrammarJsonSchemaRound6, MultipleOfDecimalsMerge) {
+TEST(JsonSchemaIriPatternProperties, MultipleOfDecimalsMerge) {
   auto c = compile(R"({"type":"integer","allOf":[{"multipleOf":6.75},{"multipleOf":19}]})");
   for (const char* ok : {"0", "513", "1026", "-513", "5130"}) expect(c, ok, true);
   for (const char* bad : {"19", "27", "256", "100", "514", "1.5"}) expect(c, bad, false);

@@ -1,8 +1,7 @@
-// Round 5 (issue 6, the last refusal of the JSONSchemaBench stride-40 sample): integer
-// multipleOf with bounds as an automaton, two `contains` in one array, `not contains`, and a
-// negated schema that covers the positive one. Every instance's expected verdict is checked
-// against our validator first, then the grammar must agree (or, where the lowering is a
-// documented sound subset, reject).
+// Integer multipleOf with bounds as an automaton, two `contains` in one array, `not contains`, and
+// a negated schema that covers the positive one. Every instance's expected verdict is checked
+// against our validator first, then the grammar must agree (or, where the lowering is a documented
+// sound subset, reject).
 #include <gtest/gtest.h>
 
 #include "deepinfer/structured/grammar_compiler.h"
@@ -31,7 +30,7 @@ void expect_left_out(const Compiled& c, const std::string& text) {
   EXPECT_FALSE(accepts(c, text)) << text;
 }
 
-TEST(GrammarJsonSchemaRound5, MultipleOfAboveAPositiveMinimum) {
+TEST(JsonSchemaMultipleOfContains, MultipleOfAboveAPositiveMinimum) {
   auto c = compile(R"({"type":"number","multipleOf":11,"minimum":100})");
   for (const char* ok : {"110", "121", "990", "1001", "1100", "123453", "99999999999999"})
     expect(c, ok, true);
@@ -44,7 +43,7 @@ TEST(GrammarJsonSchemaRound5, MultipleOfAboveAPositiveMinimum) {
   for (const char* bad : {"8", "10", "14", "-12", "9004", "0", "90000"}) expect(e, bad, false);
 }
 
-TEST(GrammarJsonSchemaRound5, NotOfMultipleOfWithBounds) {
+TEST(JsonSchemaMultipleOfContains, NotOfMultipleOfWithBounds) {
   auto c = compile(R"({"type":"number","not":{"type":"number","multipleOf":11,"minimum":100}})");
   for (const char* ok : {"99", "0", "-0", "-110", "111", "5", "100", "1000", "-121"})
     expect(c, ok, true);
@@ -57,7 +56,7 @@ TEST(GrammarJsonSchemaRound5, NotOfMultipleOfWithBounds) {
   for (const char* bad : {"-31", "-21", "-20", "-18", "0", "3", "999999999"}) expect(d, bad, false);
 }
 
-TEST(GrammarJsonSchemaRound5, TwoContains) {
+TEST(JsonSchemaMultipleOfContains, TwoContains) {
   auto c =
       compile(R"({"type":"array","allOf":[{"contains":{"const":1}},{"contains":{"const":2}}]})");
   for (const char* ok : {"[1, 2]", "[2, 3, 1]", "[0, 1, 0, 2, 0]"}) expect(c, ok, true);
@@ -71,13 +70,13 @@ TEST(GrammarJsonSchemaRound5, TwoContains) {
     expect(b, bad, false);
 }
 
-TEST(GrammarJsonSchemaRound5, NotContains) {
+TEST(JsonSchemaMultipleOfContains, NotContains) {
   auto c = compile(R"({"type":"array","not":{"contains":{"type":"string"}}})");
   for (const char* ok : {"[]", "[1, null]", "[[\"a\"]]"}) expect(c, ok, true);
   for (const char* bad : {"[\"a\"]", "[1, \"b\"]", "\"a\""}) expect(c, bad, false);
 }
 
-TEST(GrammarJsonSchemaRound5, NegationCoveringThePositiveSchema) {
+TEST(JsonSchemaMultipleOfContains, NegationCoveringThePositiveSchema) {
   // items X and not (items X): nothing, so a compile error (issue 31), not a grammar that only
   // allows EOS; the validator agrees that nothing is valid.
   const std::string none =
@@ -101,7 +100,7 @@ TEST(GrammarJsonSchemaRound5, NegationCoveringThePositiveSchema) {
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().message();
 }
 
-TEST(GrammarJsonSchemaRound5, AnchorRef) {
+TEST(JsonSchemaMultipleOfContains, AnchorRef) {
   // Draft 4 fragment ids (JSONSchemaBench Github_medium o35905) and 2019+ $anchor.
   auto c = compile(R"({"definitions":{"p":{"id":"#prio","type":"integer","minimum":0},
       "q":{"$anchor":"name","type":"string","maxLength":2}},
@@ -122,7 +121,7 @@ TEST(GrammarJsonSchemaRound5, AnchorRef) {
   }
 }
 
-TEST(GrammarJsonSchemaRound5, NumbersThatAreNotIntegers) {
+TEST(JsonSchemaMultipleOfContains, NumbersThatAreNotIntegers) {
   // JSONSchemaBench Github_trivial o41599: integers match two branches, so only the
   // non-integers are left of `number` (spelled without exponent: a sound subset).
   auto c = compile(
@@ -142,7 +141,7 @@ TEST(GrammarJsonSchemaRound5, NumbersThatAreNotIntegers) {
 // some item is all N" and "every item is all N and some item contains N", N = multiples of 11
 // from 100. Worked out by hand: either every item contains an N, one is all N (non-empty) and
 // one holds a non-N; or every item is all N, one is non-empty and one is [].
-TEST(GrammarJsonSchemaRound5, OneOfItemsContains) {
+TEST(JsonSchemaMultipleOfContains, OneOfItemsContains) {
   auto c = compile(R"({
     "type": "array",
     "oneOf": [

@@ -1,5 +1,5 @@
-// Schema features added in round 2 (any-order keys, more disjoint oneOf, non-spec formats) and
-// the compile-time context precompute (masks equal to lazily computed ones, chains aliased).
+// Any-order keys, more disjoint oneOf, non-spec formats, and the compile-time context precompute
+// (masks equal to lazily computed ones, chains aliased).
 #include <gtest/gtest.h>
 
 #include "deepinfer/structured/grammar_compiler.h"

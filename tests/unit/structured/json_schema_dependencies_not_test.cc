@@ -1,8 +1,7 @@
-// Round 7 (issue 6, the last JSONSchemaBench refusals): schema-valued dependencies that only
-// say which trigger names are present, string languages under nested not/anyOf/allOf/$ref,
-// and `not` next to if/then/else. Every instance's expected verdict is checked against our
-// validator first, then the grammar must agree (or, where the lowering is a documented sound
-// subset, reject).
+// Schema-valued dependencies that only say which trigger names are present, string languages under
+// nested not/anyOf/allOf/$ref, and `not` next to if/then/else. Every instance's expected verdict is
+// checked against our validator first, then the grammar must agree (or, where the lowering is a
+// documented sound subset, reject).
 #include <gtest/gtest.h>
 
 #include "deepinfer/structured/grammar_compiler.h"
@@ -45,7 +44,7 @@ constexpr const char* kFiveDependencies = R"({
     {"required": ["a"]}],
   "minProperties": 3})";
 
-TEST(GrammarJsonSchemaRound7, DependenciesOverTriggerNames) {
+TEST(JsonSchemaDependenciesNot, DependenciesOverTriggerNames) {
   auto c = compile(kFiveDependencies);
   expect(c, R"({"a": 1, "b": "x", "d": null})", true);
   for (const char* bad :
@@ -56,7 +55,7 @@ TEST(GrammarJsonSchemaRound7, DependenciesOverTriggerNames) {
 }
 
 // The same with maxProperties 2 (dep7): {a, b} and {a, c} are the only objects.
-TEST(GrammarJsonSchemaRound7, DependenciesWithFewNames) {
+TEST(JsonSchemaDependenciesNot, DependenciesWithFewNames) {
   std::string src = kFiveDependencies;
   src.replace(src.find("\"minProperties\": 3"), 18, "\"maxProperties\": 2");
   auto c = compile(src);
@@ -69,7 +68,7 @@ TEST(GrammarJsonSchemaRound7, DependenciesWithFewNames) {
 
 // A dependent schema that also constrains values stays in its cases as a schema; one that
 // names a non-trigger property is not evaluated (the object lowering enforces it).
-TEST(GrammarJsonSchemaRound7, DependenciesMixedWithValues) {
+TEST(JsonSchemaDependenciesNot, DependenciesMixedWithValues) {
   auto c = compile(R"({
     "type": "object",
     "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"},
@@ -89,7 +88,7 @@ TEST(GrammarJsonSchemaRound7, DependenciesMixedWithValues) {
     expect_rejected(c, bad);
 }
 
-TEST(GrammarJsonSchemaRound7, DependenciesPastTheTriggerCap) {
+TEST(JsonSchemaDependenciesNot, DependenciesPastTheTriggerCap) {
   Json deps = Json::object();
   for (int i = 0; i < 13; ++i)
     deps[std::string(1, static_cast<char>('a' + i))] =
@@ -99,7 +98,7 @@ TEST(GrammarJsonSchemaRound7, DependenciesPastTheTriggerCap) {
 
 // `not` over strings whose negated schemas nest not/anyOf/allOf and $ref (Handwritten
 // allany19 in small): the string language is their boolean combination.
-TEST(GrammarJsonSchemaRound7, NotOfNestedStringCombinations) {
+TEST(JsonSchemaDependenciesNot, NotOfNestedStringCombinations) {
   auto c = compile(R"({
     "type": "string", "maxLength": 8,
     "anyOf": [{"$ref": "#/definitions/n1"}, {"$ref": "#/definitions/n2"}],
@@ -115,7 +114,7 @@ TEST(GrammarJsonSchemaRound7, NotOfNestedStringCombinations) {
 }
 
 // A negated subschema of another type has no strings: `not {type: integer}` inside keeps all.
-TEST(GrammarJsonSchemaRound7, NotOfNestedTypedSubschema) {
+TEST(JsonSchemaDependenciesNot, NotOfNestedTypedSubschema) {
   auto c = compile(R"({"type": "string",
     "not": {"anyOf": [{"not": {"anyOf": [{"type": "integer"}, {"pattern": "^q"}]}},
                       {"pattern": "z"}]}})");
@@ -126,7 +125,7 @@ TEST(GrammarJsonSchemaRound7, NotOfNestedTypedSubschema) {
 
 // `not` in an else branch whose own if/then/else follows (Github_hard o73817): the
 // conditional is split into its cases first.
-TEST(GrammarJsonSchemaRound7, NotNextToIfThenElse) {
+TEST(JsonSchemaDependenciesNot, NotNextToIfThenElse) {
   auto c = compile(R"({
     "type": "object",
     "properties": {"kind": {"type": "string", "enum": ["p", "a"]}, "x": {"type": "integer"},
@@ -147,7 +146,7 @@ TEST(GrammarJsonSchemaRound7, NotNextToIfThenElse) {
 // oneOf whose branches are anyOf over arrays (Handwritten oneofanyofitc1): the negated
 // branch's siblings (type) distribute into its anyOf, so each alternative is complemented
 // by the array reasons (an item failing `items`, no item matching `contains`).
-TEST(GrammarJsonSchemaRound7, OverlappingOneOfOfArrayUnions) {
+TEST(JsonSchemaDependenciesNot, OverlappingOneOfOfArrayUnions) {
   auto c = compile(R"({
     "type": "array",
     "oneOf": [{"anyOf": [{"items": {"$ref": "#/definitions/i1"}},
