@@ -296,15 +296,12 @@ Result<CodePointDfa> dfa_from_regex(const RegexAst& ast, size_t max_states) {
       max_states);
 }
 
-namespace {
-thread_local PatternDfaMemo* t_pattern_memo = nullptr;
-}  // namespace
-
-PatternDfaMemo::PatternDfaMemo() : outer_(t_pattern_memo) { t_pattern_memo = this; }
-PatternDfaMemo::~PatternDfaMemo() { t_pattern_memo = outer_; }
-
 Result<CodePointDfa> dfa_from_pattern(std::string_view pattern, bool search, size_t max_states) {
-  PatternDfaMemo* memo = t_pattern_memo;
+  return dfa_from_pattern(pattern, search, nullptr, max_states);
+}
+
+Result<CodePointDfa> dfa_from_pattern(std::string_view pattern, bool search, PatternDfaMemo* memo,
+                                      size_t max_states) {
   auto key = std::make_tuple(std::string(pattern), search, max_states);
   if (memo) {
     auto it = memo->built_.find(key);

@@ -37,22 +37,24 @@ struct CodePointDfa {
 Result<CodePointDfa> dfa_from_regex(const RegexAst& ast, size_t max_states = kMaxDfaStates);
 Result<CodePointDfa> dfa_from_pattern(std::string_view pattern, bool search,
                                       size_t max_states = kMaxDfaStates);
-// While one is alive on a thread, dfa_from_pattern there keeps each automaton it builds and
-// answers the same (pattern, search, max_states) with a copy: one schema names a
-// patternProperties key once, but its compile matches it against every property name and
-// object that it governs. Scoped to one compile (nothing is kept across schemas).
+// The automata one compile has built from patterns, by (pattern, search, max_states): one
+// schema names a patternProperties key once, but its compile matches it against every
+// property name and object that it governs. The JSON Schema compiler owns one per compile
+// and hands it down (nothing is kept across schemas); failures are not kept.
 class PatternDfaMemo {
  public:
-  PatternDfaMemo();
-  ~PatternDfaMemo();
+  PatternDfaMemo() = default;
   PatternDfaMemo(const PatternDfaMemo&) = delete;
   PatternDfaMemo& operator=(const PatternDfaMemo&) = delete;
+  size_t size() const { return built_.size(); }
 
  private:
-  friend Result<CodePointDfa> dfa_from_pattern(std::string_view, bool, size_t);
-  PatternDfaMemo* outer_;
+  friend Result<CodePointDfa> dfa_from_pattern(std::string_view, bool, PatternDfaMemo*, size_t);
   std::map<std::tuple<std::string, bool, size_t>, CodePointDfa> built_;
 };
+// As above, answered from `memo` when it built the same automaton before (memo may be null).
+Result<CodePointDfa> dfa_from_pattern(std::string_view pattern, bool search, PatternDfaMemo* memo,
+                                      size_t max_states = kMaxDfaStates);
 // Exactly the given strings (UTF-8).
 Result<CodePointDfa> dfa_of_strings(const std::vector<std::string>& strings);
 // Runs the automata in lockstep; a tuple of states accepts when `accept` says so given which

@@ -1,7 +1,7 @@
 // Array lowering for the JSON Schema compiler: prefix items, counted items and uniqueItems.
 #include <bit>
 
-#include "deepinfer/structured/json_schema/lowering.h"
+#include "deepinfer/structured/json_schema/schema_compiler.h"
 
 namespace deepinfer::structured::detail {
 
@@ -14,7 +14,7 @@ Result<std::optional<Element>> SchemaCompiler::unique_array(const Json& items, i
   if (items.is_object() && (items.contains("enum") || items.contains("const"))) {
     Json values = items.contains("const") ? Json::array({items["const"]}) : items["enum"];
     if (!values.is_array()) return std::optional<Element>();
-    InstanceValidator validator(root_, o_.enforce_formats);
+    InstanceValidator validator = new_validator();
     for (const auto& v : values) {
       Verdict verdict = validator.validate(items, v);
       if (verdict == Verdict::kUnknown) return std::optional<Element>();

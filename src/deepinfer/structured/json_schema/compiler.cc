@@ -1,12 +1,11 @@
-// Public entry points of the JSON Schema compiler; the lowering lives in
-// json_schema_lowering.h (structure, combinators, $ref) and json_schema_types.cc (types).
+// Public entry points of the JSON Schema compiler: parse, depth check, then SchemaCompiler
+// (schema_compiler.h) lowers the document.
 #include "deepinfer/structured/json_schema/compiler.h"
 
 #include <string_view>
 #include <vector>
 
-#include "deepinfer/structured/automata/code_point_dfa.h"
-#include "deepinfer/structured/json_schema/lowering.h"
+#include "deepinfer/structured/json_schema/schema_compiler.h"
 
 namespace deepinfer::structured {
 namespace {
@@ -50,7 +49,6 @@ Result<Grammar> compile_json_schema(std::string_view schema, const JsonSchemaOpt
     return invalid_argument("json schema: not valid JSON: {}", e.what());
   }
   DI_RETURN_IF_ERROR(check_depth(root));
-  PatternDfaMemo patterns;  // a patternProperties key is matched at every name it governs
   detail::SchemaCompiler c(root, opts, limits);
   try {
     return c.run();

@@ -3,7 +3,7 @@
 // only list `required`) or "this name may not appear" (false) go to the object lowering,
 // which emits the trigger only together with its dependents; any other dependent schema makes
 // one case per set of present trigger names (dependent_schema_cases).
-#include "deepinfer/structured/json_schema/lowering.h"
+#include "deepinfer/structured/json_schema/schema_compiler.h"
 
 namespace deepinfer::structured::detail {
 namespace {

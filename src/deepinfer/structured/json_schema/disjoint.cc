@@ -1,4 +1,4 @@
-// The oneOf disjointness test of SchemaMerger (see json_schema_merge.h): whether no instance
+// The oneOf disjointness test of SchemaMerger (see merge.h): whether no instance
 // can match two schemas, read off types, const/enum values and required-vs-forbidden names.
 #include <set>
 #include <string>

@@ -1,5 +1,5 @@
-// Schema flattening: $ref inlining and the allOf merge (see json_schema_merge.h); the oneOf
-// disjointness test is in json_schema_disjoint.cc.
+// Schema flattening: $ref inlining and the allOf merge (see merge.h); the oneOf
+// disjointness test is in disjoint.cc.
 #include "deepinfer/structured/json_schema/merge.h"
 
 #include <algorithm>
@@ -226,78 +226,17 @@ Result<Json> SchemaMerger::flatten(const Json& s, const std::string& ptr) {
   return out;
 }
 
+// The allOf merge of two schemas, in stages: names one side declares are declared on the
+// other with its additionalProperties (merge_declared_names), additionalProperties facing the
+// other side's patternProperties become pattern properties (merge_pattern_clash), two
+// if/then/else become a union, then keyword by keyword (merge_keyword).
 Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) {
   if (b.is_boolean()) return b.get<bool>() ? a : Json(false);
   if (a.is_boolean()) return a.get<bool>() ? b : a;
-  // A name the other side declares is governed here by additionalProperties: declare it
-  // with that schema (the same language), so the per-property conjunction below is exact.
   Json bb = b;
   Json* sides[2] = {&a, &bb};
-  for (int side = 0; side < 2; ++side) {
-    Json& x = *sides[side];
-    const Json& y = *sides[1 - side];
-    if (!y.contains("properties") || subset_keys(y["properties"], x)) continue;
-    if (!x.contains("additionalProperties")) continue;
-    // A name x's patterns match is not governed by x's additionalProperties; the patterns
-    // still apply to it once declared, so it is declared with `true`.
-    std::vector<CodePointDfa> patterns;
-    if (x.contains("patternProperties")) {
-      if (!x["patternProperties"].is_object())
-        return invalid_argument("json schema: patternProperties at '{}' is not an object", ptr);
-      for (const auto& [pk, pv] : x["patternProperties"].items()) {
-        auto d = dfa_from_pattern(pk, /*search=*/true);
-        if (!d.is_ok())
-          return unsupported(
-              "json schema: allOf at '{}' combines patternProperties with other "
-              "properties ({})",
-              ptr, d.status().message());
-        patterns.push_back(std::move(*d));
-      }
-    }
-    if (!x.contains("properties") || !x["properties"].is_object()) x["properties"] = Json::object();
-    for (const auto& [k, v] : y["properties"].items()) {
-      if (x["properties"].contains(k)) continue;
-      bool matched = false;
-      for (const auto& d : patterns) matched = matched || dfa_matches(d, k);
-      x["properties"][k] = matched ? Json(true) : x["additionalProperties"];
-    }
-  }
-  // patternProperties on one side exempt the names they match from the other side's
-  // additionalProperties only there: merged, they would exempt them on both sides. Such a
-  // side's additionalProperties is rewritten first as the pattern property it is: the names
-  // it neither declares nor matches by a pattern (so the merge then only unions patterns).
-  bool clash = false;
-  for (int side = 0; side < 2; ++side) {
-    const Json& x = *sides[side];
-    const Json& y = *sides[1 - side];
-    if (!y.contains("patternProperties") || !x.contains("additionalProperties") ||
-        is_trivial(x["additionalProperties"]))
-      continue;
-    if (!y["patternProperties"].is_object()) continue;
-    for (const auto& [pk, pv] : y["patternProperties"].items())
-      if (!x.contains("patternProperties") || !x["patternProperties"].is_object() ||
-          !x["patternProperties"].contains(pk))
-        clash = true;
-  }
-  if (clash)
-    for (Json* x : sides) {
-      if (!x->contains("additionalProperties") || is_trivial((*x)["additionalProperties"]))
-        continue;
-      auto p = undeclared_unmatched_pattern(*x);
-      if (!p)
-        return unsupported(
-            "json schema: allOf at '{}' combines patternProperties with another "
-            "branch's additionalProperties (a pattern or name does not fit the "
-            "rewrite as a pattern property)",
-            ptr);
-      if (!x->contains("patternProperties")) (*x)["patternProperties"] = Json::object();
-      if ((*x)["patternProperties"].contains(*p))
-        (*x)["patternProperties"][*p] = Json{
-            {"allOf", Json::array({(*x)["patternProperties"][*p], (*x)["additionalProperties"]})}};
-      else
-        (*x)["patternProperties"][*p] = (*x)["additionalProperties"];
-      x->erase("additionalProperties");
-    }
+  DI_RETURN_IF_ERROR(merge_declared_names(sides, ptr));
+  DI_RETURN_IF_ERROR(merge_pattern_clash(sides, ptr));
   // Two if/then/else become one union of cases, merged as anyOf below.
   if (a.contains("if") && bb.contains("if")) {
     Json u = if_as_union(bb);
@@ -323,105 +262,189 @@ Result<Json> SchemaMerger::merge(Json a, const Json& b, const std::string& ptr) 
       a[k] = v;
       continue;
     }
-    Json& cur = a[k];
-    if (cur == v || kAnnotations.count(k) || !kKeywords.count(k)) continue;
-    if (k == "properties" && cur.is_object() && v.is_object()) {
-      for (const auto& [pk, pv] : v.items())
-        if (!cur.contains(pk) || cur[pk] == pv)
-          cur[pk] = pv;
-        else if (pv == Json(false) || cur[pk] == Json(false))
-          cur[pk] = false;
-        else
-          cur[pk] = Json{{"allOf", Json::array({cur[pk], pv})}};
-    } else if (k == "required" && cur.is_array() && v.is_array()) {
-      for (const auto& r : v)
-        if (std::find(cur.begin(), cur.end(), r) == cur.end()) cur.push_back(r);
-    } else if (k == "type") {
-      auto names = [](const Json& t) {
-        std::set<std::string> out;
-        if (t.is_string())
-          out.insert(t.get<std::string>());
-        else if (t.is_array())
-          for (const auto& x : t)
-            if (x.is_string()) out.insert(x.get<std::string>());
-        return out;
-      };
-      auto x = names(cur), y = names(v);
-      Json both = Json::array();
-      for (const auto& t : x) {
-        if (y.count(t))
-          both.push_back(t);
-        else if (t == "integer" && y.count("number"))
-          both.push_back("integer");
-        else if (t == "number" && y.count("integer"))
-          both.push_back("integer");
-      }
-      if (both.empty()) return Json(false);
-      cur = both;
-    } else if ((k == "minimum" || k == "exclusiveMinimum" || k == "minLength" || k == "minItems" ||
-                k == "minProperties") &&
-               cur.is_number() && v.is_number()) {
-      if (v > cur) cur = v;
-    } else if ((k == "maximum" || k == "exclusiveMaximum" || k == "maxLength" || k == "maxItems" ||
-                k == "maxProperties") &&
-               cur.is_number() && v.is_number()) {
-      if (v < cur) cur = v;
-    } else if (k == "items" || k == "additionalProperties") {
-      cur = Json{{"allOf", Json::array({cur, v})}};
-    } else if (k == "enum" && cur.is_array() && v.is_array()) {
-      Json both = Json::array();
-      for (const auto& x : cur)
-        if (std::find(v.begin(), v.end(), x) != v.end()) both.push_back(x);
-      cur = both;
-    } else if (k == "const") {
-      return Json(false);
-    } else if (k == "pattern" && cur.is_string() && v.is_string()) {
-      auto both = pattern_conjunction(cur, v, conjunctions_);
-      if (!both)
-        return unsupported("json schema: allOf at '{}' has conflicting 'pattern' values", ptr);
-      cur = *both;
-    } else if (k == "multipleOf" && cur.is_number() && v.is_number() &&
-               cur.get<double>() == std::floor(cur.get<double>()) &&
-               v.get<double>() == std::floor(v.get<double>()) && cur.get<double>() >= 1 &&
-               v.get<double>() >= 1 && cur.get<double>() < 1e9 && v.get<double>() < 1e9) {
-      // Multiples of both integers a and b (integers themselves) are the multiples of lcm.
-      cur = std::lcm(cur.get<int64_t>(), v.get<int64_t>());
-    } else if (k == "multipleOf" && cur.is_number() && v.is_number() &&
-               decimal_fraction(cur.get<double>()) && decimal_fraction(v.get<double>()) &&
-               rational_lcm(*decimal_fraction(cur.get<double>()),
-                            *decimal_fraction(v.get<double>()))) {
-      // Short decimals p/q: the common multiples of p1/q1 and p2/q2 (lowest terms) are the
-      // multiples of lcm(p1, p2) / gcd(q1, q2); an integer when the denominators are coprime.
-      auto [p, q] =
-          *rational_lcm(*decimal_fraction(cur.get<double>()), *decimal_fraction(v.get<double>()));
-      if (q == 1)
-        cur = p;
-      else
-        cur = static_cast<double>(p) / static_cast<double>(q);
-    } else if ((k == "anyOf" || k == "oneOf") && cross_branches(cur, v)) {
-      cur = *cross_branches(cur, v);
-    } else if (k == "contains" && !a.contains("minContains") && !a.contains("maxContains") &&
-               !b_ref.contains("minContains") && !b_ref.contains("maxContains")) {
-      // contains X and contains Y (maybe met by different items) as the list [X, Y]: a value
-      // no schema has, which gen_array and the validator read as that conjunction.
-      Json all = cur.is_array() ? cur : Json::array({cur});
-      for (const auto& x : v.is_array() ? v : Json::array({v}))
-        if (std::find(all.begin(), all.end(), x) == all.end()) all.push_back(x);
-      cur = all;
-    } else if (k == "not") {
-      // not X and not Y == not (X or Y); gen_not takes the union apart again.
-      cur = Json{{"anyOf", Json::array({cur, v})}};
-    } else if (k == "patternProperties" && cur.is_object() && v.is_object()) {
-      for (const auto& [pk, pv] : v.items())
-        if (!cur.contains(pk) || cur[pk] == pv)
-          cur[pk] = pv;
-        else
-          cur[pk] = Json{{"allOf", Json::array({cur[pk], pv})}};
-    } else {
-      return unsupported("json schema: allOf at '{}' has conflicting '{}' values", ptr, k);
-    }
+    DI_ASSIGN_OR_RETURN(bool satisfiable, merge_keyword(a, b_ref, k, v, ptr));
+    if (!satisfiable) return Json(false);
   }
   return a;
+}
+
+// A name the other side declares is governed here by additionalProperties: declare it with
+// that schema (the same language), so the per-property conjunction is exact.
+Status SchemaMerger::merge_declared_names(Json* const sides[2], const std::string& ptr) {
+  for (int side = 0; side < 2; ++side) {
+    Json& x = *sides[side];
+    const Json& y = *sides[1 - side];
+    if (!y.contains("properties") || subset_keys(y["properties"], x)) continue;
+    if (!x.contains("additionalProperties")) continue;
+    // A name x's patterns match is not governed by x's additionalProperties; the patterns
+    // still apply to it once declared, so it is declared with `true`.
+    std::vector<CodePointDfa> patterns;
+    if (x.contains("patternProperties")) {
+      if (!x["patternProperties"].is_object())
+        return invalid_argument("json schema: patternProperties at '{}' is not an object", ptr);
+      for (const auto& [pk, pv] : x["patternProperties"].items()) {
+        auto d = dfa_from_pattern(pk, /*search=*/true, patterns_);
+        if (!d.is_ok())
+          return unsupported(
+              "json schema: allOf at '{}' combines patternProperties with other "
+              "properties ({})",
+              ptr, d.status().message());
+        patterns.push_back(std::move(*d));
+      }
+    }
+    if (!x.contains("properties") || !x["properties"].is_object()) x["properties"] = Json::object();
+    for (const auto& [k, v] : y["properties"].items()) {
+      if (x["properties"].contains(k)) continue;
+      bool matched = false;
+      for (const auto& d : patterns) matched = matched || dfa_matches(d, k);
+      x["properties"][k] = matched ? Json(true) : x["additionalProperties"];
+    }
+  }
+  return Status::ok();
+}
+
+// patternProperties on one side exempt the names they match from the other side's
+// additionalProperties only there: merged, they would exempt them on both sides. Such a
+// side's additionalProperties is rewritten first as the pattern property it is: the names
+// it neither declares nor matches by a pattern (so the merge then only unions patterns).
+Status SchemaMerger::merge_pattern_clash(Json* const sides[2], const std::string& ptr) {
+  bool clash = false;
+  for (int side = 0; side < 2; ++side) {
+    const Json& x = *sides[side];
+    const Json& y = *sides[1 - side];
+    if (!y.contains("patternProperties") || !x.contains("additionalProperties") ||
+        is_trivial(x["additionalProperties"]))
+      continue;
+    if (!y["patternProperties"].is_object()) continue;
+    for (const auto& [pk, pv] : y["patternProperties"].items())
+      if (!x.contains("patternProperties") || !x["patternProperties"].is_object() ||
+          !x["patternProperties"].contains(pk))
+        clash = true;
+  }
+  if (clash)
+    for (Json* x : {sides[0], sides[1]}) {
+      if (!x->contains("additionalProperties") || is_trivial((*x)["additionalProperties"]))
+        continue;
+      auto p = undeclared_unmatched_pattern(*x);
+      if (!p)
+        return unsupported(
+            "json schema: allOf at '{}' combines patternProperties with another "
+            "branch's additionalProperties (a pattern or name does not fit the "
+            "rewrite as a pattern property)",
+            ptr);
+      if (!x->contains("patternProperties")) (*x)["patternProperties"] = Json::object();
+      if ((*x)["patternProperties"].contains(*p))
+        (*x)["patternProperties"][*p] = Json{
+            {"allOf", Json::array({(*x)["patternProperties"][*p], (*x)["additionalProperties"]})}};
+      else
+        (*x)["patternProperties"][*p] = (*x)["additionalProperties"];
+      x->erase("additionalProperties");
+    }
+  return Status::ok();
+}
+
+// Keyword k of a (a value other than v) conjoined with b's value v, in place. False when no
+// instance can satisfy both (the merged schema is `false`).
+Result<bool> SchemaMerger::merge_keyword(Json& a, const Json& b_ref, const std::string& k, const Json& v,
+                                         const std::string& ptr) {
+  Json& cur = a[k];
+  if (cur == v || kAnnotations.count(k) || !kKeywords.count(k)) return true;
+  if (k == "properties" && cur.is_object() && v.is_object()) {
+    for (const auto& [pk, pv] : v.items())
+      if (!cur.contains(pk) || cur[pk] == pv)
+        cur[pk] = pv;
+      else if (pv == Json(false) || cur[pk] == Json(false))
+        cur[pk] = false;
+      else
+        cur[pk] = Json{{"allOf", Json::array({cur[pk], pv})}};
+  } else if (k == "required" && cur.is_array() && v.is_array()) {
+    for (const auto& r : v)
+      if (std::find(cur.begin(), cur.end(), r) == cur.end()) cur.push_back(r);
+  } else if (k == "type") {
+    auto names = [](const Json& t) {
+      std::set<std::string> out;
+      if (t.is_string())
+        out.insert(t.get<std::string>());
+      else if (t.is_array())
+        for (const auto& x : t)
+          if (x.is_string()) out.insert(x.get<std::string>());
+      return out;
+    };
+    auto x = names(cur), y = names(v);
+    Json both = Json::array();
+    for (const auto& t : x) {
+      if (y.count(t))
+        both.push_back(t);
+      else if (t == "integer" && y.count("number"))
+        both.push_back("integer");
+      else if (t == "number" && y.count("integer"))
+        both.push_back("integer");
+    }
+    if (both.empty()) return false;
+    cur = both;
+  } else if ((k == "minimum" || k == "exclusiveMinimum" || k == "minLength" || k == "minItems" ||
+              k == "minProperties") &&
+             cur.is_number() && v.is_number()) {
+    if (v > cur) cur = v;
+  } else if ((k == "maximum" || k == "exclusiveMaximum" || k == "maxLength" || k == "maxItems" ||
+              k == "maxProperties") &&
+             cur.is_number() && v.is_number()) {
+    if (v < cur) cur = v;
+  } else if (k == "items" || k == "additionalProperties") {
+    cur = Json{{"allOf", Json::array({cur, v})}};
+  } else if (k == "enum" && cur.is_array() && v.is_array()) {
+    Json both = Json::array();
+    for (const auto& x : cur)
+      if (std::find(v.begin(), v.end(), x) != v.end()) both.push_back(x);
+    cur = both;
+  } else if (k == "const") {
+    return false;
+  } else if (k == "pattern" && cur.is_string() && v.is_string()) {
+    auto both = pattern_conjunction(cur, v, conjunctions_);
+    if (!both)
+      return unsupported("json schema: allOf at '{}' has conflicting 'pattern' values", ptr);
+    cur = *both;
+  } else if (k == "multipleOf" && cur.is_number() && v.is_number() &&
+             cur.get<double>() == std::floor(cur.get<double>()) &&
+             v.get<double>() == std::floor(v.get<double>()) && cur.get<double>() >= 1 &&
+             v.get<double>() >= 1 && cur.get<double>() < 1e9 && v.get<double>() < 1e9) {
+    // Multiples of both integers a and b (integers themselves) are the multiples of lcm.
+    cur = std::lcm(cur.get<int64_t>(), v.get<int64_t>());
+  } else if (k == "multipleOf" && cur.is_number() && v.is_number() &&
+             decimal_fraction(cur.get<double>()) && decimal_fraction(v.get<double>()) &&
+             rational_lcm(*decimal_fraction(cur.get<double>()),
+                          *decimal_fraction(v.get<double>()))) {
+    // Short decimals p/q: the common multiples of p1/q1 and p2/q2 (lowest terms) are the
+    // multiples of lcm(p1, p2) / gcd(q1, q2); an integer when the denominators are coprime.
+    auto [p, q] =
+        *rational_lcm(*decimal_fraction(cur.get<double>()), *decimal_fraction(v.get<double>()));
+    if (q == 1)
+      cur = p;
+    else
+      cur = static_cast<double>(p) / static_cast<double>(q);
+  } else if ((k == "anyOf" || k == "oneOf") && cross_branches(cur, v)) {
+    cur = *cross_branches(cur, v);
+  } else if (k == "contains" && !a.contains("minContains") && !a.contains("maxContains") &&
+             !b_ref.contains("minContains") && !b_ref.contains("maxContains")) {
+    // contains X and contains Y (maybe met by different items) as the list [X, Y]: a value
+    // no schema has, which gen_array and the validator read as that conjunction.
+    Json all = cur.is_array() ? cur : Json::array({cur});
+    for (const auto& x : v.is_array() ? v : Json::array({v}))
+      if (std::find(all.begin(), all.end(), x) == all.end()) all.push_back(x);
+    cur = all;
+  } else if (k == "not") {
+    // not X and not Y == not (X or Y); gen_not takes the union apart again.
+    cur = Json{{"anyOf", Json::array({cur, v})}};
+  } else if (k == "patternProperties" && cur.is_object() && v.is_object()) {
+    for (const auto& [pk, pv] : v.items())
+      if (!cur.contains(pk) || cur[pk] == pv)
+        cur[pk] = pv;
+      else
+        cur[pk] = Json{{"allOf", Json::array({cur[pk], pv})}};
+  } else {
+    return unsupported("json schema: allOf at '{}' has conflicting '{}' values", ptr, k);
+  }
+  return true;
 }
 
 }  // namespace deepinfer::structured

@@ -1,6 +1,6 @@
 // Integer instances against purely numeric schemas (type, bounds, multipleOf, const, enum,
 // not/allOf/anyOf/oneOf/if and local $ref), decided by arithmetic instead of the
-// InstanceValidator: the multipleOf automata (json_schema_residues.cc) test every value
+// InstanceValidator: the multipleOf automata (residues.cc) test every value
 // below a bound, and walking the schema as JSON for each one dominated their compile time.
 #pragma once
 

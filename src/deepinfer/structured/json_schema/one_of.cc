@@ -3,7 +3,7 @@
 // object schema (a name B requires is absent, a property present with a value B rejects, a name
 // B's closed layout cannot hold is present) gives one case. Using only some of the reasons
 // under-approximates "not B", so every generated instance still matches exactly one branch.
-#include "deepinfer/structured/json_schema/lowering.h"
+#include "deepinfer/structured/json_schema/schema_compiler.h"
 #include "deepinfer/structured/json_schema/merge.h"
 #include "deepinfer/structured/json_schema/validate.h"
 
@@ -98,7 +98,7 @@ bool string_capable(const Json& m) {
 // not/anyOf/allOf/oneOf/$ref a subschema that does not allow strings has the empty language,
 // and the combinators are the automata's boolean combinations (exact).
 Result<std::optional<CodePointDfa>> SchemaCompiler::string_language(const Json& m) {
-  SchemaMerger merger([this](const std::string& r, const std::string& p) { return resolve(r, p); });
+  SchemaMerger merger = new_merger();
   std::function<Result<std::optional<CodePointDfa>>(const Json&, int)> of =
       [&](const Json& m, int depth) -> Result<std::optional<CodePointDfa>> {
     static const std::set<std::string> kOpaque = {"if", "then", "else", "$dynamicRef",
@@ -107,7 +107,7 @@ Result<std::optional<CodePointDfa>> SchemaCompiler::string_language(const Json& 
     constexpr int kMaxDepth = 8;
     if (m.is_boolean()) {
       DI_ASSIGN_OR_RETURN(CodePointDfa d,
-                          m.get<bool>() ? dfa_from_pattern("", true) : dfa_of_strings({}));
+                          m.get<bool>() ? dfa_from_pattern("", true, &patterns_) : dfa_of_strings({}));
       return std::optional<CodePointDfa>(std::move(d));
     }
     if (!m.is_object()) return std::optional<CodePointDfa>();
@@ -193,9 +193,9 @@ Result<std::optional<CodePointDfa>> SchemaCompiler::string_language(const Json& 
     if (hi >= 0 && hi < lo) return std::optional<CodePointDfa>(*dfa_of_strings({}));
     Result<CodePointDfa> lang = CodePointDfa{};
     if (pattern || format) {
-      lang = string_automaton(pattern, format, lo, hi);
+      lang = string_automaton(pattern, format, lo, hi, &patterns_);
     } else {
-      DI_ASSIGN_OR_RETURN(CodePointDfa any, dfa_from_pattern("", true));
+      DI_ASSIGN_OR_RETURN(CodePointDfa any, dfa_from_pattern("", true, &patterns_));
       lang = lo > 0 || hi >= 0 ? dfa_with_length(any, lo, hi) : Result<CodePointDfa>(std::move(any));
     }
     if (!lang.is_ok()) return lang.status();
@@ -357,7 +357,7 @@ std::optional<Json> SchemaCompiler::one_of_arrays(const std::vector<Json>& merge
   if (!own.is_object() || !array_capable(own) || !own.contains("items") ||
       own.contains("prefixItems") || !(own["items"].is_object() || own["items"].is_boolean()))
     return std::nullopt;
-  SchemaMerger merger([this](const std::string& r, const std::string& p) { return resolve(r, p); });
+  SchemaMerger merger = new_merger();
   auto flat_items = [&](const Json& m) -> std::optional<Json> {
     auto f = merger.flatten(m["items"], "/items");
     if (!f.is_ok()) return std::nullopt;

@@ -1,4 +1,4 @@
-// Integer range lowering, string formats and key exclusion (see json_schema_parts.h).
+// Integer range lowering, string formats and key exclusion (see parts.h).
 #include "deepinfer/structured/json_schema/parts.h"
 
 #include <functional>

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "deepinfer/structured/automata/code_point_dfa.h"
-#include "deepinfer/structured/json_schema/lowering.h"
+#include "deepinfer/structured/json_schema/schema_compiler.h"
 
 namespace deepinfer::structured::detail {
 namespace {
@@ -27,7 +27,7 @@ Result<std::optional<Json>> SchemaCompiler::pattern_conjunction(const Json& pp,
   Json all = Json::array();
   if (declared) all.push_back(*declared);
   for (const auto& [pattern, schema] : pp.items()) {
-    DI_ASSIGN_OR_RETURN(CodePointDfa d, dfa_from_pattern(pattern, /*search=*/true));
+    DI_ASSIGN_OR_RETURN(CodePointDfa d, dfa_from_pattern(pattern, /*search=*/true, &patterns_));
     if (dfa_matches(d, name)) all.push_back(schema);
   }
   if (!declared && all.empty()) all.push_back(*addl);
@@ -46,7 +46,7 @@ Result<std::optional<Element>> SchemaCompiler::pattern_members(
   std::vector<CodePointDfa> parts;
   std::vector<std::pair<std::string, const Json*>> patterns;
   for (const auto& [pattern, schema] : pp.items()) {
-    auto d = dfa_from_pattern(pattern, /*search=*/true);
+    auto d = dfa_from_pattern(pattern, /*search=*/true, &patterns_);
     if (!d.is_ok())
       return Status(d.status().code(), fmt::format("{} (at '{}')", d.status().message(), pp_ptr));
     parts.push_back(std::move(*d));

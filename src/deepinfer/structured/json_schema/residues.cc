@@ -2,12 +2,12 @@
 // integer is valid then depends only on its remainder modulo the lcm L of the divisors (and
 // not on its sign), so each remainder is decided once and the digits run a remainder-mod-L
 // automaton, minimized (dfa_partition.h). Non-integer numbers are left out (a sound subset, as
-// for plain multipleOf k). Values are decided by arithmetic (json_schema_numeric.h) when the
+// for plain multipleOf k). Values are decided by arithmetic (numeric.h) when the
 // schema is purely numeric, else by the InstanceValidator.
 #include <numeric>
 
 #include "deepinfer/structured/automata/dfa_partition.h"
-#include "deepinfer/structured/json_schema/lowering.h"
+#include "deepinfer/structured/json_schema/schema_compiler.h"
 #include "deepinfer/structured/json_schema/numeric.h"
 #include "deepinfer/structured/json_schema/validate.h"
 
@@ -70,8 +70,10 @@ bool residue_only(const Json& root, const Json& s, std::set<int64_t>& divisors,
 // common case, thousands of values), else the validator (kUnknown possible).
 class IntegerVerdicts {
  public:
-  IntegerVerdicts(const Json& root, const Json& s, bool enforce_formats)
-      : s_(s), predicate_(NumericPredicate::compile(root, s)), validator_(root, enforce_formats) {}
+  IntegerVerdicts(const Json& root, const Json& s, bool enforce_formats, PatternDfaMemo* patterns)
+      : s_(s),
+        predicate_(NumericPredicate::compile(root, s)),
+        validator_(root, enforce_formats, patterns) {}
   Verdict operator()(int64_t v) {
     if (predicate_) return predicate_->accepts(v) ? Verdict::kValid : Verdict::kInvalid;
     return validator_.validate(s_, Json(v));
@@ -120,7 +122,7 @@ Result<std::optional<Element>> SchemaCompiler::residue_number(const Json& s, con
     if (modulus > kMaxResidueModulus) return Out();
   }
   if (!thresholds.empty()) return bounded_residues(s, thresholds, modulus, ptr);
-  IntegerVerdicts verdict(root_, s, o_.enforce_formats);
+  IntegerVerdicts verdict(root_, s, o_.enforce_formats, &patterns_);
   std::optional<std::vector<int32_t>> valid = verdict.residues(modulus);
   if (!valid) return Out();
   const std::vector<int32_t> is_valid = *valid;  // [modulus]
@@ -214,7 +216,7 @@ Result<std::optional<Element>> SchemaCompiler::bounded_residues(const Json& s,
       if (big > kMaxExactMagnitude) return Out();
     }
   if (big - 1 + modulus > kMaxRawStatesPerSign) return Out();
-  IntegerVerdicts verdict(root_, s, o_.enforce_formats);
+  IntegerVerdicts verdict(root_, s, o_.enforce_formats, &patterns_);
   bool unknown_seen = false;
   auto valid = [&](int64_t v) {
     Verdict x = verdict(v);

@@ -1,7 +1,7 @@
 // String lowering for the JSON Schema compiler: pattern, format and length bounds, one-class
 // patterns as counted runs, any other combination as one code-point automaton.
 #include "deepinfer/structured/automata/code_point_dfa.h"
-#include "deepinfer/structured/json_schema/lowering.h"
+#include "deepinfer/structured/json_schema/schema_compiler.h"
 
 namespace deepinfer::structured::detail {
 namespace {
@@ -95,14 +95,14 @@ bool spec_defined_format(const std::string& f) {
 // between lo and hi code points (hi < 0: unbounded), as one automaton.
 Result<CodePointDfa> string_automaton(const std::optional<std::string>& pattern,
                                       const std::optional<std::string>& format, int64_t lo,
-                                      int64_t hi) {
+                                      int64_t hi, PatternDfaMemo* patterns) {
   std::vector<CodePointDfa> parts;
   if (pattern) {
-    DI_ASSIGN_OR_RETURN(CodePointDfa d, dfa_from_pattern(*pattern, /*search=*/true));
+    DI_ASSIGN_OR_RETURN(CodePointDfa d, dfa_from_pattern(*pattern, /*search=*/true, patterns));
     parts.push_back(std::move(d));
   }
   if (format) {
-    DI_ASSIGN_OR_RETURN(CodePointDfa d, dfa_from_pattern(*format, /*search=*/false));
+    DI_ASSIGN_OR_RETURN(CodePointDfa d, dfa_from_pattern(*format, /*search=*/false, patterns));
     parts.push_back(std::move(d));
   }
   CodePointDfa lang = parts[0];
@@ -167,7 +167,7 @@ Result<Element> SchemaCompiler::gen_string(const Json& s, const std::string& ptr
   if ((pattern || format) && (min || max)) {
     // A pattern every string matches (`.*`, `(x+)?` unanchored) adds nothing: the length
     // bounds alone keep the cheap counted run.
-    auto base = string_automaton(pattern, format, 0, -1);
+    auto base = string_automaton(pattern, format, 0, -1, &patterns_);
     if (base.is_ok() && dfa_is_universal(*base)) {
       pattern.reset();
       format.reset();
@@ -175,7 +175,7 @@ Result<Element> SchemaCompiler::gen_string(const Json& s, const std::string& ptr
   }
   if ((pattern || format) && (min || max || (pattern && format))) {
     // Several constraints on one string: intersect their automata (exact), then lower.
-    auto lang = string_automaton(pattern, format, min.value_or(0), max.value_or(-1));
+    auto lang = string_automaton(pattern, format, min.value_or(0), max.value_or(-1), &patterns_);
     if (!lang.is_ok())
       return Status(lang.status().code(), fmt::format("json schema: string constraints at '{}' "
                                                       "(pattern/format/length): {}",

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "deepinfer/structured/json_schema/lowering.h"
+#include "deepinfer/structured/json_schema/schema_compiler.h"
 #include "deepinfer/structured/json_schema/validate.h"
 
 namespace deepinfer::structured::detail {
@@ -154,7 +154,7 @@ Result<Element> SchemaCompiler::gen_number(const Json& s, const std::string& ptr
         }
         if (upper || !lo || *lo > 0) {
           // The integers between the bounds with the remainders they need, as an automaton
-          // (json_schema_residues.cc); non-integers are left out (a sound subset).
+          // (residues.cc); non-integers are left out (a sound subset).
           DI_ASSIGN_OR_RETURN(auto e, residue_number(s, ptr, /*plain=*/true));
           if (e) return *e;
           return refuse();

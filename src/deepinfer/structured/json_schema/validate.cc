@@ -1,10 +1,10 @@
-// Single-instance JSON Schema validation with an "unknown" verdict (see json_schema_validate.h).
+// Single-instance JSON Schema validation with an "unknown" verdict (see validate.h).
 #include "deepinfer/structured/json_schema/validate.h"
 
 #include <cmath>
 #include <set>
 
-#include "deepinfer/structured/json_schema/lowering.h"
+#include "deepinfer/structured/json_schema/schema_compiler.h"
 #include "deepinfer/structured/json_schema/parts.h"
 
 namespace deepinfer::structured {
@@ -95,7 +95,7 @@ Verdict InstanceValidator::matches(const std::string& pattern, const std::string
   auto key = std::make_pair(pattern, search);
   auto it = regex_cache_.find(key);
   if (it == regex_cache_.end()) {
-    auto d = dfa_from_pattern(pattern, search);
+    auto d = dfa_from_pattern(pattern, search, patterns_);
     it = regex_cache_
              .emplace(key, d.is_ok() ? std::optional<CodePointDfa>(std::move(*d)) : std::nullopt)
              .first;

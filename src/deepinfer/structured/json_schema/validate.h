@@ -24,8 +24,9 @@ class InstanceValidator {
  public:
   using Json = nlohmann::ordered_json;
   // `root` resolves local $ref; formats are checked only when enforce_formats (as compiled).
-  InstanceValidator(const Json& root, bool enforce_formats)
-      : root_(root), enforce_formats_(enforce_formats) {}
+  // `patterns`: the compile's pattern automata when a compile asks (may be null).
+  InstanceValidator(const Json& root, bool enforce_formats, PatternDfaMemo* patterns = nullptr)
+      : root_(root), enforce_formats_(enforce_formats), patterns_(patterns) {}
 
   Verdict validate(const Json& schema, const Json& instance);
 
@@ -40,6 +41,7 @@ class InstanceValidator {
 
   const Json& root_;
   bool enforce_formats_;
+  PatternDfaMemo* patterns_;
   std::map<std::pair<std::string, bool>, std::optional<CodePointDfa>> regex_cache_;
 };
 
