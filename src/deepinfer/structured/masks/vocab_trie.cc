@@ -60,33 +60,11 @@ namespace {
 
 enum class TrieTokens { kAll, kNonPlain, kNonText };
 
-// The trie of every token, of the tokens with some byte outside the plain set, or of those
-// that are neither plain nor text (see is_text_token).
-std::shared_ptr<VocabTrie> build(const std::shared_ptr<const TokenVocabulary>& vocab,
-                                 TrieTokens which) {
-  const bool non_plain_only = which != TrieTokens::kAll;
-  auto t = std::make_shared<VocabTrie>();
-  const TokenVocabulary& v = *vocab;
-  t->vocab = vocab;
-  t->plain = plain_bytes();
-  t->eos.assign(v.size(), false);
-  for (int32_t id : v.eos_ids)
-    if (id >= 0 && id < v.size()) t->eos[id] = true;
-  auto is_plain = [&](const std::string& s) {
-    for (unsigned char c : s)
-      if (!((t->plain[c >> 6] >> (c & 63)) & 1)) return false;
-    return true;
-  };
-  std::vector<int32_t> sorted;
-  for (int32_t id = 0; id < v.size(); ++id) {
-    bool special = !v.is_special.empty() && v.is_special[id];
-    if (special || v.token_bytes[id].empty()) continue;
-    if (non_plain_only && is_plain(v.token_bytes[id])) continue;
-    if (which == TrieTokens::kNonText && is_text_token(v.token_bytes[id])) continue;
-    sorted.push_back(id);
-  }
-  std::sort(sorted.begin(), sorted.end(),
-            [&](int32_t a, int32_t b) { return v.token_bytes[a] < v.token_bytes[b]; });
+// Stages of build(), over the trie being built.
+using ByteSets = std::vector<std::array<uint64_t, 4>>;
+
+// The nodes in preorder from the byte-sorted token ids, and each node's tokens.
+void build_nodes(VocabTrie* t, const TokenVocabulary& v, const std::vector<int32_t>& sorted) {
   // Duplicate byte strings (possible in odd vocabularies) share one node; the extras are kept
   // in `tokens` so a subtree's token range still lists them.
   auto push_node = [&](uint8_t b, size_t d) {
@@ -135,11 +113,16 @@ std::shared_ptr<VocabTrie> build(const std::shared_ptr<const TokenVocabulary>& v
       for (int32_t id : extra[k]) t->tokens.push_back(id);
   }
   t->tok_begin[t->byte.size()] = static_cast<uint32_t>(t->tokens.size());
+}
+
+// Each node's parent, the bytes below it (acc) and its heights.
+void build_heights(VocabTrie* t, std::vector<uint32_t>& parent, ByteSets& acc) {
   // Bytes below each node, accumulated child -> parent in reverse preorder (a node's parent
   // is the nearest earlier node one level up, tracked per depth).
   const size_t n = t->byte.size();
-  std::vector<std::array<uint64_t, 4>> acc(n, std::array<uint64_t, 4>{});
-  std::vector<uint32_t> parent(n, 0), last_at(t->max_len + 2, 0);
+  acc.assign(n, std::array<uint64_t, 4>{});
+  parent.assign(n, 0);
+  std::vector<uint32_t> last_at(t->max_len + 2, 0);
   for (size_t k = 1; k < n; ++k) {
     parent[k] = last_at[t->depth[k] - 1];
     last_at[t->depth[k]] = static_cast<uint32_t>(k);
@@ -158,9 +141,13 @@ std::shared_ptr<VocabTrie> build(const std::shared_ptr<const TokenVocabulary>& v
     for (int w = 0; w < 4; ++w) up[w] |= acc[k][w];
     up[t->byte[k] >> 6] |= uint64_t{1} << (t->byte[k] & 63);
   }
+}
+
+// Token bitmasks of the subtrees with many tokens.
+void build_subtree_bits(VocabTrie* t, size_t words) {
+  const size_t n = t->byte.size();
   // A bitmask costs mask_words words to store and to OR (several words per instruction);
   // setting bits one by one costs a few instructions per token.
-  const size_t words = v.mask_words();
   const size_t min_tokens = std::max<size_t>(64, words / VocabTrie::kSubtreeBitsWordsPerToken);
   t->subtree_bits_at.assign(n, VocabTrie::kNoBits);
   for (size_t k = 1; k < n; ++k) {  // the root is never accepted whole
@@ -172,6 +159,13 @@ std::shared_ptr<VocabTrie> build(const std::shared_ptr<const TokenVocabulary>& v
     for (uint32_t i = t->tok_begin[k]; i < t->tok_begin[t->end[k]]; ++i)
       bits[t->tokens[i] >> 5] |= 1u << (t->tokens[i] & 31);
   }
+}
+
+// The plain tokens (all and by length) and, for the trie of every token, the text tokens.
+void build_plain_bits(VocabTrie* t, const TokenVocabulary& v, TrieTokens which,
+                      const std::vector<uint32_t>& parent, size_t words) {
+  const bool non_plain_only = which != TrieTokens::kAll;
+  const size_t n = t->byte.size();
   // The plain tokens, all of them and by length (cumulated below: the bits for length L
   // include every shorter one).
   t->max_short_plain =
@@ -212,6 +206,11 @@ std::shared_ptr<VocabTrie> build(const std::shared_ptr<const TokenVocabulary>& v
     for (size_t w = 0; w < words; ++w)
       t->short_plain_bits[(len - 1) * words + w] |= t->short_plain_bits[(len - 2) * words + w];
   }
+}
+
+// The root's children and the interned byte sets below each node.
+void build_root_and_below(VocabTrie* t, const ByteSets& acc) {
+  const size_t n = t->byte.size();
   for (uint32_t k = 1; k < n; k = t->end[k]) {
     t->root_children.push_back(k);
     t->root_child[t->byte[k]] = k;
@@ -226,6 +225,45 @@ std::shared_ptr<VocabTrie> build(const std::shared_ptr<const TokenVocabulary>& v
     if (inserted) t->below_sets.push_back(acc[k]);
     t->below[k] = it->second;
   }
+}
+
+// The trie of every token, of the tokens with some byte outside the plain set, or of those
+// that are neither plain nor text (see is_text_token).
+std::shared_ptr<VocabTrie> build(const std::shared_ptr<const TokenVocabulary>& vocab,
+                                 TrieTokens which) {
+  const bool non_plain_only = which != TrieTokens::kAll;
+  auto t = std::make_shared<VocabTrie>();
+  const TokenVocabulary& v = *vocab;
+  t->vocab = vocab;
+  t->plain = plain_bytes();
+  t->eos.assign(v.size(), false);
+  for (int32_t id : v.eos_ids)
+    if (id >= 0 && id < v.size()) t->eos[id] = true;
+  auto is_plain = [&](const std::string& s) {
+    for (unsigned char c : s)
+      if (!((t->plain[c >> 6] >> (c & 63)) & 1)) return false;
+    return true;
+  };
+  std::vector<int32_t> sorted;
+  for (int32_t id = 0; id < v.size(); ++id) {
+    bool special = !v.is_special.empty() && v.is_special[id];
+    if (special || v.token_bytes[id].empty()) continue;
+    if (non_plain_only && is_plain(v.token_bytes[id])) continue;
+    if (which == TrieTokens::kNonText && is_text_token(v.token_bytes[id])) continue;
+    sorted.push_back(id);
+  }
+  std::sort(sorted.begin(), sorted.end(),
+            [&](int32_t a, int32_t b) { return v.token_bytes[a] < v.token_bytes[b]; });
+  build_nodes(t.get(), v, sorted);
+  std::vector<uint32_t> parent;
+  ByteSets acc;
+  build_heights(t.get(), parent, acc);
+  // A bitmask costs mask_words words to store and to OR (several words per instruction);
+  // setting bits one by one costs a few instructions per token.
+  const size_t words = v.mask_words();
+  build_subtree_bits(t.get(), words);
+  build_plain_bits(t.get(), v, which, parent, words);
+  build_root_and_below(t.get(), acc);
   return t;
 }
 
