@@ -73,7 +73,7 @@ TEST(ClosedRuns, AsciiOnlyBodyIsClosedOverPlainOnly) {
   EXPECT_EQ(after(g, body, 0), ClosedRuns::kPlain);
 }
 
-// A name that must differ from "ab" (as json_schema_parts.cc's key_excluding builds it): the
+// A name that must differ from "ab" (as json_schema/parts.cc's key_excluding builds it): the
 // rules part ways on its letters, yet between them every byte still goes on. `b_alt` is
 // reached by a tail call alone, and `after_ab` takes every byte at once.
 struct PartingRules {

@@ -1,7 +1,7 @@
-// NumericPredicate (json_schema_numeric.h) against the InstanceValidator: random purely
+// NumericPredicate (json_schema/numeric.h) against the InstanceValidator: random purely
 // numeric schemas over a range of integers, values at and next to the bounds, decimal and
 // integer multipleOf, negative ranges and `not`; then the multipleOf automata built on it
-// (json_schema_residues.cc) walked as grammars over the same integers.
+// (json_schema/residues.cc) walked as grammars over the same integers.
 #include "deepinfer/structured/json_schema/numeric.h"
 
 #include <gtest/gtest.h>

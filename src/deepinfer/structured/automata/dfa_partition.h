@@ -1,7 +1,7 @@
 // The coarsest partition of a complete automaton's states that refines given labels and is
 // stable under its transitions (Moore rounds, then Hopcroft's O(k n log n)): the classes
 // that minimization merges. Shared by the code-point automata (code_point_dfa_minimize.cc)
-// and the remainder automata of multipleOf (json_schema_residues.cc), where Moore's rounds
+// and the remainder automata of multipleOf (json_schema/residues.cc), where Moore's rounds
 // of ordered-map signatures dominated compile time.
 #pragma once
 

@@ -4,7 +4,7 @@
 // walker's state whose stacks do this between them accepts every token made of those bytes
 // without stepping one, where ContextWalker::plain_run (one next state for all plain bytes)
 // sees nothing: a property name that must differ from the declared ones (key_excluding in
-// json_schema_parts.cc: a trie of rules, one per prefix, each falling back to a loop over
+// json_schema/parts.cc: a trie of rules, one per prefix, each falling back to a loop over
 // string bytes), a regex's `.*` beside the words of a search pattern. A loop that calls a
 // character rule and then itself (a JSON string body) counts through the character rule's
 // one-byte alternatives, and, for text tokens, by whole characters (kTextChars) when its
