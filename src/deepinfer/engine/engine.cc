@@ -7,8 +7,9 @@
 #include "deepinfer/base/check.h"
 #include "deepinfer/base/timer.h"
 #include "deepinfer/engine/batch_builder.h"
-#include "deepinfer/engine/grammar/grammar_matcher.h"
-#include "deepinfer/engine/grammar/vocabulary_from_tokenizer.h"
+#include "deepinfer/structured/grammar_compiler.h"
+#include "deepinfer/structured/grammar_matcher.h"
+#include "deepinfer/engine/grammar_vocabulary.h"
 #include "deepinfer/engine/sampler.h"
 #include "deepinfer/engine/step_worker.h"
 #include "deepinfer/engine/stop_checker.h"
@@ -21,8 +22,8 @@ struct Engine::RequestState {
   recipe::StreamingDetokenizer detok;
   StopChecker stops;
   std::vector<int32_t> history;  // prompt + generated, for penalties
-  std::shared_future<grammar::CompileResult> grammar_future;
-  std::unique_ptr<grammar::GrammarMatcher> matcher;
+  std::shared_future<structured::CompileResult> grammar_future;
+  std::unique_ptr<structured::GrammarMatcher> matcher;
   bool grammar_dead_end = false;  // the grammar allowed no token: ends with an error
   explicit RequestState(const recipe::Tokenizer& tok, std::vector<std::string> stop_strings)
       : detok(tok), stops(std::move(stop_strings)) {}
@@ -152,17 +153,17 @@ void Engine::flush_kv_store() {
   if (kv_tier_) kv_tier_->flush();
 }
 
-grammar::GrammarCompiler& Engine::grammar_compiler() {
+structured::GrammarCompiler& Engine::grammar_compiler() {
   if (!grammar_compiler_) {
-    auto vocab = std::make_shared<const grammar::TokenVocabulary>(
-        grammar::vocabulary_from_tokenizer(*tokenizer_));
-    grammar_compiler_ = std::make_unique<grammar::GrammarCompiler>(std::move(vocab), 1);
+    auto vocab = std::make_shared<const structured::TokenVocabulary>(
+        vocabulary_from_tokenizer(*tokenizer_));
+    grammar_compiler_ = std::make_unique<structured::GrammarCompiler>(std::move(vocab), 1);
   }
   return *grammar_compiler_;
 }
 
-Status Engine::check_grammar(const grammar::GrammarSpec& spec) {
-  const grammar::CompileResult& r = grammar_compiler().compile_async(spec).get();
+Status Engine::check_grammar(const structured::GrammarSpec& spec) {
+  const structured::CompileResult& r = grammar_compiler().compile_async(spec).get();
   return r.is_ok() ? Status::ok() : r.status();
 }
 
@@ -181,10 +182,10 @@ void Engine::admit_compiled_grammars(std::vector<RequestOutput>& outputs) {
       ++i;
       continue;
     }
-    const grammar::CompileResult& compiled = r.grammar_future.get();
+    const structured::CompileResult& compiled = r.grammar_future.get();
     Status st = compiled.is_ok() ? scheduler_->add(std::move(seq)) : compiled.status();
     if (st.is_ok()) {
-      r.matcher = std::make_unique<grammar::GrammarMatcher>(*compiled);
+      r.matcher = std::make_unique<structured::GrammarMatcher>(*compiled);
     } else {
       RequestOutput out;
       out.request_id = id;

@@ -11,7 +11,7 @@
 
 #include "deepinfer/base/status.h"
 #include "deepinfer/base/thread_pool.h"
-#include "deepinfer/engine/grammar/grammar_compiler.h"
+#include "deepinfer/structured/structured.h"
 #include "deepinfer/engine/kv_cache_manager.h"
 #include "deepinfer/engine/kv_store_tier.h"
 #include "deepinfer/engine/request.h"
@@ -82,7 +82,7 @@ class Engine {
   Result<int64_t> add_request(const GenerationRequest& request);
   // Compiles `spec` now (kept in the compile cache for the requests that use it): the reason it
   // cannot be used, or ok. Lets a caller refuse a bad schema, regex or grammar up front.
-  Status check_grammar(const grammar::GrammarSpec& spec);
+  Status check_grammar(const structured::GrammarSpec& spec);
   // Ends a request now; its blocks are freed. Unknown ids are ignored.
   void abort(int64_t request_id);
   // Runs one step and returns the outputs it produced (new tokens, finished requests). With
@@ -141,8 +141,8 @@ class Engine {
   // Requests whose grammar is still compiling: they join the scheduler when it is ready, so a
   // slow compile never holds up the batch.
   std::vector<std::pair<int64_t, Sequence>> pending_grammar_;
-  std::unique_ptr<grammar::GrammarCompiler> grammar_compiler_;  // created on first use
-  grammar::GrammarCompiler& grammar_compiler();
+  std::unique_ptr<structured::GrammarCompiler> grammar_compiler_;  // created on first use
+  structured::GrammarCompiler& grammar_compiler();
   std::vector<uint32_t> mask_;
   void admit_compiled_grammars(std::vector<RequestOutput>& outputs);
   int64_t next_id_ = 1;

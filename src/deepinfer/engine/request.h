@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "deepinfer/engine/grammar/grammar_compiler.h"
+#include "deepinfer/structured/structured.h"
 #include "deepinfer/engine/sampling_params.h"
 #include "deepinfer/engine/sequence.h"
 
@@ -21,7 +21,7 @@ struct GenerationRequest {
   std::vector<std::string> stop;  // stop strings (not included in the output text)
   bool ignore_eos = false;
   // Structured output: the text must match this grammar (JSON Schema, any JSON, regex, EBNF).
-  std::optional<grammar::GrammarSpec> grammar;
+  std::optional<structured::GrammarSpec> grammar;
   // KV store lifetime class of this request's prefix blocks (agent: 3 days, chat: 7 by
   // default); unset = the engine's default_traffic_class.
   std::optional<kvstore::TrafficClass> traffic_class;

@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 
-#include "deepinfer/engine/grammar/json_depth.h"
-#include "deepinfer/engine/grammar/json_schema_compiler.h"
+#include "deepinfer/structured/json_schema/json_depth.h"
+#include "deepinfer/structured/json_schema/compiler.h"
 #include "deepinfer/serve/api_error.h"
 
 namespace deepinfer::serve {
@@ -83,13 +83,13 @@ int read_max_tokens(const json& body, std::initializer_list<const char*> keys, i
   return fallback;
 }
 
-engine::grammar::GrammarSpec json_schema_grammar(const json& schema, bool strict) {
+structured::GrammarSpec json_schema_grammar(const json& schema, bool strict) {
   // Printing the schema recurses over it: a deeply nested one is refused first (issue 31).
-  if (engine::grammar::json_nested_deeper_than(schema, engine::grammar::kMaxSchemaDepth))
+  if (structured::json_nested_deeper_than(schema, structured::kMaxSchemaDepth))
     throw ApiError(400, "", fmt::format("the JSON Schema is nested more than {} levels deep",
-                                        engine::grammar::kMaxSchemaDepth));
-  engine::grammar::GrammarSpec g;
-  g.kind = engine::grammar::GrammarSpec::kJsonSchema;
+                                        structured::kMaxSchemaDepth));
+  structured::GrammarSpec g;
+  g.kind = structured::GrammarSpec::kJsonSchema;
   g.source = schema.dump();
   g.opts.strict_properties = strict;
   // Compact JSON: with free whitespace a small model can pad with blanks until max_tokens.
@@ -97,9 +97,9 @@ engine::grammar::GrammarSpec json_schema_grammar(const json& schema, bool strict
   return g;
 }
 
-engine::grammar::GrammarSpec any_json_grammar() {
-  engine::grammar::GrammarSpec g;
-  g.kind = engine::grammar::GrammarSpec::kJsonObject;
+structured::GrammarSpec any_json_grammar() {
+  structured::GrammarSpec g;
+  g.kind = structured::GrammarSpec::kJsonObject;
   g.opts.any_whitespace = false;
   return g;
 }

@@ -26,8 +26,8 @@ void read_logit_bias(const nlohmann::json& body, int32_t vocab_size, engine::Gen
 int read_max_tokens(const nlohmann::json& body, std::initializer_list<const char*> keys, int fallback);
 
 // A JSON Schema object -> grammar spec (compiled by the engine; errors come back through it).
-engine::grammar::GrammarSpec json_schema_grammar(const nlohmann::json& schema, bool strict);
-engine::grammar::GrammarSpec any_json_grammar();
+structured::GrammarSpec json_schema_grammar(const nlohmann::json& schema, bool strict);
+structured::GrammarSpec any_json_grammar();
 
 // OpenAI chat "response_format" / Responses "text.format" (same shapes, except that Responses
 // puts name/schema/strict at the top level of the format object).

@@ -13,14 +13,15 @@
 #include <nlohmann/json.hpp>
 
 #include "deepinfer/base/timer.h"
-#include "deepinfer/engine/grammar/mask_benchmark.h"
-#include "deepinfer/engine/grammar/vocabulary_from_tokenizer.h"
+#include "deepinfer/tools/bench_mask.h"
+#include "deepinfer/engine/grammar_vocabulary.h"
 #include "deepinfer/model/format/gguf.h"
 #include "deepinfer/model/model_path.h"
 #include "deepinfer/tools/bench_kvstore.h"
 #include "deepinfer/tools/bench_kvstore_io.h"
 #include "deepinfer/tools/bench_matmul.h"
 #include "deepinfer/tools/bench_plot.h"
+#include "deepinfer/tools/bench_schema_compile.h"
 #include "deepinfer/tools/bench_serve.h"
 #include "deepinfer/tools/cli_common.h"
 #include "deepinfer/tools/membw.h"
@@ -61,13 +62,12 @@ int run_mask_bench(const BenchFlags& f) {
   if (!gguf.is_ok()) return report_error(gguf.status());
   auto tok = recipe::Tokenizer::from_gguf(**gguf);
   if (!tok.is_ok()) return report_error(tok.status());
-  auto vocab = std::make_shared<const engine::grammar::TokenVocabulary>(
-      engine::grammar::vocabulary_from_tokenizer(**tok));
-  engine::grammar::MaskBenchOptions opts;
+  auto vocab = std::make_shared<const structured::TokenVocabulary>(
+      engine::vocabulary_from_tokenizer(**tok));
+  MaskBenchOptions opts;
   opts.dir = f.data;
   opts.limit = f.limit;
   opts.stride = f.stride;
-  using engine::grammar::MaskBenchPrecompute;
   opts.precompute = f.grammar_precompute == "first"  ? MaskBenchPrecompute::kFirst
                     : f.grammar_precompute == "none" ? MaskBenchPrecompute::kNone
                                                      : MaskBenchPrecompute::kBackground;
@@ -84,7 +84,7 @@ int run_mask_bench(const BenchFlags& f) {
   for (bool ws : any_whitespace) {
     opts.schema_opts.any_whitespace = ws;
     const char* mode = ws ? "whitespace" : "compact";
-    auto res = engine::grammar::run_mask_benchmark(vocab, opts);
+    auto res = run_mask_benchmark(vocab, opts);
     if (!res.is_ok()) return report_error(res.status());
     std::fprintf(stderr, "== JSON mode: %s ==\n%s\n", mode, res->report().c_str());
     const auto& t = res->total;
@@ -219,6 +219,7 @@ int run_bench(BenchFlags& f) {
     return kExitOk;
   }
   if (f.mode == "mask") return run_mask_bench(f);
+  if (f.mode == "schema-compile") return run_schema_compile_bench({f.data, f.limit, f.stride, f.repeat});
   if (f.mode == "kvstore") {
     auto lens = parse_int_list(f.prompt_lens, "--prompt-lens", 1 << 20);
     if (!lens.is_ok()) return report_error(lens.status());
@@ -233,7 +234,8 @@ int run_bench(BenchFlags& f) {
     return run_kvstore_io_bench({f.engine.kv_store, f.block_kib, static_cast<size_t>(f.megabytes)});
   if (f.mode != "prefill" && f.mode != "decode" && f.mode != "serve" && f.mode != "matmul")
     return report_error(invalid_argument(
-        "bench: unknown --mode '{}' (prefill|decode|serve|tokenize|membw|matmul|mask|kvstore|kvstore-io)", f.mode));
+        "bench: unknown --mode '{}' (prefill|decode|serve|tokenize|membw|matmul|mask|schema-compile|kvstore|kvstore-io)",
+        f.mode));
   const std::string default_batches = f.mode == "matmul" ? "1,256" : "1";
   auto batches = parse_int_list(f.batches.empty() ? default_batches : f.batches, "--batch", 4096);
   if (!batches.is_ok()) return report_error(batches.status());
@@ -295,6 +297,7 @@ Subcommand make_bench_command() {
                     "tokenize (encode speed on --megabytes of mixed text) | "
                     "mask (structured-output compile and mask time over JSONSchemaBench) | "
                     "matmul (one matmul kernel call: --matmul-shape, rows from --batch, both precisions) | "
+                    "schema-compile (JSON Schema to grammar IR only, --repeat times per file of --data) | "
                     "kvstore (time to first token cold vs a hit in each KV tier; needs --kv-store) | "
                     "kvstore-io (the KV store's put/get GB/s next to raw direct I/O of the same files)");
     cmd->add_option("--matmul-shape", f->matmul_shapes,
@@ -304,10 +307,12 @@ Subcommand make_bench_command() {
         ->check(CLI::Range(16, 1 << 20));
     cmd->add_option("--prompt-lens", f->prompt_lens,
                     "kvstore: prompt lengths in tokens, comma-separated (default 2000,8000)");
-    cmd->add_option("--data", f->data, "mask: JSONSchemaBench directory");
-    cmd->add_option("--megabytes", f->megabytes, "tokenize: MB of text per measurement; kvstore-io: MiB written then read (at least 32 blocks)")->check(CLI::Range(1, 1024));
-    cmd->add_option("--limit", f->limit, "mask: at most this many schemas (0 = all)")->check(CLI::Range(0, 1000000));
-    cmd->add_option("--stride", f->stride, "mask: every N-th schema file")->check(CLI::Range(1, 1000000));
+    cmd->add_option("--data", f->data, "mask: JSONSchemaBench directory; schema-compile: that or one schema file");
+    cmd->add_option("--megabytes", f->megabytes,
+                    "tokenize: MB of text per measurement; kvstore-io: MiB written then read (at least 32 blocks)")
+        ->check(CLI::Range(1, 1024));
+    cmd->add_option("--limit", f->limit, "mask, schema-compile: at most this many schemas (0 = all)")->check(CLI::Range(0, 1000000));
+    cmd->add_option("--stride", f->stride, "mask, schema-compile: every N-th schema file")->check(CLI::Range(1, 1000000));
     cmd->add_option("--json-mode", f->json_mode,
                     "mask: 'both' (default), 'whitespace' (free whitespace between tokens) or 'compact' "
                     "(no free whitespace, as generate and serve use)")
@@ -329,7 +334,7 @@ Subcommand make_bench_command() {
     cmd->add_option("--batch", f->batches, "Batch sizes, comma-separated (e.g. 1,2,4,8); matmul: activation rows per call (default 1,256)");
     cmd->add_option("--prompt-len", f->prompt_len, "Prompt tokens per sequence")->check(CLI::Range(1, 1 << 20));
     cmd->add_option("--gen-len", f->gen_len, "Generated tokens per sequence (decode)")->check(CLI::Range(2, 1 << 20));
-    cmd->add_option("--repeat", f->repeat, "Measurements per batch size")->check(CLI::Range(1, 100));
+    cmd->add_option("--repeat", f->repeat, "Measurements per batch size (schema-compile: compiles per file)")->check(CLI::Range(1, 100));
     cmd->add_option("--plot", f->plot, "Draw per-sequence vs total throughput to FILE.svg or FILE.png");
     return cmd;
   };

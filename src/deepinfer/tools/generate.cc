@@ -72,23 +72,23 @@ Result<std::string> read_text_file(const std::string& path, const char* flag) {
 
 // At most one of --json-schema / --regex / --grammar; compact JSON (no free whitespace), so a
 // small model cannot wander into endless spaces.
-Result<std::optional<engine::grammar::GrammarSpec>> grammar_from_flags(const GenerateFlags& f) {
+Result<std::optional<structured::GrammarSpec>> grammar_from_flags(const GenerateFlags& f) {
   const int given = !f.json_schema.empty() + !f.regex.empty() + !f.grammar.empty();
   if (given > 1) return invalid_argument("give only one of --json-schema, --regex, --grammar");
-  if (given == 0) return std::optional<engine::grammar::GrammarSpec>();
-  engine::grammar::GrammarSpec spec;
+  if (given == 0) return std::optional<structured::GrammarSpec>();
+  structured::GrammarSpec spec;
   spec.opts.any_whitespace = false;
   if (!f.json_schema.empty()) {
-    spec.kind = engine::grammar::GrammarSpec::kJsonSchema;
+    spec.kind = structured::GrammarSpec::kJsonSchema;
     DI_ASSIGN_OR_RETURN(spec.source, read_text_file(f.json_schema, "--json-schema"));
   } else if (!f.regex.empty()) {
-    spec.kind = engine::grammar::GrammarSpec::kRegex;
+    spec.kind = structured::GrammarSpec::kRegex;
     spec.source = f.regex;
   } else {
-    spec.kind = engine::grammar::GrammarSpec::kEbnf;
+    spec.kind = structured::GrammarSpec::kEbnf;
     DI_ASSIGN_OR_RETURN(spec.source, read_text_file(f.grammar, "--grammar"));
   }
-  return std::optional<engine::grammar::GrammarSpec>(std::move(spec));
+  return std::optional<structured::GrammarSpec>(std::move(spec));
 }
 
 int run_generate(GenerateFlags& f) {

@@ -82,7 +82,7 @@ class Overlap : public ::testing::Test {
       v.push_back(std::move(r));
     }
     auto g = request("A JSON object with a name:", 14, 0.7f, 7);
-    g.grammar = engine::grammar::GrammarSpec{engine::grammar::GrammarSpec::kRegex,
+    g.grammar = structured::GrammarSpec{structured::GrammarSpec::kRegex,
                                              "\\{\"name\": \"[a-z]{1,8}\"\\}", {}};
     v.push_back(std::move(g));
     return v;
