@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Mask-time and compile-time benchmark of XGrammar and llguidance on JSONSchemaBench, with the
 HF tokenizer of the same GGUF DeepInfer uses, printing the same statistics as
-`deepinfer bench --mode mask` (src/deepinfer/engine/grammar/mask_benchmark.cc).
+`deepinfer bench --mode mask` (src/deepinfer/tools/bench_mask.cc).
 
   pip install xgrammar llguidance transformers gguf
-  python3 scripts/bench_mask_peers.py --gguf ~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf \
+  python3 bench/mask_peers.py --gguf ~/.cache/deepinfer/models/SmolLM2-135M-Instruct.Q4_1.gguf \
       --data ../shared/data/jsonschemabench [--stride 20] [--limit N] [--engines xgrammar,llguidance]
 
 Instances are written like DeepInfer's tests write them: compact JSON with object keys in the
