@@ -1,5 +1,6 @@
 // Flattening is in ScheduleOutput order, so logits rows (one per sampling sequence) come out
-// in the order StepOutput::sampled expects.
+// in the order StepOutput::sampled expects; a sequence's scored positions (prompt logprobs)
+// come just before its sampling row.
 #include "deepinfer/engine/batch_builder.h"
 
 #include "deepinfer/base/check.h"
@@ -59,6 +60,10 @@ BatchInputs build_forward_batch(const RunnerInput& in, int block_size) {
     b.seq_context_len.push_back(end);
     b.block_table.insert(b.block_table.end(), s.block_table.begin(), s.block_table.end());
     b.block_table_indptr.push_back(static_cast<int32_t>(b.block_table.size()));
+    DI_CHECK(static_cast<int>(s.score_tokens.size()) <= s.num_new_tokens() - (s.samples ? 1 : 0),
+             "seq {}: {} scored tokens in a chunk of {}", s.seq_id, s.score_tokens.size(), s.num_new_tokens());
+    const int32_t seq_start = b.seq_token_start[b.seq_token_start.size() - 2];
+    for (size_t i = 0; i < s.score_tokens.size(); ++i) b.logits_rows.push_back(seq_start + static_cast<int32_t>(i));
     if (s.samples) b.logits_rows.push_back(static_cast<int32_t>(b.token_ids.size()) - 1);
   }
   return out;

@@ -23,6 +23,8 @@ struct Engine::RequestState {
   std::shared_future<grammar::CompileResult> grammar_future;
   std::unique_ptr<grammar::GrammarMatcher> matcher;
   bool grammar_dead_end = false;  // the grammar allowed no token: ends with an error
+  int prompt_scored = 0;  // prompt positions whose next token's logprob is known (dedupes recomputes)
+  std::vector<LogprobEntry> prompt_logprobs;  // scored, not yet sent
   explicit RequestState(const recipe::Tokenizer& tok, std::vector<std::string> stop_strings)
       : detok(tok), stops(std::move(stop_strings)) {}
 };
@@ -115,6 +117,8 @@ Result<int64_t> Engine::add_request(const GenerationRequest& request) {
   DI_RETURN_IF_ERROR(validate_sampling_params(request.sampling, static_cast<int32_t>(mc.vocab_size)));
   for (const auto& s : request.stop)
     if (s.empty()) return invalid_argument("stop strings must not be empty");
+  if (request.prompt_logprobs < -1 || request.prompt_logprobs > 20)
+    return invalid_argument("prompt_logprobs must be in [0, 20] (or -1 for off), got {}", request.prompt_logprobs);
 
   const int64_t id = next_id_++;
   auto state = std::make_unique<RequestState>(*tokenizer_, request.stop);
@@ -133,6 +137,7 @@ Result<int64_t> Engine::add_request(const GenerationRequest& request) {
   seq.max_tokens = static_cast<int>(std::min<int64_t>(request.max_tokens, mc.max_position - prompt_len));
   seq.eos_token_ids = tokenizer_->eos_ids();
   seq.ignore_eos = request.ignore_eos;
+  seq.skip_prefix_cache = request.prompt_logprobs >= 0;
   seq.traffic_class = request.traffic_class.value_or(config_.default_traffic_class);
   if (seq.max_tokens == 0) {
     // Nothing to generate: answer at once without touching the model.
@@ -231,6 +236,15 @@ std::unique_ptr<Engine::Prepared> Engine::prepare_step() {
   auto p = std::make_unique<Prepared>();
   p->input = make_runner_input(
       sched, [this](int64_t id) { return scheduler_->get(id); }, config_.block_size);
+  for (RunnerSeq& rs : p->input.seqs) {
+    // Prompt logprobs: score the token after each prompt position of this chunk but the last.
+    auto it = requests_.find(rs.seq_id);
+    if (it == requests_.end() || it->second->request.prompt_logprobs < 0) continue;
+    const auto& prompt = it->second->request.prompt_ids;
+    const int end = std::min(rs.first_position + rs.num_new_tokens(), static_cast<int>(prompt.size()) - 1);
+    for (int pos = rs.first_position; pos < end; ++pos) rs.score_tokens.push_back(prompt[static_cast<size_t>(pos) + 1]);
+    rs.score_top_n = it->second->request.prompt_logprobs;
+  }
   p->sched = std::move(sched);
   return p;
 }
@@ -296,6 +310,22 @@ Engine::Sampled Engine::sample_step(Prepared&& p) {
   const double t0 = now_seconds();
   RunnerOutput ro = runner_->sample(p.sampling);
   Sampled res;
+  for (ScoredTokens& sc : ro.scored) {
+    auto it = requests_.find(sc.seq_id);
+    if (it == requests_.end()) continue;
+    RequestState& r = *it->second;
+    if (!sc.error.empty()) {
+      res.failed.emplace(sc.seq_id, Sampled::Failure{FinishReason::kAbort, std::move(sc.error)});
+      continue;
+    }
+    for (size_t i = 0; i < sc.rows.size(); ++i) {
+      if (sc.first_position + static_cast<int>(i) != r.prompt_scored) continue;  // a recompute
+      LogprobEntry e{sc.rows[i].token, sc.rows[i].logprob, {}};
+      for (const auto& t : sc.rows[i].top_logprobs) e.top.emplace_back(t.token, t.logprob);
+      r.prompt_logprobs.push_back(std::move(e));
+      ++r.prompt_scored;
+    }
+  }
   size_t row = 0;
   for (const ScheduledSeq& s : p.sched.seqs) {
     if (!s.samples) continue;
@@ -307,6 +337,10 @@ Engine::Sampled Engine::sample_step(Prepared&& p) {
       continue;
     }
     RequestState& r = *it->second;
+    if (res.failed.count(s.seq_id)) {
+      res.step.sampled.push_back(-1);
+      continue;
+    }
     if (!sr.error.empty()) {  // e.g. non-finite logits: this request ends, the batch goes on
       res.step.sampled.push_back(-1);
       res.failed[s.seq_id] = {FinishReason::kAbort, std::move(sr.error)};
@@ -336,6 +370,7 @@ Engine::Sampled Engine::sample_step(Prepared&& p) {
     RequestOutput& out = res.by_id[s.seq_id];
     out.request_id = s.seq_id;
     out.new_token_ids.push_back(sr.token);
+    if (!r.prompt_logprobs.empty()) out.prompt_logprobs.swap(r.prompt_logprobs);
     if (r.request.sampling.logprobs >= 0) {
       LogprobEntry e{sr.token, sr.logprob, {}};
       for (const auto& t : sr.top_logprobs) e.top.emplace_back(t.token, t.logprob);

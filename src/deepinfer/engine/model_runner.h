@@ -55,8 +55,19 @@ class ModelRunner {
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<ThreadPool> pool_;
   model::KvCache kv_;
-  std::vector<float> logits_;         // [num_rows_ * vocab] of the last execute()
+  struct Scored {  // a sequence's scored positions in logits_
+    int64_t seq_id = 0;
+    int first_position = 0;
+    size_t first_row = 0;
+    std::vector<int32_t> tokens;
+    int top_n = 0;
+  };
+  ScoredTokens score(const Scored& s) const;
+
+  std::vector<float> logits_;         // [logits rows * vocab] of the last execute()
+  std::vector<size_t> sample_row_;    // [num_rows_] the logits row of each sampling row
   std::vector<int32_t> row_position_; // [num_rows_] position of each row's token (messages)
+  std::vector<Scored> scored_;        // sequences with scored positions
   int num_rows_ = 0;
 };
 

@@ -21,6 +21,11 @@ struct RunnerSeq {
                                      // step in flight (overlap); filled in before execute()
   std::vector<int32_t> block_table;  // [ceil((first_position + num_new_tokens) / block_size)]
   bool samples = false;              // its last token's logits are sampled (one row each)
+  // Prompt logprobs: the token after each of the positions first_position, first_position + 1,
+  // ... is scored (its logprob under the model's raw logits). [k <= num_new_tokens, and
+  // < num_new_tokens when the sequence samples]; empty = none.
+  std::vector<int32_t> score_tokens;
+  int score_top_n = 0;  // how many most likely tokens to report per scored position
   int num_new_tokens() const { return static_cast<int>(token_ids.size()); }
 };
 
@@ -58,8 +63,18 @@ struct SampledRow {
   std::string error;   // set when the row cannot be sampled (e.g. non-finite logits)
 };
 
+// The scored tokens of one sequence (RunnerSeq::score_tokens): rows[i] is the token after
+// position first_position + i, its logprob and the top logprobs there.
+struct ScoredTokens {
+  int64_t seq_id = 0;
+  int first_position = 0;
+  std::vector<SampledRow> rows;
+  std::string error;  // non-finite logits: rows is empty
+};
+
 struct RunnerOutput {
-  std::vector<SampledRow> rows;  // [SamplingInput::rows.size()]
+  std::vector<SampledRow> rows;        // [SamplingInput::rows.size()]
+  std::vector<ScoredTokens> scored;    // one per RunnerSeq with score_tokens, in input order
 };
 
 }  // namespace deepinfer::engine

@@ -4,8 +4,10 @@
 // non-finite logits comes back as an error row while the other rows of the batch are sampled.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -24,6 +26,16 @@ ModelRunnerConfig runner_config() {
   c.block_size = kBlockSize;
   c.num_kv_blocks = 64;
   return c;
+}
+
+RunnerSeq make_seq(int64_t id, int first, std::vector<int32_t> tokens, std::vector<int32_t> blocks, bool samples) {
+  RunnerSeq s;
+  s.seq_id = id;
+  s.first_position = first;
+  s.token_ids = std::move(tokens);
+  s.block_table = std::move(blocks);
+  s.samples = samples;
+  return s;
 }
 
 struct Generated {
@@ -156,7 +168,7 @@ TEST(ModelRunner, AllowedMaskIsRespected) {
   for (int32_t t : allowed) mask[static_cast<size_t>(t) / 32] |= 1u << (t % 32);
   for (uint64_t seed = 0; seed < 12; ++seed) {
     RunnerInput in;
-    in.seqs.push_back({1, 0, kPrompt, {0, 1}, true});
+    in.seqs.push_back(make_seq(1, 0, kPrompt, {0, 1}, true));
     ASSERT_TRUE(runner.execute(in).is_ok());
     SamplingInput si;
     SamplingRow& row = si.rows.emplace_back();
@@ -192,9 +204,9 @@ TEST(ModelRunner, NonFiniteLogitsAreAnErrorRowAndOtherRowsAreSampled) {
   const Generated want = run_alone(clean, good, p, 1, 3);
 
   RunnerInput in;
-  in.seqs.push_back({1, 0, bad, {0}, true});
-  in.seqs.push_back({2, 0, {1, 2, 3}, {1}, true});  // skipped below
-  in.seqs.push_back({3, 0, good, {2, 3}, true});
+  in.seqs.push_back(make_seq(1, 0, bad, {0}, true));
+  in.seqs.push_back(make_seq(2, 0, {1, 2, 3}, {1}, true));  // skipped below
+  in.seqs.push_back(make_seq(3, 0, good, {2, 3}, true));
   ASSERT_TRUE(broken.execute(in).is_ok());
   SamplingInput si;
   si.rows.resize(3);
@@ -210,6 +222,112 @@ TEST(ModelRunner, NonFiniteLogitsAreAnErrorRowAndOtherRowsAreSampled) {
   EXPECT_TRUE(out.rows[2].error.empty()) << out.rows[2].error;
   EXPECT_EQ(out.rows[2].token, want.tokens[0]);
   EXPECT_EQ(out.rows[2].logprob, want.logprobs[0].logprob);
+}
+
+// Prompt logprobs: scoring a fixture prompt in two chunks gives the log-softmax of the
+// Hugging Face reference logits (expected.json) at each position, and the top lists are the
+// reference's best tokens.
+TEST(ModelRunner, ScoredPromptTokensMatchTheReferenceLogits) {
+  std::ifstream f(runnertest::fixture_dir() + "/expected.json");
+  const auto fx = nlohmann::json::parse(f);
+  const auto& c = fx["cases"][1];
+  const auto ids = c["ids"].get<std::vector<int32_t>>();
+  ASSERT_GE(ids.size(), 4u);
+  ModelRunner runner(runnertest::open_model(), runner_config());
+  const int split = static_cast<int>(ids.size()) / 2;
+  std::vector<SampledRow> got;
+  for (int chunk = 0; chunk < 2; ++chunk) {
+    const int first = chunk == 0 ? 0 : split;
+    const int end = chunk == 0 ? split : static_cast<int>(ids.size());
+    RunnerSeq s = make_seq(1, first, std::vector<int32_t>(ids.begin() + first, ids.begin() + end), {}, chunk == 1);
+    for (int b = 0; b < (end + kBlockSize - 1) / kBlockSize; ++b) s.block_table.push_back(b);
+    // The token after each position of the chunk, but the last prompt position (it samples).
+    for (int pos = first; pos < std::min(end, static_cast<int>(ids.size()) - 1); ++pos) s.score_tokens.push_back(ids[pos + 1]);
+    s.score_top_n = 3;
+    RunnerInput in;
+    in.seqs.push_back(s);
+    ASSERT_TRUE(runner.execute(in).is_ok());
+    SamplingInput si;
+    if (chunk == 1) si.rows.emplace_back().params.temperature = 0.0f;
+    RunnerOutput out = runner.sample(si);
+    ASSERT_EQ(out.scored.size(), 1u);
+    EXPECT_EQ(out.scored[0].first_position, first);
+    EXPECT_TRUE(out.scored[0].error.empty());
+    got.insert(got.end(), out.scored[0].rows.begin(), out.scored[0].rows.end());
+  }
+  ASSERT_EQ(got.size(), ids.size() - 1);
+  for (size_t pos = 0; pos + 1 < ids.size(); ++pos) {
+    const auto ref = c["logits"][pos].get<std::vector<double>>();
+    double mx = ref[0], sum = 0;
+    for (double x : ref) mx = std::max(mx, x);
+    for (double x : ref) sum += std::exp(x - mx);
+    auto ref_logprob = [&](int32_t t) { return ref[static_cast<size_t>(t)] - mx - std::log(sum); };
+    EXPECT_EQ(got[pos].token, ids[pos + 1]);
+    EXPECT_NEAR(got[pos].logprob, ref_logprob(ids[pos + 1]), 2e-3) << "position " << pos;
+    ASSERT_EQ(got[pos].top_logprobs.size(), 3u);
+    EXPECT_NEAR(got[pos].top_logprobs[0].logprob, ref_logprob(static_cast<int32_t>(
+        std::max_element(ref.begin(), ref.end()) - ref.begin())), 2e-3) << "position " << pos;
+    for (const auto& t : got[pos].top_logprobs) EXPECT_NEAR(t.logprob, ref_logprob(t.token), 2e-3);
+  }
+}
+
+// Through the engine: prompt logprobs come with the first token, cover prompt tokens 1.., do
+// not depend on the chunking, and a prompt whose prefix is cached is computed anyway.
+TEST(ModelRunner, EnginePromptLogprobsSkipThePrefixCache) {
+  EngineConfig cfg;
+  cfg.num_threads = 1;
+  cfg.block_size = kBlockSize;
+  cfg.kv_cache_bytes = size_t{1} << 20;
+  cfg.max_num_batched_tokens = 5;  // the 11-token prompt runs in three chunks
+  auto e = Engine::create(runnertest::open_model(), runnertest::byte_tokenizer(), cfg);
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  GenerationRequest r;
+  r.prompt_ids = {1, 17, 42, 255, 0, 9, 33, 80, 81, 82, 83};
+  r.sampling.temperature = 0.0f;
+  r.max_tokens = 2;
+  r.ignore_eos = true;
+  auto run = [&](const GenerationRequest& req) {
+    auto id = (*e)->add_request(req);
+    EXPECT_TRUE(id.is_ok()) << id.status().message();
+    std::vector<RequestOutput> outs;
+    while ((*e)->has_unfinished())
+      for (RequestOutput& o : (*e)->step()) outs.push_back(std::move(o));
+    return outs;
+  };
+  (void)run(r);  // caches the prompt's full blocks
+  r.prompt_logprobs = 2;
+  const std::vector<RequestOutput> outs = run(r);
+  ASSERT_FALSE(outs.empty());
+  EXPECT_EQ(outs.back().cached_tokens, 0);
+  std::vector<LogprobEntry> got;
+  for (const auto& o : outs) {
+    if (!o.prompt_logprobs.empty()) {
+      EXPECT_FALSE(o.new_token_ids.empty());
+    }
+    got.insert(got.end(), o.prompt_logprobs.begin(), o.prompt_logprobs.end());
+  }
+  ASSERT_EQ(got.size(), r.prompt_ids.size() - 1);
+
+  // The same numbers from the runner alone, scoring the whole prompt in one chunk.
+  ModelRunner runner(runnertest::open_model(), runner_config());
+  RunnerSeq s = make_seq(1, 0, r.prompt_ids, {0, 1, 2}, false);
+  s.score_tokens.assign(r.prompt_ids.begin() + 1, r.prompt_ids.end());
+  s.score_top_n = 2;
+  RunnerInput in;
+  in.seqs.push_back(s);
+  ASSERT_TRUE(runner.execute(in).is_ok());
+  const RunnerOutput ro = runner.sample({});
+  ASSERT_EQ(ro.scored.size(), 1u);
+  ASSERT_EQ(ro.scored[0].rows.size(), got.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].token_id, r.prompt_ids[i + 1]);
+    EXPECT_NEAR(got[i].logprob, ro.scored[0].rows[i].logprob, 1e-5) << i;
+    ASSERT_EQ(got[i].top.size(), 2u);
+    EXPECT_EQ(got[i].top[0].first, ro.scored[0].rows[i].top_logprobs[0].token) << i;
+  }
+  GenerationRequest bad = r;
+  bad.prompt_logprobs = 21;
+  EXPECT_FALSE((*e)->add_request(bad).is_ok());
 }
 
 // Through the engine: the request whose logits are broken ends with an error, the others in
