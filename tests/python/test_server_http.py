@@ -155,10 +155,15 @@ def test_anthropic_tool_result_must_answer_a_tool_use(server):
     assert ok.usage.output_tokens >= 1
 
 
-def test_echo_with_logprobs_is_refused_clearly(server):
-    status, reply = post_json(server, "/v1/completions", {"model": MODEL, "prompt": "Hi", "max_tokens": 2,
+def test_echo_with_logprobs_gives_the_prompt_logprobs(server):
+    # Once refused with 400; test_server_openai.py checks the numbers.
+    status, reply = post_json(server, "/v1/completions", {"model": MODEL, "prompt": "Hi there", "max_tokens": 2,
                                                           "echo": True, "logprobs": 1}, key=KEY, timeout=60)
-    assert status == 400 and reply["error"]["param"] == "echo" and "not supported" in reply["error"]["message"]
+    assert status == 200, reply
+    lp = reply["choices"][0]["logprobs"]
+    n_prompt = reply["usage"]["prompt_tokens"]
+    assert len(lp["tokens"]) == n_prompt + reply["usage"]["completion_tokens"]
+    assert lp["token_logprobs"][0] is None and all(x is not None for x in lp["token_logprobs"][1:])
 
 
 def test_models_retrieve_with_both_sdks(server):

@@ -138,6 +138,41 @@ def test_cached_tokens_on_repeated_prefix(client):
     assert cached >= r.usage.prompt_tokens - 16 and cached > 100
 
 
+def test_completions_echo_with_prompt_logprobs(client, model):
+    # The prompt as token ids, so that the requests below share its tokenization.
+    ids = json.loads(run("tokenize", "--model", model, "The capital of France is").stdout)["ids"]
+    kwargs = dict(model="smollm2-135m-instruct", max_tokens=3, temperature=0, logprobs=3)
+    r = client.completions.create(prompt=ids, echo=True, **kwargs)
+    lp = r.choices[0].logprobs
+    plain = client.completions.create(prompt=ids, **kwargs)
+    assert r.choices[0].text.endswith(plain.choices[0].text)  # the same continuation, after the echo
+    assert len(lp.tokens) == len(ids) + r.usage.completion_tokens
+    assert r.usage.prompt_tokens == len(ids) and (r.usage.prompt_tokens_details is None or
+                                                   not r.usage.prompt_tokens_details.cached_tokens)
+    # The first prompt token has no logprob; the generated part equals the plain request's.
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    assert lp.token_logprobs[len(ids):] == pytest.approx(plain.choices[0].logprobs.token_logprobs, abs=2e-3)
+    assert lp.text_offset[:2] == [0, len(lp.tokens[0])]
+    # Independently: prompt token k's logprob is what the model gives after the first k tokens,
+    # asked one position at a time (max_tokens=1, the 20 most likely tokens).
+    for k in range(1, len(ids)):
+        step = client.completions.create(model="smollm2-135m-instruct", prompt=ids[:k], max_tokens=1, temperature=0,
+                                         logprobs=20)
+        top20 = step.choices[0].logprobs.top_logprobs[0]
+        assert len(lp.top_logprobs[k]) == 3
+        best = sorted(top20.items(), key=lambda kv: -kv[1])[:3]
+        for (tok, want), (got_tok, got) in zip(best, sorted(lp.top_logprobs[k].items(), key=lambda kv: -kv[1])):
+            assert tok == got_tok and got == pytest.approx(want, abs=2e-3), (k, tok, got_tok)
+        if lp.tokens[k] in top20:
+            assert lp.token_logprobs[k] == pytest.approx(top20[lp.tokens[k]], abs=2e-3), k
+        assert lp.token_logprobs[k] <= max(top20.values()) + 2e-3
+    # Streaming gives the same echo, text and logprobs.
+    chunks = [c for c in client.completions.create(prompt=ids, echo=True, stream=True, **kwargs) if c.choices]
+    assert "".join(c.choices[0].text for c in chunks) == r.choices[0].text
+    streamed = [x for c in chunks if c.choices[0].logprobs for x in c.choices[0].logprobs.token_logprobs]
+    assert streamed == lp.token_logprobs
+
+
 def test_completions_text_list_and_stream(client):
     r = client.completions.create(model="smollm2-135m-instruct", prompt=["The capital of France is", "1, 2, 3,"],
                                   max_tokens=4, temperature=0, logprobs=2)

@@ -1,20 +1,15 @@
 // Flattening is in ScheduleOutput order, so logits rows (one per sampling sequence) come out
-// in the order StepOutput::sampled expects.
+// in the order StepOutput::sampled expects; a sequence's scored positions (prompt logprobs)
+// come just before its sampling row.
 #include "deepinfer/engine/batch_builder.h"
 
 #include "deepinfer/base/check.h"
 
 namespace deepinfer::engine {
 
-BatchInputs build_forward_batch(const ScheduleOutput& out, const SequenceLookup& lookup,
-                                int block_size) {
-  BatchInputs in;
-  ForwardBatch& b = in.batch;
-  b.token_ids.reserve(out.total_tokens);
-  b.positions.reserve(out.total_tokens);
-  in.slot_mapping.reserve(out.total_tokens);
-  b.seq_token_start.push_back(0);
-  b.block_table_indptr.push_back(0);
+RunnerInput make_runner_input(const ScheduleOutput& out, const SequenceLookup& lookup, int block_size) {
+  RunnerInput in;
+  in.seqs.reserve(out.seqs.size());
   for (const ScheduledSeq& s : out.seqs) {
     const Sequence* seq = lookup(s.seq_id);
     DI_CHECK(seq != nullptr, "scheduled seq {} not found", s.seq_id);
@@ -25,24 +20,58 @@ BatchInputs build_forward_batch(const ScheduleOutput& out, const SequenceLookup&
     DI_CHECK(num_blocks <= static_cast<int>(seq->block_table.size()),
              "seq {}: {} tokens need {} blocks, table has {}", seq->id, end, num_blocks,
              seq->block_table.size());
-    for (int pos = s.first_position; pos < end; ++pos) {
-      const int32_t token = seq->token_at(pos);
+    RunnerSeq& r = in.seqs.emplace_back();
+    r.seq_id = s.seq_id;
+    r.first_position = s.first_position;
+    r.samples = s.samples;
+    r.token_ids.reserve(static_cast<size_t>(s.num_new_tokens));
+    for (int pos = s.first_position; pos < end; ++pos) r.token_ids.push_back(seq->token_at(pos));
+    r.block_table.assign(seq->block_table.begin(), seq->block_table.begin() + num_blocks);
+  }
+  return in;
+}
+
+BatchInputs build_forward_batch(const RunnerInput& in, int block_size) {
+  BatchInputs out;
+  ForwardBatch& b = out.batch;
+  size_t total = 0;
+  for (const RunnerSeq& s : in.seqs) total += s.token_ids.size();
+  b.token_ids.reserve(total);
+  b.positions.reserve(total);
+  out.slot_mapping.reserve(total);
+  b.seq_token_start.push_back(0);
+  b.block_table_indptr.push_back(0);
+  for (const RunnerSeq& s : in.seqs) {
+    const int end = s.first_position + s.num_new_tokens();
+    DI_CHECK(s.num_new_tokens() > 0 && (end + block_size - 1) / block_size <= static_cast<int>(s.block_table.size()),
+             "seq {}: tokens [{}, {}) with {} blocks", s.seq_id, s.first_position, end, s.block_table.size());
+    for (int i = 0; i < s.num_new_tokens(); ++i) {
+      const int pos = s.first_position + i;
+      const int32_t token = s.token_ids[static_cast<size_t>(i)];
       if (token == Sequence::kPendingToken) {
-        in.pending_token_index.push_back(static_cast<int32_t>(b.token_ids.size()));
-        in.pending_seq_id.push_back(seq->id);
+        out.pending_token_index.push_back(static_cast<int32_t>(b.token_ids.size()));
+        out.pending_seq_id.push_back(s.seq_id);
       }
       b.token_ids.push_back(token);
       b.positions.push_back(pos);
-      in.slot_mapping.push_back(seq->block_table[pos / block_size] * block_size + pos % block_size);
+      out.slot_mapping.push_back(s.block_table[static_cast<size_t>(pos / block_size)] * block_size + pos % block_size);
     }
     b.seq_token_start.push_back(static_cast<int32_t>(b.token_ids.size()));
     b.seq_context_len.push_back(end);
-    b.block_table.insert(b.block_table.end(), seq->block_table.begin(),
-                         seq->block_table.begin() + num_blocks);
+    b.block_table.insert(b.block_table.end(), s.block_table.begin(), s.block_table.end());
     b.block_table_indptr.push_back(static_cast<int32_t>(b.block_table.size()));
+    DI_CHECK(static_cast<int>(s.score_tokens.size()) <= s.num_new_tokens() - (s.samples ? 1 : 0),
+             "seq {}: {} scored tokens in a chunk of {}", s.seq_id, s.score_tokens.size(), s.num_new_tokens());
+    const int32_t seq_start = b.seq_token_start[b.seq_token_start.size() - 2];
+    for (size_t i = 0; i < s.score_tokens.size(); ++i) b.logits_rows.push_back(seq_start + static_cast<int32_t>(i));
     if (s.samples) b.logits_rows.push_back(static_cast<int32_t>(b.token_ids.size()) - 1);
   }
-  return in;
+  return out;
+}
+
+BatchInputs build_forward_batch(const ScheduleOutput& out, const SequenceLookup& lookup,
+                                int block_size) {
+  return build_forward_batch(make_runner_input(out, lookup, block_size), block_size);
 }
 
 }  // namespace deepinfer::engine

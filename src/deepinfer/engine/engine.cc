@@ -10,7 +10,6 @@
 #include "deepinfer/structured/grammar_compiler.h"
 #include "deepinfer/structured/grammar_matcher.h"
 #include "deepinfer/engine/grammar_vocabulary.h"
-#include "deepinfer/engine/sampler.h"
 #include "deepinfer/engine/step_worker.h"
 #include "deepinfer/engine/stop_checker.h"
 
@@ -25,19 +24,28 @@ struct Engine::RequestState {
   std::shared_future<structured::CompileResult> grammar_future;
   std::unique_ptr<structured::GrammarMatcher> matcher;
   bool grammar_dead_end = false;  // the grammar allowed no token: ends with an error
+  int prompt_scored = 0;  // prompt positions whose next token's logprob is known (dedupes recomputes)
+  std::vector<LogprobEntry> prompt_logprobs;  // scored, not yet sent
   explicit RequestState(const recipe::Tokenizer& tok, std::vector<std::string> stop_strings)
       : detok(tok), stops(std::move(stop_strings)) {}
 };
 
 struct Engine::Prepared {
   ScheduleOutput sched;
-  BatchInputs inputs;
+  RunnerInput input;       // what the runner computes (pending tokens filled in before it runs)
+  SamplingInput sampling;  // how it samples; prepare_sampling() fills it once the step's
+                           // sequences are known to be current (during the forward with overlap)
 };
 
 struct Engine::Sampled {
+  struct Failure {
+    FinishReason reason = FinishReason::kAbort;
+    std::string message;
+  };
   ScheduleOutput sched;
   StepOutput step;                          // -1 for entries that were no longer current
   std::map<int64_t, RequestOutput> by_id;   // new tokens (and logprobs) per request
+  std::map<int64_t, Failure> failed;        // requests that got no token: ended with an error
 };
 
 Engine::Engine() = default;
@@ -50,20 +58,25 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
     return invalid_argument("engine: block_size, max_num_seqs and max_num_batched_tokens must be > 0");
   std::unique_ptr<Engine> e(new Engine());
   e->config_ = config;
-  e->model_ = std::move(model);
   e->tokenizer_ = std::move(tokenizer);
-  e->pool_ = std::make_unique<ThreadPool>(config.num_threads);
-  const model::KvCacheSpec spec = e->model_->kv_cache_spec();
+  const model::KvCacheSpec spec = model->kv_cache_spec();
   const size_t per_block = size_t(config.block_size) * spec.num_layers * spec.num_kv_heads *
                            (spec.head_dim + spec.v_head_dim) * sizeof(float);
   const int num_blocks = static_cast<int>(std::max<size_t>(config.kv_cache_bytes / per_block, 16));
-  e->kv_storage_ = model::KvCache::allocate(spec, num_blocks, config.block_size);
+  ModelRunnerConfig rc;
+  rc.num_threads = config.num_threads;
+  rc.block_size = config.block_size;
+  rc.num_kv_blocks = num_blocks;
+  rc.batch_invariant = config.batch_invariant;
+  rc.int8_activations = config.int8_activations;
+  e->runner_ = std::make_unique<ModelRunner>(std::move(model), rc);
+  const model::ModelConfig& mc = e->runner_->model_config();
   KvCacheConfig kv;
   kv.num_blocks = num_blocks;
   kv.block_size = config.block_size;
   kv.enable_prefix_caching = config.enable_prefix_caching;
   kv.cache_namespace = config.kv_store_namespace.empty()
-                           ? e->model_->config().name + "/" + e->model_->config().architecture
+                           ? mc.name + "/" + mc.architecture
                            : config.kv_store_namespace;
   DI_RETURN_IF_ERROR(validate(kv));
   KvTierHook* hook = nullptr;
@@ -76,7 +89,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
     to.store_overrides.target_capacity_bytes = config.kv_store_target_capacity_bytes;
     std::copy(std::begin(config.kv_store_ttl_seconds), std::end(config.kv_store_ttl_seconds),
               to.store_overrides.ttl_seconds);
-    DI_ASSIGN_OR_RETURN(e->kv_tier_, make_kv_store_tier(to, e->kv_storage_));
+    DI_ASSIGN_OR_RETURN(e->kv_tier_, make_kv_store_tier(to, e->runner_->kv_cache()));
     hook = e->kv_tier_.get();
   }
   e->kv_manager_ = std::make_unique<KvCacheManager>(kv, hook);
@@ -92,7 +105,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
 
 Result<int64_t> Engine::add_request(const GenerationRequest& request) {
   if (!has_unfinished()) last_forward_end_ = 0;  // the gap since the last forward was not idling
-  const auto& mc = model_->config();
+  const auto& mc = runner_->model_config();
   if (request.prompt_ids.empty()) return invalid_argument("the prompt is empty");
   for (int32_t t : request.prompt_ids)
     if (t < 0 || t >= mc.vocab_size)
@@ -105,6 +118,8 @@ Result<int64_t> Engine::add_request(const GenerationRequest& request) {
   DI_RETURN_IF_ERROR(validate_sampling_params(request.sampling, static_cast<int32_t>(mc.vocab_size)));
   for (const auto& s : request.stop)
     if (s.empty()) return invalid_argument("stop strings must not be empty");
+  if (request.prompt_logprobs < -1 || request.prompt_logprobs > 20)
+    return invalid_argument("prompt_logprobs must be in [0, 20] (or -1 for off), got {}", request.prompt_logprobs);
 
   const int64_t id = next_id_++;
   auto state = std::make_unique<RequestState>(*tokenizer_, request.stop);
@@ -123,6 +138,7 @@ Result<int64_t> Engine::add_request(const GenerationRequest& request) {
   seq.max_tokens = static_cast<int>(std::min<int64_t>(request.max_tokens, mc.max_position - prompt_len));
   seq.eos_token_ids = tokenizer_->eos_ids();
   seq.ignore_eos = request.ignore_eos;
+  seq.skip_prefix_cache = request.prompt_logprobs >= 0;
   seq.traffic_class = request.traffic_class.value_or(config_.default_traffic_class);
   if (seq.max_tokens == 0) {
     // Nothing to generate: answer at once without touching the model.
@@ -219,23 +235,26 @@ std::unique_ptr<Engine::Prepared> Engine::prepare_step() {
   ScheduleOutput sched = scheduler_->schedule();
   if (sched.empty()) return nullptr;
   auto p = std::make_unique<Prepared>();
-  p->inputs = build_forward_batch(
+  p->input = make_runner_input(
       sched, [this](int64_t id) { return scheduler_->get(id); }, config_.block_size);
+  for (RunnerSeq& rs : p->input.seqs) {
+    // Prompt logprobs: score the token after each prompt position of this chunk but the last.
+    auto it = requests_.find(rs.seq_id);
+    if (it == requests_.end() || it->second->request.prompt_logprobs < 0) continue;
+    const auto& prompt = it->second->request.prompt_ids;
+    const int end = std::min(rs.first_position + rs.num_new_tokens(), static_cast<int>(prompt.size()) - 1);
+    for (int pos = rs.first_position; pos < end; ++pos) rs.score_tokens.push_back(prompt[static_cast<size_t>(pos) + 1]);
+    rs.score_top_n = it->second->request.prompt_logprobs;
+  }
   p->sched = std::move(sched);
   return p;
 }
 
 Status Engine::run_forward(Prepared& p) {
-  DI_CHECK(p.inputs.pending_token_index.empty(), "a batch runs with {} tokens not sampled yet",
-           p.inputs.pending_token_index.size());
   ++stats_.steps;
-  p.inputs.batch.slot_mapping = std::move(p.inputs.slot_mapping);
-  const int64_t vocab = model_->config().vocab_size;
-  logits_.resize(p.inputs.batch.logits_rows.size() * static_cast<size_t>(vocab));
-  model::ForwardContext ctx{pool_.get(), config_.batch_invariant, config_.int8_activations};
   const double t0 = now_seconds();
   if (last_forward_end_ > 0) stats_.idle_seconds += t0 - last_forward_end_;
-  Status st = model_->forward(p.inputs.batch, kv_storage_, ctx, logits_.data());
+  Status st = runner_->execute(p.input);
   last_forward_end_ = now_seconds();
   stats_.forward_seconds += last_forward_end_ - t0;
   return st;
@@ -256,50 +275,103 @@ void Engine::fail_step(const ScheduleOutput& sched, const Status& st,
   }
 }
 
-Engine::Sampled Engine::sample_step(Prepared&& p) {
+void Engine::prepare_sampling(Prepared& p) {
   const double t0 = now_seconds();
-  const int64_t vocab = model_->config().vocab_size;
-  Sampled res;
-  int row = 0;
+  const int32_t vocab = runner_->vocab_size();
+  p.sampling.rows.clear();
   for (const ScheduledSeq& s : p.sched.seqs) {
     if (!s.samples) continue;
-    const float* logits = logits_.data() + size_t(row++) * vocab;
+    SamplingRow& row = p.sampling.rows.emplace_back();
     auto it = requests_.find(s.seq_id);
     // Ended (stop string, EOS, abort) or preempted after this step was scheduled: its token is
     // discarded without touching the request's history or grammar state.
     if (it == requests_.end() || !scheduler_->is_current(s)) {
+      row.skip = true;
+      continue;
+    }
+    const RequestState& r = *it->second;
+    const SamplingParams& sp = r.request.sampling;
+    row.params = sp;
+    row.request_key = static_cast<uint64_t>(s.seq_id);
+    row.step = static_cast<uint64_t>(s.first_position + s.num_new_tokens - r.request.prompt_ids.size());
+    if (sp.repetition_penalty != 1.0f || sp.frequency_penalty != 0.0f || sp.presence_penalty != 0.0f) {
+      row.history = r.history;
+      row.num_prompt = r.request.prompt_ids.size();
+    }
+    if (r.matcher) {
+      // The model's vocabulary may be padded beyond the tokenizer's: those ids stay masked.
+      row.allowed_mask.assign(static_cast<size_t>((vocab + 31) / 32), 0u);
+      r.matcher->fill_next_token_bitmask(row.allowed_mask.data());
+    }
+  }
+  stats_.sample_seconds += now_seconds() - t0;
+}
+
+Engine::Sampled Engine::sample_step(Prepared&& p) {
+  const double t0 = now_seconds();
+  RunnerOutput ro = runner_->sample(p.sampling);
+  Sampled res;
+  for (ScoredTokens& sc : ro.scored) {
+    auto it = requests_.find(sc.seq_id);
+    if (it == requests_.end()) continue;
+    RequestState& r = *it->second;
+    if (!sc.error.empty()) {
+      res.failed.emplace(sc.seq_id, Sampled::Failure{FinishReason::kAbort, std::move(sc.error)});
+      continue;
+    }
+    for (size_t i = 0; i < sc.rows.size(); ++i) {
+      if (sc.first_position + static_cast<int>(i) != r.prompt_scored) continue;  // a recompute
+      LogprobEntry e{sc.rows[i].token, sc.rows[i].logprob, {}};
+      for (const auto& t : sc.rows[i].top_logprobs) e.top.emplace_back(t.token, t.logprob);
+      r.prompt_logprobs.push_back(std::move(e));
+      ++r.prompt_scored;
+    }
+  }
+  size_t row = 0;
+  for (const ScheduledSeq& s : p.sched.seqs) {
+    if (!s.samples) continue;
+    const SamplingRow& in = p.sampling.rows[row];
+    SampledRow& sr = ro.rows[row++];
+    auto it = requests_.find(s.seq_id);
+    if (in.skip || it == requests_.end()) {
       res.step.sampled.push_back(-1);
       continue;
     }
     RequestState& r = *it->second;
-    const uint64_t step_index =
-        static_cast<uint64_t>(s.first_position + s.num_new_tokens - r.request.prompt_ids.size());
-    const uint32_t* mask = nullptr;
-    if (r.matcher) {
-      // The model's vocabulary may be padded beyond the tokenizer's: those ids stay masked.
-      mask_.assign(static_cast<size_t>((vocab + 31) / 32), 0u);
-      r.matcher->fill_next_token_bitmask(mask_.data());
-      mask = mask_.data();
+    if (res.failed.count(s.seq_id)) {
+      res.step.sampled.push_back(-1);
+      continue;
     }
-    SampleResult sr = sample(logits, static_cast<int32_t>(vocab), r.request.sampling,
-                             SamplerState{r.history, r.request.prompt_ids.size()},
-                             static_cast<uint64_t>(s.seq_id), step_index, mask);
+    if (!sr.error.empty()) {  // e.g. non-finite logits: this request ends, the batch goes on
+      res.step.sampled.push_back(-1);
+      res.failed[s.seq_id] = {FinishReason::kAbort, std::move(sr.error)};
+      continue;
+    }
     if (sr.token < 0) {
       // Nothing allowed (a grammar dead end, or every logit masked by bias): end with EOS.
-      if (mask && std::all_of(mask_.begin(), mask_.end(), [](uint32_t w) { return w == 0; }))
+      if (!in.allowed_mask.empty() &&
+          std::all_of(in.allowed_mask.begin(), in.allowed_mask.end(), [](uint32_t w) { return w == 0; }))
         r.grammar_dead_end = true;
       sr.token = tokenizer_->eos_id();
       sr.logprob = 0;
     }
-    if (r.matcher && !r.matcher->accept_token(sr.token)) {
+    if (sr.token >= 0 && r.matcher && !r.matcher->accept_token(sr.token)) {
       r.grammar_dead_end = true;  // the text so far is not known to be complete
       sr.token = tokenizer_->eos_id();
+    }
+    if (sr.token < 0) {  // ... and the tokenizer has no EOS to end it with
+      res.step.sampled.push_back(-1);
+      res.failed[s.seq_id] = {r.grammar_dead_end ? FinishReason::kGrammarDeadEnd : FinishReason::kAbort,
+                              "no token is allowed here (every one is masked by the output format "
+                              "or logit_bias) and the tokenizer has no end-of-sequence token"};
+      continue;
     }
     res.step.sampled.push_back(sr.token);
     r.history.push_back(sr.token);
     RequestOutput& out = res.by_id[s.seq_id];
     out.request_id = s.seq_id;
     out.new_token_ids.push_back(sr.token);
+    if (!r.prompt_logprobs.empty()) out.prompt_logprobs.swap(r.prompt_logprobs);
     if (r.request.sampling.logprobs >= 0) {
       LogprobEntry e{sr.token, sr.logprob, {}};
       for (const auto& t : sr.top_logprobs) e.top.emplace_back(t.token, t.logprob);
@@ -312,7 +384,11 @@ Engine::Sampled Engine::sample_step(Prepared&& p) {
 }
 
 void Engine::process_step(Sampled&& s, std::vector<RequestOutput>& outputs) {
-  std::vector<FinishedSeq> finished = scheduler_->update(s.sched, s.step);
+  // Requests the runner could not sample end first, so update() skips their entries.
+  std::vector<FinishedSeq> finished;
+  for (const auto& [id, f] : s.failed)
+    if (auto fs = scheduler_->finish(id, f.reason)) finished.push_back(std::move(*fs));
+  for (FinishedSeq& f : scheduler_->update(s.sched, s.step)) finished.push_back(std::move(f));
   std::map<int64_t, FinishReason> ended;
   for (const auto& f : finished) ended[f.seq_id] = f.reason;
 
@@ -358,6 +434,10 @@ void Engine::process_step(Sampled&& s, std::vector<RequestOutput>& outputs) {
       out.error = "the output format's grammar allows no next token here (a dead end): the text "
                   "is not a complete answer";
     }
+    if (auto fail = s.failed.find(f.seq_id); fail != s.failed.end()) {
+      out.finish_reason = fail->second.reason;
+      out.error = fail->second.message;
+    }
     out.prompt_tokens = f.num_prompt_tokens;
     out.completion_tokens = static_cast<int>(f.output.size());
     out.cached_tokens = f.num_cached_tokens;
@@ -388,6 +468,7 @@ std::vector<RequestOutput> Engine::step() {
     fail_step(p->sched, st, outputs);
     return outputs;
   }
+  prepare_sampling(*p);
   process_step(sample_step(std::move(*p)), outputs);
   return outputs;
 }
@@ -412,12 +493,15 @@ std::vector<RequestOutput> Engine::step_overlapped(std::vector<RequestOutput> ou
   std::unique_ptr<Sampled> previous = std::move(unprocessed_);
   std::vector<RequestOutput> previous_outputs;
   std::unique_ptr<Prepared> following;
-  // The worker touches the scheduler, KV bookkeeping and request states; the forward only the
-  // batch, the KV storage and the logits. No block freed during the forward is written before
-  // the next forward, since without a KV store tier only forwards write KV.
+  // The worker touches the scheduler, KV bookkeeping, request states and grammar matchers; the
+  // runner only the batch, the KV storage and the logits. No block freed during the forward is
+  // written before the next forward, since without a KV store tier only forwards write KV.
+  // The grammar masks of this step are filled last: the following step's schedule may have
+  // preempted one of its sequences, which then samples nothing.
   worker_->start([&] {
     if (previous) process_step(std::move(*previous), previous_outputs);
     following = prepare_step();
+    prepare_sampling(*current);
   });
   Status st = run_forward(*current);
   worker_->wait();
@@ -431,18 +515,17 @@ std::vector<RequestOutput> Engine::step_overlapped(std::vector<RequestOutput> ou
   if (following) {
     // Write in the tokens this step just sampled. A sequence that ended meanwhile gets a
     // dummy token: its results are discarded and its freed blocks are not reused before then.
-    BatchInputs& in = following->inputs;
-    for (size_t i = 0; i < in.pending_token_index.size(); ++i) {
-      int32_t token = 0;
-      if (sampled) {
-        auto it = sampled->by_id.find(in.pending_seq_id[i]);
-        if (it != sampled->by_id.end() && !it->second.new_token_ids.empty())
-          token = it->second.new_token_ids.back();
+    for (RunnerSeq& rs : following->input.seqs) {
+      for (int32_t& t : rs.token_ids) {
+        if (t != Sequence::kPendingToken) continue;
+        t = 0;
+        if (sampled) {
+          auto it = sampled->by_id.find(rs.seq_id);
+          if (it != sampled->by_id.end() && !it->second.new_token_ids.empty())
+            t = it->second.new_token_ids.back();
+        }
       }
-      in.batch.token_ids[static_cast<size_t>(in.pending_token_index[i])] = token;
     }
-    in.pending_token_index.clear();
-    in.pending_seq_id.clear();
     next_ = std::move(following);
   }
   unprocessed_ = std::move(sampled);

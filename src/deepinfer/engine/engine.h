@@ -1,6 +1,8 @@
-// The engine's public face: add requests, step, read outputs. One step = schedule -> build
-// the batch -> forward -> sample -> update the scheduler -> detokenize and check stops; with
-// overlap scheduling the CPU-side parts run on a worker thread while the forward computes.
+// The engine's public face: add requests, step, read outputs. One step = schedule -> the
+// runner's forward -> grammar masks -> the runner's sampling -> update the scheduler ->
+// detokenize and check stops; with overlap scheduling the CPU-side parts run on a worker
+// thread while the forward computes. The ModelRunner (model_runner.h) holds the model, the KV
+// storage and the compute threads; the engine talks to it only through runner_io.h values.
 #pragma once
 
 #include <cstdint>
@@ -10,10 +12,10 @@
 #include <vector>
 
 #include "deepinfer/base/status.h"
-#include "deepinfer/base/thread_pool.h"
 #include "deepinfer/structured/structured.h"
 #include "deepinfer/engine/kv_cache_manager.h"
 #include "deepinfer/engine/kv_store_tier.h"
+#include "deepinfer/engine/model_runner.h"
 #include "deepinfer/engine/request.h"
 #include "deepinfer/engine/scheduler.h"
 #include "deepinfer/model/model.h"
@@ -92,7 +94,7 @@ class Engine {
   bool overlap_scheduling() const { return overlap_; }
 
   const recipe::Tokenizer& tokenizer() const { return *tokenizer_; }
-  const model::ModelConfig& model_config() const { return model_->config(); }
+  const model::ModelConfig& model_config() const { return runner_->model_config(); }
   const EngineStats& stats() const { return stats_; }
   const KvCacheStats& kv_stats() const { return kv_manager_->stats(); }
   // Flushes queued KV store writes (no-op without a store).
@@ -108,10 +110,10 @@ class Engine {
   // KV pool occupancy: blocks in all, and blocks an allocation could take now (free or
   // cached-but-unreferenced).
   // MoE models: tokens routed to each expert so far, [layer][expert]; empty for dense models.
-  std::vector<std::vector<uint64_t>> expert_token_counts() const { return model_->expert_token_counts(); }
+  std::vector<std::vector<uint64_t>> expert_token_counts() const { return runner_->model().expert_token_counts(); }
   int kv_num_blocks() const { return kv_manager_->num_blocks(); }
   int kv_num_available_blocks() const { return kv_manager_->num_available_blocks(); }
-  int num_threads() const { return pool_->num_threads(); }
+  int num_threads() const { return runner_->num_threads(); }
 
  private:
   struct RequestState;
@@ -121,6 +123,7 @@ class Engine {
 
   std::unique_ptr<Prepared> prepare_step();
   Status run_forward(Prepared& p);
+  void prepare_sampling(Prepared& p);
   Sampled sample_step(Prepared&& p);
   void process_step(Sampled&& s, std::vector<RequestOutput>& outputs);
   void fail_step(const ScheduleOutput& sched, const Status& st, std::vector<RequestOutput>& outputs);
@@ -128,22 +131,18 @@ class Engine {
   std::vector<RequestOutput> step_overlapped(std::vector<RequestOutput> outputs);
 
   EngineConfig config_;
-  std::unique_ptr<model::Model> model_;
   std::shared_ptr<const recipe::Tokenizer> tokenizer_;
-  std::unique_ptr<ThreadPool> pool_;
-  model::KvCache kv_storage_;
+  std::unique_ptr<ModelRunner> runner_;   // declared before kv_tier_, which copies its KV blocks
   std::unique_ptr<KvStoreTier> kv_tier_;  // declared before kv_manager_, so it outlives it
   std::unique_ptr<KvCacheManager> kv_manager_;
   std::unique_ptr<Scheduler> scheduler_;
   std::map<int64_t, std::unique_ptr<RequestState>> requests_;
-  std::vector<float> logits_;
   std::vector<int64_t> pending_empty_;  // max_tokens == 0 requests, answered on the next step
   // Requests whose grammar is still compiling: they join the scheduler when it is ready, so a
   // slow compile never holds up the batch.
   std::vector<std::pair<int64_t, Sequence>> pending_grammar_;
   std::unique_ptr<structured::GrammarCompiler> grammar_compiler_;  // created on first use
   structured::GrammarCompiler& grammar_compiler();
-  std::vector<uint32_t> mask_;
   void admit_compiled_grammars(std::vector<RequestOutput>& outputs);
   int64_t next_id_ = 1;
   EngineStats stats_;

@@ -36,7 +36,8 @@ void KvCacheManager::ensure_block_keys(Sequence& seq, int num_full_blocks) const
 
 PrefixMatch KvCacheManager::get_computed_blocks(Sequence& seq) {
   PrefixMatch match;
-  if (!config_.enable_prefix_caching || !seq.block_table.empty() || seq.num_computed_tokens != 0)
+  if (!config_.enable_prefix_caching || !seq.block_table.empty() || seq.num_computed_tokens != 0 ||
+      seq.skip_prefix_cache)
     return match;
   // Never the whole sequence: the last token must run through the model to give logits.
   const int max_blocks = (seq.num_tokens() - 1) / block_size();
@@ -55,7 +56,7 @@ PrefixMatch KvCacheManager::get_computed_blocks(Sequence& seq) {
 bool KvCacheManager::prefetch_ready(Sequence& seq) {
   if (seq.tier_prefetch == TierPrefetch::kReady) return true;
   if (hook_ == nullptr || !config_.enable_prefix_caching || !seq.block_table.empty() ||
-      seq.num_computed_tokens != 0) {
+      seq.num_computed_tokens != 0 || seq.skip_prefix_cache) {
     seq.tier_prefetch = TierPrefetch::kReady;
     return true;
   }

@@ -25,6 +25,10 @@ struct GenerationRequest {
   // KV store lifetime class of this request's prefix blocks (agent: 3 days, chat: 7 by
   // default); unset = the engine's default_traffic_class.
   std::optional<kvstore::TrafficClass> traffic_class;
+  // Prompt logprobs (OpenAI Completions' echo with logprobs): the logprob of each prompt token
+  // after the first, with the N most likely tokens there; -1 = off, 0..20 = N. Such a request
+  // computes its whole prompt (a cached prefix has no logits).
+  int prompt_logprobs = -1;
 };
 
 struct LogprobEntry {
@@ -39,6 +43,9 @@ struct RequestOutput {
   std::vector<int32_t> new_token_ids;
   std::string new_text;
   std::vector<LogprobEntry> new_logprobs;  // one per new token when logprobs were asked for
+  // With GenerationRequest::prompt_logprobs: prompt tokens 1.. (the first has none), all in
+  // the output that carries the first generated token.
+  std::vector<LogprobEntry> prompt_logprobs;
   bool finished = false;
   FinishReason finish_reason = FinishReason::kNone;
   std::string error;  // set when the request failed (finish_reason kAbort or kGrammarDeadEnd)

@@ -56,6 +56,7 @@ struct Sequence {
                                                    // (its cache, same lifetime as block_keys)
   TierPrefetch tier_prefetch = TierPrefetch::kNotStarted;  // reset whenever blocks are freed
   bool skip_tier = false;  // the lower tier timed out reading its prefix: compute it instead
+  bool skip_prefix_cache = false;  // compute every token (prompt logprobs need their logits)
 
   static constexpr int32_t kPendingToken = -1;  // a token an in-flight step is sampling
 

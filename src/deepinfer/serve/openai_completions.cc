@@ -55,6 +55,38 @@ std::vector<std::vector<int32_t>> read_prompts(const json& body, const recipe::T
   return prompts;
 }
 
+// `echo` with `logprobs`: the prompt tokens first (the first has no logprob: null, as OpenAI
+// answers), then the generated ones (`generated`, a completion_logprobs object).
+json echo_logprobs(const recipe::Tokenizer& tok, const std::vector<int32_t>& prompt,
+                   const std::vector<engine::LogprobEntry>& scored, const json& generated) {
+  json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  size_t offset = 0;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    const std::string& bytes = tok.token_bytes(prompt[i]);
+    tokens.push_back(bytes);
+    offsets.push_back(offset);
+    offset += bytes.size();
+    if (i == 0 || i > scored.size()) {
+      lps.push_back(nullptr);
+      tops.push_back(nullptr);
+      continue;
+    }
+    const engine::LogprobEntry& e = scored[i - 1];
+    lps.push_back(e.logprob);
+    json top = json::object();
+    for (const auto& [id, lp] : e.top) top[tok.token_bytes(id)] = lp;
+    tops.push_back(std::move(top));
+  }
+  auto append = [&](json& dst, const char* key) {
+    for (const json& x : generated.at(key)) dst.push_back(x);
+  };
+  append(tokens, "tokens");
+  append(lps, "token_logprobs");
+  append(tops, "top_logprobs");
+  append(offsets, "text_offset");
+  return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
 }  // namespace
 
 void handle_completions(const ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -73,10 +105,9 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
   const auto logprobs = opt_int(body, "logprobs", "", 0, 20);
   if (logprobs) base.sampling.logprobs = int(*logprobs);
   const bool echo = opt_bool(body, "echo", "").value_or(false);
-  // The engine computes logprobs of sampled tokens only, not of the prompt's.
-  if (echo && logprobs)
-    bad_request("echo", "'echo' together with 'logprobs' (the prompt tokens' logprobs) is not supported by "
-                "this server; send one or the other");
+  // The prompt tokens' logprobs too: such requests compute their whole prompt (no prefix cache).
+  const bool echo_logprobs_wanted = echo && logprobs;
+  if (echo_logprobs_wanted) base.prompt_logprobs = int(*logprobs);
   if (field(body, "suffix")) bad_request("suffix", "'suffix' is not supported");
   if (auto bo = opt_int(body, "best_of", "", 1, 16); bo && *bo != n)
     bad_request("best_of", "'best_of' other than n is not supported");
@@ -88,6 +119,7 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
   // Choice index = prompt * n + sample, as OpenAI numbers them.
   std::vector<engine::GenerationRequest> requests;
   std::vector<std::string> echoes;
+  std::vector<std::vector<int32_t>> choice_prompts;  // [choices] the prompt of each
   for (const auto& ids : prompts) {
     engine::GenerationRequest r = base;
     r.prompt_ids = ids;
@@ -95,6 +127,7 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
     for (auto& x : fan_out(r, n)) {
       requests.push_back(std::move(x));
       echoes.push_back(echo ? tok.decode(ids, /*skip_special=*/true) : "");
+      choice_prompts.push_back(ids);
     }
   }
   const std::string id = make_id("cmpl-");
@@ -114,6 +147,8 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
       json choice = {{"index", i}, {"text", echoes[i] + c.text}, {"logprobs", nullptr},
                      {"finish_reason", openai_finish_reason(c.finish_reason)}};
       if (logprobs) choice["logprobs"] = completion_logprobs(tok, c.logprobs, echoes[i].size());
+      if (echo_logprobs_wanted)
+        choice["logprobs"] = echo_logprobs(tok, choice_prompts[i], c.prompt_logprobs, choice["logprobs"]);
       choices.push_back(std::move(choice));
     }
     json out = {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model},
@@ -126,10 +161,12 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
 
   struct State {
     std::vector<size_t> text_len;
+    std::vector<bool> echo_pending;  // echo with logprobs: the echo goes out with the first tokens
     int prompt_tokens = 0, completion_tokens = 0, cached = 0;
   };
   auto state = std::make_shared<State>();
   state->text_len.assign(requests.size(), 0);
+  state->echo_pending.assign(requests.size(), echo_logprobs_wanted);
   auto chunk = [=](json choice) {
     json c = {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model},
               {"system_fingerprint", nullptr}, {"choices", json::array({std::move(choice)})}};
@@ -139,7 +176,7 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
   StreamHandlers handlers;
   handlers.on_start = [=](SseWriter& sse) {
     for (size_t i = 0; i < echoes.size(); ++i) {
-      if (echoes[i].empty()) continue;
+      if (echoes[i].empty() || echo_logprobs_wanted) continue;
       state->text_len[i] = echoes[i].size();
       if (!sse.data(chunk({{"index", i}, {"text", echoes[i]}, {"logprobs", nullptr}, {"finish_reason", nullptr}})))
         return false;
@@ -148,8 +185,17 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
   };
   handlers.on_output = [=, &tok](SseWriter& sse, int i, const engine::RequestOutput& out) {
     json choice = {{"index", i}, {"text", out.new_text}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
-    if (logprobs && !out.new_logprobs.empty())
+    const bool with_echo = state->echo_pending[size_t(i)] && (!out.new_token_ids.empty() || out.finished);
+    if (with_echo) {
+      // The prompt's logprobs arrive with the first generated token: the echo waits for them.
+      state->echo_pending[size_t(i)] = false;
+      choice["text"] = echoes[size_t(i)] + out.new_text;
+      state->text_len[size_t(i)] = echoes[size_t(i)].size();
+    }
+    if (logprobs && (!out.new_logprobs.empty() || with_echo))
       choice["logprobs"] = completion_logprobs(tok, out.new_logprobs, state->text_len[size_t(i)]);
+    if (with_echo)
+      choice["logprobs"] = echo_logprobs(tok, choice_prompts[size_t(i)], out.prompt_logprobs, choice["logprobs"]);
     state->text_len[size_t(i)] += out.new_text.size();
     if (out.finished) {
       choice["finish_reason"] = openai_finish_reason(out.finish_reason);
@@ -159,7 +205,7 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
       }
       state->completion_tokens += out.completion_tokens;
     }
-    if (out.new_text.empty() && !out.finished) return true;
+    if (out.new_text.empty() && !out.finished && !with_echo) return true;
     return sse.data(chunk(choice));
   };
   handlers.on_end = [=](SseWriter& sse) {

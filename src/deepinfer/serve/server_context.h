@@ -49,6 +49,7 @@ struct Completion {
   std::vector<int32_t> token_ids;
   std::string text;
   std::vector<engine::LogprobEntry> logprobs;
+  std::vector<engine::LogprobEntry> prompt_logprobs;  // GenerationRequest::prompt_logprobs
   engine::FinishReason finish_reason = engine::FinishReason::kNone;
   std::string matched_stop;  // the stop string that ended it, when one did
   int prompt_tokens = 0;

@@ -94,6 +94,7 @@ std::string accumulate(const StreamGroup& group, int i, engine::RequestOutput& o
   c.token_ids.insert(c.token_ids.end(), out.new_token_ids.begin(), out.new_token_ids.end());
   c.text += out.new_text;
   c.logprobs.insert(c.logprobs.end(), out.new_logprobs.begin(), out.new_logprobs.end());
+  c.prompt_logprobs.insert(c.prompt_logprobs.end(), out.prompt_logprobs.begin(), out.prompt_logprobs.end());
   if (!out.finished) return "";
   c.finish_reason = out.finish_reason;
   c.prompt_tokens = out.prompt_tokens;
