@@ -52,3 +52,26 @@ def test_kvstore_io_mode_names_an_unusable_directory(tmp_path):
     assert r.returncode != 0 and str(blocker) in r.stderr
     r = run("bench", "--mode", "kvstore-io", "--kv-store", tmp_path / "a", "--kv-store", tmp_path / "b")
     assert r.returncode == 2 and "not 2" in r.stderr
+
+
+def test_decode_bench_splits_forward_time_by_part_for_deepseek_v3(tmp_path, model):
+    import shutil
+    from conftest import ROOT
+    from test_cli_deepseek_v4 import byte_level_unicode
+    d = tmp_path / "v3"
+    shutil.copytree(ROOT / "tests/reference/fixtures/deepseek_v3/moe_yarn", d)
+    table = byte_level_unicode()
+    (d / "tokenizer.json").write_text(json.dumps({
+        "version": "1.0", "added_tokens": [], "normalizer": None, "post_processor": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "decoder": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": {table[b]: b for b in range(128)}, "merges": []}}))
+    r = run("bench", "--model", d, "--mode", "decode", "--prompt-len", "16", "--gen-len", "8", "--batch", "2",
+            "--threads", "1")
+    assert r.returncode == 0, r.stderr
+    (rec,) = records(r.stdout)
+    share = rec["forward_share"]
+    assert set(share) == {"attention", "moe", "dense_mlp", "rest"}
+    assert all(0 <= v <= 1 for v in share.values()) and sum(share.values()) == pytest.approx(1.0, abs=1e-6)
+    assert share["attention"] > 0 and share["moe"] > 0
+    r = run("bench", "--model", model, "--mode", "decode", "--prompt-len", "8", "--gen-len", "4", "--threads", "1")
+    assert r.returncode == 0 and "forward_share" not in r.stdout  # dense Llama keeps no split

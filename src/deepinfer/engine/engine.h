@@ -111,6 +111,10 @@ class Engine {
   // cached-but-unreferenced).
   // MoE models: tokens routed to each expert so far, [layer][expert]; empty for dense models.
   std::vector<std::vector<uint64_t>> expert_token_counts() const { return runner_->model().expert_token_counts(); }
+  // Forward time by part since load, where the model keeps it (see model::Model); benchmarks.
+  std::vector<std::pair<std::string, double>> forward_part_seconds() const {
+    return runner_->model().forward_part_seconds();
+  }
   int kv_num_blocks() const { return kv_manager_->num_blocks(); }
   int kv_num_available_blocks() const { return kv_manager_->num_available_blocks(); }
   int num_threads() const { return runner_->num_threads(); }

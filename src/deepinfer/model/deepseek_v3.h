@@ -48,6 +48,10 @@ class DeepseekV3 final : public Model {
   void reset_expert_stats() { expert_stats_.reset(); }
   const DeepseekForwardTimes& forward_times() const { return times_; }
   void reset_forward_times() { times_ = {}; }
+  std::vector<std::pair<std::string, double>> forward_part_seconds() const override {
+    return {{"attention", times_.attention}, {"moe", times_.moe}, {"dense_mlp", times_.dense_mlp},
+            {"total", times_.total}};
+  }
   // When on, forward() also keeps every token's final hidden state (after the final norm), the
   // input the MTP head takes: final_hidden() is [batch tokens, hidden] of the last forward().
   void set_keep_final_hidden(bool on) { keep_hidden_ = on; }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "deepinfer/base/status.h"
@@ -43,6 +44,9 @@ class Model {
   // nothing). Counted during forward, so always on; it feeds expert load balancing. Empty for
   // dense models.
   virtual std::vector<std::vector<uint64_t>> expert_token_counts() const { return {}; }
+  // Wall seconds spent in forward() since load, by part ("attention", "moe", ...; a "total"
+  // entry for whole forward() calls), for `deepinfer bench`. Empty when the model keeps none.
+  virtual std::vector<std::pair<std::string, double>> forward_part_seconds() const { return {}; }
 };
 
 // Where a model's weights come from: exactly one of the two is set.

@@ -140,6 +140,26 @@ Result<std::vector<int>> parse_int_list(const std::string& s, const char* flag, 
   return out;
 }
 
+// Models that time their forward by part (DeepSeek-V3: attention, MoE, dense MLP) get each
+// part's share of the measured window's forward time, "rest" being embedding, norms and head.
+void add_forward_part_shares(const std::vector<std::pair<std::string, double>>& end,
+                             const std::vector<std::pair<std::string, double>>& from, nlohmann::json& j) {
+  if (end.empty() || end.size() != from.size()) return;
+  double total = 0, parts = 0;
+  for (size_t i = 0; i < end.size(); ++i)
+    if (end[i].first == "total") total = end[i].second - from[i].second;
+  if (total <= 0) return;
+  nlohmann::json shares = nlohmann::json::object();
+  for (size_t i = 0; i < end.size(); ++i) {
+    if (end[i].first == "total") continue;
+    const double secs = end[i].second - from[i].second;
+    shares[end[i].first] = secs / total;
+    parts += secs;
+  }
+  shares["rest"] = std::max(0.0, total - parts) / total;
+  j["forward_share"] = shares;
+}
+
 nlohmann::json measure(engine::Engine& engine, const std::string& mode, int batch, int prompt_len,
                        int gen_len) {
   const int32_t vocab = static_cast<int32_t>(engine.model_config().vocab_size);
@@ -160,6 +180,7 @@ nlohmann::json measure(engine::Engine& engine, const std::string& mode, int batc
   int64_t generated = 0;
   const engine::EngineStats at_start = engine.stats();
   engine::EngineStats at_first = at_start;
+  auto parts_from = engine.forward_part_seconds();
   while (engine.has_unfinished()) {
     for (const auto& out : engine.step()) {
       generated += static_cast<int64_t>(out.new_token_ids.size());
@@ -169,6 +190,7 @@ nlohmann::json measure(engine::Engine& engine, const std::string& mode, int batc
       all_first = now_seconds();
       have_first = batch;
       at_first = engine.stats();
+      if (!prefill) parts_from = engine.forward_part_seconds();
     }
   }
   const double t1 = now_seconds();
@@ -204,6 +226,7 @@ nlohmann::json measure(engine::Engine& engine, const std::string& mode, int batc
     j["per_seq_tokens_per_s"] = decoded / secs / batch;
     j["ttft_ms"] = (first_any - t0) * 1e3;
   }
+  add_forward_part_shares(engine.forward_part_seconds(), parts_from, j);
   return j;
 }
 
