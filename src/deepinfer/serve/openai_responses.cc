@@ -260,7 +260,7 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
                     const std::string& text, engine::FinishReason reason, int prompt, int completion, int cached,
                     const std::string& msg_id, const std::string& rs_id, bool reasoning_first,
                     std::vector<ToolCall>* calls_out) {
-    ParsedChatOutput parsed = parse_chat_output(*turn, text);
+    ParsedOutput parsed = parse_chat_output(*turn, text);
     json output = json::array();
     const bool reasoning = !parsed.reasoning_content.empty();
     if (reasoning && reasoning_first) output.push_back(reasoning_item(rs_id, parsed.reasoning_content, "completed"));
