@@ -191,7 +191,7 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
   if (want_logprobs) base.sampling.logprobs = top_logprobs;
   if (const json* rf = field(body, "response_format")) read_response_format(*rf, "response_format", false, base);
   encode_chat_turn(tok, ctx.loop->model_config().architecture, *turn, base);
-  if (base.max_tokens == 0) base.max_tokens = int(std::max<int64_t>(1, ctx.max_model_len - int64_t(base.prompt_ids.size())));
+  if (base.max_tokens == 0) base.max_tokens = engine::GenerationRequest::kUntilContextEnd;  // the engine clamps
   check_length(ctx, base, "messages");
   const bool stream = opt_bool(body, "stream", "").value_or(false);
   bool include_usage = false;
