@@ -41,12 +41,15 @@ const SamplingField kFields[] = {
     {"min_p", FieldType::kReal, kAll, {0, 0, 0}, 0, 1, false, 1, false, kNoOff,
      "Drop tokens below this fraction of the top token's probability (0 = off)", DI_REAL(sampling.min_p)},
     {"repetition_penalty", FieldType::kReal, kAll, {1, 1, 1}, 0.01, 100, false, 10, false, kNoOff,
-     "Divide the logits of tokens already in the prompt or output (> 1 discourages repeats; 1 = off)",
+     "Divide the logits of tokens already in the prompt or output (> 1 discourages repeats; "
+     "1 = off)",
      DI_REAL(sampling.repetition_penalty)},
     {"frequency_penalty", FieldType::kReal, kAll, {0, 0, 0}, -2, 2, false, 2, false, kNoOff,
-     "OpenAI frequency penalty: minus count * value for tokens in the output", DI_REAL(sampling.frequency_penalty)},
+     "OpenAI frequency penalty: minus count * value for tokens in the output",
+     DI_REAL(sampling.frequency_penalty)},
     {"presence_penalty", FieldType::kReal, kAll, {0, 0, 0}, -2, 2, false, 2, false, kNoOff,
-     "OpenAI presence penalty: minus value for tokens present in the output", DI_REAL(sampling.presence_penalty)},
+     "OpenAI presence penalty: minus value for tokens present in the output",
+     DI_REAL(sampling.presence_penalty)},
     {"seed", FieldType::kSeed, kAll, {0, 0, 0}, kInt64Min, kInt64Max, false, kInt64Max, false, kNoOff,
      "Random seed: same seed, settings and prompt, same output (default: a per-request stream)",
      [](GenerationRequest& r, double, int64_t v) {

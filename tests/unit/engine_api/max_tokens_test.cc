@@ -34,7 +34,8 @@ std::unique_ptr<engine::Engine> tiny_llama_engine() {
   cfg.num_threads = 1;
   cfg.max_num_batched_tokens = 2048;
   cfg.kv_cache_bytes = size_t{64} << 20;
-  auto e = engine::Engine::create(std::move(*model), std::shared_ptr<const recipe::Tokenizer>(std::move(*tok)), cfg);
+  auto e = engine::Engine::create(std::move(*model),
+                                  std::shared_ptr<const recipe::Tokenizer>(std::move(*tok)), cfg);
   EXPECT_TRUE(e.is_ok()) << e.status().message();
   return e.is_ok() ? std::move(*e) : nullptr;
 }

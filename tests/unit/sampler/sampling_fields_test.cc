@@ -15,7 +15,8 @@ namespace {
 TEST(SamplingFields, EngineDefaultsAreTheApiDefaults) {
   const GenerationRequest plain;  // SamplingParams' member initializers
   for (const SamplingField& f : sampling_fields()) {
-    if (f.name == "max_tokens") continue;  // a per-interface setting (the engine has no API of its own)
+    if (f.name == "max_tokens")
+      continue;  // a per-interface setting (the engine has no API of its own)
     const double want = f.defaults[int(Defaults::kApi)];
     if (f.type == FieldType::kSeed) {
       EXPECT_TRUE(std::isnan(f.get(plain))) << "unseeded by default";
@@ -28,7 +29,7 @@ TEST(SamplingFields, EngineDefaultsAreTheApiDefaults) {
 TEST(SamplingFields, EachInterfaceHasItsDocumentedDefaults) {
   const GenerationRequest api = default_request(Defaults::kApi);
   EXPECT_EQ(api.sampling.temperature, 1.0f);  // OpenAI, Anthropic, vLLM
-  EXPECT_EQ(api.max_tokens, 16);               // vLLM's SamplingParams
+  EXPECT_EQ(api.max_tokens, 16);              // vLLM's SamplingParams
   const GenerationRequest gen = default_request(Defaults::kGenerate);
   EXPECT_EQ(gen.sampling.temperature, 0.0f);  // `generate` is greedy
   EXPECT_EQ(gen.sampling.top_p, 1.0f);
