@@ -1,8 +1,17 @@
-"""SamplingParams: per-request sampling settings with vLLM's names and defaults."""
+"""SamplingParams: per-request sampling settings with vLLM's names and defaults.
+
+The engine's fields (temperature ... ignore_eos) take their defaults from the one table of
+sampling fields in the extension (src/deepinfer/engine/sampling_fields.cc, Defaults::kApi):
+temperature 1.0 as vLLM, OpenAI and Anthropic; max_tokens 16 as vLLM. docs/sampling.md says why.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Union
+
+from . import _C
+
+_DEFAULTS = {f["name"]: f["default"] for f in _C.sampling_fields()}
 
 
 @dataclass
@@ -10,18 +19,18 @@ class SamplingParams:
     """Like vllm.SamplingParams. temperature=0 is greedy; top_k <= 0 (vLLM's -1) is off."""
 
     n: int = 1
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    min_p: float = 0.0
-    max_tokens: Optional[int] = 16
-    seed: Optional[int] = None
+    temperature: float = _DEFAULTS["temperature"]
+    top_p: float = _DEFAULTS["top_p"]
+    top_k: int = _DEFAULTS["top_k"]
+    min_p: float = _DEFAULTS["min_p"]
+    max_tokens: Optional[int] = _DEFAULTS["max_tokens"]
+    seed: Optional[int] = _DEFAULTS["seed"]
     stop: Optional[Union[str, List[str]]] = None
-    logprobs: Optional[int] = None
-    presence_penalty: float = 0.0
-    frequency_penalty: float = 0.0
-    repetition_penalty: float = 1.0
-    ignore_eos: bool = False
+    logprobs: Optional[int] = _DEFAULTS["logprobs"]
+    presence_penalty: float = _DEFAULTS["presence_penalty"]
+    frequency_penalty: float = _DEFAULTS["frequency_penalty"]
+    repetition_penalty: float = _DEFAULTS["repetition_penalty"]
+    ignore_eos: bool = _DEFAULTS["ignore_eos"]
     logit_bias: Optional[Dict[int, float]] = None
     skip_special_tokens: bool = True
     include_stop_str_in_output: bool = False
@@ -54,18 +63,10 @@ class SamplingParams:
         # which raises ValueError with its own message.
 
     def _to_engine(self, default_max_tokens: int) -> dict:
-        return {
-            "temperature": float(self.temperature),
-            "top_p": float(self.top_p),
-            "top_k": int(self.top_k),
-            "min_p": float(self.min_p),
-            "repetition_penalty": float(self.repetition_penalty),
-            "frequency_penalty": float(self.frequency_penalty),
-            "presence_penalty": float(self.presence_penalty),
-            "seed": self.seed,
-            "logprobs": self.logprobs,
-            "logit_bias": [(int(k), float(v)) for k, v in (self.logit_bias or {}).items()],
-            "max_tokens": default_max_tokens if self.max_tokens is None else int(self.max_tokens),
-            "stop": list(self.stop),
-            "ignore_eos": bool(self.ignore_eos),
-        }
+        """The table's fields by name (the extension converts and checks them), plus the lists."""
+        out = {name: getattr(self, name) for name in _DEFAULTS}
+        if self.max_tokens is None:
+            out["max_tokens"] = default_max_tokens
+        out["logit_bias"] = [(int(k), float(v)) for k, v in (self.logit_bias or {}).items()]
+        out["stop"] = list(self.stop)
+        return out

@@ -62,6 +62,22 @@ def test_seed_reproducibility(llm):
     assert any(o != a for o in others)  # the seed matters
 
 
+def test_default_temperature_is_one_as_in_vllm(llm):
+    """docs/sampling.md: SamplingParams defaults to temperature 1.0 (vLLM's), from the table."""
+    assert SamplingParams().temperature == 1.0 and SamplingParams().max_tokens == 16
+    table = {f["name"]: f["default"] for f in deepinfer._C.sampling_fields()}
+    assert {k: getattr(SamplingParams(), k) for k in table} == table
+    prompt = "Once upon a time"
+    outs = {}
+    for seed in (7, 8, 9):
+        default = llm.generate(prompt, SamplingParams(max_tokens=8, seed=seed, ignore_eos=True))
+        explicit = llm.generate(prompt, SamplingParams(temperature=1.0, max_tokens=8, seed=seed, ignore_eos=True))
+        assert default[0].outputs[0].token_ids == explicit[0].outputs[0].token_ids
+        outs[seed] = default[0].outputs[0].token_ids
+    greedy = llm.generate(prompt, SamplingParams(max_tokens=8, ignore_eos=True, **GREEDY))[0].outputs[0].token_ids
+    assert any(o != greedy for o in outs.values())  # the default samples
+
+
 def test_batch_runs_in_input_order(llm):
     prompts = ["1, 2, 3, 4, 5,", "The capital of France is", "Hello", {"prompt_token_ids": [1, 2, 3]}]
     lengths = [3, 7, 5, 4]

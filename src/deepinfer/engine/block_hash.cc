@@ -11,14 +11,14 @@ namespace {
 constexpr uint64_t kRootSeed = 0x6465657069667231ull;
 constexpr uint64_t kChainSeed = 0x6465657069667232ull;
 
-BlockKey from_xxh(XXH128_hash_t h) { return BlockKey{h.low64, h.high64}; }
+BlockHash from_xxh(XXH128_hash_t h) { return BlockHash{h.low64, h.high64}; }
 }  // namespace
 
-BlockKey root_block_key(std::string_view cache_namespace) {
+BlockHash root_block_hash(std::string_view cache_namespace) {
   return from_xxh(XXH3_128bits_withSeed(cache_namespace.data(), cache_namespace.size(), kRootSeed));
 }
 
-BlockKey chain_block_key(const BlockKey& parent, std::span<const int32_t> tokens) {
+BlockHash chain_block_hash(const BlockHash& parent, std::span<const int32_t> tokens) {
   XXH3_state_t state;
   XXH3_128bits_reset_withSeed(&state, kChainSeed);
   uint64_t head[2] = {parent.lo, parent.hi};

@@ -12,22 +12,22 @@ namespace deepinfer::engine {
 
 // 128 bits so that a collision (which would silently serve another prompt's KV) is not a
 // practical concern even with billions of cached blocks.
-struct BlockKey {
+struct BlockHash {
   uint64_t lo = 0;
   uint64_t hi = 0;
-  friend bool operator==(const BlockKey&, const BlockKey&) = default;
+  friend bool operator==(const BlockHash&, const BlockHash&) = default;
 };
 
-struct BlockKeyHasher {
-  size_t operator()(const BlockKey& k) const { return static_cast<size_t>(k.lo ^ (k.hi * 0x9E3779B97F4A7C15ull)); }
+struct BlockHashHasher {
+  size_t operator()(const BlockHash& k) const { return static_cast<size_t>(k.lo ^ (k.hi * 0x9E3779B97F4A7C15ull)); }
 };
 
 // The key every chain starts from: a hash of the namespace (model id, weights revision, KV
 // dtype...), so that two models never share blocks.
-BlockKey root_block_key(std::string_view cache_namespace);
+BlockHash root_block_hash(std::string_view cache_namespace);
 
 // Key of the block holding `tokens` (exactly block_size of them) after the prefix named by
 // `parent`.
-BlockKey chain_block_key(const BlockKey& parent, std::span<const int32_t> tokens);
+BlockHash chain_block_hash(const BlockHash& parent, std::span<const int32_t> tokens);
 
 }  // namespace deepinfer::engine

@@ -85,7 +85,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
     to.dirs = config.kv_store_dirs;
     to.model_namespace = kv.cache_namespace;
     to.compute_settings = config.int8_activations ? "matmul=int8" : "matmul=high";
-    if (config.kv_store_host_bytes > 0) to.host_tier_bytes = config.kv_store_host_bytes;
+    if (config.kv_store_host_tier_bytes > 0) to.host_tier_bytes = config.kv_store_host_tier_bytes;
     to.store_overrides.target_capacity_bytes = config.kv_store_target_capacity_bytes;
     std::copy(std::begin(config.kv_store_ttl_seconds), std::end(config.kv_store_ttl_seconds),
               to.store_overrides.ttl_seconds);

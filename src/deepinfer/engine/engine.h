@@ -25,6 +25,17 @@ namespace deepinfer::engine {
 
 class StepWorker;  // step_worker.h
 
+// Names, one scheme from flag to field: a field is named after the setting it feeds in the
+// component that uses it (vLLM's names where vLLM has the setting: max_num_seqs,
+// max_num_batched_tokens, block_size, enable_prefix_caching), and a KV store field is
+// `kv_store_` + its name in KvStoreTierOptions / kvstore::KvStoreConfig (dirs, host_tier_bytes,
+// target_capacity_bytes, ttl_seconds). Quantities are in bytes and seconds here; the CLI
+// (tools/cli_common.h, EngineFlags: one member per flag, named as the flag) takes GiB and
+// duration strings and converts once, in make_engine. Flags whose user-facing name differs:
+// --threads (num_threads), --matmul-precision (int8_activations), --overlap
+// (overlap_scheduling), --kv-store (kv_store_dirs), --kv-store-ram-gb (kv_store_host_tier_bytes:
+// "RAM" for users, the host tier in the store), --kv-store-capacity-gb
+// (kv_store_target_capacity_bytes), --traffic-class (default_traffic_class).
 struct EngineConfig {
   int num_threads = 0;               // 0 = one per core
   int max_num_seqs = 64;
@@ -44,7 +55,7 @@ struct EngineConfig {
   // KV store targets (directories, same order in every process); empty = no store tier.
   std::vector<std::string> kv_store_dirs;
   // RAM tier of the KV store (between the engine's blocks and the targets); 0 = default 256 MiB.
-  size_t kv_store_host_bytes = 0;
+  size_t kv_store_host_tier_bytes = 0;
   // Per-target byte limit of the KV store's SSD tier (the sweeper evicts the entries with the
   // least lifetime left beyond it, every minute); 0 = unlimited.
   uint64_t kv_store_target_capacity_bytes = 0;

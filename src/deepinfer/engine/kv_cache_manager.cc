@@ -20,17 +20,17 @@ KvCacheManager::KvCacheManager(const KvCacheConfig& config, KvTierHook* hook)
     : config_(config),
       hook_(hook),
       pool_(config.num_blocks, config.block_size),
-      root_key_(root_block_key(config.cache_namespace)) {}
+      root_hash_(root_block_hash(config.cache_namespace)) {}
 
 void KvCacheManager::ensure_block_keys(Sequence& seq, int num_full_blocks) const {
   const int bs = block_size();
   DI_CHECK(num_full_blocks * bs <= seq.num_tokens(), "seq {}: {} full blocks of {} tokens",
            seq.id, num_full_blocks, seq.num_tokens());
   std::vector<int32_t> tokens(bs);
-  for (int i = static_cast<int>(seq.block_keys.size()); i < num_full_blocks; ++i) {
+  for (int i = static_cast<int>(seq.block_hashes.size()); i < num_full_blocks; ++i) {
     for (int t = 0; t < bs; ++t) tokens[t] = seq.token_at(i * bs + t);
-    const BlockKey& parent = i == 0 ? root_key_ : seq.block_keys[i - 1];
-    seq.block_keys.push_back(chain_block_key(parent, tokens));
+    const BlockHash& parent = i == 0 ? root_hash_ : seq.block_hashes[i - 1];
+    seq.block_hashes.push_back(chain_block_hash(parent, tokens));
   }
 }
 
@@ -43,7 +43,7 @@ PrefixMatch KvCacheManager::get_computed_blocks(Sequence& seq) {
   const int max_blocks = (seq.num_tokens() - 1) / block_size();
   if (max_blocks <= 0) return match;
   ensure_block_keys(seq, max_blocks);
-  std::span<const BlockKey> keys(seq.block_keys.data(), max_blocks);
+  std::span<const BlockHash> keys(seq.block_hashes.data(), max_blocks);
   match.blocks = tree_.match(keys);
   if (hook_ != nullptr && !seq.skip_tier && static_cast<int>(match.blocks.size()) < max_blocks) {
     const int first = static_cast<int>(match.blocks.size());
@@ -66,7 +66,7 @@ bool KvCacheManager::prefetch_ready(Sequence& seq) {
     if (max_blocks > 0) {
       ensure_block_keys(seq, max_blocks);
       in_memory = static_cast<int>(
-          tree_.match(std::span<const BlockKey>(seq.block_keys.data(), max_blocks)).size());
+          tree_.match(std::span<const BlockHash>(seq.block_hashes.data(), max_blocks)).size());
     }
     if (in_memory >= max_blocks) {
       seq.tier_prefetch = TierPrefetch::kReady;
@@ -167,7 +167,7 @@ void KvCacheManager::commit_full_blocks(Sequence& seq, int write_from) {
   for (int i = seq.num_committed_blocks; i < full; ++i) {
     int32_t parent = i == 0 ? RadixTree::kRootParent : seq.block_table[i - 1];
     int32_t own = seq.block_table[i];
-    int32_t cached = tree_.insert(parent, seq.block_keys[i], own);
+    int32_t cached = tree_.insert(parent, seq.block_hashes[i], own);
     if (cached != own) {
       DI_CHECK(pool_.ref(own) == 1, "seq {}: private block {} is shared", seq.id, own);
       acquire(cached);

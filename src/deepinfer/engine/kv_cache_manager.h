@@ -29,7 +29,7 @@ class KvTierHook {
   virtual void on_blocks_cached(Sequence& seq, std::span<const int> indices,
                                 std::span<const int32_t> blocks) {}
   // `block` (radix key `key`) is about to be reused.
-  virtual void on_block_evicted(const BlockKey& key, int32_t block) {}
+  virtual void on_block_evicted(const BlockHash& key, int32_t block) {}
   // How many of the sequence's full blocks first, first+1, ... (at most `count`) the tier can
   // supply, in order.
   virtual int lookup_prefix(Sequence& seq, int first, int count) = 0;
@@ -139,7 +139,7 @@ class KvCacheManager {
   KvTierHook* hook_;
   BlockPool pool_;
   RadixTree tree_;
-  BlockKey root_key_;
+  BlockHash root_hash_;
   KvCacheStats stats_;
 };
 

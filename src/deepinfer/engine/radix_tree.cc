@@ -44,10 +44,10 @@ void RadixTree::touch(int32_t n) {
   if (in_leaf_set_[n]) evictable_leaves_.insert({nodes_[n].last_access, n});
 }
 
-std::vector<int32_t> RadixTree::match(std::span<const BlockKey> keys) {
+std::vector<int32_t> RadixTree::match(std::span<const BlockHash> keys) {
   std::vector<int32_t> blocks;
   int32_t cur = 0;
-  for (const BlockKey& k : keys) {
+  for (const BlockHash& k : keys) {
     auto it = nodes_[cur].children.find(k);
     if (it == nodes_[cur].children.end()) break;
     cur = it->second;
@@ -57,7 +57,7 @@ std::vector<int32_t> RadixTree::match(std::span<const BlockKey> keys) {
   return blocks;
 }
 
-int32_t RadixTree::insert(int32_t parent_block, const BlockKey& key, int32_t block) {
+int32_t RadixTree::insert(int32_t parent_block, const BlockHash& key, int32_t block) {
   int32_t parent = 0;
   if (parent_block != kRootParent) {
     auto it = node_of_block_.find(parent_block);

@@ -23,18 +23,18 @@ class RadixTree {
   RadixTree();
 
   // Block ids of the longest chain of cached keys starting at the root; marks them used now.
-  std::vector<int32_t> match(std::span<const BlockKey> keys);
+  std::vector<int32_t> match(std::span<const BlockHash> keys);
 
   // Adds `block` under the node of `parent_block` (kRootParent for the first block). Returns
   // `block` when added, or the block already cached under that key (the caller then keeps the
   // existing one). A new node starts referenced.
-  int32_t insert(int32_t parent_block, const BlockKey& key, int32_t block);
+  int32_t insert(int32_t parent_block, const BlockHash& key, int32_t block);
 
   // Referenced nodes (some sequence holds the block) are never evicted.
   void set_referenced(int32_t block, bool referenced);
 
   struct Evicted {
-    BlockKey key;
+    BlockHash key;
     int32_t block;
   };
   // Removes the least recently used unreferenced leaf; nullopt when none.
@@ -51,10 +51,10 @@ class RadixTree {
 
  private:
   struct Node {
-    BlockKey key;
+    BlockHash key;
     int32_t block = -1;
     int32_t parent = -1;  // node index
-    std::unordered_map<BlockKey, int32_t, BlockKeyHasher> children;
+    std::unordered_map<BlockHash, int32_t, BlockHashHasher> children;
     uint64_t last_access = 0;
     bool referenced = true;
   };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -17,7 +18,11 @@ namespace deepinfer::engine {
 struct GenerationRequest {
   std::vector<int32_t> prompt_ids;
   SamplingParams sampling;
+  // Most tokens to generate. The engine clamps it to what the model's context leaves after the
+  // prompt: the one place that limits it, so a caller passes what the user asked for, or
+  // kUntilContextEnd for "as many as fit".
   int max_tokens = 256;
+  static constexpr int kUntilContextEnd = std::numeric_limits<int>::max();
   std::vector<std::string> stop;  // stop strings (not included in the output text)
   bool ignore_eos = false;
   // Structured output: the text must match this grammar (JSON Schema, any JSON, regex, EBNF).

@@ -1,6 +1,6 @@
 // logit_bias, repetition penalty (HF/vLLM: divide positive logits, multiply negative ones, for
-// every token seen in prompt or output) and OpenAI frequency/presence penalties (output only),
-// plus validation of SamplingParams.
+// every token seen in prompt or output) and OpenAI frequency/presence penalties (output only).
+// (SamplingParams are validated in sampling_fields.cc, from the table of fields.)
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -8,29 +8,6 @@
 #include "deepinfer/engine/sampler.h"
 
 namespace deepinfer::engine {
-
-Status validate_sampling_params(const SamplingParams& p, int32_t vocab_size) {
-  if (!(p.temperature >= 0.0f) || !std::isfinite(p.temperature))
-    return invalid_argument("temperature must be a finite number >= 0, got {}", p.temperature);
-  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return invalid_argument("top_p must be in (0, 1], got {}", p.top_p);
-  if (p.top_k < 0) return invalid_argument("top_k must be >= 0 (0 = off), got {}", p.top_k);
-  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) return invalid_argument("min_p must be in [0, 1], got {}", p.min_p);
-  if (!(p.repetition_penalty > 0.0f) || !std::isfinite(p.repetition_penalty))
-    return invalid_argument("repetition_penalty must be > 0, got {}", p.repetition_penalty);
-  if (!(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f))
-    return invalid_argument("frequency_penalty must be in [-2, 2], got {}", p.frequency_penalty);
-  if (!(p.presence_penalty >= -2.0f && p.presence_penalty <= 2.0f))
-    return invalid_argument("presence_penalty must be in [-2, 2], got {}", p.presence_penalty);
-  if (p.logprobs < -1 || p.logprobs > 20)
-    return invalid_argument("logprobs must be in [0, 20] (or -1 for off), got {}", p.logprobs);
-  for (const auto& [id, bias] : p.logit_bias) {
-    if (id < 0 || id >= vocab_size)
-      return invalid_argument("logit_bias token {} is outside the vocabulary of {}", id, vocab_size);
-    if (!(bias >= -100.0f && bias <= 100.0f))
-      return invalid_argument("logit_bias for token {} must be in [-100, 100], got {}", id, bias);
-  }
-  return Status::ok();
-}
 
 namespace detail {
 

@@ -1,4 +1,7 @@
-// Per-request sampling settings (OpenAI / vLLM semantics); validated once at admission.
+// Per-request sampling settings (OpenAI / vLLM semantics); validated once at admission. Every
+// interface reads them through the table in sampling_fields.h, which also holds their names,
+// ranges and per-interface defaults; the member defaults here are its HTTP/Python ones (a test
+// keeps them equal).
 #pragma once
 
 #include <cstdint>
@@ -23,7 +26,7 @@ struct SamplingParams {
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias added to its logit)
 };
 
-// Checks ranges (OpenAI's where it has them) and that logit_bias ids are < vocab_size.
+// Checks the table's ranges (sampling_fields.cc) and that logit_bias ids are < vocab_size.
 Status validate_sampling_params(const SamplingParams& p, int32_t vocab_size);
 
 }  // namespace deepinfer::engine

@@ -46,7 +46,7 @@ Status Scheduler::add(Sequence seq) {
   seq.num_cached_tokens = -1;
   seq.block_table.clear();
   seq.num_committed_blocks = 0;
-  seq.block_keys.clear();
+  seq.block_hashes.clear();
   seq.tier_keys.clear();
   seq.tier_prefetch = TierPrefetch::kNotStarted;
   seq.skip_tier = false;

@@ -50,10 +50,10 @@ struct Sequence {
                                        // admission (-1 until admitted), for usage reporting
   std::vector<int32_t> block_table;    // [ceil(allocated tokens / block_size)] physical ids
   int num_committed_blocks = 0;        // leading blocks of block_table that are in the radix tree
-  std::vector<BlockKey> block_keys;    // keys of the leading full blocks of the tokens (a cache;
+  std::vector<BlockHash> block_hashes;  // hashes of the leading full blocks of the tokens (a cache;
                                        // depends only on the tokens, so survives preemption)
   std::vector<std::array<uint8_t, 32>> tier_keys;  // the lower tier's keys of the same blocks
-                                                   // (its cache, same lifetime as block_keys)
+                                                   // (its cache, same lifetime as block_hashes)
   TierPrefetch tier_prefetch = TierPrefetch::kNotStarted;  // reset whenever blocks are freed
   bool skip_tier = false;  // the lower tier timed out reading its prefix: compute it instead
   bool skip_prefix_cache = false;  // compute every token (prompt logprobs need their logits)

@@ -11,9 +11,10 @@
 #include <pybind11/stl.h>
 
 #include "deepinfer/engine/engine.h"
+#include "deepinfer/engine/loaded_model.h"
 #include "deepinfer/engine/request.h"
+#include "deepinfer/engine/sampling_fields.h"
 #include "deepinfer/recipe/chat.h"
-#include "deepinfer/tools/cli_common.h"
 
 namespace py = pybind11;
 
@@ -44,40 +45,48 @@ T unwrap(Result<T> r) {
 class PyEngine {
  public:
   PyEngine(const std::string& model, int threads, int max_num_seqs, bool batch_invariant,
-           bool prefix_caching) {
-    tools::LoadedModel loaded = unwrap(tools::load_model_for_cli(model));
+           bool enable_prefix_caching) {
+    engine::LoadedModel loaded = unwrap(engine::load_model_with_tokenizer(model));
     name_ = loaded.name;
     tokenizer_ = loaded.tokenizer;
     if (threads < 0) throw py::value_error("threads must be >= 0");
     if (max_num_seqs < 1) throw py::value_error("max_num_seqs must be >= 1");
-    tools::EngineFlags flags;
-    flags.threads = threads;
-    flags.max_num_seqs = max_num_seqs;
-    flags.batch_invariant = batch_invariant;
-    flags.prefix_caching = prefix_caching;
-    engine_ = unwrap(tools::make_engine(loaded, flags));
+    engine::EngineConfig config;
+    config.num_threads = threads;
+    config.max_num_seqs = max_num_seqs;
+    config.batch_invariant = batch_invariant;
+    config.enable_prefix_caching = enable_prefix_caching;
+    engine_ = unwrap(engine::Engine::create(std::move(loaded.model), tokenizer_, config));
   }
 
+  // `p`: SamplingParams._to_engine(): the Python fields of engine/sampling_fields.h (None or
+  // absent keeps the default), plus stop and logit_bias.
   int64_t add_request(std::vector<int32_t> prompt_ids, const py::dict& p) {
-    engine::GenerationRequest r;
+    engine::GenerationRequest r = engine::default_request(engine::Defaults::kApi);
     r.prompt_ids = std::move(prompt_ids);
-    auto& s = r.sampling;
-    s.temperature = p["temperature"].cast<float>();
-    s.top_p = p["top_p"].cast<float>();
-    s.top_k = p["top_k"].cast<int>();
-    s.min_p = p["min_p"].cast<float>();
-    s.repetition_penalty = p["repetition_penalty"].cast<float>();
-    s.frequency_penalty = p["frequency_penalty"].cast<float>();
-    s.presence_penalty = p["presence_penalty"].cast<float>();
-    if (!p["seed"].is_none()) {
-      s.seed = p["seed"].cast<uint64_t>();
-      s.has_seed = true;
+    for (const engine::SamplingField& f : engine::sampling_fields()) {
+      const py::str key(std::string(f.name));
+      if (!(f.surfaces & engine::kPython) || !p.contains(key) || p[key].is_none()) continue;
+      const py::handle v = p[key];
+      switch (f.type) {
+        case engine::FieldType::kReal: {
+          const double x = v.cast<double>();
+          if (Status st = engine::check_sampling_value(f, x); !st.is_ok()) raise(st);
+          f.set(r, x, 0);
+          break;
+        }
+        case engine::FieldType::kInt: {
+          const int64_t x = v.cast<int64_t>();
+          if (Status st = engine::check_sampling_value(f, double(x)); !st.is_ok()) raise(st);
+          f.set(r, 0, x);
+          break;
+        }
+        case engine::FieldType::kSeed: f.set(r, 0, int64_t(v.cast<uint64_t>())); break;
+        case engine::FieldType::kFlag: f.set(r, 0, v.cast<bool>()); break;
+      }
     }
-    s.logprobs = p["logprobs"].is_none() ? -1 : p["logprobs"].cast<int>();
-    s.logit_bias = p["logit_bias"].cast<std::vector<std::pair<int32_t, float>>>();
-    r.max_tokens = p["max_tokens"].cast<int>();
+    r.sampling.logit_bias = p["logit_bias"].cast<std::vector<std::pair<int32_t, float>>>();
     r.stop = p["stop"].cast<std::vector<std::string>>();
-    r.ignore_eos = p["ignore_eos"].cast<bool>();
     std::lock_guard<std::mutex> lock(mu_);
     return unwrap(engine_->add_request(r));
   }
@@ -157,10 +166,33 @@ class PyEngine {
 PYBIND11_MODULE(_C, m) {
   using deepinfer::python::PyEngine;
   m.doc() = "DeepInfer engine bindings (use the deepinfer package, not this module)";
+  // The sampling table (engine/sampling_fields.h): SamplingParams takes its defaults from it.
+  m.def("sampling_fields", [] {
+    py::list out;
+    for (const deepinfer::engine::SamplingField& f : deepinfer::engine::sampling_fields()) {
+      if (!(f.surfaces & deepinfer::engine::kPython)) continue;
+      py::dict d;
+      d["name"] = std::string(f.name);
+      const double def = f.defaults[int(deepinfer::engine::Defaults::kApi)];
+      switch (f.type) {
+        case deepinfer::engine::FieldType::kReal: d["default"] = def; break;
+        case deepinfer::engine::FieldType::kInt:
+          d["default"] = f.has_off && def == f.off ? py::object(py::none()) : py::object(py::int_(int64_t(def)));
+          break;
+        case deepinfer::engine::FieldType::kSeed: d["default"] = py::none(); break;
+        case deepinfer::engine::FieldType::kFlag: d["default"] = def != 0; break;
+      }
+      d["min"] = f.min;
+      d["max"] = f.max;
+      d["help"] = std::string(f.help);
+      out.append(d);
+    }
+    return out;
+  });
   py::class_<PyEngine>(m, "Engine")
       .def(py::init<const std::string&, int, int, bool, bool>(), py::arg("model"),
            py::arg("threads") = 0, py::arg("max_num_seqs") = 64,
-           py::arg("batch_invariant") = false, py::arg("prefix_caching") = true)
+           py::arg("batch_invariant") = false, py::arg("enable_prefix_caching") = true)
       .def("add_request", &PyEngine::add_request, py::arg("prompt_ids"), py::arg("params"))
       .def("step", &PyEngine::step)
       .def("has_unfinished", &PyEngine::has_unfinished)

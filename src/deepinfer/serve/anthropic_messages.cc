@@ -162,7 +162,7 @@ json usage_json(int input, int output, int cached) {
           {"cache_read_input_tokens", cached}, {"cache_creation_input_tokens", 0}};
 }
 
-json content_blocks(const ParsedChatOutput& parsed) {
+json content_blocks(const ParsedOutput& parsed) {
   json blocks = json::array();
   // No signature: the reasoning is ours to read back, not a provider-signed artifact.
   if (!parsed.reasoning_content.empty())
@@ -222,7 +222,7 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
   if (!stream) {
     respond_when_done(ctx, {request}, req, res, [=](const std::vector<Completion>& done) {
     const Completion& c = done[0];
-    ParsedChatOutput parsed = parse_chat_output(*turn, c.text);
+    ParsedOutput parsed = parse_chat_output(*turn, c.text);
     json out = {{"id", id}, {"type", "message"}, {"role", "assistant"}, {"model", model},
                 {"content", content_blocks(parsed)},
                 {"stop_reason", stop_reason(c, !parsed.tool_calls.empty())},
@@ -298,7 +298,7 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
     state->output.push(out.new_text);
     if (!flush(sse, state->output.reasoning(), state->output.content())) return false;
     if (!out.finished) return true;
-    const ParsedChatOutput parsed = state->output.finish();
+    const ParsedOutput parsed = state->output.finish();
     if (!flush(sse, parsed.reasoning_content, parsed.content)) return false;
     // Like the non-streaming reply: a text block unless the answer is only tool calls.
     if (parsed.tool_calls.empty() && !state->had_text_block && !append(sse, "text", "")) return false;

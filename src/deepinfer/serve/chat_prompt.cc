@@ -233,8 +233,8 @@ void ChatOutputStream::push(std::string_view text) {
   }
 }
 
-ParsedChatOutput ChatOutputStream::finish() {
-  ParsedChatOutput out;
+ParsedOutput ChatOutputStream::finish() {
+  ParsedOutput out;
   switch (mode_) {
     case Mode::kPlain:
       out.content = content_;
@@ -250,10 +250,7 @@ ParsedChatOutput ChatOutputStream::finish() {
     }
     case Mode::kParsed: {
       parser_.finish();
-      const recipe::ParsedOutput& all = parser_.result();
-      out.content = all.content;
-      out.reasoning_content = all.reasoning_content;
-      out.tool_calls = all.tool_calls;
+      out = parser_.result();
       break;
     }
   }
@@ -262,7 +259,7 @@ ParsedChatOutput ChatOutputStream::finish() {
   return out;
 }
 
-ParsedChatOutput parse_chat_output(const ChatTurn& turn, const std::string& text) {
+ParsedOutput parse_chat_output(const ChatTurn& turn, const std::string& text) {
   ChatOutputStream s(turn);
   s.push(text);
   return s.finish();

@@ -57,14 +57,10 @@ void encode_chat_turn(const recipe::Tokenizer& tok, const std::string& architect
 // Whether the turn forces a tool call (its output is then the call's JSON object).
 bool tool_call_forced(const ChatTurn& turn);
 
-struct ParsedChatOutput {
-  std::string content;
-  std::string reasoning_content;  // the model's reasoning block (<think>...</think>), if any
-  std::vector<ToolCall> tool_calls;
-};
+using recipe::ParsedOutput;  // {content, reasoning_content (<think>...</think>), tool_calls}
 // Splits generated text into content, reasoning and tool calls (forced: the whole text is one
 // call; auto: the model's call markup). Unparseable calls stay in the content.
-ParsedChatOutput parse_chat_output(const ChatTurn& turn, const std::string& text);
+ParsedOutput parse_chat_output(const ChatTurn& turn, const std::string& text);
 
 // The same split while streaming, one per choice: each push() extends content() and
 // reasoning() by what can go out now (prefixes of the final ones: what may still be a tool
@@ -75,7 +71,7 @@ class ChatOutputStream {
   void push(std::string_view text);
   const std::string& content() const { return content_; }
   const std::string& reasoning() const { return reasoning_; }
-  ParsedChatOutput finish();
+  ParsedOutput finish();
 
  private:
   enum class Mode { kPlain, kForcedCall, kParsed } mode_;

@@ -191,7 +191,7 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
   if (want_logprobs) base.sampling.logprobs = top_logprobs;
   if (const json* rf = field(body, "response_format")) read_response_format(*rf, "response_format", false, base);
   encode_chat_turn(tok, ctx.loop->model_config().architecture, *turn, base);
-  if (base.max_tokens == 0) base.max_tokens = int(std::max<int64_t>(1, ctx.max_model_len - int64_t(base.prompt_ids.size())));
+  if (base.max_tokens == 0) base.max_tokens = engine::GenerationRequest::kUntilContextEnd;  // the engine clamps
   check_length(ctx, base, "messages");
   const bool stream = opt_bool(body, "stream", "").value_or(false);
   bool include_usage = false;
@@ -208,7 +208,7 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
     for (size_t i = 0; i < done.size(); ++i) {
       const Completion& c = done[i];
       completion_tokens += c.completion_tokens;
-      ParsedChatOutput parsed = parse_chat_output(*turn, c.text);
+      ParsedOutput parsed = parse_chat_output(*turn, c.text);
       json message = {{"role", "assistant"}, {"content", parsed.content}};
       if (!parsed.reasoning_content.empty()) message["reasoning_content"] = parsed.reasoning_content;
       if (!parsed.tool_calls.empty()) {
@@ -276,7 +276,7 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
     state->completion_tokens += out.completion_tokens;
     std::string finish = openai_finish_reason(out.finish_reason);
     json final_delta = json::object();
-    const ParsedChatOutput parsed = output.finish();  // text held back until now
+    const ParsedOutput parsed = output.finish();  // text held back until now
     if (parsed.reasoning_content.size() > reasoning_sent)
       final_delta["reasoning_content"] = parsed.reasoning_content.substr(reasoning_sent);
     if (parsed.content.size() > sent) final_delta["content"] = parsed.content.substr(sent);

@@ -232,8 +232,7 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
     }
   }
   encode_chat_turn(ctx.loop->tokenizer(), ctx.loop->model_config().architecture, *turn, request);
-  if (request.max_tokens == 0)
-    request.max_tokens = int(std::max<int64_t>(1, ctx.max_model_len - int64_t(request.prompt_ids.size())));
+  if (request.max_tokens == 0) request.max_tokens = engine::GenerationRequest::kUntilContextEnd;  // the engine clamps
   check_length(ctx, request, "input");
   const bool store = opt_bool(body, "store", "").value_or(true);
   const bool stream = opt_bool(body, "stream", "").value_or(false);
@@ -260,7 +259,7 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
                     const std::string& text, engine::FinishReason reason, int prompt, int completion, int cached,
                     const std::string& msg_id, const std::string& rs_id, bool reasoning_first,
                     std::vector<ToolCall>* calls_out) {
-    ParsedChatOutput parsed = parse_chat_output(*turn, text);
+    ParsedOutput parsed = parse_chat_output(*turn, text);
     json output = json::array();
     const bool reasoning = !parsed.reasoning_content.empty();
     if (reasoning && reasoning_first) output.push_back(reasoning_item(rs_id, parsed.reasoning_content, "completed"));

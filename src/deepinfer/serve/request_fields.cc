@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "deepinfer/engine/sampling_fields.h"
 #include "deepinfer/structured/json_schema/json_depth.h"
 #include "deepinfer/structured/json_schema/compiler.h"
 #include "deepinfer/serve/api_error.h"
@@ -11,21 +12,28 @@ namespace deepinfer::serve {
 using nlohmann::json;
 
 void read_sampling(const json& body, engine::GenerationRequest& r) {
-  auto& s = r.sampling;
-  if (auto v = opt_number(body, "temperature", "", 0, 2)) s.temperature = float(*v);
-  if (auto v = opt_number(body, "top_p", "", 0, 1)) {
-    if (*v <= 0) bad_request("top_p", "'top_p' must be greater than 0, got {}", *v);
-    s.top_p = float(*v);
-  }
-  if (auto v = opt_int(body, "top_k", "", -1, 1 << 20)) s.top_k = *v < 0 ? 0 : int(*v);
-  if (auto v = opt_number(body, "min_p", "", 0, 1)) s.min_p = float(*v);
-  if (auto v = opt_number(body, "frequency_penalty", "", -2, 2)) s.frequency_penalty = float(*v);
-  if (auto v = opt_number(body, "presence_penalty", "", -2, 2)) s.presence_penalty = float(*v);
-  if (auto v = opt_number(body, "repetition_penalty", "", 0.01, 10)) s.repetition_penalty = float(*v);
-  if (auto v = opt_bool(body, "ignore_eos", "")) r.ignore_eos = *v;  // vLLM's extension (benchmarks)
-  if (auto v = opt_int(body, "seed", "", INT64_MIN, INT64_MAX)) {
-    s.seed = uint64_t(*v);
-    s.has_seed = true;
+  using engine::FieldType;
+  for (const engine::SamplingField& f : engine::sampling_fields()) {
+    if (!(f.surfaces & engine::kHttp)) continue;
+    const std::string key(f.name);
+    switch (f.type) {
+      case FieldType::kReal:
+        if (auto v = opt_number(body, key.c_str(), "", f.min, f.http_max)) {
+          if (f.min_exclusive && *v <= f.min)
+            bad_request(key, "'{}' must be greater than {}, got {}", key, f.min, *v);
+          f.set(r, *v, 0);
+        }
+        break;
+      case FieldType::kInt:
+      case FieldType::kSeed:
+        if (auto v = opt_int(body, key.c_str(), "", f.type == FieldType::kSeed ? INT64_MIN : int64_t(f.min),
+                             f.type == FieldType::kSeed ? INT64_MAX : int64_t(f.http_max)))
+          f.set(r, 0, *v);
+        break;
+      case FieldType::kFlag:
+        if (auto v = opt_bool(body, key.c_str(), "")) f.set(r, 0, *v);
+        break;
+    }
   }
 }
 

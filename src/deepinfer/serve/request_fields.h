@@ -11,8 +11,9 @@
 
 namespace deepinfer::serve {
 
-// temperature, top_p, top_k, min_p, seed, frequency_penalty, presence_penalty,
-// repetition_penalty, ignore_eos (the names are the same in all three APIs; absent fields keep defaults).
+// The HTTP fields of engine/sampling_fields.h (temperature, top_p, top_k, min_p, seed, the
+// penalties, ignore_eos): the same names in all three APIs, OpenAI's ranges; absent fields keep
+// the request's defaults (engine::Defaults::kApi).
 void read_sampling(const nlohmann::json& body, engine::GenerationRequest& r);
 // The KV store traffic class: body field "traffic_class" ("agent" | "chat"), else the
 // X-Traffic-Class header (`header_value`, empty when absent), else the server's default.

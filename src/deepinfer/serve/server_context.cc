@@ -84,7 +84,7 @@ void check_length(const ServerContext& ctx, const engine::GenerationRequest& r, 
   if (prompt >= ctx.max_model_len)
     bad_request(param, "the prompt is {} tokens long; this model's maximum context length is {} tokens",
                 prompt, ctx.max_model_len);
-  if (prompt + r.max_tokens > ctx.max_model_len)
+  if (r.max_tokens != engine::GenerationRequest::kUntilContextEnd && prompt + r.max_tokens > ctx.max_model_len)
     bad_request(param,
                 "this model's maximum context length is {} tokens, but {} prompt tokens + {} output "
                 "tokens were requested; lower the maximum number of output tokens",

@@ -57,7 +57,8 @@ struct Completion {
   int cached_tokens = 0;
 };
 
-// Fails with a 400 naming `param` when prompt + max_tokens exceeds the model's context.
+// Fails with a 400 naming `param` when prompt + max_tokens exceeds the model's context (an
+// explicit max_tokens: OpenAI refuses it; kUntilContextEnd is clamped by the engine).
 void check_length(const ServerContext& ctx, const engine::GenerationRequest& request,
                   const std::string& param);
 

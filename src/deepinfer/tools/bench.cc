@@ -281,7 +281,7 @@ int run_bench(BenchFlags& f) {
   int max_batch = 0;
   for (int b : *batches) max_batch = std::max(max_batch, b);
   EngineFlags ef = f.engine;
-  ef.prefix_caching = false;  // repeated synthetic prompts must not hit the cache
+  ef.enable_prefix_caching = false;  // repeated synthetic prompts must not hit the cache
   ef.max_num_seqs = std::max(ef.max_num_seqs, max_batch);
   auto eng = make_engine(*loaded, ef);
   if (!eng.is_ok()) return report_error(eng.status());

@@ -71,7 +71,7 @@ int run_kvstore_ttft_bench(const KvStoreBenchOptions& opts) {
     return report_error(invalid_argument("bench --mode kvstore needs --kv-store DIR (repeatable)"));
   if (opts.prompt_lens.empty()) return report_error(invalid_argument("bench --mode kvstore: no prompt lengths"));
   EngineFlags ef = opts.engine;
-  ef.prefix_caching = true;  // the hits measured are prefix-cache hits
+  ef.enable_prefix_caching = true;  // the hits measured are prefix-cache hits
   ef.kv_store.clear();
   const std::string run = fmt::format("deepinfer-bench-{}", ::getpid());
   for (const std::string& dir : opts.engine.kv_store) ef.kv_store.push_back((fs::path(dir) / run).string());

@@ -107,7 +107,7 @@ int run_serve_bench(const ServeBenchOptions& opts) {
   int max_batch = 1;
   for (int b : opts.batches) max_batch = std::max(max_batch, b);
   EngineFlags ef = opts.engine;
-  ef.prefix_caching = false;  // distinct synthetic prompts; nothing to reuse
+  ef.enable_prefix_caching = false;  // distinct synthetic prompts; nothing to reuse
   ef.max_num_seqs = std::max(ef.max_num_seqs, max_batch);
   auto eng = make_engine(*loaded, ef);
   if (!eng.is_ok()) return report_error(eng.status());

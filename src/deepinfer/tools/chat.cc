@@ -76,15 +76,16 @@ int run_chat(ChatFlags& f) {
 
 Subcommand make_chat_command() {
   auto f = std::make_shared<ChatFlags>();
-  f->sampling.temperature = 0.7f;
-  f->sampling.top_p = 0.9f;
-  f->sampling.max_tokens = 512;
   Subcommand s;
   s.add = [f](CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("chat", "Interactive chat in the terminal, streaming");
     add_engine_flags(*cmd, f->engine);
-    add_sampling_flags(*cmd, f->sampling);
+    add_sampling_flags(*cmd, f->sampling, engine::Defaults::kChat);
     cmd->add_option("--system", f->system, "System prompt");
+    cmd->footer(
+        "Samples by default (--temperature 0.7 --top-p 0.9, up to 512 tokens per reply): a "
+        "conversation reads better varied, and greedy replies of small models loop; "
+        "--temperature 0 for greedy. See docs/sampling.md.");
     return cmd;
   };
   s.run = [f] { return run_chat(*f); };

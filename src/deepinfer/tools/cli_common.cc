@@ -1,14 +1,12 @@
 #include "deepinfer/tools/cli_common.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "deepinfer/kvstore/content_digest.h"
 #include "deepinfer/kvstore/ttl_spec.h"
 #include "deepinfer/model/catalog.h"
-#include "deepinfer/model/format/gguf.h"
-#include "deepinfer/model/format/safetensors.h"
-#include "deepinfer/model/model_path.h"
 #include "deepinfer/recipe/chat.h"
 
 namespace deepinfer::tools {
@@ -18,63 +16,57 @@ int report_error(const Status& status) {
   return status.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitRuntimeError;
 }
 
-Result<LoadedModel> load_model_for_cli(const std::string& model_arg) {
-  DI_ASSIGN_OR_RETURN(model::ResolvedModel resolved, model::resolve_model(model_arg));
-  LoadedModel out;
-  out.name = resolved.name;
-  out.path = resolved.path;
-  model::WeightSource source;
-  source.description = resolved.path;
-  if (resolved.kind == model::ResolvedModel::Kind::kGguf) {
-    DI_ASSIGN_OR_RETURN(auto gguf, format::GgufFile::open(resolved.path));
-    source.gguf = gguf;
-    DI_ASSIGN_OR_RETURN(auto tok, recipe::Tokenizer::from_gguf(*gguf));
-    out.tokenizer = std::move(tok);
-  } else {
-    DI_ASSIGN_OR_RETURN(auto st, format::SafetensorsModel::open(resolved.path));
-    source.safetensors = st;
-    DI_ASSIGN_OR_RETURN(auto tok, recipe::Tokenizer::from_hf_dir(resolved.path));
-    out.tokenizer = std::move(tok);
-  }
-  DI_ASSIGN_OR_RETURN(out.model, model::load_model(source));
-  if (out.model->config().vocab_size < out.tokenizer->vocab_size())
-    return corrupt("{}: the tokenizer has {} tokens but the model only {}", resolved.path,
-                   out.tokenizer->vocab_size(), out.model->config().vocab_size);
-  return out;
+namespace {
+
+// Refuses what the table refuses, with its message ("top_p must be in (0, 1], got 0").
+CLI::Validator table_check(const engine::SamplingField& f) {
+  return CLI::Validator(
+      [&f](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0') return "not a number: " + text;
+        const Status st = engine::check_sampling_value(f, v);
+        return st.is_ok() ? std::string() : st.message();
+      },
+      fmt::format("in {}{} - {}]", f.min_exclusive ? "(" : "[", f.min, f.max));
 }
 
-void add_sampling_flags(CLI::App& app, SamplingFlags& f) {
-  app.add_option("--max-tokens", f.max_tokens, "Maximum tokens to generate")->check(CLI::Range(0, 1 << 20));
-  app.add_option("--temperature", f.temperature, "Sampling temperature (0 = greedy)")->check(CLI::Range(0.0, 100.0));
-  app.add_option("--top-p", f.top_p, "Nucleus sampling mass")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--top-k", f.top_k, "Keep the K most likely tokens (0 = off)")->check(CLI::Range(0, 1 << 30));
-  app.add_option("--min-p", f.min_p, "Drop tokens below this fraction of the top probability")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--repetition-penalty", f.repetition_penalty, "Repetition penalty (1 = off)")->check(CLI::Range(0.01, 100.0));
-  app.add_option("--frequency-penalty", f.frequency_penalty, "OpenAI frequency penalty")->check(CLI::Range(-2.0, 2.0));
-  app.add_option("--presence-penalty", f.presence_penalty, "OpenAI presence penalty")->check(CLI::Range(-2.0, 2.0));
-  app.add_option("--seed", f.seed, "Random seed (same seed, same output)");
-  app.add_option("--stop", f.stop, "Stop string (repeatable)");
-  app.add_option("--logprobs", f.logprobs, "Report the top-N log-probabilities of each token")->check(CLI::Range(0, 20));
-  app.add_flag("--ignore-eos", f.ignore_eos, "Keep generating after the end-of-sequence token");
+}  // namespace
+
+void add_sampling_flags(CLI::App& app, SamplingFlags& flags, engine::Defaults defaults) {
+  using engine::FieldType;
+  flags.request = engine::default_request(defaults);
+  for (const engine::SamplingField& f : engine::sampling_fields()) {
+    if (!(f.surfaces & engine::kCli)) continue;
+    const std::string flag = cli_flag(f);
+    const std::string help(f.help);
+    const double def = f.defaults[int(defaults)];
+    engine::GenerationRequest& r = flags.request;
+    CLI::Option* opt = nullptr;
+    switch (f.type) {
+      case FieldType::kReal:
+        opt = app.add_option_function<double>(flag, [&f, &r](const double& v) { f.set(r, v, 0); }, help);
+        opt->default_str(fmt::format("{}", def));
+        break;
+      case FieldType::kInt:
+        opt = app.add_option_function<int64_t>(flag, [&f, &r](const int64_t& v) { f.set(r, 0, v); }, help);
+        if (!(f.has_off && def == f.off)) opt->default_str(fmt::format("{}", def));
+        break;
+      case FieldType::kSeed:
+        opt = app.add_option_function<int64_t>(flag, [&f, &r](const int64_t& v) { f.set(r, 0, v); }, help);
+        break;
+      case FieldType::kFlag:
+        app.add_flag_function(flag, [&f, &r](int64_t count) { f.set(r, 0, count > 0); }, help);
+        break;
+    }
+    if (opt && f.type != FieldType::kSeed) opt->check(table_check(f));
+  }
+  app.add_option("--stop", flags.stop, "Stop string (repeatable)");
 }
 
-engine::GenerationRequest make_request(const SamplingFlags& f) {
-  engine::GenerationRequest r;
-  r.max_tokens = f.max_tokens;
-  r.sampling.temperature = f.temperature;
-  r.sampling.top_p = f.top_p;
-  r.sampling.top_k = f.top_k;
-  r.sampling.min_p = f.min_p;
-  r.sampling.repetition_penalty = f.repetition_penalty;
-  r.sampling.frequency_penalty = f.frequency_penalty;
-  r.sampling.presence_penalty = f.presence_penalty;
-  if (f.seed >= 0) {
-    r.sampling.seed = static_cast<uint64_t>(f.seed);
-    r.sampling.has_seed = true;
-  }
-  r.sampling.logprobs = f.logprobs;
-  r.stop = f.stop;
-  r.ignore_eos = f.ignore_eos;
+engine::GenerationRequest make_request(const SamplingFlags& flags) {
+  engine::GenerationRequest r = flags.request;
+  r.stop = flags.stop;
   return r;
 }
 
@@ -118,7 +110,7 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
   config.num_threads = f.threads;
   config.max_num_seqs = f.max_num_seqs;
   config.batch_invariant = f.batch_invariant;
-  config.enable_prefix_caching = f.prefix_caching;
+  config.enable_prefix_caching = f.enable_prefix_caching;
   config.int8_activations = f.matmul_precision == "int8";
   config.overlap_scheduling = f.overlap == "on";
   if ((f.kv_store_ram_gb > 0 || f.kv_store_capacity_gb > 0) && f.kv_store.empty())
@@ -131,7 +123,7 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
     std::filesystem::create_directories(dir, ec);
     config.kv_store_dirs.push_back(dir);
   }
-  config.kv_store_host_bytes = static_cast<size_t>(f.kv_store_ram_gb * double(size_t{1} << 30));
+  config.kv_store_host_tier_bytes = static_cast<size_t>(f.kv_store_ram_gb * double(size_t{1} << 30));
   config.kv_store_target_capacity_bytes =
       static_cast<uint64_t>(f.kv_store_capacity_gb * double(uint64_t{1} << 30));
   if (!f.kv_store_ttl.empty()) {

@@ -10,7 +10,9 @@
 
 #include "deepinfer/base/status.h"
 #include "deepinfer/engine/engine.h"
+#include "deepinfer/engine/loaded_model.h"
 #include "deepinfer/engine/request.h"
+#include "deepinfer/engine/sampling_fields.h"
 #include "deepinfer/model/model.h"
 #include "deepinfer/recipe/tokenizer.h"
 
@@ -23,32 +25,20 @@ constexpr int kExitUsage = 2;
 // Prints "deepinfer: <message>" on stderr and returns the exit status for the Status.
 int report_error(const Status& status);
 
-struct LoadedModel {
-  std::string name;  // short name or file name, for output records
-  std::string path;  // the weights (file or directory); their content digest keys the KV store
-  std::shared_ptr<const recipe::Tokenizer> tokenizer;
-  std::unique_ptr<model::Model> model;
-};
-
+using LoadedModel = engine::LoadedModel;
 // --model as a .gguf file, a Hugging Face directory or a catalogue name ("" = default model).
-Result<LoadedModel> load_model_for_cli(const std::string& model_arg);
+inline Result<LoadedModel> load_model_for_cli(const std::string& model_arg) {
+  return engine::load_model_with_tokenizer(model_arg);
+}
 
-// Flags every generating subcommand takes.
+// The sampling flags of a generating subcommand: one per CLI field of
+// engine/sampling_fields.h, plus --stop. They write into `request`, which starts from the
+// subcommand's defaults (engine::Defaults::kGenerate or kChat; docs/sampling.md).
 struct SamplingFlags {
-  int max_tokens = 256;
-  float temperature = 0.0f;
-  float top_p = 1.0f;
-  int top_k = 0;
-  float min_p = 0.0f;
-  float repetition_penalty = 1.0f;
-  float frequency_penalty = 0.0f;
-  float presence_penalty = 0.0f;
-  int64_t seed = -1;
+  engine::GenerationRequest request;
   std::vector<std::string> stop;
-  int logprobs = -1;
-  bool ignore_eos = false;
 };
-void add_sampling_flags(CLI::App& app, SamplingFlags& flags);
+void add_sampling_flags(CLI::App& app, SamplingFlags& flags, engine::Defaults defaults);
 engine::GenerationRequest make_request(const SamplingFlags& flags);
 
 struct EngineFlags {
@@ -56,7 +46,7 @@ struct EngineFlags {
   int threads = 0;
   int max_num_seqs = 64;
   bool batch_invariant = false;
-  bool prefix_caching = true;
+  bool enable_prefix_caching = true;  // no flag: bench turns it off
   std::string matmul_precision = "high";
   std::string overlap = "off";  // overlap scheduling: on | off
   std::vector<std::string> kv_store;

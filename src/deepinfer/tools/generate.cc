@@ -221,7 +221,7 @@ Subcommand make_generate_command() {
   s.add = [flags](CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("generate", "Generate text for one prompt or a batch, offline");
     add_engine_flags(*cmd, flags->engine);
-    add_sampling_flags(*cmd, flags->sampling);
+    add_sampling_flags(*cmd, flags->sampling, engine::Defaults::kGenerate);
     cmd->add_option("--prompt,-p", flags->prompts, "Prompt text (repeatable)");
     cmd->add_option("--input", flags->input,
                     "JSONL file: one {\"prompt\"|\"messages\"|\"prompt_token_ids\": ...} per line, "
@@ -235,6 +235,10 @@ Subcommand make_generate_command() {
     cmd->add_option("--json-schema", flags->json_schema, "Constrain output to a JSON Schema file");
     cmd->add_option("--regex", flags->regex, "Constrain output to a regular expression");
     cmd->add_option("--grammar", flags->grammar, "Constrain output to an EBNF (GBNF-style) grammar file");
+    cmd->footer(
+        "Greedy by default (--temperature 0): the same prompt gives the same answer, as a tool that "
+        "answers questions should; give --temperature (and --seed) to sample. --input lines start "
+        "from these flags. See docs/sampling.md.");
     return cmd;
   };
   s.run = [flags] { return run_generate(*flags); };

@@ -4,19 +4,37 @@
 
 #include <nlohmann/json.hpp>
 
+#include "deepinfer/engine/sampling_fields.h"
 #include "deepinfer/recipe/chat.h"
 #include "deepinfer/tools/cli_common.h"
 
 namespace deepinfer::tools {
 namespace {
 
-// Reads an optional numeric field into `out`, or says which field has the wrong type.
-template <typename T>
-Status read_number(const nlohmann::json& j, const char* key, const std::string& where, T& out) {
+// Reads the line's value of a JSONL field of the sampling table into `r` (absent or null: keep
+// the default). Only the type is checked here; the engine checks ranges at admission (its
+// error then names the request).
+Status read_field(const nlohmann::json& j, const engine::SamplingField& f, const std::string& where,
+                  engine::GenerationRequest& r) {
+  const std::string key(f.name);
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return Status::ok();
-  if (!it->is_number()) return invalid_argument("{}: field '{}' must be a number", where, key);
-  out = it->get<T>();
+  switch (f.type) {
+    case engine::FieldType::kReal:
+    case engine::FieldType::kInt:
+      if (!it->is_number()) return invalid_argument("{}: field '{}' must be a number", where, key);
+      if (f.type == engine::FieldType::kReal) f.set(r, it->get<double>(), 0);
+      else f.set(r, 0, it->get<int64_t>());
+      return Status::ok();
+    case engine::FieldType::kSeed:
+      if (!it->is_number_integer()) return invalid_argument("{}: field '{}' must be an integer", where, key);
+      f.set(r, 0, int64_t(it->get<uint64_t>()));
+      return Status::ok();
+    case engine::FieldType::kFlag:
+      if (!it->is_boolean()) return invalid_argument("{}: field '{}' must be true or false", where, key);
+      f.set(r, 0, it->get<bool>());
+      return Status::ok();
+  }
   return Status::ok();
 }
 
@@ -54,20 +72,8 @@ Result<engine::GenerationRequest> parse_generate_line(const nlohmann::json& j, c
   } else {
     return invalid_argument("{}: needs 'prompt', 'messages' or 'prompt_token_ids'", where);
   }
-  DI_RETURN_IF_ERROR(read_number(j, "max_tokens", where, r.max_tokens));
-  DI_RETURN_IF_ERROR(read_number(j, "temperature", where, r.sampling.temperature));
-  DI_RETURN_IF_ERROR(read_number(j, "top_p", where, r.sampling.top_p));
-  DI_RETURN_IF_ERROR(read_number(j, "top_k", where, r.sampling.top_k));
-  DI_RETURN_IF_ERROR(read_number(j, "min_p", where, r.sampling.min_p));
-  DI_RETURN_IF_ERROR(read_number(j, "repetition_penalty", where, r.sampling.repetition_penalty));
-  DI_RETURN_IF_ERROR(read_number(j, "frequency_penalty", where, r.sampling.frequency_penalty));
-  DI_RETURN_IF_ERROR(read_number(j, "presence_penalty", where, r.sampling.presence_penalty));
-  DI_RETURN_IF_ERROR(read_number(j, "logprobs", where, r.sampling.logprobs));
-  if (auto it = j.find("seed"); it != j.end() && !it->is_null()) {
-    if (!it->is_number_integer()) return invalid_argument("{}: field 'seed' must be an integer", where);
-    r.sampling.seed = it->get<uint64_t>();
-    r.sampling.has_seed = true;
-  }
+  for (const engine::SamplingField& f : engine::sampling_fields())
+    if (f.surfaces & engine::kJsonl) DI_RETURN_IF_ERROR(read_field(j, f, where, r));
   if (auto it = j.find("stop"); it != j.end() && !it->is_null()) {
     r.stop.clear();
     if (it->is_string()) {

@@ -141,7 +141,7 @@ TEST(DeepseekV4Serve, ReplySplitsIntoReasoningContentAndCalls) {
       "Paris weather needed.</think>One moment.\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n"
       "<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n"
       "</｜DSML｜tool_calls>";
-  ParsedChatOutput whole = parse_chat_output(turn, reply);
+  ParsedOutput whole = parse_chat_output(turn, reply);
   EXPECT_EQ(whole.reasoning_content, "Paris weather needed.");
   EXPECT_EQ(whole.content, "One moment.");
   ASSERT_EQ(whole.tool_calls.size(), 1u);
@@ -159,7 +159,7 @@ TEST(DeepseekV4Serve, ReplySplitsIntoReasoningContentAndCalls) {
     seen_content = s.content();
     seen_reasoning = s.reasoning();
   }
-  ParsedChatOutput streamed = s.finish();
+  ParsedOutput streamed = s.finish();
   EXPECT_EQ(streamed.content, whole.content);
   EXPECT_EQ(streamed.reasoning_content, whole.reasoning_content);
   ASSERT_EQ(streamed.tool_calls.size(), 1u);
@@ -174,7 +174,7 @@ TEST(DeepseekV4Serve, ChatModeWithoutToolsIsPlainText) {
   encode_chat_turn(*tok, "deepseek_v4", turn, r);
   EXPECT_EQ(tok->decode(r.prompt_ids), "<｜begin▁of▁sentence｜><｜User｜>hi<｜Assistant｜></think>");
   // A DSML-looking reply without tools offered is the model's text.
-  ParsedChatOutput out = parse_chat_output(turn, "Hello <｜DSML｜tool_calls>");
+  ParsedOutput out = parse_chat_output(turn, "Hello <｜DSML｜tool_calls>");
   EXPECT_EQ(out.content, "Hello <｜DSML｜tool_calls>");
   EXPECT_TRUE(out.tool_calls.empty());
 }

@@ -192,13 +192,13 @@ TEST(KvCacheManager, PrefixCachingOff) {
 // Records evictions; serves what it saw evicted; can be told to fail a load.
 class FakeTier : public KvTierHook {
  public:
-  void on_block_evicted(const BlockKey& key, int32_t block) override {
+  void on_block_evicted(const BlockHash& key, int32_t block) override {
     evicted.push_back(block);
     stored.push_back(key);
   }
   int lookup_prefix(Sequence& seq, int first, int count) override {
     int n = 0;
-    while (n < count && std::find(stored.begin(), stored.end(), seq.block_keys[first + n]) !=
+    while (n < count && std::find(stored.begin(), stored.end(), seq.block_hashes[first + n]) !=
                             stored.end())
       ++n;
     return n;
@@ -213,11 +213,11 @@ class FakeTier : public KvTierHook {
   }
   void on_blocks_cached(Sequence& seq, std::span<const int> indices,
                         std::span<const int32_t> blocks) override {
-    for (int i : indices) written.push_back(seq.block_keys[i]);
+    for (int i : indices) written.push_back(seq.block_hashes[i]);
   }
   std::vector<int32_t> evicted;
-  std::vector<BlockKey> stored;
-  std::vector<BlockKey> written;  // keys handed over for write-through
+  std::vector<BlockHash> stored;
+  std::vector<BlockHash> written;  // keys handed over for write-through
   int loads = 0;
   int fail_after = -1;
 };
@@ -296,8 +296,8 @@ TEST(KvCacheManager, WritesThroughOnlyBlocksItComputed) {
   ASSERT_TRUE(kv.allocate_slots(a, 9).has_value());
   compute(kv, a, 9);
   ASSERT_EQ(tier.written.size(), 2u);  // at caching time, long before any eviction
-  EXPECT_EQ(tier.written[0], a.block_keys[0]);
-  EXPECT_EQ(tier.written[1], a.block_keys[1]);
+  EXPECT_EQ(tier.written[0], a.block_hashes[0]);
+  EXPECT_EQ(tier.written[1], a.block_hashes[1]);
   EXPECT_EQ(kv.stats().tier_written_blocks, 2);
   // Same prompt computed privately by a concurrent sequence: deduplicated, not written again.
   Sequence b = make_seq(2, iota_tokens(9));

@@ -1,0 +1,24 @@
+// A model with its tokenizer, loaded from a .gguf file, a Hugging Face directory or a catalogue
+// name: what the CLI subcommands and the Python package build an Engine from.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "deepinfer/base/status.h"
+#include "deepinfer/model/model.h"
+#include "deepinfer/recipe/tokenizer.h"
+
+namespace deepinfer::engine {
+
+struct LoadedModel {
+  std::string name;  // short name or file name, for output records
+  std::string path;  // the weights (file or directory); their content digest keys the KV store
+  std::shared_ptr<const recipe::Tokenizer> tokenizer;
+  std::unique_ptr<model::Model> model;
+};
+
+// `model_arg` as a .gguf file, a Hugging Face directory or a catalogue name ("" = default model).
+Result<LoadedModel> load_model_with_tokenizer(const std::string& model_arg);
+
+}  // namespace deepinfer::engine
