@@ -22,7 +22,7 @@ KvCacheManager::KvCacheManager(const KvCacheConfig& config, KvTierHook* hook)
       pool_(config.num_blocks, config.block_size),
       root_hash_(root_block_hash(config.cache_namespace)) {}
 
-void KvCacheManager::ensure_block_keys(Sequence& seq, int num_full_blocks) const {
+void KvCacheManager::ensure_block_hashes(Sequence& seq, int num_full_blocks) const {
   const int bs = block_size();
   DI_CHECK(num_full_blocks * bs <= seq.num_tokens(), "seq {}: {} full blocks of {} tokens",
            seq.id, num_full_blocks, seq.num_tokens());
@@ -42,7 +42,7 @@ PrefixMatch KvCacheManager::get_computed_blocks(Sequence& seq) {
   // Never the whole sequence: the last token must run through the model to give logits.
   const int max_blocks = (seq.num_tokens() - 1) / block_size();
   if (max_blocks <= 0) return match;
-  ensure_block_keys(seq, max_blocks);
+  ensure_block_hashes(seq, max_blocks);
   std::span<const BlockHash> keys(seq.block_hashes.data(), max_blocks);
   match.blocks = tree_.match(keys);
   if (hook_ != nullptr && !seq.skip_tier && static_cast<int>(match.blocks.size()) < max_blocks) {
@@ -64,7 +64,7 @@ bool KvCacheManager::prefetch_ready(Sequence& seq) {
     const int max_blocks = (seq.num_tokens() - 1) / block_size();
     int in_memory = 0;
     if (max_blocks > 0) {
-      ensure_block_keys(seq, max_blocks);
+      ensure_block_hashes(seq, max_blocks);
       in_memory = static_cast<int>(
           tree_.match(std::span<const BlockHash>(seq.block_hashes.data(), max_blocks)).size());
     }
@@ -161,7 +161,7 @@ void KvCacheManager::commit_full_blocks(Sequence& seq, int write_from) {
   const int full = std::min(seq.num_computed_tokens / block_size(),
                             static_cast<int>(seq.block_table.size()));
   if (full <= seq.num_committed_blocks) return;
-  ensure_block_keys(seq, full);
+  ensure_block_hashes(seq, full);
   std::vector<int> new_indices;      // blocks this sequence computed first: the tier's to write
   std::vector<int32_t> new_blocks;
   for (int i = seq.num_committed_blocks; i < full; ++i) {

@@ -128,7 +128,7 @@ class KvCacheManager {
   const BlockPool& pool() const { return pool_; }
 
  private:
-  void ensure_block_keys(Sequence& seq, int num_full_blocks) const;
+  void ensure_block_hashes(Sequence& seq, int num_full_blocks) const;
   // cache_full_blocks; blocks before `write_from` came from the tier and are not written back.
   void commit_full_blocks(Sequence& seq, int write_from);
   int32_t take_block();
