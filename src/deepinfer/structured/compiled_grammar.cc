@@ -22,7 +22,7 @@ struct CompiledGrammar::PrecomputeState {
 };
 
 CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocabulary> v)
-    : grammar_(std::move(g)), vocab_(std::move(v)) {}
+    : grammar_(std::move(g)), vocab_(std::move(v)), caches_(std::make_unique<Caches>()) {}
 
 CompiledGrammar::~CompiledGrammar() = default;
 
@@ -41,9 +41,9 @@ Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::create(
   cg->columns_ = byte_columns(cg->grammar_);
   cg->alias_long_chains();
   if (limits.precompute_seconds > 0 && limits.precompute_max_contexts > 0) {
-    cg->pre_.reset(new PrecomputeState{
+    cg->caches_->precompute.reset(new PrecomputeState{
         limits, ContextWalker(&cg->scan_grammar(), cg->trie_, cg->columns_), {}, {}, 0, {}, 0});
-    cg->pending_ = true;
+    cg->caches_->pending = true;
     if (mode == Precompute::kBeforeReturn)
       while (cg->precompute_more(1e9)) {
       }
@@ -72,7 +72,7 @@ void CompiledGrammar::classify_start_contexts() const {
   // The contexts GrammarMatcher::find_classes_of looks up for the initial stacks: each
   // stack's shallowest key that is not refined (a final key never is), and the shallower
   // ones on the way.
-  const size_t lazy_before = lazy_.load();
+  const size_t lazy_before = caches_->lazy.load();
   StackPool pool(&grammar_);
   for (uint32_t s : pool.initial(grammar_.root)) {
     if (s == StackPool::kAccept) continue;
@@ -80,9 +80,9 @@ void CompiledGrammar::classify_start_contexts() const {
       if (!classes(key_of(pool, s, d)).refine) break;
   }
   // classes() counts them as classified on first use; they are ahead of use.
-  const size_t n = lazy_.load() - lazy_before;
-  lazy_ -= n;
-  precomputed_ += n;
+  const size_t n = caches_->lazy.load() - lazy_before;
+  caches_->lazy -= n;
+  caches_->precomputed += n;
 }
 
 void CompiledGrammar::alias_long_chains() {
@@ -120,9 +120,9 @@ void CompiledGrammar::alias_long_chains() {
 
 bool CompiledGrammar::precompute_more(double seconds) const {
   using Clock = std::chrono::steady_clock;
-  std::lock_guard<std::mutex> pre_lock(pre_mu_);
-  if (!pre_) return false;
-  PrecomputeState& st = *pre_;
+  std::lock_guard<std::mutex> pre_lock(caches_->precompute_mu);
+  if (!caches_->precompute) return false;
+  PrecomputeState& st = *caches_->precompute;
   const auto t0 = Clock::now();
   if (!st.graph) {
     st.graph = std::make_unique<ContextGraph>(grammar_, key_pos_);
@@ -143,16 +143,16 @@ bool CompiledGrammar::precompute_more(double seconds) const {
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     size_t bytes;
     {
-      std::lock_guard<base::SpinMutex> lock(mu_);
-      bytes = cache_bytes_;
+      std::lock_guard<base::SpinMutex> lock(caches_->mu);
+      bytes = caches_->bytes;
     }
     if (st.spent_seconds + elapsed > st.limits.precompute_seconds ||
-        precomputed_.load() >= st.limits.precompute_max_contexts ||
+        caches_->precomputed.load() >= st.limits.precompute_max_contexts ||
         bytes > st.limits.precompute_max_bytes)
       break;  // budget spent: the rest is classified on first use
     if (elapsed > seconds) {
       st.spent_seconds += elapsed;
-      precompute_ms_ = st.spent_seconds * 1e3;
+      caches_->precompute_ms = st.spent_seconds * 1e3;
       return true;
     }
     auto [key, depth] = st.todo.back();
@@ -165,12 +165,12 @@ bool CompiledGrammar::precompute_more(double seconds) const {
       const TokenClasses* shallower = depth > 1 ? cached_classes(shallower_key(key)) : nullptr;
       if (shallower && !shallower->complete()) shallower = nullptr;
       auto c = shallower ? st.walker.classify_below(key, *shallower) : st.walker.classify(key);
-      nodes_visited_ += st.walker.last_visits();
+      caches_->nodes_visited += st.walker.last_visits();
       refine = c->refine;
-      std::lock_guard<base::SpinMutex> lock(mu_);
-      auto [kept, inserted] = cache_.insert(key, std::move(c));
-      if (inserted) cache_bytes_ += kept->memory_bytes();
-      precomputed_++;
+      std::lock_guard<base::SpinMutex> lock(caches_->mu);
+      auto [kept, inserted] = caches_->table.insert(key, std::move(c));
+      if (inserted) caches_->bytes += kept->memory_bytes();
+      caches_->precomputed++;
     }
     if (!refine) continue;
     const std::vector<uint32_t>& below = st.graph->frames_below(key[depth - 1]);
@@ -181,10 +181,10 @@ bool CompiledGrammar::precompute_more(double seconds) const {
     }
   }
   st.spent_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
-  precompute_ms_ = st.spent_seconds * 1e3;
-  complete_ = finished;
-  pre_.reset();
-  pending_.store(false, std::memory_order_release);
+  caches_->precompute_ms = st.spent_seconds * 1e3;
+  caches_->complete = finished;
+  caches_->precompute.reset();
+  caches_->pending.store(false, std::memory_order_release);
   return false;
 }
 
@@ -193,36 +193,36 @@ bool CompiledGrammar::is_eos(int32_t id) const {
 }
 
 size_t CompiledGrammar::memory_bytes() const {
-  std::lock_guard<base::SpinMutex> lock(mu_);
+  std::lock_guard<base::SpinMutex> lock(caches_->mu);
   const size_t scan_bytes = scan_grammar_ ? scan_grammar_->elements.size() * sizeof(Element) : 0;
   return grammar_.elements.size() * sizeof(Element) + grammar_.byte_sets.size() * sizeof(ByteSet) +
-         scan_bytes + cache_bytes_;
+         scan_bytes + caches_->bytes;
 }
 
 ContextStats CompiledGrammar::context_stats() const {
   ContextStats s;
-  s.precomputed = precomputed_.load();
-  s.lazy = lazy_.load();
-  s.direct_masks = direct_masks_.load();
-  s.complete = complete_.load();
-  s.pending = pending_.load();
-  s.precompute_ms = precompute_ms_.load();
-  s.nodes_visited = nodes_visited_.load();
+  s.precomputed = caches_->precomputed.load();
+  s.lazy = caches_->lazy.load();
+  s.direct_masks = caches_->direct_masks.load();
+  s.complete = caches_->complete.load();
+  s.pending = caches_->pending.load();
+  s.precompute_ms = caches_->precompute_ms.load();
+  s.nodes_visited = caches_->nodes_visited.load();
   return s;
 }
 
 const TokenClasses* CompiledGrammar::cached_classes(const ContextKey& key) const {
-  std::lock_guard<base::SpinMutex> lock(mu_);
-  return cache_.find(key);
+  std::lock_guard<base::SpinMutex> lock(caches_->mu);
+  return caches_->table.find(key);
 }
 
 const TokenClasses* CompiledGrammar::cached_classes_for(const ContextKey& deepest) const {
   ContextKey key;
   key.fill(StackPool::kNoPos);
-  std::lock_guard<base::SpinMutex> lock(mu_);
+  std::lock_guard<base::SpinMutex> lock(caches_->mu);
   for (int d = 1; d <= kContextFrames; ++d) {
     key[d - 1] = deepest[d - 1];
-    const TokenClasses* c = cache_.find(key);
+    const TokenClasses* c = caches_->table.find(key);
     if (!c || !c->refine || d == kContextFrames) return c;
   }
   return nullptr;
@@ -231,17 +231,17 @@ const TokenClasses* CompiledGrammar::cached_classes_for(const ContextKey& deepes
 std::shared_ptr<const TokenClasses> CompiledGrammar::set_classes(
     const std::vector<ContextKey>& keys) const {
   {
-    std::lock_guard<base::SpinMutex> lock(mu_);
-    auto it = set_cache_.find(keys);
-    if (it != set_cache_.end()) return it->second;
+    std::lock_guard<base::SpinMutex> lock(caches_->mu);
+    auto it = caches_->set_classes.find(keys);
+    if (it != caches_->set_classes.end()) return it->second;
   }
   std::shared_ptr<const TokenClasses> fresh =
       classify_off_precompute([&](ContextWalker& w) { return w.classify_set(keys); });
-  direct_masks_++;
-  std::lock_guard<base::SpinMutex> lock(mu_);
-  if (set_cache_.size() < kMaxSetClasses) {
-    auto [it, inserted] = set_cache_.try_emplace(keys, fresh);
-    if (inserted) cache_bytes_ += fresh->memory_bytes();
+  caches_->direct_masks++;
+  std::lock_guard<base::SpinMutex> lock(caches_->mu);
+  if (caches_->set_classes.size() < kMaxSetClasses) {
+    auto [it, inserted] = caches_->set_classes.try_emplace(keys, fresh);
+    if (inserted) caches_->bytes += fresh->memory_bytes();
     return it->second;
   }
   return fresh;
@@ -252,23 +252,23 @@ std::unique_ptr<TokenClasses> CompiledGrammar::classify_off_precompute(
   // One walker is kept so classifications outside the precompute share its DFA; a second
   // thread meanwhile uses a fresh one.
   std::unique_ptr<TokenClasses> out;
-  if (std::unique_lock<std::mutex> walker_lock(lazy_walker_mu_, std::try_to_lock);
+  if (std::unique_lock<std::mutex> walker_lock(caches_->lazy_walker_mu, std::try_to_lock);
       walker_lock.owns_lock()) {
-    if (!lazy_walker_) lazy_walker_ = std::make_unique<ContextWalker>(&scan_grammar(), trie_, columns_);
-    out = classify(*lazy_walker_);
-    nodes_visited_ += lazy_walker_->last_visits();
+    if (!caches_->lazy_walker) caches_->lazy_walker = std::make_unique<ContextWalker>(&scan_grammar(), trie_, columns_);
+    out = classify(*caches_->lazy_walker);
+    caches_->nodes_visited += caches_->lazy_walker->last_visits();
   } else {
     ContextWalker walker(&scan_grammar(), trie_, columns_);
     out = classify(walker);
-    nodes_visited_ += walker.last_visits();
+    caches_->nodes_visited += walker.last_visits();
   }
   return out;
 }
 
 const TokenClasses& CompiledGrammar::classes(const ContextKey& key) const {
   {
-    std::lock_guard<base::SpinMutex> lock(mu_);
-    if (const TokenClasses* known = cache_.find(key)) return *known;
+    std::lock_guard<base::SpinMutex> lock(caches_->mu);
+    if (const TokenClasses* known = caches_->table.find(key)) return *known;
   }
   // Computed outside the cache lock; a racing duplicate is discarded. One walker is kept so
   // lazy classifications share its DFA; a second thread meanwhile uses a fresh one.
@@ -278,10 +278,10 @@ const TokenClasses& CompiledGrammar::classes(const ContextKey& key) const {
   std::unique_ptr<TokenClasses> fresh = classify_off_precompute([&](ContextWalker& w) {
     return shallower ? w.classify_below(key, *shallower) : w.classify(key);
   });
-  lazy_++;
-  std::lock_guard<base::SpinMutex> lock(mu_);
-  auto [kept, inserted] = cache_.insert(key, std::move(fresh));
-  if (inserted) cache_bytes_ += kept->memory_bytes();
+  caches_->lazy++;
+  std::lock_guard<base::SpinMutex> lock(caches_->mu);
+  auto [kept, inserted] = caches_->table.insert(key, std::move(fresh));
+  if (inserted) caches_->bytes += kept->memory_bytes();
   return *kept;
 }
 

@@ -77,7 +77,7 @@ class CompiledGrammar {
   bool precompute_more(double seconds) const;
   // The background precompute has work left (a context it has not reached yet is classified
   // by the first mask that needs it, and shared).
-  bool precompute_pending() const { return pending_.load(std::memory_order_acquire); }
+  bool precompute_pending() const { return caches_->pending.load(std::memory_order_acquire); }
   // The position a context key uses for grammar position p (see Grammar::counted_chains).
   uint32_t key_pos(uint32_t p) const { return key_pos_.empty() ? p : key_pos_[p]; }
   // The context key of `stack` (of `pool`, over grammar()) cut to its top `depth` frames, or
@@ -105,10 +105,6 @@ class CompiledGrammar {
   std::vector<uint32_t> key_pos_;  // [elements] or empty when no chain is long enough
   std::unique_ptr<Grammar> scan_grammar_;  // null when no chain is long enough
   std::vector<uint8_t> deferred_;  // [rules] precomputed last: deep into an optional run
-  // Guards cache_, set_cache_ and cache_bytes_. Every mask looks contexts up under it while
-  // the background precompute inserts: sections are short, so waiters spin, not sleep.
-  mutable base::SpinMutex mu_;
-  mutable ContextTable cache_;
   struct KeySetHash {
     size_t operator()(const std::vector<ContextKey>& keys) const {
       size_t h = keys.size();
@@ -117,21 +113,29 @@ class CompiledGrammar {
     }
   };
   static constexpr size_t kMaxSetClasses = 1024;
-  mutable std::unordered_map<std::vector<ContextKey>, std::shared_ptr<const TokenClasses>,
-                             KeySetHash>
-      set_cache_;
-  mutable size_t cache_bytes_ = 0;
-  // The precompute's resumable state (positions still to visit, refinements pending); only
-  // the thread holding pre_mu_ touches it. Freed when the precompute ends.
-  mutable std::mutex pre_mu_;
-  mutable std::unique_ptr<PrecomputeState> pre_;
-  mutable std::atomic<bool> pending_{false};
-  mutable std::mutex lazy_walker_mu_;
-  mutable std::unique_ptr<ContextWalker>
-      lazy_walker_;  // classes() of contexts not precomputed (yet)
-  mutable std::atomic<size_t> precomputed_{0}, lazy_{0}, direct_masks_{0}, nodes_visited_{0};
-  mutable std::atomic<bool> complete_{false};
-  mutable std::atomic<double> precompute_ms_{0};
+  // The only part of a compiled grammar that changes after create(): the context
+  // classifications that masks and the background precompute fill in as they need them, with
+  // their locks and counters. The grammar holds it by pointer, so every other member stays as
+  // create() left it and the grammar can be shared as const by any number of requests.
+  struct Caches {
+    // Guards table, set_classes and bytes. Every mask looks contexts up under it while the
+    // background precompute inserts: sections are short, so waiters spin, not sleep.
+    base::SpinMutex mu;
+    ContextTable table;
+    std::unordered_map<std::vector<ContextKey>, std::shared_ptr<const TokenClasses>, KeySetHash> set_classes;
+    size_t bytes = 0;
+    // The precompute's resumable state (positions still to visit, refinements pending); only
+    // the thread holding precompute_mu touches it. Freed when the precompute ends.
+    std::mutex precompute_mu;
+    std::unique_ptr<PrecomputeState> precompute;
+    std::atomic<bool> pending{false};
+    std::mutex lazy_walker_mu;
+    std::unique_ptr<ContextWalker> lazy_walker;  // classes() of contexts not precomputed (yet)
+    std::atomic<size_t> precomputed{0}, lazy{0}, direct_masks{0}, nodes_visited{0};
+    std::atomic<bool> complete{false};
+    std::atomic<double> precompute_ms{0};
+  };
+  const std::unique_ptr<Caches> caches_;  // never null
 };
 
 }  // namespace deepinfer::structured
