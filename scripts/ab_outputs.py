@@ -18,17 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests/reference/fixtures"
-
-
-def byte_level_unicode():
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
+sys.path.insert(0, str(ROOT / "tests/python"))
+from byte_tokenizer import write_byte_tokenizer  # noqa: E402
 
 
 def with_tokenizer(src, dst):
@@ -36,13 +27,7 @@ def with_tokenizer(src, dst):
     if (dst / "expected.json").exists():
         (dst / "expected.json").unlink()
     if not (dst / "tokenizer.json").exists():
-        table = byte_level_unicode()
-        tok = {"version": "1.0", "added_tokens": [], "normalizer": None,
-               "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                                 "use_regex": True},
-               "post_processor": None, "decoder": {"type": "ByteLevel"},
-               "model": {"type": "BPE", "vocab": {table[b]: b for b in range(128)}, "merges": []}}
-        (dst / "tokenizer.json").write_text(json.dumps(tok))
+        write_byte_tokenizer(dst)
     return dst
 
 

@@ -57,14 +57,10 @@ def test_kvstore_io_mode_names_an_unusable_directory(tmp_path):
 def test_decode_bench_splits_forward_time_by_part_for_deepseek_v3(tmp_path, model):
     import shutil
     from conftest import ROOT
-    from test_cli_deepseek_v4 import byte_level_unicode
+    from byte_tokenizer import write_byte_tokenizer
     d = tmp_path / "v3"
     shutil.copytree(ROOT / "tests/reference/fixtures/deepseek_v3/moe_yarn", d)
-    table = byte_level_unicode()
-    (d / "tokenizer.json").write_text(json.dumps({
-        "version": "1.0", "added_tokens": [], "normalizer": None, "post_processor": None,
-        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
-        "decoder": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": {table[b]: b for b in range(128)}, "merges": []}}))
+    write_byte_tokenizer(d)
     r = run("bench", "--model", d, "--mode", "decode", "--prompt-len", "16", "--gen-len", "8", "--batch", "2",
             "--threads", "1")
     assert r.returncode == 0, r.stderr

@@ -7,34 +7,17 @@ import shutil
 
 import pytest
 
+from byte_tokenizer import write_byte_tokenizer
 from conftest import ROOT, run
 
 FIXTURES = ROOT / "tests/reference/fixtures/deepseek_v4"
-
-
-def byte_level_unicode():
-    # GPT-2's byte -> printable character table, as byte-level BPE tokenizer.json files use.
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 def model_dir(tmp_path, name):
     out = tmp_path / name
     shutil.copytree(FIXTURES / name, out)
     (out / "expected.json").unlink()
-    table = byte_level_unicode()
-    vocab = {table[b]: b for b in range(128)}
-    tok = {"version": "1.0", "added_tokens": [], "normalizer": None,
-           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
-           "post_processor": None, "decoder": {"type": "ByteLevel"},
-           "model": {"type": "BPE", "vocab": vocab, "merges": []}}
-    (out / "tokenizer.json").write_text(json.dumps(tok))
+    write_byte_tokenizer(out)
     return out
 
 

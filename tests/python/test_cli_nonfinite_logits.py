@@ -12,7 +12,7 @@ from conftest import ROOT, run
 
 sys.path.insert(0, str(ROOT / "tests/python"))
 from safetensors_util import read_safetensors, write_safetensors  # noqa: E402
-from test_cli_deepseek_v4 import byte_level_unicode  # noqa: E402
+from byte_tokenizer import write_byte_tokenizer  # noqa: E402
 
 FIXTURE = ROOT / "tests/reference/fixtures/tiny_llama"
 BF16_NAN = b"\xc0\x7f"
@@ -35,12 +35,7 @@ def broken_copy(tmp_path, tensor, rows=None):
         blob = bytes(blob)
     tensors[tensor] = (meta, blob)
     write_safetensors(out / "model.safetensors", tensors)
-    table = byte_level_unicode()
-    tok = {"version": "1.0", "added_tokens": [], "normalizer": None,
-           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
-           "post_processor": None, "decoder": {"type": "ByteLevel"},
-           "model": {"type": "BPE", "vocab": {table[b]: b for b in range(256)}, "merges": []}}
-    (out / "tokenizer.json").write_text(json.dumps(tok))
+    write_byte_tokenizer(out, size=256)
     return out
 
 
