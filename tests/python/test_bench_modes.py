@@ -71,3 +71,14 @@ def test_decode_bench_splits_forward_time_by_part_for_deepseek_v3(tmp_path, mode
     assert share["attention"] > 0 and share["moe"] > 0
     r = run("bench", "--model", model, "--mode", "decode", "--prompt-len", "8", "--gen-len", "4", "--threads", "1")
     assert r.returncode == 0 and "forward_share" not in r.stdout  # dense Llama keeps no split
+
+
+def test_decode_window_opens_when_every_sequence_has_its_first_token(model):
+    # 4 prompts of 600 tokens take several 512-token prefill steps; the first sequence decodes
+    # meanwhile. Only steps after the last first token belong to decode: at most gen_len - 1.
+    r = run("bench", "--model", model, "--mode", "decode", "--prompt-len", "600", "--gen-len", "8", "--batch", "4",
+            "--max-num-seqs", "4", "--threads", "2")
+    assert r.returncode == 0, r.stderr
+    (rec,) = records(r.stdout)
+    assert 1 <= rec["steps"] <= 7, rec
+    assert rec["prefill_tokens_per_s"] > 0 and rec["tokens_per_s"] > 0
