@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "deepinfer/base/check.h"
 #include "deepinfer/engine/batch_builder.h"
@@ -14,6 +15,13 @@ int count_non_finite(const float* row, int32_t vocab) {
   int n = 0;
   for (int32_t i = 0; i < vocab; ++i) n += std::isfinite(row[i]) ? 0 : 1;
   return n;
+}
+
+std::string non_finite_message(int bad, int32_t vocab, int position) {
+  return fmt::format(
+      "the model produced non-finite logits ({} of {} values are NaN or infinite) for the token after "
+      "position {}: the weights or the computation are broken",
+      bad, vocab, position);
 }
 
 }  // namespace
@@ -65,10 +73,7 @@ RunnerOutput ModelRunner::sample(const SamplingInput& in) {
     if (row.skip) continue;
     const float* logits = logits_.data() + sample_row_[i] * static_cast<size_t>(vocab);
     if (const int bad = count_non_finite(logits, vocab); bad > 0) {
-      res.error = fmt::format(
-          "the model produced non-finite logits ({} of {} values are NaN or infinite) for the token "
-          "after position {}: the weights or the computation are broken",
-          bad, vocab, row_position_[i]);
+      res.error = non_finite_message(bad, vocab, row_position_[i]);
       continue;
     }
     DI_CHECK(row.allowed_mask.empty() || row.allowed_mask.size() == static_cast<size_t>((vocab + 31) / 32),
@@ -99,23 +104,18 @@ ScoredTokens ModelRunner::score(const Scored& s) const {
     const float* logits = logits_.data() + (s.first_row + i) * static_cast<size_t>(vocab);
     if (const int bad = count_non_finite(logits, vocab); bad > 0) {
       out.rows.clear();
-      out.error = fmt::format(
-          "the model produced non-finite logits ({} of {} values are NaN or infinite) for the token "
-          "after position {}: the weights or the computation are broken",
-          bad, vocab, s.first_position + static_cast<int>(i));
+      out.error = non_finite_message(bad, vocab, s.first_position + static_cast<int>(i));
       return out;
     }
     // Greedy sampling reports the argmax and the top list; the scored token's own logprob is
     // the same log-softmax, read at its id.
     const int32_t token = s.tokens[i];
     SampleResult sr = engine::sample(logits, vocab, raw, SamplerState{}, 0, 0, nullptr);
-    float mx = logits[0];
-    for (int32_t t = 1; t < vocab; ++t) mx = std::max(mx, logits[t]);
-    double sum = 0;
-    for (int32_t t = 0; t < vocab; ++t) sum += std::exp(static_cast<double>(logits[t] - mx));
+    // log-sum-exp from the argmax's logprob: logprob(t) = logit(t) - lse for every t.
+    const double lse = static_cast<double>(logits[sr.token]) - sr.logprob;
     SampledRow& r = out.rows.emplace_back();
     r.token = token;
-    r.logprob = static_cast<float>(logits[token] - (mx + std::log(sum)));
+    r.logprob = static_cast<float>(logits[token] - lse);
     r.top_logprobs = std::move(sr.top_logprobs);
   }
   return out;
