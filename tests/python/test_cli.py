@@ -3,6 +3,8 @@ import json
 import os
 import shutil
 
+import pytest
+
 from conftest import MODEL, run
 
 
@@ -82,6 +84,19 @@ def test_generate_input_errors_name_the_line(model, tmp_path):
     r = run("generate", "--model", model, "--input", inp)
     assert r.returncode == 2
     assert "bad.jsonl:2" in r.stderr and "prompt" in r.stderr
+
+
+@pytest.mark.parametrize("field, needle", [('"top_k": 1e300', "field 'top_k' must be an integer"),
+                                           ('"top_k": 5.5', "field 'top_k' must be an integer"),
+                                           ('"top_k": 4000000000', "top_k must be in [-1, 1073741824], got 4000000000"),
+                                           ('"top_p": 1e300', "top_p must be in (0, 1]")])
+def test_generate_input_out_of_range_values_name_the_line(model, tmp_path, field, needle):
+    # An int field is range-checked before it is stored: 1e300 once became -2147483648.
+    inp = tmp_path / "bad.jsonl"
+    inp.write_text('{"prompt": "ok"}\n{"prompt": "hi", %s}\n' % field)
+    r = run("generate", "--model", model, "--input", inp, "--max-tokens", "2")
+    assert r.returncode == 2, r.stderr
+    assert "bad.jsonl:2" in r.stderr and needle in r.stderr
 
 
 def test_tokenize_detokenize_roundtrip(model):
@@ -245,5 +260,5 @@ def test_out_of_range_sampling_field_in_input_is_a_usage_error(model, tmp_path):
     inp = tmp_path / "bad.jsonl"
     inp.write_text('{"prompt": "ok"}\n{"prompt": "x", "top_p": 5}\n')
     r = run("generate", "--model", model, "--input", inp)
-    assert r.returncode == 2 and "request 1" in r.stderr and "top_p" in r.stderr
+    assert r.returncode == 2 and "bad.jsonl:2" in r.stderr and "top_p must be in (0, 1], got 5" in r.stderr
     assert r.stdout == ""

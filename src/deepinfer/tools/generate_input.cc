@@ -12,8 +12,7 @@ namespace deepinfer::tools {
 namespace {
 
 // Reads the line's value of a JSONL field of the sampling table into `r` (absent or null: keep
-// the default). Only the type is checked here; the engine checks ranges at admission (its
-// error then names the request).
+// the default). The type and the table's range are checked here, naming the line.
 Status read_field(const nlohmann::json& j, const engine::SamplingField& f, const std::string& where,
                   engine::GenerationRequest& r) {
   const std::string key(f.name);
@@ -21,11 +20,19 @@ Status read_field(const nlohmann::json& j, const engine::SamplingField& f, const
   if (it == j.end() || it->is_null()) return Status::ok();
   switch (f.type) {
     case engine::FieldType::kReal:
-    case engine::FieldType::kInt:
-      if (!it->is_number()) return invalid_argument("{}: field '{}' must be a number", where, key);
-      if (f.type == engine::FieldType::kReal) f.set(r, it->get<double>(), 0);
+    case engine::FieldType::kInt: {
+      if (f.type == engine::FieldType::kReal && !it->is_number())
+        return invalid_argument("{}: field '{}' must be a number", where, key);
+      if (f.type == engine::FieldType::kInt && !it->is_number_integer())
+        return invalid_argument("{}: field '{}' must be an integer", where, key);
+      // The range is checked before the value is stored: an int member cannot hold 1e300.
+      const double v = it->get<double>();
+      if (Status st = engine::check_sampling_value(f, v); !st.is_ok())
+        return invalid_argument("{}: {}", where, st.message());
+      if (f.type == engine::FieldType::kReal) f.set(r, v, 0);
       else f.set(r, 0, it->get<int64_t>());
       return Status::ok();
+    }
     case engine::FieldType::kSeed:
       if (!it->is_number_integer()) return invalid_argument("{}: field '{}' must be an integer", where, key);
       f.set(r, 0, int64_t(it->get<uint64_t>()));
