@@ -7,7 +7,8 @@
 
 namespace deepinfer::engine {
 
-RunnerInput make_runner_input(const ScheduleOutput& out, const SequenceLookup& lookup, int block_size) {
+RunnerInput make_runner_input(const ScheduleOutput& out, const SequenceLookup& lookup, int block_size,
+                              std::span<const int32_t> slab_of_block) {
   RunnerInput in;
   in.seqs.reserve(out.seqs.size());
   for (const ScheduledSeq& s : out.seqs) {
@@ -27,6 +28,8 @@ RunnerInput make_runner_input(const ScheduleOutput& out, const SequenceLookup& l
     r.token_ids.reserve(static_cast<size_t>(s.num_new_tokens));
     for (int pos = s.first_position; pos < end; ++pos) r.token_ids.push_back(seq->token_at(pos));
     r.block_table.assign(seq->block_table.begin(), seq->block_table.begin() + num_blocks);
+    if (!slab_of_block.empty())
+      for (int32_t b : r.block_table) r.recent_slabs.push_back(slab_of_block[static_cast<size_t>(b)]);
   }
   return in;
 }
@@ -59,6 +62,9 @@ BatchInputs build_forward_batch(const RunnerInput& in, int block_size) {
     b.seq_token_start.push_back(static_cast<int32_t>(b.token_ids.size()));
     b.seq_context_len.push_back(end);
     b.block_table.insert(b.block_table.end(), s.block_table.begin(), s.block_table.end());
+    DI_CHECK(s.recent_slabs.empty() || s.recent_slabs.size() == s.block_table.size(),
+             "seq {}: {} recent slabs for {} blocks", s.seq_id, s.recent_slabs.size(), s.block_table.size());
+    b.recent_slab_table.insert(b.recent_slab_table.end(), s.recent_slabs.begin(), s.recent_slabs.end());
     b.block_table_indptr.push_back(static_cast<int32_t>(b.block_table.size()));
     DI_CHECK(static_cast<int>(s.score_tokens.size()) <= s.num_new_tokens() - (s.samples ? 1 : 0),
              "seq {}: {} scored tokens in a chunk of {}", s.seq_id, s.score_tokens.size(), s.num_new_tokens());

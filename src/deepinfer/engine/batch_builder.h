@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "deepinfer/engine/runner_io.h"
@@ -28,7 +29,10 @@ struct BatchInputs {
 // Finds a live sequence by id (e.g. Scheduler::get); must not return null for scheduled ids.
 using SequenceLookup = std::function<const Sequence*(int64_t)>;
 
-RunnerInput make_runner_input(const ScheduleOutput& out, const SequenceLookup& lookup, int block_size);
+// `slab_of_block` (hybrid caches: KvCacheManager::recent_slabs().slab_of_block(); empty
+// otherwise) gives each RunnerSeq its recent slabs.
+RunnerInput make_runner_input(const ScheduleOutput& out, const SequenceLookup& lookup, int block_size,
+                              std::span<const int32_t> slab_of_block = {});
 
 BatchInputs build_forward_batch(const RunnerInput& in, int block_size);
 

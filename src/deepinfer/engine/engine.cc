@@ -5,8 +5,10 @@
 #include <cstring>
 
 #include "deepinfer/base/check.h"
+#include "deepinfer/base/log.h"
 #include "deepinfer/base/timer.h"
 #include "deepinfer/engine/batch_builder.h"
+#include "deepinfer/engine/kv_cache_plan.h"
 #include "deepinfer/structured/grammar_compiler.h"
 #include "deepinfer/structured/grammar_matcher.h"
 #include "deepinfer/engine/grammar_vocabulary.h"
@@ -60,20 +62,30 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
   e->config_ = config;
   e->tokenizer_ = std::move(tokenizer);
   const model::KvCacheSpec spec = model->kv_cache_spec();
-  const size_t per_block = size_t(config.block_size) * spec.num_layers * spec.num_kv_heads *
-                           (spec.head_dim + spec.v_head_dim) * sizeof(float);
-  const int num_blocks = static_cast<int>(std::max<size_t>(config.kv_cache_bytes / per_block, 16));
+  KvCachePlanInput pin;
+  pin.kv_cache_bytes = config.kv_cache_bytes;
+  pin.block_size = config.block_size;
+  pin.max_num_seqs = config.max_num_seqs;
+  pin.max_num_batched_tokens = config.max_num_batched_tokens;
+  const KvCachePlan plan = plan_kv_cache(spec, pin);
+  if (plan.block_size != config.block_size)
+    log::info("KV block size {} raised to {} (a multiple of {}, the model's compression ratios)",
+              config.block_size, plan.block_size, spec.block_size_multiple);
+  e->config_.block_size = plan.block_size;
   ModelRunnerConfig rc;
   rc.num_threads = config.num_threads;
-  rc.block_size = config.block_size;
-  rc.num_kv_blocks = num_blocks;
+  rc.block_size = plan.block_size;
+  rc.num_kv_blocks = plan.num_blocks;
+  rc.num_recent_slabs = plan.num_recent_slabs;
   rc.batch_invariant = config.batch_invariant;
   rc.int8_activations = config.int8_activations;
   e->runner_ = std::make_unique<ModelRunner>(std::move(model), rc);
   const model::ModelConfig& mc = e->runner_->model_config();
   KvCacheConfig kv;
-  kv.num_blocks = num_blocks;
-  kv.block_size = config.block_size;
+  kv.num_blocks = plan.num_blocks;
+  kv.block_size = plan.block_size;
+  kv.num_recent_slabs = plan.num_recent_slabs;
+  kv.recent_tokens = spec.recent_tokens;
   kv.enable_prefix_caching = config.enable_prefix_caching;
   kv.cache_namespace = config.kv_store_namespace.empty()
                            ? mc.name + "/" + mc.architecture
@@ -93,6 +105,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
     hook = e->kv_tier_.get();
   }
   e->kv_manager_ = std::make_unique<KvCacheManager>(kv, hook);
+  if (e->kv_tier_) e->kv_tier_->set_recent_slabs(&e->kv_manager_->recent_slabs());
   SchedulerConfig sc;
   sc.max_num_seqs = config.max_num_seqs;
   sc.max_num_batched_tokens = config.max_num_batched_tokens;
@@ -236,7 +249,8 @@ std::unique_ptr<Engine::Prepared> Engine::prepare_step() {
   if (sched.empty()) return nullptr;
   auto p = std::make_unique<Prepared>();
   p->input = make_runner_input(
-      sched, [this](int64_t id) { return scheduler_->get(id); }, config_.block_size);
+      sched, [this](int64_t id) { return scheduler_->get(id); }, config_.block_size,
+      kv_manager_->recent_slabs().slab_of_block());
   for (RunnerSeq& rs : p->input.seqs) {
     // Prompt logprobs: score the token after each prompt position of this chunk but the last.
     auto it = requests_.find(rs.seq_id);

@@ -1,5 +1,6 @@
 // Block accounting for sequences. Ordering matters in allocate_slots: prefix blocks are
-// acquired before fresh blocks are taken, so an eviction can never take a block just matched.
+// acquired (and their recent slabs pinned) before fresh blocks and slabs are taken, so an
+// eviction can never take a block or a slab just matched.
 #include "deepinfer/engine/kv_cache_manager.h"
 
 #include <algorithm>
@@ -13,6 +14,9 @@ Status validate(const KvCacheConfig& config) {
     return invalid_argument("kv cache block_size {} must be in [1, 4096]", config.block_size);
   if (config.num_blocks <= 0)
     return invalid_argument("kv cache num_blocks {} must be positive", config.num_blocks);
+  if (config.num_recent_slabs < 0 || config.recent_tokens < 0)
+    return invalid_argument("kv cache: {} recent slabs, {} recent tokens", config.num_recent_slabs,
+                            config.recent_tokens);
   return Status::ok();
 }
 
@@ -20,7 +24,33 @@ KvCacheManager::KvCacheManager(const KvCacheConfig& config, KvTierHook* hook)
     : config_(config),
       hook_(hook),
       pool_(config.num_blocks, config.block_size),
+      slabs_(config.num_blocks, config.num_recent_slabs),
       root_hash_(root_block_hash(config.cache_namespace)) {}
+
+int KvCacheManager::first_recent_block(int position) const {
+  return std::max(0, position - config_.recent_tokens) / block_size();
+}
+
+std::vector<int32_t> KvCacheManager::match_in_memory(Sequence& seq, int max_blocks) {
+  ensure_block_hashes(seq, max_blocks);
+  std::vector<int32_t> blocks =
+      tree_.match(std::span<const BlockHash>(seq.block_hashes.data(), max_blocks));
+  if (!slabs_.enabled()) return blocks;
+  // A hit ending after block k-1 must still have the recent rows its first step reads.
+  int k = static_cast<int>(blocks.size());
+  while (k > 0) {
+    int missing = -1;
+    for (int j = k - 1; j >= first_recent_block(k * block_size()); --j)
+      if (slabs_.slab_of(blocks[j]) < 0) {
+        missing = j;
+        break;
+      }
+    if (missing < 0) break;
+    k = missing;
+  }
+  blocks.resize(k);
+  return blocks;
+}
 
 void KvCacheManager::ensure_block_hashes(Sequence& seq, int num_full_blocks) const {
   const int bs = block_size();
@@ -42,9 +72,7 @@ PrefixMatch KvCacheManager::get_computed_blocks(Sequence& seq) {
   // Never the whole sequence: the last token must run through the model to give logits.
   const int max_blocks = (seq.num_tokens() - 1) / block_size();
   if (max_blocks <= 0) return match;
-  ensure_block_hashes(seq, max_blocks);
-  std::span<const BlockHash> keys(seq.block_hashes.data(), max_blocks);
-  match.blocks = tree_.match(keys);
+  match.blocks = match_in_memory(seq, max_blocks);
   if (hook_ != nullptr && !seq.skip_tier && static_cast<int>(match.blocks.size()) < max_blocks) {
     const int first = static_cast<int>(match.blocks.size());
     int n = hook_->lookup_prefix(seq, first, max_blocks - first);
@@ -63,11 +91,7 @@ bool KvCacheManager::prefetch_ready(Sequence& seq) {
   if (seq.tier_prefetch == TierPrefetch::kNotStarted) {
     const int max_blocks = (seq.num_tokens() - 1) / block_size();
     int in_memory = 0;
-    if (max_blocks > 0) {
-      ensure_block_hashes(seq, max_blocks);
-      in_memory = static_cast<int>(
-          tree_.match(std::span<const BlockHash>(seq.block_hashes.data(), max_blocks)).size());
-    }
+    if (max_blocks > 0) in_memory = static_cast<int>(match_in_memory(seq, max_blocks).size());
     if (in_memory >= max_blocks) {
       seq.tier_prefetch = TierPrefetch::kReady;
       return true;
@@ -88,6 +112,7 @@ int32_t KvCacheManager::take_block() {
   ++stats_.evictions;
   if (hook_ != nullptr) hook_->on_block_evicted(ev->key, ev->block);
   DI_CHECK(pool_.ref(ev->block) == 0, "evicted block {} is referenced", ev->block);
+  if (slabs_.enabled()) slabs_.detach(ev->block);
   pool_.incref(ev->block);
   return ev->block;
 }
@@ -102,6 +127,7 @@ void KvCacheManager::release(int32_t block) {
   if (tree_.contains(block)) {
     tree_.set_referenced(block, false);
   } else {
+    if (slabs_.enabled()) slabs_.detach(block);
     pool_.put_free(block);
   }
 }
@@ -126,6 +152,25 @@ std::optional<int> KvCacheManager::allocate_slots(Sequence& seq, int num_new_tok
   const int held = static_cast<int>(seq.block_table.size()) + num_prefix;
   const int num_fresh = std::max(0, blocks_needed - held);
   if (num_fresh > num_available_blocks() - reusable_unreferenced) return std::nullopt;
+  if (slabs_.enabled()) {
+    // Slabs: one per fresh block of a running sequence. With a prefix: the fresh blocks near
+    // the prefix's end and after it (a tier load only gets slabs there), plus, when a tier
+    // load could fail, the blocks of the new tokens after the in-memory prefix. The matched
+    // blocks whose rows get pinned no longer count as available.
+    int need = num_fresh, matched_evictable = 0;
+    if (prefix != nullptr) {
+      const int from_k = first_recent_block(num_prefix * bs);
+      for (int i = from_k; i < num_prefix; ++i)
+        matched_evictable += slabs_.is_evictable(prefix->blocks[i]) ? 1 : 0;
+      need = blocks_needed - std::max(num_prefix, first_recent_block(computed));
+      if (num_tier > 0) need += (num_prefix * bs + num_new_tokens + bs - 1) / bs - num_prefix;
+    }
+    if (need > slabs_.num_available() - matched_evictable) return std::nullopt;
+    if (prefix != nullptr) {
+      commit_hybrid_prefix(seq, *prefix, num_new_tokens);
+      return num_fresh;
+    }
+  }
 
   // Commit.
   if (prefix != nullptr) {
@@ -135,7 +180,13 @@ std::optional<int> KvCacheManager::allocate_slots(Sequence& seq, int num_new_tok
     }
     seq.num_committed_blocks = num_prefix;
   }
-  for (int i = 0; i < num_fresh; ++i) seq.block_table.push_back(take_block());
+  for (int i = 0; i < num_fresh; ++i) {
+    seq.block_table.push_back(take_block());
+    if (slabs_.enabled()) {
+      DI_CHECK(slabs_.attach(seq.block_table.back()), "seq {}: no recent slab left", seq.id);
+      slabs_.pin(seq.block_table.back());
+    }
+  }
   if (prefix != nullptr) {
     int loaded = 0;
     if (num_tier > 0) {
@@ -154,7 +205,73 @@ std::optional<int> KvCacheManager::allocate_slots(Sequence& seq, int num_new_tok
   return num_fresh;
 }
 
-void KvCacheManager::cache_full_blocks(Sequence& seq) { commit_full_blocks(seq, 0); }
+// Hybrid caches: the prefix's blocks within recent_tokens of its end are pinned first; a tier
+// load gets slabs only for the blocks near its end. A partial tier load is dropped (its
+// blocks near the shorter end have no recent rows): the sequence computes from the in-memory
+// prefix, and the blocks it no longer needs go back.
+int KvCacheManager::commit_hybrid_prefix(Sequence& seq, const PrefixMatch& prefix,
+                                         int num_new_tokens) {
+  const int bs = block_size();
+  const int k = static_cast<int>(prefix.blocks.size());
+  const int num_tier = prefix.num_tier_blocks;
+  const int from_k = first_recent_block(k * bs);
+  for (int i = 0; i < k; ++i) {
+    const int32_t b = prefix.blocks[i];
+    acquire(b);
+    seq.block_table.push_back(b);
+    if (i >= from_k) slabs_.pin(b);
+  }
+  seq.num_committed_blocks = k;
+  const int from_tier_end = first_recent_block((k + num_tier) * bs);
+  const int blocks_needed = ((k + num_tier) * bs + num_new_tokens + bs - 1) / bs;
+  while (static_cast<int>(seq.block_table.size()) < blocks_needed) {
+    const int32_t b = take_block();
+    if (static_cast<int>(seq.block_table.size()) >= from_tier_end)
+      DI_CHECK(slabs_.attach(b), "seq {}: no recent slab left", seq.id);
+    seq.block_table.push_back(b);
+  }
+  int loaded = 0;
+  if (num_tier > 0) {
+    std::span<const int32_t> dst(seq.block_table.data() + k, num_tier);
+    loaded = std::clamp(hook_->load_blocks(seq, k, dst), 0, num_tier);
+    if (loaded < num_tier) loaded = 0;
+  }
+  seq.num_computed_tokens = (k + loaded) * bs;
+  const int keep_blocks = (seq.num_computed_tokens + num_new_tokens + bs - 1) / bs;
+  while (static_cast<int>(seq.block_table.size()) > keep_blocks) {
+    const int32_t b = seq.block_table.back();
+    seq.block_table.pop_back();
+    slabs_.detach(b);
+    release(b);
+  }
+  const int from = first_recent_block(seq.num_computed_tokens);
+  for (int i = from_k; i < std::min(from, k); ++i) slabs_.unpin(seq.block_table[i], true);
+  for (int i = std::max(from, k); i < static_cast<int>(seq.block_table.size()); ++i) {
+    DI_CHECK(slabs_.attach(seq.block_table[i]), "seq {}: no recent slab left", seq.id);
+    slabs_.pin(seq.block_table[i]);
+  }
+  seq.recent_from_block = from;
+  commit_full_blocks(seq, k + loaded);  // loaded blocks are full and computed
+  ++stats_.admissions;
+  stats_.admitted_tokens += seq.num_tokens();
+  stats_.hit_tokens += seq.num_computed_tokens;
+  stats_.memory_hit_tokens += int64_t{k} * bs;
+  stats_.tier_hit_tokens += int64_t{loaded} * bs;
+  stats_.tier_loaded_blocks += loaded;
+  return loaded;
+}
+
+void KvCacheManager::unpin_recent_before(Sequence& seq, int new_from) {
+  new_from = std::min(new_from, static_cast<int>(seq.block_table.size()));
+  for (int i = seq.recent_from_block; i < new_from; ++i)
+    slabs_.unpin(seq.block_table[i], tree_.contains(seq.block_table[i]));
+  seq.recent_from_block = std::max(seq.recent_from_block, new_from);
+}
+
+void KvCacheManager::cache_full_blocks(Sequence& seq) {
+  commit_full_blocks(seq, 0);
+  if (slabs_.enabled()) unpin_recent_before(seq, first_recent_block(seq.num_computed_tokens));
+}
 
 void KvCacheManager::commit_full_blocks(Sequence& seq, int write_from) {
   if (!config_.enable_prefix_caching) return;
@@ -170,6 +287,15 @@ void KvCacheManager::commit_full_blocks(Sequence& seq, int write_from) {
     int32_t cached = tree_.insert(parent, seq.block_hashes[i], own);
     if (cached != own) {
       DI_CHECK(pool_.ref(own) == 1, "seq {}: private block {} is shared", seq.id, own);
+      if (slabs_.enabled() && i >= seq.recent_from_block) {
+        // The sequence still reads this block's recent rows: keep them with the cached twin.
+        if (slabs_.slab_of(cached) >= 0) {
+          slabs_.pin(cached);
+          slabs_.unpin(own, false);
+        } else {
+          slabs_.move(own, cached);
+        }
+      }
       acquire(cached);
       release(own);
       seq.block_table[i] = cached;
@@ -189,6 +315,7 @@ int KvCacheManager::reset_prefix_cache() {
   int n = 0;
   while (auto ev = tree_.evict_lru()) {
     if (hook_ != nullptr) hook_->on_block_evicted(ev->key, ev->block);
+    if (slabs_.enabled()) slabs_.detach(ev->block);
     pool_.put_free(ev->block);
     ++n;
   }
@@ -196,6 +323,10 @@ int KvCacheManager::reset_prefix_cache() {
 }
 
 void KvCacheManager::free(Sequence& seq) {
+  if (slabs_.enabled())
+    for (size_t i = seq.recent_from_block; i < seq.block_table.size(); ++i)
+      slabs_.unpin(seq.block_table[i], tree_.contains(seq.block_table[i]));
+  seq.recent_from_block = 0;
   // Tail first, so that a prefix's deeper blocks look older than its head to the LRU.
   for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) release(*it);
   seq.block_table.clear();
@@ -207,7 +338,11 @@ void KvCacheManager::free(Sequence& seq) {
 
 void KvCacheManager::check_invariants(std::span<const Sequence* const> live) const {
   std::vector<int> expected(num_blocks(), 0);
+  std::vector<int> expected_pins(num_blocks(), 0);
   for (const Sequence* s : live) {
+    if (slabs_.enabled())
+      for (size_t i = s->recent_from_block; i < s->block_table.size(); ++i)
+        ++expected_pins[s->block_table[i]];
     DI_CHECK(s->num_committed_blocks <= static_cast<int>(s->block_table.size()), "seq {}", s->id);
     DI_CHECK(s->num_computed_tokens <= static_cast<int>(s->block_table.size()) * block_size(),
              "seq {}: {} computed tokens in {} blocks", s->id, s->num_computed_tokens,
@@ -226,7 +361,12 @@ void KvCacheManager::check_invariants(std::span<const Sequence* const> live) con
                cached);
       DI_CHECK(!cached || !tree_.is_referenced(b), "idle cached block {} marked referenced", b);
     }
+    if (slabs_.enabled()) {
+      DI_CHECK(!slabs_.is_evictable(b) || cached, "block {}: evictable slab but not cached", b);
+      DI_CHECK(slabs_.slab_of(b) < 0 || cached || expected[b] > 0, "free block {} has a slab", b);
+    }
   }
+  slabs_.check_invariants(expected_pins);
 }
 
 }  // namespace deepinfer::engine

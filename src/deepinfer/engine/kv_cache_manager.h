@@ -13,6 +13,7 @@
 #include "deepinfer/engine/block_hash.h"
 #include "deepinfer/engine/block_pool.h"
 #include "deepinfer/engine/radix_tree.h"
+#include "deepinfer/engine/recent_slabs.h"
 #include "deepinfer/engine/sequence.h"
 
 namespace deepinfer::engine {
@@ -52,6 +53,10 @@ class KvTierHook {
 struct KvCacheConfig {
   int num_blocks = 0;
   int block_size = 16;
+  // Hybrid caches (model::KvCacheSpec::has_recent): how many recent slabs there are, and how far
+  // back a new token reads recent rows. 0 slabs: a plain K/V cache.
+  int num_recent_slabs = 0;
+  int recent_tokens = 0;
   bool enable_prefix_caching = true;
   std::string cache_namespace;  // model id (+ revision, KV dtype): blocks never cross it
 };
@@ -77,6 +82,8 @@ struct KvCacheStats {
   int64_t evictions = 0;           // cached blocks reclaimed for new use
   int64_t tier_loaded_blocks = 0;  // blocks filled by KvTierHook::load_blocks
   int64_t tier_written_blocks = 0; // blocks handed to KvTierHook::on_blocks_cached
+  int64_t recent_slab_evictions = 0;  // cached blocks' recent rows reclaimed (hybrid caches)
+  int64_t recent_trimmed_blocks = 0;  // prefix-cache hits shortened: recent rows were gone
 };
 
 class KvCacheManager {
@@ -89,6 +96,8 @@ class KvCacheManager {
   // Blocks an allocation could get now: never used plus cached-but-unreferenced.
   int num_available_blocks() const { return pool_.num_free() + tree_.num_evictable(); }
   int num_cached_blocks() const { return tree_.num_nodes(); }
+  // Hybrid caches: the recent slab of every block (-1: none), for the forward batch.
+  const RecentSlabs& recent_slabs() const { return slabs_; }
 
   // Longest cached prefix of the sequence's tokens, in whole blocks, leaving at least one token
   // to compute so that the step produces logits. Empty unless the sequence holds no blocks.
@@ -109,7 +118,8 @@ class KvCacheManager {
 
   // Enters the sequence's full, computed blocks into the prefix cache. When a block with the
   // same key is already cached (another sequence computed the same prefix), the sequence
-  // switches to the cached block and its own copy goes back to the pool.
+  // switches to the cached block and its own copy goes back to the pool. Hybrid caches: then
+  // unpins the recent slabs that fell out of reach of the sequence's next step.
   void cache_full_blocks(Sequence& seq);
 
   // Empties the prefix cache of every block no sequence holds (they become free); returns how
@@ -123,12 +133,23 @@ class KvCacheManager {
   // every block is exactly one of: held, free, cached-unreferenced. Aborts when broken.
   void check_invariants(std::span<const Sequence* const> live) const;
 
-  const KvCacheStats& stats() const { return stats_; }
+  const KvCacheStats& stats() const {
+    stats_.recent_slab_evictions = slabs_.evictions();
+    return stats_;
+  }
   const RadixTree& tree() const { return tree_; }
   const BlockPool& pool() const { return pool_; }
 
  private:
   void ensure_block_hashes(Sequence& seq, int num_full_blocks) const;
+  // In-memory prefix of the sequence's first `max_blocks` blocks; for hybrid caches cut where
+  // a block within recent_tokens of its end has lost its recent rows.
+  std::vector<int32_t> match_in_memory(Sequence& seq, int max_blocks);
+  // First block whose recent rows a step starting at `position` reads.
+  int first_recent_block(int position) const;
+  // Hybrid caches, allocate_slots with a prefix: pins, tier load, trimming (see the .cc).
+  int commit_hybrid_prefix(Sequence& seq, const PrefixMatch& prefix, int num_new_tokens);
+  void unpin_recent_before(Sequence& seq, int new_from);
   // cache_full_blocks; blocks before `write_from` came from the tier and are not written back.
   void commit_full_blocks(Sequence& seq, int write_from);
   int32_t take_block();
@@ -139,8 +160,9 @@ class KvCacheManager {
   KvTierHook* hook_;
   BlockPool pool_;
   RadixTree tree_;
+  RecentSlabs slabs_;
   BlockHash root_hash_;
-  KvCacheStats stats_;
+  mutable KvCacheStats stats_;
 };
 
 }  // namespace deepinfer::engine

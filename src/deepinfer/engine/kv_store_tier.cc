@@ -1,5 +1,6 @@
 // KvStoreTier: gathers a block's K/V from every layer into one contiguous value (layer-major:
-// L0 K, L0 V, L1 K, ...) for the store, and scatters it back. Staging goes in bounded chunks so a
+// L0 K, L0 V, L1 K, ...; hybrid caches: L0 paged state, L1 paged state, ..., then L0 recent
+// rows, L1 recent rows, ...) for the store, and scatters it back. Staging goes in bounded chunks so a
 // long prefix never needs a prefix-sized buffer.
 #include "deepinfer/engine/kv_store_tier.h"
 
@@ -25,14 +26,30 @@ KvStoreTier::KvStoreTier(std::unique_ptr<kvstore::KvStore> store, const kvstore:
       ns_(ns),
       root_(kvstore::root_key(ns)),
       storage_(storage),
-      block_bytes_(storage.bytes_per_block()),
+      block_bytes_(storage.bytes_per_block() + storage.bytes_per_recent_slab()),
       prefetch_timeout_(prefetch_timeout) {
   DI_CHECK(store_->config().block_bytes == block_bytes_, "store block_bytes {} != KV block {}",
            store_->config().block_bytes, block_bytes_);
 }
 
-void KvStoreTier::gather(int32_t block, uint8_t* dst) const {
+bool KvStoreTier::gather(int32_t block, uint8_t* dst) const {
   DI_CHECK(block >= 0 && block < storage_.num_blocks, "block {} of {}", block, storage_.num_blocks);
+  const model::KvCacheSpec& spec = storage_.spec;
+  if (spec.hybrid()) {
+    const int32_t slab = spec.has_recent() ? slabs_->slab_of(block) : -1;
+    if (spec.has_recent() && slab < 0) return false;
+    for (int l = 0; l < spec.num_layers; ++l) {
+      const size_t n = size_t(spec.block_floats(l, storage_.block_size));
+      std::memcpy(dst, storage_.block_state[l].data() + block * n, n * sizeof(float));
+      dst += n * sizeof(float);
+    }
+    for (int l = 0; l < spec.num_layers && slab >= 0; ++l) {
+      const size_t n = size_t(storage_.block_size) * spec.recent_row_floats(l);
+      std::memcpy(dst, storage_.recent[l].data() + slab * n, n * sizeof(float));
+      dst += n * sizeof(float);
+    }
+    return true;
+  }
   const size_t k_floats = size_t(storage_.block_size) * storage_.k_token_stride();
   const size_t v_floats = size_t(storage_.block_size) * storage_.v_token_stride();
   for (int l = 0; l < storage_.spec.num_layers; ++l) {
@@ -42,10 +59,26 @@ void KvStoreTier::gather(int32_t block, uint8_t* dst) const {
     std::memcpy(dst, storage_.v[l].data() + block * v_floats, v_floats * sizeof(float));
     dst += v_floats * sizeof(float);
   }
+  return true;
 }
 
 void KvStoreTier::scatter(const uint8_t* src, int32_t block) {
   DI_CHECK(block >= 0 && block < storage_.num_blocks, "block {} of {}", block, storage_.num_blocks);
+  const model::KvCacheSpec& spec = storage_.spec;
+  if (spec.hybrid()) {
+    for (int l = 0; l < spec.num_layers; ++l) {
+      const size_t n = size_t(spec.block_floats(l, storage_.block_size));
+      std::memcpy(storage_.block_state[l].data() + block * n, src, n * sizeof(float));
+      src += n * sizeof(float);
+    }
+    const int32_t slab = spec.has_recent() ? slabs_->slab_of(block) : -1;
+    for (int l = 0; l < spec.num_layers && slab >= 0; ++l) {
+      const size_t n = size_t(storage_.block_size) * spec.recent_row_floats(l);
+      std::memcpy(storage_.recent[l].data() + slab * n, src, n * sizeof(float));
+      src += n * sizeof(float);
+    }
+    return;
+  }
   const size_t k_floats = size_t(storage_.block_size) * storage_.k_token_stride();
   const size_t v_floats = size_t(storage_.block_size) * storage_.v_token_stride();
   for (int l = 0; l < storage_.spec.num_layers; ++l) {
@@ -170,17 +203,19 @@ void KvStoreTier::on_blocks_cached(Sequence& seq, std::span<const int> indices,
   for (size_t done = 0; done < indices.size();) {
     const size_t n = std::min(chunk, indices.size() - done);
     staging_.resize(n * block_bytes_);
-    std::vector<kvstore::BlockKey> keys(n);
-    std::vector<const uint8_t*> src(n);
+    std::vector<kvstore::BlockKey> keys;
+    std::vector<const uint8_t*> src;
     for (size_t i = 0; i < n; ++i) {
-      keys[i] = seq.tier_keys[indices[done + i]];
-      gather(blocks[done + i], staging_.data() + i * block_bytes_);
-      src[i] = staging_.data() + i * block_bytes_;
+      uint8_t* at = staging_.data() + keys.size() * block_bytes_;
+      if (!gather(blocks[done + i], at)) continue;  // its recent rows are gone: not storable
+      keys.push_back(seq.tier_keys[indices[done + i]]);
+      src.push_back(at);
     }
+    done += n;
+    if (keys.empty()) continue;
     const size_t accepted = store_->batch_put(keys, src, seq.traffic_class);  // copies; never blocks
     stats_.written_blocks += static_cast<int64_t>(accepted);
-    stats_.write_rejects += static_cast<int64_t>(n - accepted);
-    done += n;
+    stats_.write_rejects += static_cast<int64_t>(keys.size() - accepted);
   }
 }
 
@@ -197,13 +232,17 @@ Result<std::unique_ptr<KvStoreTier>> make_kv_store_tier(const KvStoreTierOptions
   const model::KvCacheSpec& s = storage.spec;
   ns.revision = fmt::format("layers={},kv_heads={},k_dim={},v_dim={},compute={}", s.num_layers,
                             s.num_kv_heads, s.head_dim, s.v_head_dim, opts.compute_settings);
+  if (s.hybrid())
+    ns.revision += fmt::format(",hybrid_block_bytes={},recent_slab_bytes={},recent_tokens={}",
+                               storage.bytes_per_block(), storage.bytes_per_recent_slab(),
+                               s.recent_tokens);
   ns.kv_layout_version = kKvStoreLayoutVersion;
   ns.dtype = "f32";
   ns.block_tokens = static_cast<uint32_t>(storage.block_size);
 
   kvstore::KvStoreConfig cfg = opts.store_overrides;
   cfg.targets = opts.dirs;
-  cfg.block_bytes = storage.bytes_per_block();
+  cfg.block_bytes = storage.bytes_per_block() + storage.bytes_per_recent_slab();
   cfg.host_tier_bytes = opts.host_tier_bytes;
   DI_ASSIGN_OR_RETURN(std::unique_ptr<kvstore::KvStore> store, kvstore::KvStore::open(cfg));
   return std::make_unique<KvStoreTier>(std::move(store), ns, storage, opts.prefetch_timeout);

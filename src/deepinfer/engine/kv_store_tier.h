@@ -67,8 +67,14 @@ class KvStoreTier : public KvTierHook {
   // engine calls it when every runnable sequence waits on a read, instead of spinning).
   void wait_for_prefetch(std::chrono::milliseconds timeout);
 
-  // Copies block `block` of the storage into `dst` (block_bytes()) and back.
-  void gather(int32_t block, uint8_t* dst) const;
+  // Hybrid caches: which slab holds each block's recent rows (the engine's KvCacheManager);
+  // must be set before the first step.
+  void set_recent_slabs(const RecentSlabs* slabs) { slabs_ = slabs; }
+
+  // Copies block `block` of the storage into `dst` (block_bytes()) and back. Hybrid caches:
+  // the block's paged state, then its recent rows; gather returns false (nothing to store)
+  // when the block has lost its recent rows, scatter skips them when the block has no slab.
+  [[nodiscard]] bool gather(int32_t block, uint8_t* dst) const;
   void scatter(const uint8_t* src, int32_t block);
   size_t block_bytes() const { return block_bytes_; }
 
@@ -86,6 +92,7 @@ class KvStoreTier : public KvTierHook {
   kvstore::Namespace ns_;
   kvstore::BlockKey root_;
   model::KvCache& storage_;
+  const RecentSlabs* slabs_ = nullptr;
   size_t block_bytes_;
   std::vector<uint8_t> staging_;
   KvStoreTierStats stats_;

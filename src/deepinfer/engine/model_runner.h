@@ -25,6 +25,7 @@ struct ModelRunnerConfig {
   int num_threads = 0;  // 0 = one per core
   int block_size = 16;
   int num_kv_blocks = 16;
+  int num_recent_slabs = 0;  // hybrid caches (model::KvCacheSpec::has_recent)
   bool batch_invariant = false;
   bool int8_activations = false;  // see model::ForwardContext
 };

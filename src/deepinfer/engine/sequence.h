@@ -50,6 +50,9 @@ struct Sequence {
                                        // admission (-1 until admitted), for usage reporting
   std::vector<int32_t> block_table;    // [ceil(allocated tokens / block_size)] physical ids
   int num_committed_blocks = 0;        // leading blocks of block_table that are in the radix tree
+  // Hybrid caches (recent slabs): blocks block_table[recent_from_block..] are pinned, their
+  // recent rows still read by the next step (those within recent_tokens of the computed end).
+  int recent_from_block = 0;
   std::vector<BlockHash> block_hashes;  // hashes of the leading full blocks of the tokens (a cache;
                                        // depends only on the tokens, so survives preemption)
   std::vector<std::array<uint8_t, 32>> tier_keys;  // the lower tier's keys of the same blocks

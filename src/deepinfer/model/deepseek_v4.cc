@@ -3,6 +3,7 @@
 // then the hyper-connection head, the final norm and the head.
 #include "deepinfer/model/deepseek_v4.h"
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -85,21 +86,27 @@ Result<std::unique_ptr<DeepseekV4>> DeepseekV4::load(const ModelConfig& config,
   return m;
 }
 
-KvCacheSpec DeepseekV4::kv_cache_spec() const {
-  return {v4_.num_layers, 1, static_cast<int>(v4_row_floats(v4_)), 0};
-}
+KvCacheSpec DeepseekV4::kv_cache_spec() const { return v4_kv_cache_spec(v4_); }
 
 Status DeepseekV4::check_batch(const ForwardBatch& b, const KvCache& cache) const {
-  const int64_t row = v4_row_floats(v4_);
-  if (cache.spec.num_layers != v4_.num_layers || cache.spec.num_kv_heads != 1 ||
-      cache.spec.head_dim != row || static_cast<int>(cache.k.size()) != v4_.num_layers)
+  const KvCacheSpec want = v4_kv_cache_spec(v4_);
+  if (cache.spec.num_layers != v4_.num_layers || !cache.spec.hybrid() ||
+      cache.spec.state_kinds.size() != want.state_kinds.size() ||
+      static_cast<int>(cache.block_state.size()) != v4_.num_layers ||
+      cache.block_size % want.block_size_multiple != 0 || cache.num_recent_slabs <= 0)
     return invalid_argument(
-        "KV cache shape (layers {}, heads {}, head_dim {}) does not match deepseek_v4's state "
-        "rows (layers {}, 1 head, {} floats)",
-        cache.spec.num_layers, cache.spec.num_kv_heads, cache.spec.head_dim, v4_.num_layers, row);
+        "KV cache (layers {}, {} state kinds, block size {}, {} recent slabs) does not match "
+        "deepseek_v4's state ({} layers, {} state kinds, block size a multiple of {})",
+        cache.spec.num_layers, cache.spec.state_kinds.size(), cache.block_size,
+        cache.num_recent_slabs, v4_.num_layers, want.state_kinds.size(),
+        want.block_size_multiple);
   DI_RETURN_IF_ERROR(kernels::check_token_ids(b.token_ids.data(), b.num_tokens(), v4_.vocab_size));
+  if (b.recent_slab_table.size() != b.block_table.size())
+    return invalid_argument("deepseek_v4: the batch has {} recent slabs for {} blocks",
+                            b.recent_slab_table.size(), b.block_table.size());
   // Each sequence's new tokens must continue its cached prefix (positions p0..p0+n-1, with
-  // p0 + n = context length): the compressor reads earlier tokens' rows from the cache.
+  // p0 + n = context length), and the recent rows they read (from p0 - recent_tokens on) must
+  // still be there: the compressor and the window read earlier tokens' rows from the cache.
   for (int s = 0; s < b.num_seqs(); ++s) {
     const int32_t t0 = b.seq_token_start[s], t1 = b.seq_token_start[s + 1];
     const int64_t blocks = b.block_table_indptr[s + 1] - b.block_table_indptr[s];
@@ -110,6 +117,15 @@ Status DeepseekV4::check_batch(const ForwardBatch& b, const KvCache& cache) cons
       if (b.positions[t] != b.seq_context_len[s] - (t1 - t))
         return invalid_argument(
             "deepseek_v4: sequence {}'s new tokens are not the continuation of its cache", s);
+    const int64_t first_read = std::max<int64_t>(0, b.seq_context_len[s] - (t1 - t0) -
+                                                        want.recent_tokens);
+    for (int64_t j = first_read / cache.block_size; j < blocks; ++j) {
+      const int32_t slab = b.recent_slab_table[b.block_table_indptr[s] + j];
+      if (slab < 0 || slab >= cache.num_recent_slabs)
+        return invalid_argument(
+            "deepseek_v4: sequence {}'s block {} has no recent rows (slab {}) but is read", s, j,
+            slab);
+    }
   }
   return Status::ok();
 }
@@ -120,7 +136,8 @@ void DeepseekV4::layer_forward(int l, const ForwardBatch& b, KvCache& cache, For
   // Attention sublayer.
   v4_hc_pre(hc_, L.hc_attn, x_.data(), T, collapsed_.data(), hc_scratch_, ctx);
   rms_norm_rows(collapsed_.data(), H, L.attn_norm, normed_.data(), H, T, H, v4_.rms_eps);
-  const V4LayerCache lc{cache.k[l].data(), cache.block_size, cache.spec.head_dim};
+  const V4LayerCache lc{cache.block_state[l].data(), cache.recent[l].data(), cache.block_size,
+                        v4_state_layout(v4_, l, cache.block_size)};
   v4_attention_forward(v4_, l, L.attn, b, normed_.data(), lc, attn_scratch_, ctx, out_.data());
   v4_hc_post(hc_, hc_scratch_, out_.data(), T, x_.data());
   // MoE sublayer.

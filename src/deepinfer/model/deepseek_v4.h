@@ -23,7 +23,7 @@ class DeepseekV4 final : public Model {
 
   const ModelConfig& config() const override { return config_; }
   const DeepseekV4Config& v4_config() const { return v4_; }
-  // One "KV head" per layer holding a state row of v4_row_floats() floats; no V pool.
+  // Hybrid state (deepseek_v4_state.h): recent rows per token, compressed entries per block.
   KvCacheSpec kv_cache_spec() const override;
   Status forward(const ForwardBatch& batch, KvCache& cache, ForwardContext& ctx,
                  float* logits) override;

@@ -43,9 +43,10 @@ void rope_tail(const Rope& r, float* x, int64_t T, int heads, int head_dim, int6
   kernels::rope(p);
 }
 
-V4CompressorDims compressor_dims(const DeepseekV4Config& c, int layer, bool indexer) {
+V4CompressorDims compressor_dims(const DeepseekV4Config& c, int layer, const V4LayerCache& cache,
+                                 bool indexer) {
   const V4Layer& L = c.layers[layer];
-  const V4RowLayout rl = v4_row_layout(c, layer);
+  const V4StateLayout& rl = cache.layout;
   V4CompressorDims d;
   d.dim = indexer ? c.index_head_dim : c.head_dim;
   d.ratio = L.ratio;
@@ -56,17 +57,20 @@ V4CompressorDims compressor_dims(const DeepseekV4Config& c, int layer, bool inde
   d.eps = c.rms_eps;
   d.kv_off = indexer ? rl.idx_kv : rl.comp_kv;
   d.score_off = indexer ? rl.idx_score : rl.comp_score;
-  d.entry_off = indexer ? rl.idx_entry : rl.comp_entry;
+  d.entry_off = indexer ? rl.idx_entries : rl.comp_entries;
   return d;
 }
 
-V4SeqRows seq_rows(const ForwardBatch& b, int s, const V4LayerCache& cache) {
-  V4SeqRows r;
-  r.pool = cache.pool;
+V4SeqState seq_state(const ForwardBatch& b, int s, const V4LayerCache& cache) {
+  V4SeqState r;
+  r.block_pool = cache.block_pool;
+  r.recent_pool = cache.recent_pool;
   r.blocks = b.block_table.data() + b.block_table_indptr[s];
+  r.slabs = b.recent_slab_table.data() + b.block_table_indptr[s];
   r.n_blocks = b.block_table_indptr[s + 1] - b.block_table_indptr[s];
   r.block_size = cache.block_size;
-  r.row = cache.row;
+  r.block_floats = cache.layout.block_floats;
+  r.recent_floats = cache.layout.recent_floats;
   return r;
 }
 
@@ -81,7 +85,7 @@ void compressor_forward(const V4CompressorDims& d, const V4Compressor& w, const 
   linear_forward(w.wgate, h, T, hidden, score.data(), width, ctx);
   for (int s = 0; s < b.num_seqs(); ++s) {
     const int64_t t0 = b.seq_token_start[s], n = b.seq_token_start[s + 1] - t0;
-    v4_compressor_step(d, w, seq_rows(b, s, cache), kv.data() + t0 * width,
+    v4_compressor_step(d, w, seq_state(b, s, cache), kv.data() + t0 * width,
                        score.data() + t0 * width, b.positions.data() + t0, n);
   }
 }
@@ -103,12 +107,12 @@ namespace {
 
 // Indexer scores of query t against its visible entries: sum_h w_h relu(q_h . k_s) / sqrt(Di).
 void indexer_scores(const DeepseekV4Config& c, const float* iq, const float* iw,
-                    const V4SeqRows& rows, int64_t entry_off, int ratio, int n_visible,
+                    const V4SeqState& st, int64_t entry_off, int ratio, int n_visible,
                     float* out) {
   const int64_t Di = c.index_head_dim;
   const float scale = 1.0f / std::sqrt(float(Di));
   for (int e = 0; e < n_visible; ++e) {
-    const float* k = rows.at(int64_t{e + 1} * ratio - 1) + entry_off;
+    const float* k = st.entry(entry_off, Di, ratio, e);
     float total = 0;
     for (int h = 0; h < c.index_n_heads; ++h) {
       float dot = 0;
@@ -120,28 +124,28 @@ void indexer_scores(const DeepseekV4Config& c, const float* iq, const float* iw,
 }
 
 // Keys of query token t (position p): the window rows, then the compressed entries it may use.
-void gather_keys(const DeepseekV4Config& c, int layer, const V4SeqRows& rows, int64_t p, int64_t t,
-                 const V4AttnScratch& a, V4QueryScratch& s) {
+void gather_keys(const DeepseekV4Config& c, int layer, const V4StateLayout& rl,
+                 const V4SeqState& st, int64_t p, int64_t t, const V4AttnScratch& a,
+                 V4QueryScratch& s) {
   const V4Layer& L = c.layers[layer];
-  const V4RowLayout rl = v4_row_layout(c, layer);
   s.keys.clear();
   for (int64_t q = std::max<int64_t>(0, p - c.sliding_window + 1); q <= p; ++q)
-    s.keys.push_back(rows.at(q) + rl.kv);
+    s.keys.push_back(st.row(q) + rl.kv);
   if (L.attn == V4Attn::kWindow) return;
   const int n_visible = static_cast<int>((p + 1) / L.ratio);
   if (L.attn == V4Attn::kHca) {
     for (int e = 0; e < n_visible; ++e)
-      s.keys.push_back(rows.at(int64_t{e + 1} * L.ratio - 1) + rl.comp_entry);
+      s.keys.push_back(st.entry(rl.comp_entries, c.head_dim, L.ratio, e));
     return;
   }
   s.isc.resize(std::max(n_visible, 1));
   s.topk.resize(std::max(n_visible, 1));
   const float* iq = a.iq.data() + t * c.index_n_heads * c.index_head_dim;
-  indexer_scores(c, iq, a.iw.data() + t * c.index_n_heads, rows, rl.idx_entry, L.ratio, n_visible,
+  indexer_scores(c, iq, a.iw.data() + t * c.index_n_heads, st, rl.idx_entries, L.ratio, n_visible,
                  s.isc.data());
   const int n = v4_indexer_topk(s.isc.data(), n_visible, c.index_topk, s.topk.data());
   for (int i = 0; i < n; ++i)
-    s.keys.push_back(rows.at(int64_t{s.topk[i] + 1} * L.ratio - 1) + rl.comp_entry);
+    s.keys.push_back(st.entry(rl.comp_entries, c.head_dim, L.ratio, s.topk[i]));
 }
 
 // q, kv and (CSA) the indexer's query and weights of every token; new K=V rows written.
@@ -163,10 +167,11 @@ void project(const DeepseekV4Config& c, int layer, const V4Attention& w, const F
   linear_forward(w.wkv, h, T, H, s.kv.data(), D, ctx);
   rms_norm_rows(s.kv.data(), D, w.kv_norm, s.kv.data(), D, T, D, c.rms_eps);
   rope_tail(rope, s.kv.data(), T, 1, static_cast<int>(D), D, b.positions.data());
-  const int64_t kv_off = v4_row_layout(c, layer).kv;
-  for (int64_t t = 0; t < T; ++t)
-    std::memcpy(cache.pool + int64_t{b.slot_mapping[t]} * cache.row + kv_off, s.kv.data() + t * D,
-                sizeof(float) * D);
+  for (int sq = 0; sq < b.num_seqs(); ++sq) {
+    const V4SeqState st = seq_state(b, sq, cache);
+    for (int64_t t = b.seq_token_start[sq]; t < b.seq_token_start[sq + 1]; ++t)
+      std::memcpy(st.row(b.positions[t]) + cache.layout.kv, s.kv.data() + t * D, sizeof(float) * D);
+  }
   if (L.attn != V4Attn::kCsa) return;
   const int64_t nih = c.index_n_heads, Di = c.index_head_dim;
   s.iq.resize(T * nih * Di);
@@ -214,11 +219,11 @@ void v4_attention_forward(const DeepseekV4Config& c, int layer, const V4Attentio
   const V4Layer& L = c.layers[layer];
   project(c, layer, w, b, h, cache, s, ctx);
   if (L.attn != V4Attn::kWindow)
-    compressor_forward(compressor_dims(c, layer, false), w.compressor, b, h, c.hidden, cache, s.ckv,
-                       s.cscore, ctx);
+    compressor_forward(compressor_dims(c, layer, cache, false), w.compressor, b, h, c.hidden, cache,
+                       s.ckv, s.cscore, ctx);
   if (L.attn == V4Attn::kCsa)
-    compressor_forward(compressor_dims(c, layer, true), w.indexer.compressor, b, h, c.hidden, cache,
-                       s.ikv, s.iscore, ctx);
+    compressor_forward(compressor_dims(c, layer, cache, true), w.indexer.compressor, b, h, c.hidden,
+                       cache, s.ikv, s.iscore, ctx);
   s.attn.resize(T * nh * D);
   s.seq_of.resize(T);
   for (int sq = 0; sq < b.num_seqs(); ++sq)
@@ -235,7 +240,8 @@ void v4_attention_forward(const DeepseekV4Config& c, int layer, const V4Attentio
     p.sinks = static_cast<const float*>(w.sinks.data);
     p.scale = 1.0f / std::sqrt(float(D));
     for (int64_t t = T * ti / n_threads; t < T * (ti + 1) / n_threads; ++t) {
-      gather_keys(c, layer, seq_rows(b, s.seq_of[t], cache), b.positions[t], t, s, qs);
+      gather_keys(c, layer, cache.layout, seq_state(b, s.seq_of[t], cache), b.positions[t], t, s,
+                  qs);
       qs.scores.resize(qs.keys.size());
       p.q = s.q.data() + t * nh * D;
       p.keys = qs.keys.data();

@@ -2,8 +2,8 @@
 // interleaved RoPE on the trailing channels; keys = the sliding window plus compressed entries
 // (HCA: all finished ones; CSA: the Lightning indexer's top-k); a learned sink per head; the
 // output's rope channels rotated back at the query position; grouped low-rank output
-// projection. New tokens' state rows are written first (deepseek_v4_state.h), so a token sees
-// the window and entries of its own chunk as well as earlier ones.
+// projection. New tokens' recent rows and entries are written first (deepseek_v4_state.h), so a
+// token sees the window and entries of its own chunk as well as earlier ones.
 #pragma once
 
 #include <cstdint>
@@ -30,10 +30,12 @@ struct V4AttnScratch {
   std::vector<V4QueryScratch> per_thread;
 };
 
+// One layer's pools in the hybrid cache (kv_cache.h) and its layout.
 struct V4LayerCache {
-  float* pool = nullptr;  // this layer's rows [num_blocks * block_size, row]
+  float* block_pool = nullptr;   // [num_blocks, layout.block_floats]
+  float* recent_pool = nullptr;  // [num_recent_slabs * block_size, layout.recent_floats]
   int block_size = 0;
-  int64_t row = 0;
+  V4StateLayout layout;
 };
 
 // out [T, hidden] = attention of the batch's tokens; h [T, hidden] is the normed block input.

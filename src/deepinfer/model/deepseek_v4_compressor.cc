@@ -8,7 +8,7 @@
 
 namespace deepinfer::model {
 
-void v4_compress_entry(const V4CompressorDims& d, const V4Compressor& w, const V4SeqRows& rows,
+void v4_compress_entry(const V4CompressorDims& d, const V4Compressor& w, const V4SeqState& st,
                        int64_t entry_index, float* entry) {
   const int r = d.ratio;
   const int64_t dim = d.dim;
@@ -18,11 +18,11 @@ void v4_compress_entry(const V4CompressorDims& d, const V4Compressor& w, const V
   std::vector<int64_t> slot_off;
   if (d.overlap && entry_index > 0)
     for (int j = 0; j < r; ++j) {
-      slot_rows.push_back(rows.at((entry_index - 1) * r + j));
+      slot_rows.push_back(st.row((entry_index - 1) * r + j));
       slot_off.push_back(0);
     }
   for (int j = 0; j < r; ++j) {
-    slot_rows.push_back(rows.at(entry_index * r + j));
+    slot_rows.push_back(st.row(entry_index * r + j));
     slot_off.push_back(d.overlap ? dim : 0);
   }
   const size_t n = slot_rows.size();
@@ -57,19 +57,20 @@ void v4_compress_entry(const V4CompressorDims& d, const V4Compressor& w, const V
   kernels::rope(p);
 }
 
-void v4_compressor_step(const V4CompressorDims& d, const V4Compressor& w, const V4SeqRows& rows,
+void v4_compressor_step(const V4CompressorDims& d, const V4Compressor& w, const V4SeqState& st,
                         const float* kv, const float* score, const int32_t* pos, int64_t n) {
   const int64_t width = d.width();
   const auto* ape = static_cast<const float*>(w.ape.data);
   for (int64_t i = 0; i < n; ++i) {
-    float* row = rows.at(pos[i]);
+    float* row = st.row(pos[i]);
     std::memcpy(row + d.kv_off, kv + i * width, sizeof(float) * width);
     const float* a = ape + (pos[i] % d.ratio) * width;
     for (int64_t c = 0; c < width; ++c) row[d.score_off + c] = score[i * width + c] + a[c];
   }
   for (int64_t i = 0; i < n; ++i)
     if ((pos[i] + 1) % d.ratio == 0)
-      v4_compress_entry(d, w, rows, pos[i] / d.ratio, rows.at(pos[i]) + d.entry_off);
+      v4_compress_entry(d, w, st, pos[i] / d.ratio,
+                        st.entry(d.entry_off, d.dim, d.ratio, pos[i] / d.ratio));
 }
 
 }  // namespace deepinfer::model

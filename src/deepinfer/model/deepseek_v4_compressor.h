@@ -1,6 +1,6 @@
 // DeepSeek-V4's KV compressor (one entry per `ratio` tokens) as used by CSA/HCA attention and
 // by the Lightning indexer: per token, project kv and score (+ ape[pos % ratio]) into its state
-// row; at each window's last token, pool the window into one entry (softmax over slots per
+// recent row; at each window's last token, pool the window into one paged entry (softmax over slots per
 // channel; CSA overlaps: Ca of window w-1 and Cb of window w), RMS-norm it and rotate its
 // trailing rope channels at position w * ratio.
 #pragma once
@@ -21,19 +21,19 @@ struct V4CompressorDims {
   float theta = 0;
   kernels::RopeScaling scaling;
   float eps = 1e-6f;
-  // Offsets of this compressor's fields in a state row.
+  // Offsets of this compressor's fields: kv and score in a recent row, entries in a block.
   int64_t kv_off = 0, score_off = 0, entry_off = 0;
   int64_t width() const { return overlap ? 2 * dim : dim; }
 };
 
-// Entry w of a sequence from its rows (all tokens of windows w-1 (CSA) and w already written):
-// pooled, normed, rotated, into `entry` [dim].
-void v4_compress_entry(const V4CompressorDims& d, const V4Compressor& w, const V4SeqRows& rows,
+// Entry w of a sequence from its recent rows (all tokens of windows w-1 (CSA) and w already
+// written): pooled, normed, rotated, into `entry` [dim].
+void v4_compress_entry(const V4CompressorDims& d, const V4Compressor& w, const V4SeqState& st,
                        int64_t entry_index, float* entry);
 
 // Writes the projections of `n` new tokens (rows `kv` / `score` [n, width], positions `pos`)
-// into their rows, then every entry whose window closes among them.
-void v4_compressor_step(const V4CompressorDims& d, const V4Compressor& w, const V4SeqRows& rows,
+// into their recent rows, then every entry whose window closes among them into its block.
+void v4_compressor_step(const V4CompressorDims& d, const V4Compressor& w, const V4SeqState& st,
                         const float* kv, const float* score, const int32_t* pos, int64_t n);
 
 }  // namespace deepinfer::model

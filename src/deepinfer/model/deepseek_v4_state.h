@@ -1,74 +1,125 @@
-// Where DeepSeek-V4's per-sequence state lives: one f32 row per (layer, token) in the engine's
-// paged KvCache (one "KV head" of max-row floats per layer, no V pool), written at the token's
-// KV slot. A row holds everything that token contributes:
-//   kv            [head_dim]        the shared K=V vector (the sliding window reads these)
-//   comp_kv/score [cw] each         the compressor's projections of this token (cw = 2*head_dim
+// DeepSeek-V4's per-sequence state in the engine's hybrid paged cache (kv_cache.h):
+// - recent rows, one per (layer, token), kept only while within recent_tokens of the end:
+//     kv          [head_dim]        the shared K=V vector (the sliding window reads these)
+//     comp_kv/score [cw] each       the compressor's projections of this token (cw = 2*head_dim
 //                                   for CSA's overlapping Ca|Cb, head_dim for HCA), score with ape
-//   comp_entry    [head_dim]        the compressed entry w = pos / r, at the row of the window's
-//                                   last token (pos % r == r - 1) only
-//   idx_kv/score  [2*index_dim]     the indexer compressor's projections (CSA)
-//   idx_entry     [index_dim]       the indexer key of entry w (CSA), same rule as comp_entry
-// Every row depends only on tokens <= its position, so paging, chunked prefill (a boundary
-// anywhere, also inside a compression window), prefix-cache hits on whole blocks, preemption by
-// recompute and batching need nothing from the model beyond the block table.
-// Cost: every token keeps its window K/V and compressor projections, not just the last 128 and
-// the unfinished window's tail; the hybrid paged state of issue 21 item 2 (window ring +
-// compressed pages + tails, per layer kind) is the next step.
+//     idx_kv/score  [2*index_dim]   the indexer compressor's projections (CSA)
+//   They are the window ring and the compressors' unfinished-window tails: a token reads the
+//   window's last sliding_window rows, and a compressed entry is pooled from the rows of its
+//   window (and the previous one for CSA) when the window's last token arrives.
+// - paged entries in the blocks, kept for the whole sequence: the compressed entry w [head_dim]
+//   and (CSA) the indexer key w [index_dim], both in the block holding token w * ratio, at slot
+//   (w * ratio % block_size) / ratio. The block size is a multiple of every ratio.
+// Every row and entry depends only on tokens <= its position, so paging, chunked prefill (a
+// boundary anywhere, also inside a compression window), prefix-cache hits, preemption by
+// recompute and batching need nothing from the model beyond the block and slab tables.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <vector>
 
 #include "deepinfer/model/deepseek_v4_config.h"
+#include "deepinfer/model/kv_cache.h"
 
 namespace deepinfer::model {
 
-struct V4RowLayout {
+struct V4StateLayout {
+  // Offsets in a recent row (floats per token); -1: the layer has no such field.
   int64_t kv = 0;
-  int64_t comp_kv = -1, comp_score = -1, comp_entry = -1;  // -1: window-only layer
-  int64_t idx_kv = -1, idx_score = -1, idx_entry = -1;     // -1: not a CSA layer
-  int64_t floats = 0;                                      // used by this layer
+  int64_t comp_kv = -1, comp_score = -1;
+  int64_t idx_kv = -1, idx_score = -1;
+  int64_t recent_floats = 0;
+  // Offsets in the layer's part of a block: entries [block_size / ratio, head_dim], then
+  // indexer keys [block_size / ratio, index_head_dim].
+  int64_t comp_entries = -1, idx_entries = -1;
+  int64_t block_floats = 0;
 };
 
-inline V4RowLayout v4_row_layout(const DeepseekV4Config& c, int layer) {
-  V4RowLayout r;
+inline V4StateLayout v4_state_layout(const DeepseekV4Config& c, int layer, int block_size) {
+  V4StateLayout s;
   const V4Layer& L = c.layers[layer];
   int64_t at = c.head_dim;
   if (L.attn != V4Attn::kWindow) {
     const int64_t cw = L.attn == V4Attn::kCsa ? 2 * c.head_dim : c.head_dim;
-    r.comp_kv = at;
-    r.comp_score = at + cw;
-    r.comp_entry = at + 2 * cw;
-    at += 2 * cw + c.head_dim;
+    s.comp_kv = at;
+    s.comp_score = at + cw;
+    at += 2 * cw;
+    s.comp_entries = 0;
+    s.block_floats = int64_t{block_size / L.ratio} * c.head_dim;
   }
   if (L.attn == V4Attn::kCsa) {
     const int64_t iw = 2 * c.index_head_dim;
-    r.idx_kv = at;
-    r.idx_score = at + iw;
-    r.idx_entry = at + 2 * iw;
-    at += 2 * iw + c.index_head_dim;
+    s.idx_kv = at;
+    s.idx_score = at + iw;
+    at += 2 * iw;
+    s.idx_entries = s.block_floats;
+    s.block_floats += int64_t{block_size / L.ratio} * c.index_head_dim;
   }
-  r.floats = at;
+  s.recent_floats = at;
+  return s;
+}
+
+// How far back a new token reads recent rows: the window, and a compressor window (two for
+// CSA's overlap) closing at the token.
+inline int v4_recent_tokens(const DeepseekV4Config& c) {
+  int r = c.sliding_window;
+  for (const V4Layer& L : c.layers)
+    if (L.attn != V4Attn::kWindow) r = std::max(r, L.attn == V4Attn::kCsa ? 2 * L.ratio : L.ratio);
   return r;
 }
 
-// Floats per (layer, token) row: the largest layer's need.
-inline int64_t v4_row_floats(const DeepseekV4Config& c) {
-  int64_t m = 0;
-  for (int l = 0; l < c.num_layers; ++l) m = std::max(m, v4_row_layout(c, l).floats);
+// The block size must hold whole compression windows of every ratio.
+inline int v4_block_size_multiple(const DeepseekV4Config& c) {
+  int m = 1;
+  for (const V4Layer& L : c.layers)
+    if (L.attn != V4Attn::kWindow) m = std::lcm(m, L.ratio);
   return m;
 }
 
-// One sequence's view of a layer's paged rows.
-struct V4SeqRows {
-  float* pool = nullptr;            // the layer's pool [num_blocks * block_size, row]
-  const int32_t* blocks = nullptr;  // the sequence's block table
+// The state kinds the engine allocates (kv_cache.h), in the layout's order.
+inline KvCacheSpec v4_kv_cache_spec(const DeepseekV4Config& c) {
+  KvCacheSpec spec;
+  spec.num_layers = c.num_layers;
+  for (int l = 0; l < c.num_layers; ++l) {
+    const V4Layer& L = c.layers[l];
+    const int64_t cw = L.attn == V4Attn::kCsa ? 2 * c.head_dim : c.head_dim;
+    spec.state_kinds.push_back({"window_kv", l, c.head_dim, 1, true});
+    if (L.attn != V4Attn::kWindow)
+      spec.state_kinds.push_back({"compressor_tail", l, 2 * cw, 1, true});
+    if (L.attn == V4Attn::kCsa)
+      spec.state_kinds.push_back({"indexer_tail", l, 4 * int64_t{c.index_head_dim}, 1, true});
+    if (L.attn != V4Attn::kWindow)
+      spec.state_kinds.push_back({"compressed_entries", l, c.head_dim, L.ratio, false});
+    if (L.attn == V4Attn::kCsa)
+      spec.state_kinds.push_back({"indexer_keys", l, c.index_head_dim, L.ratio, false});
+  }
+  spec.recent_tokens = v4_recent_tokens(c);
+  spec.block_size_multiple = v4_block_size_multiple(c);
+  return spec;
+}
+
+// One sequence's view of a layer's state: its block and recent-slab tables and the layer's pools.
+struct V4SeqState {
+  float* block_pool = nullptr;   // the layer's block state [num_blocks, block_floats]
+  float* recent_pool = nullptr;  // the layer's recent rows [num_slabs * block_size, recent_floats]
+  const int32_t* blocks = nullptr;
+  const int32_t* slabs = nullptr;  // parallel to blocks; -1 where the rows are gone
   int64_t n_blocks = 0;
   int block_size = 0;
-  int64_t row = 0;  // floats per row
-  float* at(int64_t pos) const {
-    return pool + (int64_t{blocks[pos / block_size]} * block_size + pos % block_size) * row;
+  int64_t block_floats = 0;
+  int64_t recent_floats = 0;
+  // The recent row of token `pos` (within recent_tokens of the sequence's end).
+  float* row(int64_t pos) const {
+    const int64_t slab = slabs[pos / block_size];
+    return recent_pool + (slab * block_size + pos % block_size) * recent_floats;
+  }
+  // Entry `e` of a paged kind at `offset` in the block, `floats` wide, one per `ratio` tokens.
+  float* entry(int64_t offset, int64_t floats, int ratio, int64_t e) const {
+    const int64_t t = e * ratio;
+    return block_pool + int64_t{blocks[t / block_size]} * block_floats + offset +
+           (t % block_size) / ratio * floats;
   }
 };
 

@@ -15,6 +15,9 @@ struct ForwardBatch {
   std::vector<int32_t> seq_context_len;  // [n_seqs] tokens in the KV cache once this step is done
   std::vector<int32_t> block_table_indptr;  // [n_seqs + 1] sequence s: block_table[indptr[s]..]
   std::vector<int32_t> block_table;         // [total blocks] physical KV block ids, in order
+  // Hybrid state only (KvCacheSpec::has_recent): [total blocks] the recent slab paired with each
+  // block of block_table, -1 where the block's recent rows are gone (too far back to be read).
+  std::vector<int32_t> recent_slab_table;
   std::vector<int32_t> slot_mapping;     // [n_tokens] KV slot of each new token: block * block_size + pos % block_size
   std::vector<int32_t> logits_rows;      // token indices (into token_ids) whose logits are wanted
 

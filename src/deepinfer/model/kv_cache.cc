@@ -1,9 +1,44 @@
-// KvCache allocation: one K and one V pool per layer, zero-filled by AlignedBuffer.
+// KvCache allocation (zero-filled by AlignedBuffer) and the sizes a spec implies.
 #include "deepinfer/model/kv_cache.h"
 
 namespace deepinfer::model {
 
-KvCache KvCache::allocate(const KvCacheSpec& spec, int num_blocks, int block_size) {
+bool KvCacheSpec::has_recent() const {
+  for (const StateKind& k : state_kinds)
+    if (k.recent) return true;
+  return false;
+}
+
+int64_t KvCacheSpec::block_floats(int layer, int block_size) const {
+  int64_t n = 0;
+  for (const StateKind& k : state_kinds)
+    if (k.layer == layer && !k.recent) n += int64_t{block_size / k.tokens_per_entry} * k.floats;
+  return n;
+}
+
+int64_t KvCacheSpec::recent_row_floats(int layer) const {
+  int64_t n = 0;
+  for (const StateKind& k : state_kinds)
+    if (k.layer == layer && k.recent) n += k.floats;
+  return n;
+}
+
+double KvCacheSpec::paged_bytes_per_token() const {
+  double floats = double(num_layers) * num_kv_heads * (head_dim + v_head_dim);
+  for (const StateKind& k : state_kinds)
+    if (!k.recent) floats += double(k.floats) / k.tokens_per_entry;
+  return floats * sizeof(float);
+}
+
+double KvCacheSpec::recent_bytes_per_sequence() const {
+  double floats = 0;
+  for (const StateKind& k : state_kinds)
+    if (k.recent) floats += double(k.floats);
+  return floats * recent_tokens * sizeof(float);
+}
+
+KvCache KvCache::allocate(const KvCacheSpec& spec, int num_blocks, int block_size,
+                          int num_recent_slabs) {
   KvCache c;
   c.spec = spec;
   c.num_blocks = num_blocks;
@@ -16,12 +51,30 @@ KvCache KvCache::allocate(const KvCacheSpec& spec, int num_blocks, int block_siz
     c.k[l].resize(per_layer_k);
     c.v[l].resize(per_layer_v);
   }
+  if (!spec.hybrid()) return c;
+  c.num_recent_slabs = spec.has_recent() ? num_recent_slabs : 0;
+  c.block_state.resize(spec.num_layers);
+  c.recent.resize(spec.num_layers);
+  for (int l = 0; l < spec.num_layers; ++l) {
+    c.block_state[l].resize(size_t(num_blocks) * spec.block_floats(l, block_size));
+    c.recent[l].resize(size_t(c.num_recent_slabs) * block_size * spec.recent_row_floats(l));
+  }
   return c;
 }
 
-size_t KvCache::bytes_per_block() const {
-  return size_t(block_size) * spec.num_layers * spec.num_kv_heads * (spec.head_dim + spec.v_head_dim) *
-         sizeof(float);
+size_t KvCache::bytes_per_block(const KvCacheSpec& spec, int block_size) {
+  size_t floats = size_t(block_size) * spec.num_layers * spec.num_kv_heads *
+                  (spec.head_dim + spec.v_head_dim);
+  for (int l = 0; l < spec.num_layers && spec.hybrid(); ++l)
+    floats += size_t(spec.block_floats(l, block_size));
+  return floats * sizeof(float);
+}
+
+size_t KvCache::bytes_per_recent_slab(const KvCacheSpec& spec, int block_size) {
+  size_t floats = 0;
+  for (int l = 0; l < spec.num_layers && spec.hybrid(); ++l)
+    floats += size_t(block_size) * spec.recent_row_floats(l);
+  return floats * sizeof(float);
 }
 
 }  // namespace deepinfer::model

@@ -90,8 +90,8 @@ int run_kvstore_ttft_bench(const KvStoreBenchOptions& opts) {
     if (e.kv_store_ram_gb <= 0) {
       // The store's RAM tier must hold the longest prompt twice over (prefetch uses half).
       const model::KvCacheSpec spec = loaded.model->kv_cache_spec();
-      const double per_token = double(spec.num_layers) * spec.num_kv_heads *
-                               (spec.head_dim + spec.v_head_dim) * sizeof(float);
+      const double per_token = double(model::KvCache::bytes_per_block(spec, 16) +
+                                      model::KvCache::bytes_per_recent_slab(spec, 16)) / 16;
       e.kv_store_ram_gb = std::max(0.25, 2.5 * per_token * max_len / double(size_t{1} << 30));
     }
     DI_ASSIGN_OR_RETURN(auto eng, make_engine(loaded, e));

@@ -36,13 +36,13 @@ inline bool in_ci() {
 
 
 // Logits at every position of one sequence, computed in one forward batch (one sequence,
-// blocks 0..n-1 in order).
+// blocks 0..n-1 in order; hybrid caches: recent slab i with block i).
 inline std::vector<float> all_position_logits(model::Model& m, const std::vector<int32_t>& ids,
                                               ThreadPool& pool) {
   const int block_size = 16;
   const int n = static_cast<int>(ids.size());
   const int blocks = (n + block_size - 1) / block_size;
-  model::KvCache cache = model::KvCache::allocate(m.kv_cache_spec(), blocks, block_size);
+  model::KvCache cache = model::KvCache::allocate(m.kv_cache_spec(), blocks, block_size, blocks);
   ForwardBatch b;
   b.token_ids = ids;
   for (int i = 0; i < n; ++i) {
@@ -54,6 +54,7 @@ inline std::vector<float> all_position_logits(model::Model& m, const std::vector
   b.seq_context_len = {n};
   b.block_table_indptr = {0, blocks};
   for (int i = 0; i < blocks; ++i) b.block_table.push_back(i);
+  if (m.kv_cache_spec().has_recent()) b.recent_slab_table = b.block_table;
   std::vector<float> logits(size_t(n) * m.config().vocab_size);
   model::ForwardContext ctx{&pool, false};
   Status st = m.forward(b, cache, ctx, logits.data());

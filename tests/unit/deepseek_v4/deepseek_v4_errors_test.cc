@@ -141,26 +141,48 @@ TEST(DeepseekV4Errors, DeepseekV41ConfigIsRefused) {
 TEST(DeepseekV4Errors, WrongCacheShapeIsAnError) {
   auto m = v4test::open_fixture("h2_mixed");
   ASSERT_NE(m, nullptr);
-  model::KvCacheSpec spec{4, 1, 16, 0};  // too narrow for the state rows
-  model::KvCache cache = model::KvCache::allocate(spec, 2, 4);
+  model::KvCacheSpec spec{4, 1, 16, 0};  // a plain K/V cache, not V4's state kinds
+  model::KvCache cache = model::KvCache::allocate(spec, 2, 8);
   ForwardBatch b;
   v4test::PagedSeq s{{5, 6, 7}, {0}, 0};
-  v4test::add_step(b, s, 3, 4);
+  v4test::add_step(b, s, 3, 8);
   ThreadPool pool(1);
   model::ForwardContext ctx{&pool, false};
   std::vector<float> logits(3 * 128);
   Status st = m->forward(b, cache, ctx, logits.data());
   EXPECT_FALSE(st.is_ok());
-  EXPECT_NE(st.message().find("state rows"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("deepseek_v4's state"), std::string::npos) << st.message();
+}
+
+// A block the step reads whose recent rows are gone (slab -1) is an error, not garbage.
+TEST(DeepseekV4Errors, MissingRecentRowsAreAnError) {
+  auto m = v4test::open_fixture("h2_mixed");
+  ASSERT_NE(m, nullptr);
+  const int bs = v4test::block_size_of(*m);
+  model::KvCache cache = model::KvCache::allocate(m->kv_cache_spec(), 4, bs, 4);
+  std::vector<int32_t> ids(2 * bs + 1, 5);
+  v4test::PagedSeq s{ids, {0, 1, 2}, 0};
+  ThreadPool pool(1);
+  model::ForwardContext ctx{&pool, false};
+  ForwardBatch b1;
+  v4test::add_step(b1, s, 2 * bs, bs);
+  std::vector<float> logits(3 * bs * 128);
+  ASSERT_TRUE(m->forward(b1, cache, ctx, logits.data()).is_ok());
+  ForwardBatch b2;
+  v4test::add_step(b2, s, 1, bs);
+  b2.recent_slab_table[1] = -1;  // the window of the new token reaches into block 1
+  Status st = m->forward(b2, cache, ctx, logits.data());
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("no recent rows"), std::string::npos) << st.message();
 }
 
 TEST(DeepseekV4Errors, NewTokensMustContinueTheCache) {
   auto m = v4test::open_fixture("h2_mixed");
   ASSERT_NE(m, nullptr);
-  model::KvCache cache = model::KvCache::allocate(m->kv_cache_spec(), 4, 4);
+  model::KvCache cache = model::KvCache::allocate(m->kv_cache_spec(), 4, 8, 4);
   ForwardBatch b;
   v4test::PagedSeq s{{5, 6, 7, 8, 9}, {0, 1}, 0};
-  v4test::add_step(b, s, 5, 4);
+  v4test::add_step(b, s, 5, 8);
   b.positions[4] = 7;  // a gap: position 4 never computed
   ThreadPool pool(1);
   model::ForwardContext ctx{&pool, false};

@@ -48,18 +48,23 @@ TEST_P(DeepseekV4Fixture, GreedyDecodeMatchesTransformers) {
   float worst = 0;
   const auto fx = v4test::expected(name);
   int steps = 0;
+  const int block_size = v4test::block_size_of(*m);
+  const int recent = m->kv_cache_spec().recent_tokens;
   for (const auto& c : fx["cases"]) {
-    const int block_size = 4;
     PagedSeq s{c["ids"].get<std::vector<int32_t>>(), {}, 0};
     const auto greedy = c["greedy"].get<std::vector<int32_t>>();
     const int total = static_cast<int>(s.ids.size() + greedy.size());
     for (int i = 0; i < (total + block_size - 1) / block_size; ++i)
       s.blocks.push_back(30 - 2 * i);  // scattered
-    model::KvCache cache = model::KvCache::allocate(m->kv_cache_spec(), 32, block_size);
+    // Recent rows in a ring just big enough for the prefill step: during decode, slabs are
+    // reused for newer blocks while older blocks lose theirs.
+    s.slab_ring = (static_cast<int>(s.ids.size()) + recent) / block_size + 2;
+    model::KvCache cache =
+        model::KvCache::allocate(m->kv_cache_spec(), 32, block_size, s.slab_ring);
     int n = static_cast<int>(s.ids.size());
     for (size_t step = 0; step < greedy.size(); ++step) {
       ForwardBatch b;
-      v4test::add_step(b, s, n, block_size);
+      v4test::add_step(b, s, n, block_size, recent);
       std::vector<float> logits(b.logits_rows.size() * V);
       Status st = m->forward(b, cache, ctx, logits.data());
       ASSERT_TRUE(st.is_ok()) << st.message();
@@ -86,11 +91,17 @@ TEST_P(DeepseekV4Fixture, ChunkedBatchedPrefillMatchesTransformers) {
   ASSERT_NE(m, nullptr);
   const int64_t V = m->config().vocab_size;
   const auto fx = v4test::expected(name);
-  const int block_size = 4;
-  model::KvCache cache = model::KvCache::allocate(m->kv_cache_spec(), 24, block_size);
-  PagedSeq a{
-      fx["cases"][2]["ids"].get<std::vector<int32_t>>(), {9, 2, 14, 5, 0, 20, 17, 3, 22, 11}, 0};
-  PagedSeq b{fx["cases"][1]["ids"].get<std::vector<int32_t>>(), {7, 13, 1, 23}, 0};
+  const int block_size = v4test::block_size_of(*m);
+  const int recent = m->kv_cache_spec().recent_tokens;
+  // Two slab rings, one per sequence, each big enough for one chunk plus the recent tokens.
+  const int ring = (5 + recent) / block_size + 2;
+  model::KvCache cache = model::KvCache::allocate(m->kv_cache_spec(), 24, block_size, 2 * ring);
+  PagedSeq a{fx["cases"][2]["ids"].get<std::vector<int32_t>>(),
+             {9, 2, 14, 5, 0, 20, 17, 3, 22, 11},
+             0,
+             0,
+             ring};
+  PagedSeq b{fx["cases"][1]["ids"].get<std::vector<int32_t>>(), {7, 13, 1, 23}, 0, ring, ring};
   const auto& ref_a = fx["cases"][2]["logits"];
   const auto& ref_b = fx["cases"][1]["logits"];
   ThreadPool pool(1);
@@ -102,11 +113,11 @@ TEST_P(DeepseekV4Fixture, ChunkedBatchedPrefillMatchesTransformers) {
     std::vector<std::pair<int, const nlohmann::json*>> order;  // (first position, reference)
     if (a.computed < static_cast<int>(a.ids.size())) {
       order.push_back({a.computed, &ref_a});
-      v4test::add_step(batch, a, std::min<int>(3, a.ids.size() - a.computed), block_size);
+      v4test::add_step(batch, a, std::min<int>(3, a.ids.size() - a.computed), block_size, recent);
     }
     if (b.computed < static_cast<int>(b.ids.size())) {
       order.push_back({b.computed, &ref_b});
-      v4test::add_step(batch, b, std::min<int>(5, b.ids.size() - b.computed), block_size);
+      v4test::add_step(batch, b, std::min<int>(5, b.ids.size() - b.computed), block_size, recent);
     }
     std::vector<float> logits(batch.logits_rows.size() * V);
     Status st = m->forward(batch, cache, ctx, logits.data());

@@ -1,7 +1,7 @@
 // DeepSeek-V4 config defaults and state size: an empty-ish config.json gives transformers'
 // V4-Flash defaults (43 layers: 2 window, 21 CSA, 20 HCA), the legacy compress_ratios form gives
-// the same layer kinds, and the per-token state of the current paged layout is reported against
-// DEEPSEEK_V4.md's compact ~6.9 KB/token.
+// the same layer kinds, and the per-token state of the hybrid paged layout is checked against
+// DEEPSEEK_V4.md's compact ~6.9 KB/token (bf16).
 #include "deepinfer/model/deepseek_v4_state.h"
 
 #include <unistd.h>
@@ -60,10 +60,22 @@ TEST(DeepseekV4State, FlashDefaultsAndLegacyRatiosAgree) {
                : L.attn == model::V4Attn::kHca ? 512.0 / 128 * 2
                                                : 0;
   EXPECT_NEAR(compact, 6900, 100);
-  const double ours = double(model::v4_row_floats(legacy)) * sizeof(float) * legacy.num_layers;
-  std::printf("V4-Flash state per token: paged rows %.0f B (%.1f KiB), compact target %.0f B\n",
-              ours, ours / 1024, compact);
-  EXPECT_EQ(model::v4_row_floats(legacy), 512 + 2 * 1024 + 512 + 2 * 256 + 128);
+  // Ours: the same entries, kept in f32 (twice the bf16 bytes); window rows and compressor
+  // inputs only for the last recent_tokens tokens of each sequence.
+  const model::KvCacheSpec spec = model::v4_kv_cache_spec(legacy);
+  const double per_token = spec.paged_bytes_per_token();
+  EXPECT_DOUBLE_EQ(per_token, 2 * compact);
+  EXPECT_EQ(spec.recent_tokens, 128);
+  EXPECT_EQ(spec.block_size_multiple, 128);
+  // Recent row per token: window K=V 512 on every layer; CSA + its indexer: 2*1024 + 4*128;
+  // HCA: 2*512.
+  const double recent_floats = 43 * 512.0 + 21 * (2 * 1024 + 4 * 128) + 20 * (2 * 512);
+  EXPECT_DOUBLE_EQ(spec.recent_bytes_per_sequence(), recent_floats * 4 * 128);
+  std::printf(
+      "V4-Flash state: %.0f B/token paged (f32; %.0f B in bf16, target %.0f), recent rows "
+      "%.1f MiB per sequence (f32, last %d tokens)\n",
+      per_token, per_token / 2, compact, spec.recent_bytes_per_sequence() / (1 << 20),
+      spec.recent_tokens);
 }
 
 // A legacy flat YaRN block (as DeepSeek's config.json ships it, mscale fields included) applies
@@ -89,27 +101,41 @@ TEST(DeepseekV4State, FlatYarnIsTheCompressedLayersRope) {
   EXPECT_EQ(c.compress_theta, 160000.0f);
 }
 
-TEST(DeepseekV4State, RowLayoutFieldsDoNotOverlap) {
+TEST(DeepseekV4State, LayoutFieldsDoNotOverlap) {
   const auto c = parse(
       {{"model_type", "deepseek_v4"},
        {"head_dim", 16},
        {"index_head_dim", 8},
        {"partial_rotary_factor", 0.5},
        {"num_hidden_layers", 3},
+       {"compress_rates", {{"compressed_sparse_attention", 4}, {"heavily_compressed_attention", 8}}},
        {"layer_types",
         {"sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"}}});
-  const auto w = model::v4_row_layout(c, 0);
-  const auto csa = model::v4_row_layout(c, 1);
-  const auto hca = model::v4_row_layout(c, 2);
-  EXPECT_EQ(w.floats, 16);
+  const int bs = 16;
+  const auto w = model::v4_state_layout(c, 0, bs);
+  const auto csa = model::v4_state_layout(c, 1, bs);
+  const auto hca = model::v4_state_layout(c, 2, bs);
+  EXPECT_EQ(w.recent_floats, 16);
+  EXPECT_EQ(w.block_floats, 0);
   EXPECT_EQ(hca.comp_kv, 16);
-  EXPECT_EQ(hca.comp_entry, 16 + 2 * 16);
-  EXPECT_EQ(hca.floats, 16 + 2 * 16 + 16);
+  EXPECT_EQ(hca.comp_score, 32);
+  EXPECT_EQ(hca.recent_floats, 16 + 2 * 16);
+  EXPECT_EQ(hca.block_floats, 2 * 16);  // two entries of 8 tokens per block
   EXPECT_EQ(csa.comp_score, 16 + 32);
-  EXPECT_EQ(csa.idx_kv, 16 + 64 + 16);
-  EXPECT_EQ(csa.idx_entry, csa.idx_score + 16);
-  EXPECT_EQ(csa.floats, csa.idx_entry + 8);
-  EXPECT_EQ(model::v4_row_floats(c), csa.floats);
+  EXPECT_EQ(csa.idx_kv, 16 + 64);
+  EXPECT_EQ(csa.idx_score, csa.idx_kv + 16);
+  EXPECT_EQ(csa.recent_floats, csa.idx_score + 16);
+  EXPECT_EQ(csa.idx_entries, 4 * 16);  // after four entries of head_dim
+  EXPECT_EQ(csa.block_floats, 4 * 16 + 4 * 8);
+  // The engine's spec describes the same sizes.
+  const model::KvCacheSpec spec = model::v4_kv_cache_spec(c);
+  for (int l = 0; l < 3; ++l) {
+    const auto lay = model::v4_state_layout(c, l, bs);
+    EXPECT_EQ(spec.block_floats(l, bs), lay.block_floats) << l;
+    EXPECT_EQ(spec.recent_row_floats(l), lay.recent_floats) << l;
+  }
+  EXPECT_EQ(spec.block_size_multiple, 8);
+  EXPECT_EQ(spec.recent_tokens, 128);  // max(sliding_window 128, 2 * 4 (CSA overlap), 8)
 }
 
 TEST(DeepseekV4State, SinkhornIsDoublyStochastic) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <memory>
@@ -51,15 +52,25 @@ inline std::unique_ptr<model::Model> open_fixture(const std::string& name) {
   return std::move(m).value();
 }
 
-// One sequence's state in a hand-driven paged cache: its physical blocks, in order.
+// The smallest block size the model accepts (a multiple of its compression ratios), at least 4.
+inline int block_size_of(const model::Model& m) {
+  return std::max(4, m.kv_cache_spec().block_size_multiple);
+}
+
+// One sequence's state in a hand-driven paged cache: its physical blocks, in order, and its
+// recent slabs: block i's recent rows live in slab slab_base + i % slab_ring (slab_ring 0: slab =
+// block id). Blocks a step no longer reads get slab -1, so a ring smaller than the sequence
+// proves that nothing older than recent_tokens is read (a reused slab holds other rows).
 struct PagedSeq {
   std::vector<int32_t> ids;
   std::vector<int32_t> blocks;
   int computed = 0;  // tokens already in the cache
+  int slab_base = 0;
+  int slab_ring = 0;
 };
 
 // Adds `n` new tokens of `s` (from s.ids[s.computed]) to `b`, with logits for every new token.
-inline void add_step(ForwardBatch& b, PagedSeq& s, int n, int block_size) {
+inline void add_step(ForwardBatch& b, PagedSeq& s, int n, int block_size, int recent_tokens = 0) {
   if (b.seq_token_start.empty()) {
     b.seq_token_start = {0};
     b.block_table_indptr = {0};
@@ -75,7 +86,13 @@ inline void add_step(ForwardBatch& b, PagedSeq& s, int n, int block_size) {
   b.seq_token_start.push_back(b.num_tokens());
   b.seq_context_len.push_back(s.computed);
   const int used = (s.computed + block_size - 1) / block_size;
-  for (int i = 0; i < used; ++i) b.block_table.push_back(s.blocks[i]);
+  const int first_read = std::max(0, s.computed - n - recent_tokens) / block_size;
+  for (int i = 0; i < used; ++i) {
+    b.block_table.push_back(s.blocks[i]);
+    b.recent_slab_table.push_back(s.slab_ring == 0 ? s.blocks[i]
+                                  : i < first_read ? -1
+                                                   : s.slab_base + i % s.slab_ring);
+  }
   b.block_table_indptr.push_back(static_cast<int32_t>(b.block_table.size()));
 }
 

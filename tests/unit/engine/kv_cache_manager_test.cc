@@ -327,5 +327,139 @@ TEST(KvCacheManager, WritesThroughOnlyBlocksItComputed) {
   check(fresh, {});
 }
 
+// Hybrid caches (recent slabs): 16 blocks of 4 tokens, `slabs` slabs, new tokens read the
+// recent rows of the 4 tokens before them.
+KvCacheConfig hybrid_config(int slabs, int num_blocks = 16) {
+  KvCacheConfig c = kv_config(num_blocks, 4);
+  c.num_recent_slabs = slabs;
+  c.recent_tokens = 4;
+  return c;
+}
+
+int pinned_slabs(const KvCacheManager& kv, const Sequence& s) {
+  int n = 0;
+  for (int32_t b : s.block_table) n += kv.recent_slabs().pins(b) > 0 ? 1 : 0;
+  return n;
+}
+
+TEST(KvCacheManagerHybrid, OnlyBlocksNearTheEndKeepPinnedSlabs) {
+  KvCacheManager kv(hybrid_config(6));
+  Sequence a = make_seq(1, iota_tokens(24));
+  ASSERT_TRUE(kv.allocate_slots(a, 24).has_value());  // every block of the chunk gets a slab
+  EXPECT_EQ(pinned_slabs(kv, a), 6);
+  check(kv, {&a});
+  compute(kv, a, 24);
+  // The next step starts at 24 and reads 20..23: only the last block stays pinned; the others
+  // are cached, so their rows stay as evictable.
+  EXPECT_EQ(a.recent_from_block, 5);
+  EXPECT_EQ(pinned_slabs(kv, a), 1);
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(kv.recent_slabs().is_evictable(a.block_table[i])) << i;
+  check(kv, {&a});
+  // Decoding on: a new block takes the least recently unpinned slab (block 0's).
+  ASSERT_TRUE(kv.allocate_slots(a, 1).has_value());
+  EXPECT_EQ(kv.recent_slabs().slab_of(a.block_table[0]), -1);
+  EXPECT_EQ(kv.stats().recent_slab_evictions, 1);
+  check(kv, {&a});
+  kv.free(a);
+  check(kv, {});
+}
+
+TEST(KvCacheManagerHybrid, WithoutPrefixCachingOldRowsAreFreedAtOnce) {
+  KvCacheConfig c = hybrid_config(4);
+  c.enable_prefix_caching = false;
+  KvCacheManager kv(c);
+  Sequence a = make_seq(1, iota_tokens(40));
+  // 40 tokens in chunks of 8: a sequence ten blocks long never needs more than four slabs.
+  for (int done = 0; done < 40; done += 8) {
+    ASSERT_TRUE(kv.allocate_slots(a, 8).has_value()) << done;
+    compute(kv, a, done + 8);
+    check(kv, {&a});
+  }
+  EXPECT_EQ(a.block_table.size(), 10u);
+  EXPECT_EQ(kv.recent_slabs().num_available(), 3);
+  EXPECT_EQ(kv.stats().recent_slab_evictions, 0);
+  kv.free(a);
+  EXPECT_EQ(kv.recent_slabs().num_available(), 4);
+  check(kv, {});
+}
+
+TEST(KvCacheManagerHybrid, PrefixHitNeedsTheRecentRowsBeforeItsEnd) {
+  KvCacheManager kv(hybrid_config(6));
+  Sequence a = make_seq(1, iota_tokens(16));
+  ASSERT_TRUE(kv.allocate_slots(a, 16).has_value());
+  compute(kv, a, 16);
+  const std::vector<int32_t> a_blocks = a.block_table;
+  kv.free(a);  // all four slabs evictable now, block 3's most recently
+  // Two new blocks take the two free slabs, two more evict blocks 0 and 1's rows.
+  Sequence f = make_seq(2, iota_tokens(16, 500));
+  ASSERT_TRUE(kv.allocate_slots(f, 16).has_value());
+  EXPECT_EQ(kv.recent_slabs().slab_of(a_blocks[0]), -1);
+  EXPECT_EQ(kv.recent_slabs().slab_of(a_blocks[1]), -1);
+  EXPECT_GE(kv.recent_slabs().slab_of(a_blocks[3]), 0);
+  // A hit on all of a still works: its first step reads only block 3's rows.
+  Sequence b = make_seq(3, iota_tokens(17));
+  PrefixMatch m = kv.get_computed_blocks(b);
+  EXPECT_EQ(m.blocks.size(), 4u);
+  ASSERT_TRUE(kv.allocate_slots(b, 1, &m).has_value());
+  EXPECT_EQ(b.num_computed_tokens, 16);
+  EXPECT_EQ(b.recent_from_block, 3);
+  check(kv, {&f, &b});
+  kv.free(b);
+  // Once block 3's rows are evicted too, the hit is cut back to where rows remain: here to
+  // nothing, since blocks 0-2 lost theirs first.
+  Sequence g = make_seq(4, iota_tokens(8, 900));
+  ASSERT_TRUE(kv.allocate_slots(g, 8).has_value());
+  EXPECT_EQ(kv.recent_slabs().slab_of(a_blocks[3]), -1);
+  Sequence c = make_seq(5, iota_tokens(17));
+  EXPECT_TRUE(kv.get_computed_blocks(c).blocks.empty());
+  check(kv, {&f, &g});
+  kv.free(f);
+  kv.free(g);
+  check(kv, {});
+}
+
+TEST(KvCacheManagerHybrid, ConcurrentDuplicateKeepsItsPinnedRows) {
+  KvCacheManager kv(hybrid_config(8));
+  Sequence a = make_seq(1, iota_tokens(10));
+  Sequence b = make_seq(2, iota_tokens(10));
+  ASSERT_TRUE(kv.allocate_slots(a, 10).has_value());
+  ASSERT_TRUE(kv.allocate_slots(b, 10).has_value());
+  compute(kv, a, 10);
+  compute(kv, b, 10);  // b switches to a's cached blocks, pinning their rows
+  EXPECT_EQ(b.block_table[1], a.block_table[1]);
+  EXPECT_GE(kv.recent_slabs().slab_of(b.block_table[1]), 0);
+  EXPECT_EQ(kv.recent_slabs().pins(b.block_table[1]), 2);
+  check(kv, {&a, &b});
+  kv.free(a);
+  check(kv, {&b});
+  kv.free(b);
+  check(kv, {});
+}
+
+TEST(KvCacheManagerHybrid, PartialTierLoadFallsBackToTheMemoryPrefix) {
+  FakeTier tier;
+  KvCacheManager kv(hybrid_config(8, 6), &tier);
+  Sequence a = make_seq(1, iota_tokens(17));
+  ASSERT_TRUE(kv.allocate_slots(a, 17).has_value());
+  compute(kv, a, 17);
+  kv.free(a);
+  Sequence filler = make_seq(2, iota_tokens(24, 300));
+  ASSERT_TRUE(kv.allocate_slots(filler, 24).has_value());  // evicts all of a's blocks
+  kv.free(filler);
+  tier.fail_after = 2;
+  Sequence c = make_seq(3, iota_tokens(17));
+  PrefixMatch m = kv.get_computed_blocks(c);
+  ASSERT_TRUE(m.blocks.empty());
+  ASSERT_EQ(m.num_tier_blocks, 4);
+  ASSERT_TRUE(kv.allocate_slots(c, 1, &m).has_value());
+  // Two of four loaded: dropped (the rows before block 2 were never loaded), computed from 0;
+  // only the block the step writes is kept.
+  EXPECT_EQ(c.num_computed_tokens, 0);
+  EXPECT_EQ(c.block_table.size(), 1u);
+  check(kv, {&c});
+  kv.free(c);
+  check(kv, {});
+}
+
 }  // namespace
 }  // namespace deepinfer::engine
