@@ -128,6 +128,12 @@ class Engine {
   }
   int kv_num_blocks() const { return kv_manager_->num_blocks(); }
   int kv_num_available_blocks() const { return kv_manager_->num_available_blocks(); }
+  // Hybrid caches (DeepSeek-V4): recent slabs in all, slabs an allocation could take now, and
+  // cached blocks' recent rows evicted so far; all 0 for plain K/V caches.
+  int kv_num_recent_slabs() const { return kv_manager_->recent_slabs().num_slabs(); }
+  int kv_num_available_recent_slabs() const { return kv_manager_->recent_slabs().num_available(); }
+  int64_t kv_recent_slab_evictions() const { return kv_manager_->recent_slabs().evictions(); }
+  int kv_block_size() const { return config_.block_size; }
   int num_threads() const { return runner_->num_threads(); }
 
  private:

@@ -235,6 +235,9 @@ void EngineLoop::update_gauges() {
   }
   gauges_.kv_blocks = engine_->kv_num_blocks();
   gauges_.kv_blocks_in_use = engine_->kv_num_blocks() - engine_->kv_num_available_blocks();
+  gauges_.kv_recent_slabs = engine_->kv_num_recent_slabs();
+  gauges_.kv_recent_slabs_in_use =
+      engine_->kv_num_recent_slabs() - engine_->kv_num_available_recent_slabs();
 }
 
 void EngineLoop::run() {

@@ -61,6 +61,12 @@ std::string ServerMetrics::render(const EngineGauges& g, const std::string& mode
   gauge(out, "deepinfer_kv_cache_usage_ratio", "Share of KV blocks held by running sequences",
         g.kv_blocks ? double(g.kv_blocks_in_use) / double(g.kv_blocks) : 0.0);
   gauge(out, "deepinfer_kv_cache_blocks", "KV pool size in blocks", g.kv_blocks);
+  if (g.kv_recent_slabs > 0) {
+    gauge(out, "deepinfer_kv_recent_slabs", "Recent-row slabs (window and compressor tails)",
+          g.kv_recent_slabs);
+    gauge(out, "deepinfer_kv_recent_slabs_in_use", "Recent-row slabs pinned by running sequences",
+          g.kv_recent_slabs_in_use);
+  }
   counter(out, "deepinfer_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache",
           double(g.prefix_lookup_tokens));
   counter(out, "deepinfer_prefix_cache_hits_total", "Prompt tokens served from the prefix cache",

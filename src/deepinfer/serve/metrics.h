@@ -55,6 +55,8 @@ struct EngineGauges {
   int64_t steps = 0;
   int kv_blocks = 0;            // KV pool size in blocks
   int kv_blocks_in_use = 0;     // held by running sequences (not reclaimable now)
+  int kv_recent_slabs = 0;         // hybrid caches (DeepSeek-V4): recent-row slabs in all
+  int kv_recent_slabs_in_use = 0;  // pinned by running sequences
   // MoE models (expert load balancing input): expert assignments so far, and the worst layer's
   // busiest-expert load over the mean load (1 = perfectly balanced). Absent for dense models.
   bool moe = false;

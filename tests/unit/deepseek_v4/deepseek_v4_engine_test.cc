@@ -147,6 +147,29 @@ TEST_P(DeepseekV4Engine, KvStoreRestoreMatchesTransformers) {
   std::filesystem::remove_all(dir);
 }
 
+// The hybrid state through the engine: three long requests at once with the smallest slab
+// pool the engine plans (one step's worth), prefix caching on, and then the same prompts again:
+// every sequence is many blocks long but holds slabs only near its end, cached blocks lose their
+// recent rows under pressure, and the later hits (cut where rows are gone) still give
+// transformers' tokens.
+TEST_P(DeepseekV4Engine, FewRecentSlabsStillMatchTransformers) {
+  const auto fx = v4test::expected(GetParam());
+  auto e = make_engine(GetParam(), 8, true, 1);  // 1 byte: the floors (16 blocks, one step)
+  ASSERT_NE(e, nullptr);
+  const int bs = e->kv_block_size();
+  const int slabs = e->kv_num_recent_slabs();
+  ASSERT_GT(slabs, 0);
+  // The pool holds one step and the recent tokens of each running sequence, fewer than the
+  // blocks the three sequences span.
+  EXPECT_LT(slabs, e->kv_num_blocks());
+  expect_greedy(fx, run_cases(*e, fx, {0, 1, 2}), "first pass");
+  expect_greedy(fx, run_cases(*e, fx, {2, 1, 0}), "second pass (prefix hits)");
+  EXPECT_EQ(e->kv_num_available_recent_slabs(), slabs);  // nothing pinned once all finished
+  std::printf("%s: block size %d, %d recent slabs for %d blocks, %lld slab evictions\n",
+              GetParam(), bs, slabs, e->kv_num_blocks(),
+              static_cast<long long>(e->kv_recent_slab_evictions()));
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, DeepseekV4Engine, ::testing::ValuesIn(v4test::kFixtures));
 
 }  // namespace
