@@ -248,7 +248,7 @@ void v4_attention_forward(const DeepseekV4Config& c, int layer, const V4Attentio
       p.n_keys = static_cast<int64_t>(qs.keys.size());
       p.out = s.attn.data() + t * nh * D;
       p.scores = qs.scores.data();
-      kernels::sink_attention_reference(p);
+      kernels::sink_attention(p);
     }
   });
   output_projection(c, layer, w, b, s, ctx, out);

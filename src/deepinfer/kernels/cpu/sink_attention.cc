@@ -1,4 +1,5 @@
-// Gathered-key attention with a sink logit: scores, max-subtracted softmax in double, weighted sum.
+// Gathered-key attention with a sink logit: scores, max-subtracted softmax in double, weighted
+// sum (the reference), and the dispatch to the SIMD variants.
 #include "deepinfer/kernels/cpu/sink_attention.h"
 
 #include <cmath>
@@ -28,5 +29,13 @@ void sink_attention_reference(const SinkAttentionParams& p) {
     }
   }
 }
+
+void sink_attention_with_isa(const SinkAttentionParams& p, IsaLevel isa) {
+  if (isa >= IsaLevel::kAvx512) return detail::sink_attention_avx512(p);
+  if (isa >= IsaLevel::kAvx2) return detail::sink_attention_avx2(p);
+  sink_attention_reference(p);
+}
+
+void sink_attention(const SinkAttentionParams& p) { sink_attention_with_isa(p, best_isa()); }
 
 }  // namespace deepinfer::kernels
