@@ -2,7 +2,7 @@
 # outputs, for tests/unit/deepseek_v4. The reference is transformers' DeepseekV4ForCausalLM
 # (>= 5.8; it has no FP8/FP4 fake-quantisation and no Hadamard rotation), run in float32 on the
 # saved weights. Run from the repo root, in an environment with PyPI torch + transformers:
-#   python3 tests/reference/make_tiny_deepseek_v4.py
+#   python3 tests/reference/make_tiny_deepseek_v4.py [fixture names, default all]
 # Cases (every one mixes window-only, HCA and CSA layers, hash-routed and top-k MoE layers):
 #   h2_mixed:   hc_mult 2, window 4 (smaller than every prompt), HCA ratio 8, CSA ratio 4,
 #               index_topk 3 (fewer than the CSA entries of the longer prompts), YaRN on the
@@ -19,6 +19,11 @@
 #               projections, router, norms, embedding and head stay bf16. Sizes above 128
 #               (hidden 160, q_lora_rank 136, o_lora_rank 128) give full and partial blocks.
 #               Its reference is transformers run on the dequantized weights (fp8 * scale).
+#   fp4_e2m1:   V4-Flash Instruct's layout with DeepSeek's names and config ("expert_dtype": "fp4"
+#               at the top level): routed experts FP4 e2m1 packed two per byte as int8 (low
+#               nibble = even input) with a ue8m0 (F8_E8M0) `.scale` [n_out, n_in / 32];
+#               attention projections but wo_a and the shared experts FP8 as in fp8_ue8m0.
+#               Its reference is transformers run on the dequantized weights (e2m1 * scale).
 # expected.json per case: token ids, logits at every prompt position (one full forward), and
 # the greedy continuation (transformers' incremental decoding through V4's own cache) with
 # the logits and top-2 margin of each step. The script checks that the full-forward logits of
@@ -26,6 +31,7 @@
 import json
 import os
 import re
+import sys
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -225,8 +231,40 @@ def quantize_fp8_ue8m0(w):
     return q, scale.to(torch.float8_e8m0fnu).contiguous(), deq.contiguous()
 
 
-def build_fp8(name, params, seed):
-    import shutil
+FP4_CASE = dict(COMMON, hidden_size=64, moe_intermediate_size=32, q_lora_rank=32, num_hidden_layers=3,
+                hc_mult=2, sliding_window=6, index_topk=3,
+                layer_types=["compressed_sparse_attention", "heavily_compressed_attention", "sliding_attention"],
+                compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 8},
+                mlp_layer_types=["hash_moe", "moe", "moe"], rope_parameters=YARN)
+# V4-Flash Instruct's layout: routed experts FP4, attention projections (but wo_a: its 8-row
+# o_lora groups cannot hold 128-row FP8 blocks at this size) and shared experts FP8.
+FP4_EXPERT = re.compile(r"\.ffn\.experts\.\d+\.w[123]\.weight$")
+FP8_WITH_FP4 = re.compile(r"\.attn\.(wq_a|wq_b|wkv|wo_b|indexer\.wq_b)\.weight$|"
+                          r"\.ffn\.shared_experts\.w[123]\.weight$")
+FP4_BLOCK = 32
+E2M1 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+
+
+def quantize_fp4_ue8m0(w):
+    """Per 32 inputs: scale = 2^ceil(log2(amax / 6)) (ue8m0), codes = nearest e2m1 of w / scale,
+    packed two per byte (low nibble = even input, bit 3 = sign) as int8, DeepSeek's storage."""
+    n_out, n_in = w.shape
+    assert n_in % FP4_BLOCK == 0
+    blocks = w.view(n_out, n_in // FP4_BLOCK, FP4_BLOCK)
+    amax = blocks.abs().amax(dim=2).clamp(min=1e-12)
+    scale = torch.exp2(torch.ceil(torch.log2(amax / 6.0)))
+    x = blocks / scale[:, :, None]
+    mag = (x.abs()[..., None] - E2M1).abs().argmin(dim=-1)
+    codes = (mag | ((x < 0) & (mag > 0)).to(torch.long) * 8).view(n_out, n_in)
+    packed = (codes[:, 0::2] | (codes[:, 1::2] << 4)).to(torch.uint8).view(torch.int8).contiguous()
+    vals = torch.where(codes >= 8, -E2M1[codes % 8], E2M1[codes % 8])
+    deq = (vals.view(n_out, n_in // FP4_BLOCK, FP4_BLOCK) * scale[:, :, None]).view(n_out, n_in)
+    return packed, scale.to(torch.float8_e8m0fnu).contiguous(), deq.contiguous()
+
+
+def build_quantized(name, params, seed, rules, extra_config):
+    """DeepSeek's names; tensors matching a rule's regex stored quantized (weight + `.scale`), the
+    reference run on their dequantized values."""
     import tempfile
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
@@ -239,8 +277,9 @@ def build_fp8(name, params, seed):
         sd = load_file(os.path.join(tmp, "model.safetensors"))
         quant, deq = {}, {}
         for k, v in sd.items():
-            if FP8_LINEAR.search(k):
-                q, scale, d = quantize_fp8_ue8m0(v.float())
+            rule = next((fn for regex, fn in rules if regex.search(k)), None)
+            if rule:
+                q, scale, d = rule(v.float())
                 quant[deepseek_name(k)] = q
                 quant[deepseek_name(k)[: -len(".weight")] + ".scale"] = scale
                 deq[k] = d
@@ -252,6 +291,7 @@ def build_fp8(name, params, seed):
             config = json.load(f)
     config["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
                                      "scale_fmt": "ue8m0", "weight_block_size": [FP8_BLOCK, FP8_BLOCK]}
+    config.update(extra_config)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     st_path = os.path.join(out, "model.safetensors")
@@ -260,10 +300,26 @@ def build_fp8(name, params, seed):
     print(name, "weights", os.path.getsize(st_path), "bytes")
 
 
+def build_fp8(name, params, seed):
+    build_quantized(name, params, seed, [(FP8_LINEAR, quantize_fp8_ue8m0)], {})
+
+
+def build_fp4(name, params, seed):
+    # DeepSeek's V4-Flash config.json carries expert_dtype at the top level.
+    build_quantized(name, params, seed, [(FP4_EXPERT, quantize_fp4_ue8m0), (FP8_WITH_FP4, quantize_fp8_ue8m0)],
+                    {"expert_dtype": "fp4"})
+
+
 def main():
+    # Optional arguments: the fixture names to (re)make; all of them by default.
+    only = set(sys.argv[1:])
     for i, (name, (params, naming)) in enumerate(CASES.items()):
-        build(name, params, naming, 4000 + i)
-    build_fp8("fp8_ue8m0", FP8_CASE, 5000)
+        if not only or name in only:
+            build(name, params, naming, 4000 + i)
+    if not only or "fp8_ue8m0" in only:
+        build_fp8("fp8_ue8m0", FP8_CASE, 5000)
+    if not only or "fp4_e2m1" in only:
+        build_fp4("fp4_e2m1", FP4_CASE, 6000)
 
 
 if __name__ == "__main__":

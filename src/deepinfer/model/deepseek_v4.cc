@@ -18,25 +18,30 @@
 namespace deepinfer::model {
 namespace {
 
-// config.json's quantization_config: absent, or FP8 e4m3 with 128x128 block scales and
-// non-FP4 experts. FP4 (e2m1) routed experts are not implemented yet: refused, never misread.
-Status check_quantization(const std::string& dir) {
+// config.json's quantization_config: absent, or FP8 e4m3 with 128x128 block scales. Routed
+// experts: "expert_dtype" (top level, as DeepSeek's V4-Flash ships it, or inside
+// quantization_config) absent, "bf16" or "fp8" (loaded by tensor type), or "fp4" (packed e2m1
+// with ue8m0 scales per 32 inputs): returns whether experts are FP4.
+Result<bool> check_quantization(const std::string& dir) {
   const nlohmann::json j = hf::read_json_lenient(dir + "/config.json");
   DI_RETURN_IF_ERROR(hf::check_fp8_block_quantization(j, dir));
-  if (!j.is_object() || !j.contains("quantization_config")) return Status::ok();
-  const auto& q = j["quantization_config"];
-  auto str = [&](const char* k) {
-    return q.is_object() && q.contains(k) && q[k].is_string() ? q[k].get<std::string>()
-                                                              : std::string();
+  if (!j.is_object()) return false;
+  std::string experts;
+  auto take = [&](const nlohmann::json& o) -> Status {
+    if (!o.is_object() || !o.contains("expert_dtype") || o["expert_dtype"].is_null())
+      return Status::ok();
+    if (!o["expert_dtype"].is_string())
+      return invalid_argument("{}/config.json: expert_dtype must be a string, not {}", dir,
+                              o["expert_dtype"].dump());
+    if (experts.empty()) experts = o["expert_dtype"].get<std::string>();
+    return Status::ok();
   };
-  std::string experts = str("expert_dtype");
-  if (experts.empty() && j.contains("expert_dtype") && j["expert_dtype"].is_string())
-    experts = j["expert_dtype"].get<std::string>();
-  if (!experts.empty() && experts != "fp8" && experts != "bf16")
-    return unsupported(
-        "{}/config.json: expert_dtype '{}' (FP4 routed experts) is not supported yet", dir,
-        experts);
-  return Status::ok();
+  if (j.contains("quantization_config")) DI_RETURN_IF_ERROR(take(j["quantization_config"]));
+  DI_RETURN_IF_ERROR(take(j));
+  if (!experts.empty() && experts != "fp8" && experts != "bf16" && experts != "fp4")
+    return unsupported("{}/config.json: expert_dtype '{}' is not supported (bf16, fp8 or fp4)",
+                       dir, experts);
+  return experts == "fp4";
 }
 
 ModelConfig engine_config(const ModelConfig& base, const DeepseekV4Config& v4) {
@@ -73,11 +78,11 @@ Result<std::unique_ptr<DeepseekV4>> DeepseekV4::load(const ModelConfig& config,
   if (!source.safetensors)
     return unsupported("{}: deepseek_v4 loads from a Hugging Face safetensors directory, not GGUF",
                        source.description);
-  DI_RETURN_IF_ERROR(check_quantization(source.description));
+  DI_ASSIGN_OR_RETURN(const bool fp4_experts, check_quantization(source.description));
   DI_ASSIGN_OR_RETURN(DeepseekV4Config v4,
                       deepseek_v4_config_from_json(source.description + "/config.json"));
   std::unique_ptr<DeepseekV4> m(new DeepseekV4(engine_config(config, v4), v4));
-  DI_ASSIGN_OR_RETURN(m->w_, load_deepseek_v4_weights(m->v4_, source));
+  DI_ASSIGN_OR_RETURN(m->w_, load_deepseek_v4_weights(m->v4_, source, fp4_experts));
   if (v4.num_mtp_layers > 0)
     log::warn(
         "{}: deepseek_v4 MTP layer not loaded (no draft head for V4 yet); decoding is unaffected",

@@ -23,6 +23,7 @@ class DeepseekV4 final : public Model {
 
   const ModelConfig& config() const override { return config_; }
   const DeepseekV4Config& v4_config() const { return v4_; }
+  const V4Weights& weights() const { return w_; }
   // One "KV head" per layer holding a state row of v4_row_floats() floats; no V pool.
   KvCacheSpec kv_cache_spec() const override;
   Status forward(const ForwardBatch& batch, KvCache& cache, ForwardContext& ctx,

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "deepinfer/kernels/cpu/fp4_matmul.h"
 #include "deepinfer/kernels/cpu/matmul.h"
 #include "deepinfer/model/format/safetensors.h"
 #include "deepinfer/model/weight_map.h"
@@ -95,6 +96,13 @@ class V4Names {
     return nullptr;
   }
 
+  // The shard file holding `canonical` (the checkpoint when absent), for errors about contents.
+  std::string file_of(const std::string& canonical) const {
+    for (const std::string& n : candidates(canonical))
+      if (source_.safetensors->find(n)) return source_.safetensors->shard_of(n);
+    return source_.description;
+  }
+
   Status missing(const std::string& canonical) const {
     const auto c = candidates(canonical);
     return corrupt("{}: missing tensor '{}' (also looked for '{}')", source_.description, canonical,
@@ -158,6 +166,50 @@ class V4Names {
     return w;
   }
 
+  // An FP4 expert projection (V4Fp4Linear): the packed I8 weight and its ue8m0 scale, checked
+  // and kept as stored. Every scale byte is read once here: a NaN (0xff) or one whose weights
+  // overflow f32 (6 * 2^(b - 127), b > 252) would poison every token routed to the expert.
+  Result<V4Fp4Linear> fp4_linear(const std::string& prefix, int64_t n_out, int64_t n_in) const {
+    const std::string wname = prefix + ".weight";
+    const Tensor* t = find(wname);
+    if (!t) return missing(wname);
+    if (t->dtype != DType::kI8)
+      return unsupported(
+          "{}: tensor '{}' has type {}, but config.json declares expert_dtype fp4 (packed e2m1 "
+          "pairs stored as I8)",
+          file_of(wname), wname, dtype_name(t->dtype));
+    if (n_in % 2 != 0)
+      return unsupported("{}: tensor '{}': FP4 packs two inputs a byte, but its input size {} is odd",
+                         file_of(wname), wname, n_in);
+    DI_RETURN_IF_ERROR(check_shape(*t, {n_out, n_in / 2}, file_of(wname), wname));
+    V4Fp4Linear w;
+    w.weight = *t;
+    w.n_out = n_out;
+    w.n_in = n_in;
+    std::string sname;
+    for (std::string_view s : kScaleNames)
+      if (find(prefix + std::string(s))) sname = prefix + std::string(s);
+    if (sname.empty()) return missing(prefix + ".scale");
+    const Tensor* sc = find(sname);
+    if (sc->dtype != DType::kF8_E8M0)
+      return unsupported("{}: tensor '{}' has type {} (FP4 expert scales are ue8m0, F8_E8M0)",
+                         file_of(sname), sname, dtype_name(sc->dtype));
+    const int64_t blocks = (n_in + kernels::kFp4Block - 1) / kernels::kFp4Block;
+    DI_RETURN_IF_ERROR(check_shape(*sc, {n_out, blocks}, file_of(sname), sname));
+    const auto* b = static_cast<const uint8_t*>(sc->data);
+    for (int64_t i = 0; i < sc->numel(); ++i) {
+      if (b[i] <= 252) continue;
+      if (b[i] == 0xff)
+        return corrupt("{}: tensor '{}' holds a NaN scale (0xff) at row {}, block {}",
+                       file_of(sname), sname, i / blocks, i % blocks);
+      return corrupt("{}: tensor '{}' holds scale 2^{} at row {}, block {} (out of range: its "
+                     "weights overflow f32)",
+                     file_of(sname), sname, int(b[i]) - 127, i / blocks, i % blocks);
+    }
+    w.scale = *sc;
+    return w;
+  }
+
   const WeightSource& source() const { return source_; }
 
  private:
@@ -182,11 +234,32 @@ Result<MlpWeights> load_mlp(const V4Names& n, const std::string& p, int64_t hidd
   return m;
 }
 
-// Routed experts one by one (DeepSeek) or stacked (transformers' gate_up_proj / down_proj).
-Status load_experts(const V4Names& n, const DeepseekV4Config& c, int layer, V4Moe& moe) {
+// FP4 experts under DeepSeek's names (the only layout FP4 checkpoints ship in).
+Status load_fp4_experts(const V4Names& n, const DeepseekV4Config& c, const std::string& p,
+                        V4Moe& moe) {
+  moe.fp4_experts.resize(c.n_experts);
+  for (int e = 0; e < c.n_experts; ++e) {
+    const std::string q = p + "." + std::to_string(e);
+    V4Fp4Mlp& m = moe.fp4_experts[e];
+    DI_ASSIGN_OR_RETURN(m.gate, n.fp4_linear(q + ".w1", c.moe_inter, c.hidden));
+    DI_ASSIGN_OR_RETURN(m.up, n.fp4_linear(q + ".w3", c.moe_inter, c.hidden));
+    DI_ASSIGN_OR_RETURN(m.down, n.fp4_linear(q + ".w2", c.hidden, c.moe_inter));
+  }
+  return Status::ok();
+}
+
+// Routed experts one by one (DeepSeek) or stacked (transformers' gate_up_proj / down_proj);
+// packed FP4 ones when config.json says expert_dtype fp4.
+Status load_experts(const V4Names& n, const DeepseekV4Config& c, int layer, bool fp4, V4Moe& moe) {
   const std::string p = "layers." + std::to_string(layer) + ".ffn.experts";
   const std::string stacked = "model.layers." + std::to_string(layer) + ".mlp.experts.";
   const Tensor* gate_up = n.source().safetensors->find(stacked + "gate_up_proj");
+  if (fp4) return load_fp4_experts(n, c, p, moe);
+  if (const Tensor* w1 = n.find(p + ".0.w1.weight"); w1 && w1->dtype == DType::kI8)
+    return unsupported(
+        "{}: tensor '{}.0.w1.weight' is I8 (packed FP4 experts), but config.json does not declare "
+        "expert_dtype fp4",
+        n.file_of(p + ".0.w1.weight"), p);
   moe.experts.resize(c.n_experts);
   if (!gate_up || n.find(p + ".0.w1.weight")) {
     for (int e = 0; e < c.n_experts; ++e) {
@@ -295,7 +368,7 @@ Result<V4Attention> load_attention(const V4Names& n, const DeepseekV4Config& c, 
   return a;
 }
 
-Result<V4LayerWeights> load_layer(const V4Names& n, const DeepseekV4Config& c, int l) {
+Result<V4LayerWeights> load_layer(const V4Names& n, const DeepseekV4Config& c, int l, bool fp4) {
   const std::string p = "layers." + std::to_string(l);
   const int64_t H = c.hidden, hc = c.hc_mult;
   V4LayerWeights w;
@@ -310,14 +383,15 @@ Result<V4LayerWeights> load_layer(const V4Names& n, const DeepseekV4Config& c, i
   } else if (n.find(p + ".ffn.gate.bias")) {
     DI_ASSIGN_OR_RETURN(w.moe.bias, n.get_f32(p + ".ffn.gate.bias", {c.n_experts}));
   }
-  DI_RETURN_IF_ERROR(load_experts(n, c, l, w.moe));
+  DI_RETURN_IF_ERROR(load_experts(n, c, l, fp4, w.moe));
   DI_ASSIGN_OR_RETURN(w.moe.shared, load_mlp(n, p + ".ffn.shared_experts", H, c.moe_inter));
   return w;
 }
 
 }  // namespace
 
-Result<V4Weights> load_deepseek_v4_weights(const DeepseekV4Config& c, const WeightSource& source) {
+Result<V4Weights> load_deepseek_v4_weights(const DeepseekV4Config& c, const WeightSource& source,
+                                           bool fp4_experts) {
   if (!source.safetensors)
     return unsupported("{}: deepseek_v4 loads from a Hugging Face safetensors directory, not GGUF",
                        source.description);
@@ -337,7 +411,7 @@ Result<V4Weights> load_deepseek_v4_weights(const DeepseekV4Config& c, const Weig
   DI_ASSIGN_OR_RETURN(w.hc_head, load_hc(n, "hc_head", hc, hc * H, 1));
   w.layers.resize(c.num_layers);
   for (int l = 0; l < c.num_layers; ++l) {
-    DI_ASSIGN_OR_RETURN(w.layers[l], load_layer(n, c, l));
+    DI_ASSIGN_OR_RETURN(w.layers[l], load_layer(n, c, l, fp4_experts));
   }
   return w;
 }

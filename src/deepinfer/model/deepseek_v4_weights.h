@@ -45,11 +45,25 @@ struct V4Attention {
   V4Indexer indexer;        // CSA layers
 };
 
+// A routed expert projection in FP4 e2m1 (DeepSeek-V4 Instruct's experts, config.json
+// "expert_dtype": "fp4"): `weight` I8 [n_out, n_in / 2], two e2m1 codes a byte (low nibble = even
+// input); `scale` F8_E8M0 [n_out, ceil(n_in / 32)], one power of two per 32 inputs. Both are the
+// checkpoint's own bytes (mapped, never widened in memory); kernels::fp4_matmul reads them.
+struct V4Fp4Linear {
+  Tensor weight, scale;
+  int64_t n_out = 0, n_in = 0;
+};
+
+struct V4Fp4Mlp {
+  V4Fp4Linear gate, up, down;  // w1, w3, w2
+};
+
 struct V4Moe {
   Tensor gate;                   // f32 [n_experts, hidden]
   Tensor bias;                   // f32 [n_experts] selection bias (top-k layers)
   std::vector<int32_t> tid2eid;  // [vocab * top_k] (hash layers)
-  std::vector<MlpWeights> experts;
+  std::vector<MlpWeights> experts;    // [n_experts] bf16 / f32 / FP8 experts, or empty
+  std::vector<V4Fp4Mlp> fp4_experts;  // [n_experts] FP4 experts, or empty
   MlpWeights shared;
 };
 
@@ -69,7 +83,9 @@ struct V4Weights {
 };
 
 // Loads and shape-checks every tensor the config implies. Errors name the checkpoint and the
-// tensor (with the other names it was looked for under).
-Result<V4Weights> load_deepseek_v4_weights(const DeepseekV4Config& c, const WeightSource& source);
+// tensor (with the other names it was looked for under). fp4_experts: config.json declares
+// "expert_dtype": "fp4", so routed experts must be packed FP4 (and only then may they be).
+Result<V4Weights> load_deepseek_v4_weights(const DeepseekV4Config& c, const WeightSource& source,
+                                           bool fp4_experts = false);
 
 }  // namespace deepinfer::model
