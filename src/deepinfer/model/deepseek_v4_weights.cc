@@ -248,11 +248,13 @@ Status load_fp4_experts(const V4Names& n, const DeepseekV4Config& c, const std::
   return Status::ok();
 }
 
-// Routed experts one by one (DeepSeek) or stacked (transformers' gate_up_proj / down_proj);
-// packed FP4 ones when config.json says expert_dtype fp4.
-Status load_experts(const V4Names& n, const DeepseekV4Config& c, int layer, bool fp4, V4Moe& moe) {
-  const std::string p = "layers." + std::to_string(layer) + ".ffn.experts";
-  const std::string stacked = "model.layers." + std::to_string(layer) + ".mlp.experts.";
+// Routed experts of block `block` ("layers.N" or "mtp.0") one by one (DeepSeek) or stacked
+// (transformers' gate_up_proj / down_proj); packed FP4 ones when config.json says expert_dtype
+// fp4.
+Status load_experts(const V4Names& n, const DeepseekV4Config& c, const std::string& block, bool fp4,
+                    V4Moe& moe) {
+  const std::string p = block + ".ffn.experts";
+  const std::string stacked = "model." + block + ".mlp.experts.";
   const Tensor* gate_up = n.source().safetensors->find(stacked + "gate_up_proj");
   if (fp4) return load_fp4_experts(n, c, p, moe);
   if (const Tensor* w1 = n.find(p + ".0.w1.weight"); w1 && w1->dtype == DType::kI8)
@@ -333,8 +335,9 @@ Result<V4Compressor> load_compressor(const V4Names& n, const std::string& p, int
   return k;
 }
 
-Result<V4Attention> load_attention(const V4Names& n, const DeepseekV4Config& c, int l) {
-  const std::string p = "layers." + std::to_string(l) + ".attn";
+Result<V4Attention> load_attention(const V4Names& n, const DeepseekV4Config& c,
+                                   const std::string& block, const V4Layer& L) {
+  const std::string p = block + ".attn";
   const int64_t H = c.hidden, D = c.head_dim, nh = c.n_heads;
   V4Attention a;
   DI_ASSIGN_OR_RETURN(a.wq_a, n.linear(p + ".wq_a", c.q_lora_rank, H));
@@ -353,7 +356,6 @@ Result<V4Attention> load_attention(const V4Names& n, const DeepseekV4Config& c, 
         "supported",
         n.source().description, p, c.o_lora_rank, kFp8Block);
   DI_ASSIGN_OR_RETURN(a.sinks, n.get_f32(p + ".attn_sink", {nh}));
-  const V4Layer& L = c.layers[l];
   if (L.attn == V4Attn::kWindow) return a;
   const bool csa = L.attn == V4Attn::kCsa;
   DI_ASSIGN_OR_RETURN(a.compressor, load_compressor(n, p + ".compressor", H, D, L.ratio, csa));
@@ -368,24 +370,40 @@ Result<V4Attention> load_attention(const V4Names& n, const DeepseekV4Config& c, 
   return a;
 }
 
-Result<V4LayerWeights> load_layer(const V4Names& n, const DeepseekV4Config& c, int l, bool fp4) {
-  const std::string p = "layers." + std::to_string(l);
+// One block (a decoder layer "layers.N" or the MTP's "mtp.0") of kind L.
+Result<V4LayerWeights> load_block(const V4Names& n, const DeepseekV4Config& c,
+                                  const std::string& p, const V4Layer& L, bool fp4) {
   const int64_t H = c.hidden, hc = c.hc_mult;
   V4LayerWeights w;
   DI_ASSIGN_OR_RETURN(w.attn_norm, n.get_f32(p + ".attn_norm.weight", {H}));
   DI_ASSIGN_OR_RETURN(w.ffn_norm, n.get_f32(p + ".ffn_norm.weight", {H}));
   DI_ASSIGN_OR_RETURN(w.hc_attn, load_hc(n, p + ".hc_attn", (2 + hc) * hc, hc * H, 3));
   DI_ASSIGN_OR_RETURN(w.hc_ffn, load_hc(n, p + ".hc_ffn", (2 + hc) * hc, hc * H, 3));
-  DI_ASSIGN_OR_RETURN(w.attn, load_attention(n, c, l));
+  DI_ASSIGN_OR_RETURN(w.attn, load_attention(n, c, p, L));
   DI_ASSIGN_OR_RETURN(w.moe.gate, n.get_f32(p + ".ffn.gate.weight", {c.n_experts, H}));
-  if (c.layers[l].hash_moe) {
+  if (L.hash_moe) {
     DI_ASSIGN_OR_RETURN(w.moe.tid2eid, load_tid2eid(n, c, p + ".ffn.gate.tid2eid"));
   } else if (n.find(p + ".ffn.gate.bias")) {
     DI_ASSIGN_OR_RETURN(w.moe.bias, n.get_f32(p + ".ffn.gate.bias", {c.n_experts}));
   }
-  DI_RETURN_IF_ERROR(load_experts(n, c, l, fp4, w.moe));
+  DI_RETURN_IF_ERROR(load_experts(n, c, p, fp4, w.moe));
   DI_ASSIGN_OR_RETURN(w.moe.shared, load_mlp(n, p + ".ffn.shared_experts", H, c.moe_inter));
   return w;
+}
+
+Result<std::vector<V4MtpWeights>> load_mtp(const V4Names& n, const DeepseekV4Config& c, bool fp4) {
+  std::vector<V4MtpWeights> out;
+  if (c.num_mtp_layers <= 0 || !n.find("mtp.0.e_proj.weight")) return out;
+  const int64_t H = c.hidden, hc = c.hc_mult;
+  V4MtpWeights& m = out.emplace_back();
+  DI_ASSIGN_OR_RETURN(m.block, load_block(n, c, "mtp.0", kV4MtpLayer, fp4));
+  DI_ASSIGN_OR_RETURN(m.e_proj, n.linear("mtp.0.e_proj", H, H));
+  DI_ASSIGN_OR_RETURN(m.h_proj, n.linear("mtp.0.h_proj", H, H));
+  DI_ASSIGN_OR_RETURN(m.enorm, n.get_f32("mtp.0.enorm.weight", {H}));
+  DI_ASSIGN_OR_RETURN(m.hnorm, n.get_f32("mtp.0.hnorm.weight", {H}));
+  DI_ASSIGN_OR_RETURN(m.norm, n.get_f32("mtp.0.norm.weight", {H}));
+  DI_ASSIGN_OR_RETURN(m.hc_head, load_hc(n, "mtp.0.hc_head", hc, hc * H, 1));
+  return out;
 }
 
 }  // namespace
@@ -411,8 +429,10 @@ Result<V4Weights> load_deepseek_v4_weights(const DeepseekV4Config& c, const Weig
   DI_ASSIGN_OR_RETURN(w.hc_head, load_hc(n, "hc_head", hc, hc * H, 1));
   w.layers.resize(c.num_layers);
   for (int l = 0; l < c.num_layers; ++l) {
-    DI_ASSIGN_OR_RETURN(w.layers[l], load_layer(n, c, l, fp4_experts));
+    DI_ASSIGN_OR_RETURN(w.layers[l],
+                        load_block(n, c, "layers." + std::to_string(l), c.layers[l], fp4_experts));
   }
+  DI_ASSIGN_OR_RETURN(w.mtp, load_mtp(n, c, fp4_experts));
   return w;
 }
 

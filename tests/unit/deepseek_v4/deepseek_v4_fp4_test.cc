@@ -3,65 +3,17 @@
 // deepseek_v4_forward_test.cc / deepseek_v4_engine_test.cc match transformers on it), and a
 // hostile copy (NaN or out-of-range scale, wrong scale shape, odd packing, a wrong scale type,
 // I8 experts without expert_dtype fp4) is one error naming the shard file and the tensor.
-#include <unistd.h>
-
-#include <cstring>
-#include <filesystem>
-
-#include "v4_fixture.h"
+#include "v4_checkpoint_edit.h"
 
 namespace deepinfer {
 namespace {
 
-namespace fs = std::filesystem;
+using v4test::Checkpoint;
+using v4test::patch;
 
-struct Checkpoint {
-  nlohmann::json header, config;
-  std::string data;  // the bytes after the header
-};
-
-Checkpoint read_fixture() {
-  const std::string src = v4test::fixture_dir("fp4_e2m1");
-  std::ifstream in(src + "/model.safetensors", std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  uint64_t n = 0;
-  std::memcpy(&n, bytes.data(), 8);
-  Checkpoint c;
-  c.header = nlohmann::json::parse(bytes.substr(8, n));
-  c.data = bytes.substr(8 + n);
-  std::ifstream cfg(src + "/config.json");
-  c.config = nlohmann::json::parse(cfg);
-  return c;
-}
-
-// Writes `c` to a fresh directory, loads it, removes it; returns the error (or "" if it loaded).
+Checkpoint read_fixture() { return v4test::read_checkpoint("fp4_e2m1"); }
 std::string load_error(const std::string& tag, const Checkpoint& c) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("deepinfer_v4_fp4_" + tag + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::string header = c.header.dump();
-  header.resize((header.size() + 7) / 8 * 8, ' ');
-  const uint64_t n = header.size();
-  std::ofstream out(dir / "model.safetensors", std::ios::binary);
-  out.write(reinterpret_cast<const char*>(&n), 8);
-  out << header << c.data;
-  out.close();
-  std::ofstream(dir / "config.json") << c.config.dump(2);
-  auto m = v4test::open_dir(dir.string());
-  fs::remove_all(dir);
-  EXPECT_FALSE(m.is_ok()) << tag;
-  if (m.is_ok()) return "";
-  const std::string msg = m.status().message();
-  EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
-  EXPECT_NE(msg.find(dir.string()), std::string::npos) << "names the checkpoint: " << msg;
-  return msg;
-}
-
-// Overwrites the first bytes of tensor `name`'s data.
-void patch(Checkpoint& c, const std::string& name, const std::string& bytes) {
-  const uint64_t at = c.header.at(name).at("data_offsets")[0].get<uint64_t>();
-  c.data.replace(at, bytes.size(), bytes);
+  return v4test::checkpoint_error("fp4_" + tag, c);
 }
 
 // The experts' projections are views of the checkpoint's own (mapped) bytes: packed weights and
