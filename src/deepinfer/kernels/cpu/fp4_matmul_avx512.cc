@@ -1,7 +1,8 @@
 // AVX-512 FP4 matmul: one 32-input block is 16 bytes; its nibbles are split and interleaved back
 // into input order (unpacklo/hi), looked up as doubled int8 values with one byte shuffle, and
-// widened to two vectors of 16 floats, then scaled (2^(s - 127) / 2: exact). Up to 8 input rows
-// share each widened block; a partial last block uses masked loads.
+// widened to two vectors of 16 floats, then scaled (2^(s - 127) / 2: exact). Tiles of 2 output
+// rows x up to 8 input rows share each widened block and each input load; a partial last block
+// uses masked loads.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -37,59 +38,62 @@ inline float hsum(__m512 v) {
   return _mm_cvtss_f32(q);
 }
 
-// Output row `o` for input rows [r0, r0 + R): R accumulators, one widened block shared by all.
-template <int R>
-void rows_block(const Fp4MatmulParams& p, int64_t o, int64_t r0) {
-  const uint8_t* w = p.weight + o * p.weight_row_bytes;
-  const uint8_t* s = p.scale + o * p.scale_stride;
+// Output rows [o0, o0 + O) for input rows [r0, r0 + R): O widened blocks at a time, each input
+// load shared by the O rows, each widened block by the R rows.
+template <int O, int R>
+void tile(const Fp4MatmulParams& p, int64_t o0, int64_t r0) {
   const int64_t nb = (p.n_in + kFp4Block - 1) / kFp4Block;
+  // One or two accumulators in all: two FMA chains each, else FMA latency bounds them.
+  constexpr bool kTwoChains = O * R <= 2;
   const float* x[R];
-  // Few rows: two FMA chains per row, else FMA latency, not throughput, bounds them.
-  constexpr bool kTwoChains = R <= 2;
-  __m512 total[R], total1[R];
-  for (int r = 0; r < R; ++r) {
-    x[r] = p.input + (r0 + r) * p.input_stride;
-    total[r] = total1[r] = _mm512_setzero_ps();
-  }
+  __m512 acc[O][R], acc1[O][R];
+  for (int r = 0; r < R; ++r) x[r] = p.input + (r0 + r) * p.input_stride;
+  for (int o = 0; o < O; ++o)
+    for (int r = 0; r < R; ++r) acc[o][r] = acc1[o][r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t i = b * kFp4Block;
     const int n = static_cast<int>(std::min<int64_t>(kFp4Block, p.n_in - i));
-    __m512 w0, w1;
-    widen32(w + i / 2, n, w0, w1);
-    // The scale is a power of two: folding it into the widened weights is exact.
-    const __m512 sc = _mm512_set1_ps(ue8m0_to_float(s[b]) * 0.5f);
-    w0 = _mm512_mul_ps(w0, sc);
-    w1 = _mm512_mul_ps(w1, sc);
-    if (n == kFp4Block) {
-      for (int r = 0; r < R; ++r) {
-        total[r] = _mm512_fmadd_ps(_mm512_loadu_ps(x[r] + i), w0, total[r]);
-        __m512& t = kTwoChains ? total1[r] : total[r];
-        t = _mm512_fmadd_ps(_mm512_loadu_ps(x[r] + i + 16), w1, t);
-      }
-    } else {
-      const __mmask16 m0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
-      const __mmask16 m1 = n > 16 ? __mmask16((1u << (n - 16)) - 1) : __mmask16(0);
-      for (int r = 0; r < R; ++r) {
-        total[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m0, x[r] + i), w0, total[r]);
-        __m512& t = kTwoChains ? total1[r] : total[r];
-        t = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m1, x[r] + i + 16), w1, t);
+    __m512 w0[O], w1[O];
+    for (int o = 0; o < O; ++o) {
+      widen32(p.weight + (o0 + o) * p.weight_row_bytes + i / 2, n, w0[o], w1[o]);
+      // The scale is a power of two: folding it into the widened weights is exact.
+      const __m512 sc = _mm512_set1_ps(ue8m0_to_float(p.scale[(o0 + o) * p.scale_stride + b]) * 0.5f);
+      w0[o] = _mm512_mul_ps(w0[o], sc);
+      w1[o] = _mm512_mul_ps(w1[o], sc);
+    }
+    const __mmask16 m0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+    const __mmask16 m1 = n > 16 ? __mmask16((1u << (n - 16)) - 1) : __mmask16(0);
+    for (int r = 0; r < R; ++r) {
+      const __m512 x0 = n == kFp4Block ? _mm512_loadu_ps(x[r] + i) : _mm512_maskz_loadu_ps(m0, x[r] + i);
+      const __m512 x1 =
+          n == kFp4Block ? _mm512_loadu_ps(x[r] + i + 16) : _mm512_maskz_loadu_ps(m1, x[r] + i + 16);
+      for (int o = 0; o < O; ++o) {
+        acc[o][r] = _mm512_fmadd_ps(x0, w0[o], acc[o][r]);
+        __m512& t = kTwoChains ? acc1[o][r] : acc[o][r];
+        t = _mm512_fmadd_ps(x1, w1[o], t);
       }
     }
   }
-  for (int r = 0; r < R; ++r) p.output[(r0 + r) * p.output_stride + o] = hsum(_mm512_add_ps(total[r], total1[r]));
+  for (int o = 0; o < O; ++o)
+    for (int r = 0; r < R; ++r)
+      p.output[(r0 + r) * p.output_stride + o0 + o] = hsum(_mm512_add_ps(acc[o][r], acc1[o][r]));
 }
 
-using RowsBlockFn = void (*)(const Fp4MatmulParams&, int64_t, int64_t);
-constexpr RowsBlockFn kRowsBlock[kRows + 1] = {nullptr,        rows_block<1>, rows_block<2>,
-                                               rows_block<3>,  rows_block<4>, rows_block<5>,
-                                               rows_block<6>,  rows_block<7>, rows_block<8>};
+using TileFn = void (*)(const Fp4MatmulParams&, int64_t, int64_t);
+template <int O>
+constexpr TileFn kTiles[kRows + 1] = {nullptr,    tile<O, 1>, tile<O, 2>, tile<O, 3>, tile<O, 4>,
+                                      tile<O, 5>, tile<O, 6>, tile<O, 7>, tile<O, 8>};
 
 }  // namespace
 
 void fp4_matmul_rows_avx512(const Fp4MatmulParams& p, int64_t o_begin, int64_t o_end) {
-  for (int64_t o = o_begin; o < o_end; ++o)
-    for (int64_t r0 = 0; r0 < p.n_rows; r0 += kRows)
-      kRowsBlock[std::min<int64_t>(kRows, p.n_rows - r0)](p, o, r0);
+  for (int64_t o = o_begin; o < o_end; o += 2) {
+    const bool pair = o + 1 < o_end;
+    for (int64_t r0 = 0; r0 < p.n_rows; r0 += kRows) {
+      const int64_t nr = std::min<int64_t>(kRows, p.n_rows - r0);
+      (pair ? kTiles<2> : kTiles<1>)[nr](p, o, r0);
+    }
+  }
 }
 
 }  // namespace deepinfer::kernels::detail
