@@ -50,10 +50,9 @@ KvCacheSpec DeepseekV4::mtp_kv_cache_spec() const {
   return {1, 1, static_cast<int>(v4_row_layout(mtp_cfg_, v4_.num_layers).floats), 0};
 }
 
-Status DeepseekV4::mtp_forward(const ForwardBatch& b, const float* prev_streams,
-                               KvCache& mtp_cache, ForwardContext& ctx, float* logits) {
-  if (w_.mtp.empty())
-    return unsupported("deepseek_v4: this checkpoint has no MTP layer (mtp.0.*)");
+Status DeepseekV4::mtp_forward(const ForwardBatch& b, const float* prev_streams, KvCache& mtp_cache,
+                               ForwardContext& ctx, float* logits) {
+  if (w_.mtp.empty()) return unsupported("deepseek_v4: this checkpoint has no MTP layer (mtp.0.*)");
   DI_RETURN_IF_ERROR(check_mtp_batch(b, mtp_cache, mtp_kv_cache_spec(), v4_.vocab_size));
   const V4MtpWeights& m = w_.mtp[0];
   const V4LayerWeights& L = m.block;

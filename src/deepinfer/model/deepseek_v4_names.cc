@@ -110,7 +110,8 @@ Result<Tensor> V4Names::get(const std::string& canonical, const std::vector<int6
   return *t;
 }
 
-Result<Tensor> V4Names::get_f32(const std::string& canonical, const std::vector<int64_t>& shape) const {
+Result<Tensor> V4Names::get_f32(const std::string& canonical,
+                                const std::vector<int64_t>& shape) const {
   DI_ASSIGN_OR_RETURN(Tensor t, get(canonical, shape));
   if (t.dtype != DType::kF32 && t.dtype != DType::kBF16 && t.dtype != DType::kF16)
     return unsupported("{}: tensor '{}' has type {} (expected f32, bf16 or f16)",
@@ -118,7 +119,8 @@ Result<Tensor> V4Names::get_f32(const std::string& canonical, const std::vector<
   return to_f32(t, canonical);
 }
 
-Result<Tensor> V4Names::get_scale(const std::string& canonical, const std::vector<int64_t>& shape) const {
+Result<Tensor> V4Names::get_scale(const std::string& canonical,
+                                  const std::vector<int64_t>& shape) const {
   DI_ASSIGN_OR_RETURN(Tensor t, get(canonical, shape));
   if (t.dtype != DType::kF8_E8M0) return get_f32(canonical, shape);
   auto data = std::shared_ptr<float[]>(new float[static_cast<size_t>(t.numel())]);
@@ -158,7 +160,8 @@ Result<LinearWeight> V4Names::with_scale(LinearWeight w, const std::string& pref
   return w;
 }
 
-Result<V4Fp4Linear> V4Names::fp4_linear(const std::string& prefix, int64_t n_out, int64_t n_in) const {
+Result<V4Fp4Linear> V4Names::fp4_linear(const std::string& prefix, int64_t n_out,
+                                        int64_t n_in) const {
   const std::string wname = prefix + ".weight";
   const Tensor* t = find(wname);
   if (!t) return missing(wname);
@@ -189,11 +192,12 @@ Result<V4Fp4Linear> V4Names::fp4_linear(const std::string& prefix, int64_t n_out
   for (int64_t i = 0; i < sc->numel(); ++i) {
     if (b[i] <= 252) continue;
     if (b[i] == 0xff)
-      return corrupt("{}: tensor '{}' holds a NaN scale (0xff) at row {}, block {}",
-                     file_of(sname), sname, i / blocks, i % blocks);
-    return corrupt("{}: tensor '{}' holds scale 2^{} at row {}, block {} (out of range: its "
-                   "weights overflow f32)",
-                   file_of(sname), sname, int(b[i]) - 127, i / blocks, i % blocks);
+      return corrupt("{}: tensor '{}' holds a NaN scale (0xff) at row {}, block {}", file_of(sname),
+                     sname, i / blocks, i % blocks);
+    return corrupt(
+        "{}: tensor '{}' holds scale 2^{} at row {}, block {} (out of range: its "
+        "weights overflow f32)",
+        file_of(sname), sname, int(b[i]) - 127, i / blocks, i % blocks);
   }
   w.scale = *sc;
   return w;

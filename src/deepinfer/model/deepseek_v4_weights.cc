@@ -167,8 +167,8 @@ Result<V4Attention> load_attention(const V4Names& n, const DeepseekV4Config& c,
 }
 
 // One block (a decoder layer "layers.N" or the MTP's "mtp.0") of kind L.
-Result<V4LayerWeights> load_block(const V4Names& n, const DeepseekV4Config& c,
-                                  const std::string& p, const V4Layer& L, bool fp4) {
+Result<V4LayerWeights> load_block(const V4Names& n, const DeepseekV4Config& c, const std::string& p,
+                                  const V4Layer& L, bool fp4) {
   const int64_t H = c.hidden, hc = c.hc_mult;
   V4LayerWeights w;
   DI_ASSIGN_OR_RETURN(w.attn_norm, n.get_f32(p + ".attn_norm.weight", {H}));

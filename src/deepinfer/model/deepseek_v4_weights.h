@@ -100,8 +100,9 @@ struct V4Weights {
 // Loads and shape-checks every tensor the config implies (the MTP block when config.json has
 // num_nextn_predict_layers > 0 and the checkpoint holds mtp.0.e_proj.weight: transformers'
 // save_pretrained drops mtp.*; once mtp.0 is there, any missing piece is an error). Errors name
-// the checkpoint and the tensor (with the other names it was looked for under). fp4_experts: config.json declares
-// "expert_dtype": "fp4", so routed experts must be packed FP4 (and only then may they be).
+// the checkpoint and the tensor (with the other names it was looked for under). fp4_experts:
+// config.json declares "expert_dtype": "fp4", so routed experts must be packed FP4 (and only then
+// may they be).
 Result<V4Weights> load_deepseek_v4_weights(const DeepseekV4Config& c, const WeightSource& source,
                                            bool fp4_experts = false);
 

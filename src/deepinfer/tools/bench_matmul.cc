@@ -4,11 +4,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "deepinfer/base/cpu_features.h"
 #include "deepinfer/base/thread_pool.h"
@@ -45,7 +44,8 @@ Result<Shape> parse_shape(const std::string& s) {
     const long long n_in = std::strtoll(s.c_str() + x + 1, nullptr, 10);
     if (end != s.c_str() + x || n_out < 1 || n_in < 1 || n_out > (1 << 20) || n_in > (1 << 20) ||
         n_in % 2 != 0)
-      return invalid_argument("--matmul-shape '{}': OUT and IN must be in [1, 1048576] (IN even)", s);
+      return invalid_argument("--matmul-shape '{}': OUT and IN must be in [1, 1048576] (IN even)",
+                              s);
     return Shape{DType::kF32, n_out, n_in, type_name == "fp8" ? Scaled::kFp8 : Scaled::kFp4};
   }
   std::optional<DType> type;
@@ -53,9 +53,11 @@ Result<Shape> parse_shape(const std::string& s) {
     if (auto t = dtype_from_ggml_id(id); t && dtype_name(*t) == type_name) type = t;
   if (!type) return invalid_argument("--matmul-shape '{}': unknown weight type '{}'", s, type_name);
   if (!kernels::matmul_supports(*type) || !can_quantize(*type))
-    return invalid_argument("--matmul-shape '{}': weight type '{}' cannot be benchmarked (it needs a matmul "
-                       "kernel and a quantizer to make the weights: f32, f16, bf16, q4_0, q4_1, q5_0, "
-                       "q5_1, q8_0, fp8, fp4)", s, type_name);
+    return invalid_argument(
+        "--matmul-shape '{}': weight type '{}' cannot be benchmarked (it needs a matmul "
+        "kernel and a quantizer to make the weights: f32, f16, bf16, q4_0, q4_1, q5_0, "
+        "q5_1, q8_0, fp8, fp4)",
+        s, type_name);
   char* end = nullptr;
   const long long n_out = std::strtoll(s.c_str() + colon + 1, &end, 10);
   const long long n_in = std::strtoll(s.c_str() + x + 1, nullptr, 10);
@@ -140,13 +142,19 @@ void time_and_print(const std::string& type, const Shape& shape, int64_t rows, T
   for (int i = 0; i < iters; ++i) call();
   const double wall = (now_seconds() - t0) / iters;
   const double cpu = (process_cpu_seconds() - c0) / iters / pool.num_threads();
-  nlohmann::json j = {{"mode", "matmul"},          {"weight_type", type},
-                      {"n_out", shape.n_out},      {"n_in", shape.n_in},
-                      {"rows", rows},              {"threads", pool.num_threads()},
-                      {"isa", isa_name(best_isa())}, {"precision", "high"},
-                      {"us", wall * 1e6},          {"gflop_per_s", flop / wall * 1e-9},
+  nlohmann::json j = {{"mode", "matmul"},
+                      {"weight_type", type},
+                      {"n_out", shape.n_out},
+                      {"n_in", shape.n_in},
+                      {"rows", rows},
+                      {"threads", pool.num_threads()},
+                      {"isa", isa_name(best_isa())},
+                      {"precision", "high"},
+                      {"us", wall * 1e6},
+                      {"gflop_per_s", flop / wall * 1e-9},
                       {"weight_gb_per_s", weight_bytes / wall * 1e-9},
-                      {"cpu_us_per_thread", cpu * 1e6}, {"cpu_gflop_per_s", flop / cpu * 1e-9}};
+                      {"cpu_us_per_thread", cpu * 1e6},
+                      {"cpu_gflop_per_s", flop / cpu * 1e-9}};
   std::printf("%s\n", j.dump().c_str());
   std::fflush(stdout);
 }
@@ -157,7 +165,8 @@ void measure_scaled(const Shape& shape, int64_t rows, ThreadPool& pool) {
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
   std::uniform_int_distribution<int> byte(0, 255), exponent(120, 130);
-  std::vector<float> x(static_cast<size_t>(rows * shape.n_in)), y(static_cast<size_t>(rows * shape.n_out));
+  std::vector<float> x(static_cast<size_t>(rows * shape.n_in)),
+      y(static_cast<size_t>(rows * shape.n_out));
   for (float& v : x) v = normal(rng);
   const bool fp8 = shape.scaled == Scaled::kFp8;
   const int64_t row = fp8 ? shape.n_in : shape.n_in / 2;

@@ -64,7 +64,8 @@ TEST(DeepseekV4Mtp, DraftLogitsMatchReference) {
       for (size_t i = 0; i + 1 < ids.size(); ++i) {
         const auto want = c["mtp_logits"][i].get<std::vector<float>>();
         const float d = v4test::max_abs_diff(got.data() + i * V, want);
-        EXPECT_LT(d, v4test::kTol) << ids.size() << " tokens, chunk " << chunk << ", position " << i;
+        EXPECT_LT(d, v4test::kTol)
+            << ids.size() << " tokens, chunk " << chunk << ", position " << i;
         worst = std::max(worst, d);
         ++compared;
         if (margin[i] > 2 * v4test::kTol) {  // a clear winner: the same draft token

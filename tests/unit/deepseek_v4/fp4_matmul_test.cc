@@ -1,14 +1,14 @@
 // FP4 e2m1 matmul with ue8m0 scales per 32 inputs: conversions against known values, and the
 // AVX2 and AVX-512 variants and the scalar reference against a double-precision
 // dequantize-then-multiply over many shapes (partial 32-blocks, 1..9 rows, padded strides).
+#include "deepinfer/kernels/cpu/fp4_matmul.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
-
-#include "deepinfer/kernels/cpu/fp4_matmul.h"
 
 namespace deepinfer {
 namespace {
@@ -55,7 +55,8 @@ TEST(Fp4Matmul, VariantsMatchDequantizedReference) {
   for (Case c : {Case{1, 32, 1, 0}, Case{130, 200, 3, 0}, Case{64, 256, 5, 3}, Case{7, 34, 9, 1},
                  Case{33, 2, 4, 0}, Case{17, 96, 1, 0}, Case{40, 4096, 2, 0}, Case{9, 62, 7, 5}}) {
     const int64_t nb = (c.n_in + 31) / 32;
-    const int64_t wrow = c.n_in / 2 + c.pad, srow = nb + c.pad, xrow = c.n_in + c.pad, orow = c.n_out + c.pad;
+    const int64_t wrow = c.n_in / 2 + c.pad, srow = nb + c.pad, xrow = c.n_in + c.pad,
+                  orow = c.n_out + c.pad;
     std::vector<uint8_t> w(c.n_out * wrow), scale(c.n_out * srow);
     for (auto& v : w) v = static_cast<uint8_t>(byte(rng));
     for (auto& v : scale) v = static_cast<uint8_t>(exponent(rng));
@@ -94,8 +95,8 @@ TEST(Fp4Matmul, VariantsMatchDequantizedReference) {
             mag += std::fabs(term(r, o, i));
           }
           EXPECT_LE(std::fabs(got[r * orow + o] - want), 1e-5 * mag + 1e-30)
-              << "isa " << isa_name(isa) << " n_out " << c.n_out << " n_in " << c.n_in << " rows " << c.rows
-              << " at (" << r << ", " << o << ")";
+              << "isa " << isa_name(isa) << " n_out " << c.n_out << " n_in " << c.n_in << " rows "
+              << c.rows << " at (" << r << ", " << o << ")";
         }
         for (int64_t o = c.n_out; o < orow; ++o) EXPECT_EQ(got[r * orow + o], -1.0f);
       }

@@ -25,9 +25,11 @@ uint8_t fp4_e2m1_from_float(float f) {
 }
 
 Status fp4_matmul_check(const Fp4MatmulParams& p) {
-  if (!p.weight || !p.scale || !p.input || !p.output) return invalid_argument("fp4_matmul: null pointer");
+  if (!p.weight || !p.scale || !p.input || !p.output)
+    return invalid_argument("fp4_matmul: null pointer");
   if (p.n_out <= 0 || p.n_in <= 0 || p.n_in % 2 != 0 || p.n_rows < 0)
-    return invalid_argument("fp4_matmul: bad sizes (n_out {}, n_in {}; n_in must be even)", p.n_out, p.n_in);
+    return invalid_argument("fp4_matmul: bad sizes (n_out {}, n_in {}; n_in must be even)", p.n_out,
+                            p.n_in);
   if (p.weight_row_bytes < static_cast<size_t>(p.n_in / 2) || p.input_stride < p.n_in ||
       p.output_stride < p.n_out || p.scale_stride < (p.n_in + kFp4Block - 1) / kFp4Block)
     return invalid_argument("fp4_matmul: strides too small");
@@ -60,17 +62,22 @@ void fp4_matmul_rows_scalar(const Fp4MatmulParams& p, int64_t o_begin, int64_t o
 
 }  // namespace detail
 
-void fp4_matmul_reference(const Fp4MatmulParams& p) { detail::fp4_matmul_rows_scalar(p, 0, p.n_out); }
+void fp4_matmul_reference(const Fp4MatmulParams& p) {
+  detail::fp4_matmul_rows_scalar(p, 0, p.n_out);
+}
 
 void fp4_matmul_with_isa(const Fp4MatmulParams& p, ThreadPool& pool, IsaLevel isa) {
   if (p.n_rows == 0) return;
   auto rows = isa >= IsaLevel::kAvx512 ? detail::fp4_matmul_rows_avx512
-             : isa >= IsaLevel::kAvx2  ? detail::fp4_matmul_rows_avx2
+              : isa >= IsaLevel::kAvx2 ? detail::fp4_matmul_rows_avx2
                                        : detail::fp4_matmul_rows_scalar;
   // Output rows split evenly; grain 16 keeps each thread's weight reads contiguous.
-  pool.parallel_for(p.n_out, [&](int64_t b, int64_t e) { rows(p, b, e); }, 16);
+  pool.parallel_for(
+      p.n_out, [&](int64_t b, int64_t e) { rows(p, b, e); }, 16);
 }
 
-void fp4_matmul(const Fp4MatmulParams& p, ThreadPool& pool) { fp4_matmul_with_isa(p, pool, best_isa()); }
+void fp4_matmul(const Fp4MatmulParams& p, ThreadPool& pool) {
+  fp4_matmul_with_isa(p, pool, best_isa());
+}
 
 }  // namespace deepinfer::kernels

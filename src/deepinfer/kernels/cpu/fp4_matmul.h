@@ -1,8 +1,8 @@
 // Matmul against FP4 e2m1 weights with ue8m0 scales per 32 inputs (DeepSeek-V4's routed experts,
-// the OCP MX layout): output[r][o] = sum_i input[r][i] * e2m1(W[o][i]) * 2^(scale[o][i / 32] - 127).
+// the OCP MX layout): output[r][o] = sum_i input[r][i] * e2m1(W[o][i]) * 2^(S[o][i / 32] - 127).
 // Weights stay packed in memory, two per byte (low nibble = even input, bit 3 = sign, magnitudes
 // {0, .5, 1, 1.5, 2, 3, 4, 6}), and so do the scale bytes; each 32-input block is widened in
-// registers, dotted in f32, and its sum scaled once.
+// registers and dotted in f32.
 #pragma once
 
 #include <cstddef>
@@ -24,11 +24,11 @@ struct Fp4MatmulParams {
   const uint8_t* scale = nullptr;   // [n_out, scale_stride] ue8m0 bytes (0xff = NaN: refused)
   int64_t scale_stride = 0;         // bytes between scale rows, >= ceil(n_in / 32)
   int64_t n_out = 0;
-  int64_t n_in = 0;                 // even
-  const float* input = nullptr;     // [n_rows, input_stride]
+  int64_t n_in = 0;              // even
+  const float* input = nullptr;  // [n_rows, input_stride]
   int64_t n_rows = 0;
   int64_t input_stride = 0;
-  float* output = nullptr;          // [n_rows, output_stride]
+  float* output = nullptr;  // [n_rows, output_stride]
   int64_t output_stride = 0;
 };
 

@@ -1,7 +1,7 @@
 // AVX2 FP4 matmul: the AVX-512 variant's widening (nibbles interleaved into input order, doubled
 // int8 values by byte shuffle, sign-extended to int32, converted, scaled) as four vectors of 8
-// floats per 32-input block. A partial last block (n_in not a multiple of 32) goes through the scalar
-// decode with the same doubled values and scale.
+// floats per 32-input block. A partial last block (n_in not a multiple of 32) goes through the
+// scalar decode with the same doubled values and scale.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -46,13 +46,17 @@ void fp4_matmul_rows_avx2(const Fp4MatmulParams& p, int64_t o_begin, int64_t o_e
         const __m128i e1 = _mm_shuffle_epi8(lut, _mm_unpackhi_epi8(lo, hi));
         // The scale is a power of two: folding it into the widened weights is exact.
         const __m256 sc = _mm256_set1_ps(ue8m0_to_float(s[b]) * 0.5f);
-        const __m256 w0 = _mm256_mul_ps(widen8(e0), sc), w1 = _mm256_mul_ps(widen8(_mm_srli_si128(e0, 8)), sc);
-        const __m256 w2 = _mm256_mul_ps(widen8(e1), sc), w3 = _mm256_mul_ps(widen8(_mm_srli_si128(e1, 8)), sc);
+        const __m256 w0 = _mm256_mul_ps(widen8(e0), sc),
+                     w1 = _mm256_mul_ps(widen8(_mm_srli_si128(e0, 8)), sc);
+        const __m256 w2 = _mm256_mul_ps(widen8(e1), sc),
+                     w3 = _mm256_mul_ps(widen8(_mm_srli_si128(e1, 8)), sc);
         for (int r = 0; r < kRows; ++r) {
           const float* xr = x[r] + i;
           // Two chains per row: FMA latency, not throughput, would bound the one-row case.
-          const __m256 a = _mm256_fmadd_ps(_mm256_loadu_ps(xr + 8), w1, _mm256_mul_ps(_mm256_loadu_ps(xr), w0));
-          const __m256 c = _mm256_fmadd_ps(_mm256_loadu_ps(xr + 24), w3, _mm256_mul_ps(_mm256_loadu_ps(xr + 16), w2));
+          const __m256 a =
+              _mm256_fmadd_ps(_mm256_loadu_ps(xr + 8), w1, _mm256_mul_ps(_mm256_loadu_ps(xr), w0));
+          const __m256 c = _mm256_fmadd_ps(_mm256_loadu_ps(xr + 24), w3,
+                                           _mm256_mul_ps(_mm256_loadu_ps(xr + 16), w2));
           total[r] = _mm256_add_ps(total[r], _mm256_add_ps(a, c));
         }
       }
@@ -68,7 +72,8 @@ void fp4_matmul_rows_avx2(const Fp4MatmulParams& p, int64_t o_begin, int64_t o_e
           tail[r] = acc * sc;
         }
       }
-      for (int r = 0; r < nr; ++r) p.output[(r0 + r) * p.output_stride + o] = hsum(total[r]) + tail[r];
+      for (int r = 0; r < nr; ++r)
+        p.output[(r0 + r) * p.output_stride + o] = hsum(total[r]) + tail[r];
     }
   }
 }

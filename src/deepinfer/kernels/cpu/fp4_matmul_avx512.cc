@@ -31,7 +31,8 @@ inline void widen32(const uint8_t* w, int n, __m512& w0, __m512& w1) {
 // _mm512_reduce_add_ps, spelled out: inside this template GCC 12 reports its intrinsic's
 // deliberately undefined upper half as an uninitialized use (an error under -Werror).
 inline float hsum(__m512 v) {
-  const __m256 h = _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xff, v, 0), _mm512_maskz_extractf32x8_ps(0xff, v, 1));
+  const __m256 h = _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xff, v, 0),
+                                 _mm512_maskz_extractf32x8_ps(0xff, v, 1));
   __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
   q = _mm_add_ps(q, _mm_movehl_ps(q, q));
   q = _mm_add_ss(q, _mm_movehdup_ps(q));
@@ -57,16 +58,18 @@ void tile(const Fp4MatmulParams& p, int64_t o0, int64_t r0) {
     for (int o = 0; o < O; ++o) {
       widen32(p.weight + (o0 + o) * p.weight_row_bytes + i / 2, n, w0[o], w1[o]);
       // The scale is a power of two: folding it into the widened weights is exact.
-      const __m512 sc = _mm512_set1_ps(ue8m0_to_float(p.scale[(o0 + o) * p.scale_stride + b]) * 0.5f);
+      const __m512 sc =
+          _mm512_set1_ps(ue8m0_to_float(p.scale[(o0 + o) * p.scale_stride + b]) * 0.5f);
       w0[o] = _mm512_mul_ps(w0[o], sc);
       w1[o] = _mm512_mul_ps(w1[o], sc);
     }
     const __mmask16 m0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
     const __mmask16 m1 = n > 16 ? __mmask16((1u << (n - 16)) - 1) : __mmask16(0);
     for (int r = 0; r < R; ++r) {
-      const __m512 x0 = n == kFp4Block ? _mm512_loadu_ps(x[r] + i) : _mm512_maskz_loadu_ps(m0, x[r] + i);
-      const __m512 x1 =
-          n == kFp4Block ? _mm512_loadu_ps(x[r] + i + 16) : _mm512_maskz_loadu_ps(m1, x[r] + i + 16);
+      const __m512 x0 =
+          n == kFp4Block ? _mm512_loadu_ps(x[r] + i) : _mm512_maskz_loadu_ps(m0, x[r] + i);
+      const __m512 x1 = n == kFp4Block ? _mm512_loadu_ps(x[r] + i + 16)
+                                       : _mm512_maskz_loadu_ps(m1, x[r] + i + 16);
       for (int o = 0; o < O; ++o) {
         acc[o][r] = _mm512_fmadd_ps(x0, w0[o], acc[o][r]);
         __m512& t = kTwoChains ? acc1[o][r] : acc[o][r];
