@@ -53,7 +53,8 @@ Status check_mtp_kind(const std::string& dir, const DeepseekV4Config& v4) {
     return Status::ok();
   const auto& r = j["compress_ratios"];
   if (r.size() > static_cast<size_t>(v4.num_layers) && r[v4.num_layers] != 0)
-    return unsupported("{}/config.json: compress_ratios[{}] = {} (a compressed MTP layer) is not supported",
+    return unsupported("{}/config.json: compress_ratios[{}] = {} (a compressed MTP layer) is "
+                       "not supported",
                        dir, v4.num_layers, r[v4.num_layers].dump());
   return Status::ok();
 }
@@ -101,7 +102,8 @@ Result<std::unique_ptr<DeepseekV4>> DeepseekV4::load(const ModelConfig& config,
   DI_RETURN_IF_ERROR(check_mtp_kind(source.description, v4));
   DI_ASSIGN_OR_RETURN(m->w_, load_deepseek_v4_weights(m->v4_, source, fp4_experts));
   if (v4.num_mtp_layers > 0 && m->w_.mtp.empty())
-    log::info("{}: config.json declares {} MTP layer(s) but the checkpoint has no mtp.0.*: no draft head",
+    log::info("{}: config.json declares {} MTP layer(s) but the checkpoint has no mtp.0.*: "
+              "no draft head",
               source.description, v4.num_mtp_layers);
   m->config_.num_nextn_predict_layers = static_cast<int>(m->w_.mtp.size());
   return m;
