@@ -104,6 +104,53 @@ TEST(Fp4Matmul, VariantsMatchDequantizedReference) {
   }
 }
 
+// A row's output is bit-identical whatever else shares the call (rows before and after it,
+// the thread split, which tile of output rows it lands in): batch invariance.
+TEST(Fp4Matmul, RowsDoNotDependOnTheBatch) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> byte(0, 255), exponent(120, 132);
+  const int64_t n_out = 37, n_in = 200, rows = 11, nb = (n_in + 31) / 32;
+  std::vector<uint8_t> w(n_out * n_in / 2), scale(n_out * nb);
+  for (auto& v : w) v = static_cast<uint8_t>(byte(rng));
+  for (auto& v : scale) v = static_cast<uint8_t>(exponent(rng));
+  std::vector<float> x(rows * n_in);
+  for (auto& v : x) v = normal(rng);
+  auto run = [&](int64_t r0, int64_t n, IsaLevel isa, int threads) {
+    kernels::Fp4MatmulParams p;
+    p.weight = w.data();
+    p.weight_row_bytes = n_in / 2;
+    p.scale = scale.data();
+    p.scale_stride = nb;
+    p.n_out = n_out;
+    p.n_in = n_in;
+    p.input = x.data() + r0 * n_in;
+    p.n_rows = n;
+    p.input_stride = n_in;
+    p.output_stride = n_out;
+    std::vector<float> out(n * n_out);
+    p.output = out.data();
+    ThreadPool pool(threads);
+    kernels::fp4_matmul_with_isa(p, pool, isa);
+    return out;
+  };
+  for (IsaLevel isa : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512}) {
+    if (isa > best_isa()) continue;
+    const std::vector<float> all = run(0, rows, isa, 1);
+    for (int threads : {1, 3})
+      for (int64_t r0 = 0; r0 < rows; ++r0)
+        for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{5}}) {
+          if (r0 + n > rows) continue;
+          const std::vector<float> part = run(r0, n, isa, threads);
+          for (int64_t r = 0; r < n; ++r)
+            for (int64_t o = 0; o < n_out; ++o)
+              ASSERT_EQ(part[r * n_out + o], all[(r0 + r) * n_out + o])
+                  << "isa " << isa_name(isa) << " rows [" << r0 << ", " << r0 + n << ") threads "
+                  << threads << " at (" << r << ", " << o << ")";
+        }
+  }
+}
+
 TEST(Fp4Matmul, CheckRefusesBadShapes) {
   uint8_t w[16] = {}, s[1] = {127};
   float x[32] = {}, out[1] = {};

@@ -2,7 +2,7 @@
 // into input order (unpacklo/hi), looked up as doubled int8 values with one byte shuffle, and
 // widened to two vectors of 16 floats, then scaled (2^(s - 127) / 2: exact). Tiles of 2 output
 // rows x up to 8 input rows share each widened block and each input load; a partial last block
-// uses masked loads.
+// uses masked loads. A row's arithmetic does not depend on the tile it lands in.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -12,7 +12,7 @@
 namespace deepinfer::kernels::detail {
 namespace {
 
-constexpr int kRows = 8;
+constexpr int kRows = 8;  // 2 x 8 tiles: 16 of the 32 vector registers hold accumulators
 
 // Inputs [i, i + n) of a row (n even, <= 32) from their n / 2 packed bytes.
 inline void widen32(const uint8_t* w, int n, __m512& w0, __m512& w1) {
@@ -44,13 +44,14 @@ inline float hsum(__m512 v) {
 template <int O, int R>
 void tile(const Fp4MatmulParams& p, int64_t o0, int64_t r0) {
   const int64_t nb = (p.n_in + kFp4Block - 1) / kFp4Block;
-  // One or two accumulators in all: two FMA chains each, else FMA latency bounds them.
-  constexpr bool kTwoChains = O * R <= 2;
+  // One FMA chain per (output, input) pair whatever the tile, so a row's rounding does not depend
+  // on how many rows share its call (batch invariance); pairs of output rows keep two chains
+  // going even for one input row, which FMA latency would otherwise bound.
   const float* x[R];
-  __m512 acc[O][R], acc1[O][R];
+  __m512 acc[O][R];
   for (int r = 0; r < R; ++r) x[r] = p.input + (r0 + r) * p.input_stride;
   for (int o = 0; o < O; ++o)
-    for (int r = 0; r < R; ++r) acc[o][r] = acc1[o][r] = _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) acc[o][r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t i = b * kFp4Block;
     const int n = static_cast<int>(std::min<int64_t>(kFp4Block, p.n_in - i));
@@ -72,14 +73,13 @@ void tile(const Fp4MatmulParams& p, int64_t o0, int64_t r0) {
                                        : _mm512_maskz_loadu_ps(m1, x[r] + i + 16);
       for (int o = 0; o < O; ++o) {
         acc[o][r] = _mm512_fmadd_ps(x0, w0[o], acc[o][r]);
-        __m512& t = kTwoChains ? acc1[o][r] : acc[o][r];
-        t = _mm512_fmadd_ps(x1, w1[o], t);
+        acc[o][r] = _mm512_fmadd_ps(x1, w1[o], acc[o][r]);
       }
     }
   }
   for (int o = 0; o < O; ++o)
     for (int r = 0; r < R; ++r)
-      p.output[(r0 + r) * p.output_stride + o0 + o] = hsum(_mm512_add_ps(acc[o][r], acc1[o][r]));
+      p.output[(r0 + r) * p.output_stride + o0 + o] = hsum(acc[o][r]);
 }
 
 using TileFn = void (*)(const Fp4MatmulParams&, int64_t, int64_t);
