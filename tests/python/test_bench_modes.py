@@ -25,10 +25,27 @@ def test_matmul_mode_measures_each_shape_rows_and_precision():
         assert x["gflop_per_s"] * x["us"] * 1e3 == pytest.approx(2 * x["n_out"] * x["n_in"] * x["rows"], rel=1e-6)
 
 
+def test_matmul_mode_measures_deepseek_fp8_and_fp4():
+    r = run("bench", "--mode", "matmul", "--matmul-shape", "fp8:96x160", "--matmul-shape", "fp4:64x96",
+            "--batch", "1,3", "--threads", "1")
+    assert r.returncode == 0, r.stderr
+    recs = records(r.stdout)
+    assert [(x["weight_type"], x["rows"]) for x in recs] == [
+        ("fp8_e4m3_b128", 1), ("fp8_e4m3_b128", 3), ("fp4_e2m1_ue8m0", 1), ("fp4_e2m1_ue8m0", 3)]
+    for x in recs:
+        assert x["us"] > 0 and x["gflop_per_s"] > 0 and x["precision"] == "high"
+        assert x["gflop_per_s"] * x["us"] * 1e3 == pytest.approx(2 * x["n_out"] * x["n_in"] * x["rows"], rel=1e-6)
+    # Bytes moved per call: fp8 one byte a weight + an f32 scale per 128x128 block; fp4 half a
+    # byte a weight + a byte per 32.
+    fp8, fp4 = recs[0], recs[2]
+    assert fp8["weight_gb_per_s"] * fp8["us"] * 1e3 == pytest.approx(96 * 160 + 4 * 1 * 2, rel=1e-6)
+    assert fp4["weight_gb_per_s"] * fp4["us"] * 1e3 == pytest.approx(64 * 48 + 64 * 3, rel=1e-6)
+
+
 def test_matmul_mode_refuses_bad_shapes():
     for shape, needle in [("q4_1:10x33", "multiple of"), ("q4_k:256x256", "cannot be benchmarked"),
                           ("nope:1x32", "unknown weight type"), ("q8_0:0x32", "[1, 1048576]"),
-                          ("q8_0-64x32", "TYPE:OUTxIN")]:
+                          ("q8_0-64x32", "TYPE:OUTxIN"), ("fp4:8x33", "IN even")]:
         r = run("bench", "--mode", "matmul", "--matmul-shape", shape)
         assert r.returncode == 2, (shape, r.stderr)
         assert needle in r.stderr and shape in r.stderr

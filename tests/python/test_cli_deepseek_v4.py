@@ -1,9 +1,11 @@
 """`deepinfer generate --model DIR` end to end on the tiny DeepSeek-V4 fixtures (made by
 tests/reference/make_tiny_deepseek_v4.py), given a 128-token byte-level tokenizer written at
-test time: greedy tokens equal transformers' continuation; broken checkpoints exit 1 with one
-line naming the file and the field or tensor."""
+test time: greedy tokens equal transformers' continuation (also with FP4 experts); broken
+checkpoints (a bad config field, a NaN or out-of-range FP4 scale) exit 1 with one line naming the
+file and the field or tensor."""
 import json
 import shutil
+import struct
 
 import pytest
 
@@ -21,7 +23,7 @@ def model_dir(tmp_path, name):
     return out
 
 
-@pytest.mark.parametrize("name", ["h2_mixed", "h4_deepseek", "h2_hfnames", "fp8_ue8m0"])
+@pytest.mark.parametrize("name", ["h2_mixed", "h4_deepseek", "h2_hfnames", "fp8_ue8m0", "fp4_e2m1"])
 def test_generate_greedy_matches_transformers(binary, tmp_path, name):
     expected = json.loads((FIXTURES / name / "expected.json").read_text())
     d = model_dir(tmp_path, name)
@@ -51,3 +53,20 @@ def test_broken_checkpoint_exits_1_with_one_line(binary, tmp_path, edit, needle)
     assert r.returncode == 1, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and str(d) in lines[0], r.stderr
+
+
+@pytest.mark.parametrize("tensor, byte, needle", [
+    ("layers.1.ffn.experts.2.w1.scale", 0xFF, "NaN scale"),
+    ("mtp.0.ffn.experts.0.w3.scale", 0xFE, "out of range"),
+])
+def test_bad_fp4_scale_exits_1_naming_file_and_tensor(binary, tmp_path, tensor, byte, needle):
+    d = model_dir(tmp_path, "fp4_e2m1")
+    path = d / "model.safetensors"
+    data = bytearray(path.read_bytes())
+    n = struct.unpack("<Q", data[:8])[0]
+    data[8 + n + json.loads(data[8:8 + n])[tensor]["data_offsets"][0]] = byte
+    path.write_bytes(data)
+    r = run("generate", "--model", d, "--prompt", "hi", "--max-tokens", "2")
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and f"'{tensor}'" in lines[0] and str(path) in lines[0], r.stderr

@@ -2,7 +2,7 @@
 # outputs, for tests/unit/deepseek_v4. The reference is transformers' DeepseekV4ForCausalLM
 # (>= 5.8; it has no FP8/FP4 fake-quantisation and no Hadamard rotation), run in float32 on the
 # saved weights. Run from the repo root, in an environment with PyPI torch + transformers:
-#   python3 tests/reference/make_tiny_deepseek_v4.py
+#   python3 tests/reference/make_tiny_deepseek_v4.py [fixture names, default all]
 # Cases (every one mixes window-only, HCA and CSA layers, hash-routed and top-k MoE layers):
 #   h2_mixed:   hc_mult 2, window 4 (smaller than every prompt), HCA ratio 8, CSA ratio 4,
 #               index_topk 3 (fewer than the CSA entries of the longer prompts), YaRN on the
@@ -19,6 +19,11 @@
 #               projections, router, norms, embedding and head stay bf16. Sizes above 128
 #               (hidden 160, q_lora_rank 136, o_lora_rank 128) give full and partial blocks.
 #               Its reference is transformers run on the dequantized weights (fp8 * scale).
+#   fp4_e2m1:   V4-Flash Instruct's layout with DeepSeek's names and config ("expert_dtype": "fp4"
+#               at the top level): routed experts FP4 e2m1 packed two per byte as int8 (low
+#               nibble = even input) with a ue8m0 (F8_E8M0) `.scale` [n_out, n_in / 32];
+#               attention projections but wo_a and the shared experts FP8 as in fp8_ue8m0.
+#               Its reference is transformers run on the dequantized weights (e2m1 * scale).
 # expected.json per case: token ids, logits at every prompt position (one full forward), and
 # the greedy continuation (transformers' incremental decoding through V4's own cache) with
 # the logits and top-2 margin of each step. The script checks that the full-forward logits of
@@ -26,10 +31,13 @@
 import json
 import os
 import re
+import sys
 
 import torch
 from safetensors.torch import load_file, save_file
+import torch.nn.functional as F
 from transformers import DeepseekV4Config, DeepseekV4ForCausalLM
+from transformers.masking_utils import create_sliding_window_causal_mask
 from transformers.cache_utils import DynamicCache
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -154,7 +162,7 @@ class IndexGaps:
                 self.min_gap = min(self.min_gap, float(top[self.k - 1] - top[self.k]))
 
 
-def write_expected(out, name, ref):
+def write_expected(out, name, ref, mtp_ref=None):
     cases = []
     gaps = IndexGaps(ref)
     with torch.no_grad():
@@ -168,8 +176,13 @@ def write_expected(out, name, ref):
             worst = float((again - step_logits).abs().max())
             assert worst < 1e-3, f"{name}: generate and full forward disagree by {worst}"
             assert int(full[-1].argmax()) == greedy[0]
-            cases.append({"ids": ids, "logits": rounded(full), "greedy": greedy,
-                          "greedy_logits": rounded(step_logits), "greedy_margin": margins})
+            case = {"ids": ids, "logits": rounded(full), "greedy": greedy,
+                    "greedy_logits": rounded(step_logits), "greedy_margin": margins}
+            if mtp_ref is not None:
+                draft = mtp_logits(ref, *mtp_ref, ids)
+                case["mtp_logits"] = rounded(draft)
+                case["mtp_margin"] = [round(float(v[0] - v[1]), 5) for v in torch.topk(draft, 2).values]
+            cases.append(case)
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump({"model": name, "cases": cases}, f, separators=(",", ":"))
 
@@ -225,45 +238,172 @@ def quantize_fp8_ue8m0(w):
     return q, scale.to(torch.float8_e8m0fnu).contiguous(), deq.contiguous()
 
 
-def build_fp8(name, params, seed):
-    import shutil
+FP4_CASE = dict(COMMON, hidden_size=64, moe_intermediate_size=32, q_lora_rank=32, num_hidden_layers=3,
+                num_nextn_predict_layers=1,
+                hc_mult=2, sliding_window=6, index_topk=3,
+                layer_types=["compressed_sparse_attention", "heavily_compressed_attention", "sliding_attention"],
+                compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 8},
+                mlp_layer_types=["hash_moe", "moe", "moe"], rope_parameters=YARN)
+# V4-Flash Instruct's layout: routed experts FP4, attention projections (but wo_a: its 8-row
+# o_lora groups cannot hold 128-row FP8 blocks at this size) and shared experts FP8.
+FP4_EXPERT = re.compile(r"\.ffn\.experts\.\d+\.w[123]\.weight$")
+FP8_WITH_FP4 = re.compile(r"\.attn\.(wq_a|wq_b|wkv|wo_b|indexer\.wq_b)\.weight$|"
+                          r"\.ffn\.shared_experts\.w[123]\.weight$|^mtp\.0\.[eh]_proj\.weight$")
+FP4_BLOCK = 32
+# MTPBlock's tensors outside its decoder block.
+MTP_OWN = ("e_proj.weight", "e_proj.scale", "h_proj.weight", "h_proj.scale", "enorm.weight", "hnorm.weight",
+           "norm.weight", "hc_head_fn", "hc_head_base", "hc_head_scale")
+E2M1 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+
+
+def quantize_fp4_ue8m0(w):
+    """Per 32 inputs: scale = 2^ceil(log2(amax / 6)) (ue8m0), codes = nearest e2m1 of w / scale,
+    packed two per byte (low nibble = even input, bit 3 = sign) as int8, DeepSeek's storage."""
+    n_out, n_in = w.shape
+    assert n_in % FP4_BLOCK == 0
+    blocks = w.view(n_out, n_in // FP4_BLOCK, FP4_BLOCK)
+    amax = blocks.abs().amax(dim=2).clamp(min=1e-12)
+    scale = torch.exp2(torch.ceil(torch.log2(amax / 6.0)))
+    x = blocks / scale[:, :, None]
+    mag = (x.abs()[..., None] - E2M1).abs().argmin(dim=-1)
+    codes = (mag | ((x < 0) & (mag > 0)).to(torch.long) * 8).view(n_out, n_in)
+    packed = (codes[:, 0::2] | (codes[:, 1::2] << 4)).to(torch.uint8).view(torch.int8).contiguous()
+    vals = torch.where(codes >= 8, -E2M1[codes % 8], E2M1[codes % 8])
+    deq = (vals.view(n_out, n_in // FP4_BLOCK, FP4_BLOCK) * scale[:, :, None]).view(n_out, n_in)
+    return packed, scale.to(torch.float8_e8m0fnu).contiguous(), deq.contiguous()
+
+
+def with_mtp_layer(params):
+    """The config plus one layer: the MTP block's decoder part (DeepSeek's MTPBlock is a Block with
+    layer id num_layers: window-only attention, top-k MoE), made and saved by transformers."""
+    return dict(params, num_hidden_layers=params["num_hidden_layers"] + 1,
+                layer_types=params["layer_types"] + ["sliding_attention"],
+                mlp_layer_types=params["mlp_layer_types"] + ["moe"])
+
+
+def mtp_extras(params, g):
+    """MTPBlock's own tensors beyond the decoder block (DeepSeek's names, bf16)."""
+    H, hc = params["hidden_size"], params["hc_mult"]
+    r = lambda *shape: torch.randn(shape, generator=g)
+    t = {"e_proj.weight": 0.15 * r(H, H), "h_proj.weight": 0.15 * r(H, H), "enorm.weight": 1 + 0.2 * r(H),
+         "hnorm.weight": 1 + 0.2 * r(H), "norm.weight": 1 + 0.2 * r(H), "hc_head_fn": 0.15 * r(hc, hc * H),
+         "hc_head_base": 0.3 * r(hc), "hc_head_scale": 1 + 0.3 * r(1)}
+    return {"mtp.0." + k: v.to(torch.bfloat16) for k, v in t.items()}
+
+
+def mtp_logits(ref, block, extras, ids):
+    """DeepSeek-V4's MTPBlock.forward (DeepSeek's inference/model.py, as its published
+    descriptions give it; transformers has no MTP module) on the main model's final streams:
+    e = enorm(embed(ids[1:])); x = e_proj(e) (broadcast over streams) + h_proj(hnorm(streams at
+    0..S-2)); x = the decoder block (transformers' DeepseekV4DecoderLayer holding mtp.0's block
+    weights, layer type sliding_attention / moe); logits = head(norm(hc_head(x))) with the MTP's
+    own hc_head_{fn,base,scale} (pre = sigmoid(mixes * scale + base) + hc_eps over rms-normed
+    flat streams, as transformers' DeepseekV4HyperHead) and norm, the main embedding and head.
+    Row i: the logits of token i + 2."""
+    cfg = block.self_attn.config
+    eps = cfg.rms_norm_eps
+    got = {}
+    hook = ref.model.hc_head.register_forward_hook(lambda mod, args, out: got.setdefault("x", args[0]))
+    ref(torch.tensor([ids]), use_cache=False)
+    hook.remove()
+    streams = got["x"][:, :-1]
+    nxt, pos = torch.tensor([ids[1:]]), torch.arange(len(ids) - 1)[None]
+
+    def rms(x, w=None):
+        x = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)
+        return x if w is None else x * w
+
+    e = rms(ref.model.embed_tokens(nxt), extras["enorm.weight"])
+    x = F.linear(e, extras["e_proj.weight"]).unsqueeze(2) + \
+        F.linear(rms(streams, extras["hnorm.weight"]), extras["h_proj.weight"])
+    pe = {k: ref.model.rotary_emb(e, position_ids=pos, layer_type=k) for k in ("main", "compress")}
+    mask = create_sliding_window_causal_mask(config=cfg, inputs_embeds=e, attention_mask=None, cache=None,
+                                             position_ids=pos)
+    x = block(x, position_embeddings=pe, position_ids=pos, attention_mask=mask, input_ids=nxt, cache=None)
+    mixes = F.linear(rms(x.flatten(2)), extras["hc_head_fn"])
+    pre = torch.sigmoid(mixes * extras["hc_head_scale"] + extras["hc_head_base"]) + cfg.hc_eps
+    y = (pre.unsqueeze(-1) * x).sum(dim=2)
+    return ref.lm_head(rms(y, extras["norm.weight"]))[0]
+
+
+def build_quantized(name, params, seed, rules, extra_config, mtp=False):
+    """DeepSeek's names; tensors matching a rule's regex stored quantized (weight + `.scale`), the
+    reference run on their dequantized values. mtp: also an MTP block (mtp.0.*) and its draft
+    logits (mtp_logits) in expected.json."""
     import tempfile
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
-    model = DeepseekV4ForCausalLM(DeepseekV4Config(**params)).eval()
+    model = DeepseekV4ForCausalLM(DeepseekV4Config(**(with_mtp_layer(params) if mtp else params))).eval()
     randomize(model, g)
     out = os.path.join(OUT_ROOT, name)
     os.makedirs(out, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
+    n_layers = params["num_hidden_layers"]
+    block_prefix = f"model.layers.{n_layers}."
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as tmp_big:
         model.to(torch.bfloat16).save_pretrained(tmp)
         sd = load_file(os.path.join(tmp, "model.safetensors"))
+        if mtp:
+            sd = {("mtp.0." + k[len(block_prefix):] if k.startswith(block_prefix) else k): v for k, v in sd.items()}
+            sd.update(mtp_extras(params, g))
+            DeepseekV4Config(**params).save_pretrained(tmp)  # the main model alone
         quant, deq = {}, {}
         for k, v in sd.items():
-            if FP8_LINEAR.search(k):
-                q, scale, d = quantize_fp8_ue8m0(v.float())
+            rule = next((fn for regex, fn in rules if regex.search(k)), None)
+            if rule:
+                q, scale, d = rule(v.float())
                 quant[deepseek_name(k)] = q
                 quant[deepseek_name(k)[: -len(".weight")] + ".scale"] = scale
                 deq[k] = d
             else:
                 quant[deepseek_name(k)], deq[k] = v, v.float() if v.is_floating_point() else v
-        save_file(deq, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
+        main = {k: v for k, v in deq.items() if not k.startswith("mtp.")}
+        save_file(main, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
         ref = DeepseekV4ForCausalLM.from_pretrained(tmp, dtype=torch.float32).eval()
         with open(os.path.join(tmp, "config.json")) as f:
             config = json.load(f)
+        mtp_ref = None
+        if mtp:
+            # The MTP block's decoder part as layer n_layers of a one-layer-longer transformers model.
+            big = dict(main, **{block_prefix + k[len("mtp.0."):]: v for k, v in deq.items()
+                                if k.startswith("mtp.0.") and k[len("mtp.0."):] not in MTP_OWN})
+            DeepseekV4Config(**with_mtp_layer(params)).save_pretrained(tmp_big)
+            save_file(big, os.path.join(tmp_big, "model.safetensors"), metadata={"format": "pt"})
+            big_ref = DeepseekV4ForCausalLM.from_pretrained(tmp_big, dtype=torch.float32).eval()
+            extras = {k[len("mtp.0."):]: v.float() for k, v in deq.items()
+                      if k.startswith("mtp.0.") and k[len("mtp.0."):] in MTP_OWN}
+            mtp_ref = (big_ref.model.layers[n_layers], extras)
     config["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
                                      "scale_fmt": "ue8m0", "weight_block_size": [FP8_BLOCK, FP8_BLOCK]}
+    config.update(extra_config)
+    config.setdefault("architectures", ["DeepseekV4ForCausalLM"])
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     st_path = os.path.join(out, "model.safetensors")
     save_file(quant, st_path, metadata={"format": "pt"})
-    write_expected(out, name, ref)
+    write_expected(out, name, ref, mtp_ref)
     print(name, "weights", os.path.getsize(st_path), "bytes")
 
 
+def build_fp8(name, params, seed):
+    build_quantized(name, params, seed, [(FP8_LINEAR, quantize_fp8_ue8m0)], {})
+
+
+def build_fp4(name, params, seed):
+    # DeepSeek's V4-Flash config.json carries expert_dtype at the top level.
+    build_quantized(name, params, seed, [(FP4_EXPERT, quantize_fp4_ue8m0), (FP8_WITH_FP4, quantize_fp8_ue8m0)],
+                    {"expert_dtype": "fp4"}, mtp=True)
+
+
 def main():
+    # Optional arguments: the fixture names to (re)make; all of them by default.
+    only = set(sys.argv[1:])
     for i, (name, (params, naming)) in enumerate(CASES.items()):
-        build(name, params, naming, 4000 + i)
-    build_fp8("fp8_ue8m0", FP8_CASE, 5000)
+        if not only or name in only:
+            build(name, params, naming, 4000 + i)
+    if not only or "fp8_ue8m0" in only:
+        build_fp8("fp8_ue8m0", FP8_CASE, 5000)
+    if not only or "fp4_e2m1" in only:
+        build_fp4("fp4_e2m1", FP4_CASE, 6000)
 
 
 if __name__ == "__main__":

@@ -19,24 +19,44 @@
 namespace deepinfer::model {
 namespace {
 
-// config.json's quantization_config: absent, or FP8 e4m3 with 128x128 block scales and
-// non-FP4 experts. FP4 (e2m1) routed experts are not implemented yet: refused, never misread.
-Status check_quantization(const std::string& dir) {
+// config.json's quantization_config: absent, or FP8 e4m3 with 128x128 block scales. Routed
+// experts: "expert_dtype" (top level, as DeepSeek's V4-Flash ships it, or inside
+// quantization_config) absent, "bf16" or "fp8" (loaded by tensor type), or "fp4" (packed e2m1
+// with ue8m0 scales per 32 inputs): returns whether experts are FP4.
+Result<bool> check_quantization(const std::string& dir) {
   const nlohmann::json j = hf::read_json_lenient(dir + "/config.json");
   DI_RETURN_IF_ERROR(hf::check_fp8_block_quantization(j, dir));
-  if (!j.is_object() || !j.contains("quantization_config")) return Status::ok();
-  const auto& q = j["quantization_config"];
-  auto str = [&](const char* k) {
-    return q.is_object() && q.contains(k) && q[k].is_string() ? q[k].get<std::string>()
-                                                              : std::string();
+  if (!j.is_object()) return false;
+  std::string experts;
+  auto take = [&](const nlohmann::json& o) -> Status {
+    if (!o.is_object() || !o.contains("expert_dtype") || o["expert_dtype"].is_null())
+      return Status::ok();
+    if (!o["expert_dtype"].is_string())
+      return invalid_argument("{}/config.json: expert_dtype must be a string, not {}", dir,
+                              o["expert_dtype"].dump());
+    if (experts.empty()) experts = o["expert_dtype"].get<std::string>();
+    return Status::ok();
   };
-  std::string experts = str("expert_dtype");
-  if (experts.empty() && j.contains("expert_dtype") && j["expert_dtype"].is_string())
-    experts = j["expert_dtype"].get<std::string>();
-  if (!experts.empty() && experts != "fp8" && experts != "bf16")
-    return unsupported(
-        "{}/config.json: expert_dtype '{}' (FP4 routed experts) is not supported yet", dir,
-        experts);
+  if (j.contains("quantization_config")) DI_RETURN_IF_ERROR(take(j["quantization_config"]));
+  DI_RETURN_IF_ERROR(take(j));
+  if (!experts.empty() && experts != "fp8" && experts != "bf16" && experts != "fp4")
+    return unsupported("{}/config.json: expert_dtype '{}' is not supported (bf16, fp8 or fp4)", dir,
+                       experts);
+  return experts == "fp4";
+}
+
+// The MTP block runs as a window-only layer (kV4MtpLayer), as in V4-Flash, whose legacy
+// compress_ratios lists 0 after the decoder layers; a compressed MTP block is refused.
+Status check_mtp_kind(const std::string& dir, const DeepseekV4Config& v4) {
+  const nlohmann::json j = hf::read_json_lenient(dir + "/config.json");
+  if (v4.num_mtp_layers <= 0 || !j.is_object() || !j.contains("compress_ratios") ||
+      !j["compress_ratios"].is_array() || j.contains("layer_types"))
+    return Status::ok();
+  const auto& r = j["compress_ratios"];
+  if (r.size() > static_cast<size_t>(v4.num_layers) && r[v4.num_layers] != 0)
+    return unsupported("{}/config.json: compress_ratios[{}] = {} (a compressed MTP layer) is "
+                       "not supported",
+                       dir, v4.num_layers, r[v4.num_layers].dump());
   return Status::ok();
 }
 
@@ -56,7 +76,7 @@ ModelConfig engine_config(const ModelConfig& base, const DeepseekV4Config& v4) {
   c.num_experts_per_tok = v4.top_k;
   c.moe_intermediate_size = v4.moe_inter;
   c.q_lora_rank = v4.q_lora_rank;
-  c.num_nextn_predict_layers = 0;  // the MTP layer is not loaded (no draft head yet)
+  c.num_nextn_predict_layers = 0;  // set by load(): 1 when the MTP block is loaded
   return c;
 }
 
@@ -65,6 +85,8 @@ ModelConfig engine_config(const ModelConfig& base, const DeepseekV4Config& v4) {
 DeepseekV4::DeepseekV4(ModelConfig config, DeepseekV4Config v4)
     : config_(std::move(config)), v4_(std::move(v4)) {
   hc_ = {v4_.hc_mult, v4_.hidden, v4_.hc_sinkhorn_iters, v4_.hc_eps, v4_.rms_eps};
+  mtp_cfg_ = v4_;
+  mtp_cfg_.layers.push_back(kV4MtpLayer);
   moe_ = {v4_.n_experts, v4_.top_k, v4_.routed_scaling, v4_.swiglu_limit, v4_.hidden};
   counts_.assign(v4_.num_layers, std::vector<uint64_t>(v4_.n_experts, 0));
 }
@@ -74,15 +96,17 @@ Result<std::unique_ptr<DeepseekV4>> DeepseekV4::load(const ModelConfig& config,
   if (!source.safetensors)
     return unsupported("{}: deepseek_v4 loads from a Hugging Face safetensors directory, not GGUF",
                        source.description);
-  DI_RETURN_IF_ERROR(check_quantization(source.description));
+  DI_ASSIGN_OR_RETURN(const bool fp4_experts, check_quantization(source.description));
   DI_ASSIGN_OR_RETURN(DeepseekV4Config v4,
                       deepseek_v4_config_from_json(source.description + "/config.json"));
   std::unique_ptr<DeepseekV4> m(new DeepseekV4(engine_config(config, v4), v4));
-  DI_ASSIGN_OR_RETURN(m->w_, load_deepseek_v4_weights(m->v4_, source));
-  if (v4.num_mtp_layers > 0)
-    log::warn(
-        "{}: deepseek_v4 MTP layer not loaded (no draft head for V4 yet); decoding is unaffected",
-        source.description);
+  DI_RETURN_IF_ERROR(check_mtp_kind(source.description, v4));
+  DI_ASSIGN_OR_RETURN(m->w_, load_deepseek_v4_weights(m->v4_, source, fp4_experts));
+  if (v4.num_mtp_layers > 0 && m->w_.mtp.empty())
+    log::info("{}: config.json declares {} MTP layer(s) but the checkpoint has no mtp.0.*: "
+              "no draft head",
+              source.description, v4.num_mtp_layers);
+  m->config_.num_nextn_predict_layers = static_cast<int>(m->w_.mtp.size());
   return m;
 }
 

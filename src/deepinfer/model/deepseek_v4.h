@@ -16,6 +16,15 @@
 
 namespace deepinfer::model {
 
+// Working buffers of DeepseekV4::mtp_forward, apart from the main forward's (its input may be
+// final_streams(), which the main forward owns).
+struct V4MtpScratch {
+  std::vector<float> x, e, normed, collapsed, out, rows;
+  V4HcScratch hc;
+  V4AttnScratch attn;
+  V4MoeScratch moe;
+};
+
 class DeepseekV4 final : public Model {
  public:
   static Result<std::unique_ptr<DeepseekV4>> load(const ModelConfig& config,
@@ -23,11 +32,26 @@ class DeepseekV4 final : public Model {
 
   const ModelConfig& config() const override { return config_; }
   const DeepseekV4Config& v4_config() const { return v4_; }
+  const V4Weights& weights() const { return w_; }
   // Hybrid state (deepseek_v4_state.h): recent rows per token, compressed entries per block.
   KvCacheSpec kv_cache_spec() const override;
   Status forward(const ForwardBatch& batch, KvCache& cache, ForwardContext& ctx,
                  float* logits) override;
   std::vector<std::vector<uint64_t>> expert_token_counts() const override;
+
+  // The hyper-connection streams [T, hc, hidden] of the last forward()'s T tokens after its last
+  // layer (before the head): the MTP block's prev_streams.
+  const std::vector<float>& final_streams() const { return x_; }
+
+  // MTP draft head (deepseek_v4_mtp.cc; DeepSeek's mtp.0, loaded when present): logits for token
+  // t+2 from the main model's streams at t and token t+1. `batch` holds tokens t+1 at positions
+  // t, with slots in `mtp_cache` (a KvCache of mtp_kv_cache_spec(): the MTP block's own
+  // window state, apart from the main model's); prev_streams is [batch tokens, hc, hidden];
+  // logits [batch.logits_rows.size(), vocab] as forward()'s.
+  bool has_mtp() const { return !w_.mtp.empty(); }
+  KvCacheSpec mtp_kv_cache_spec() const;
+  Status mtp_forward(const ForwardBatch& batch, const float* prev_streams, KvCache& mtp_cache,
+                     ForwardContext& ctx, float* logits);
 
  private:
   DeepseekV4(ModelConfig config, DeepseekV4Config v4);
@@ -45,6 +69,10 @@ class DeepseekV4 final : public Model {
   V4HcScratch hc_scratch_;
   V4AttnScratch attn_scratch_;
   V4MoeScratch moe_scratch_;
+  // MTP: v4_ with the MTP block appended as layer num_layers (kV4MtpLayer), so the attention
+  // block runs it as any window layer.
+  DeepseekV4Config mtp_cfg_;
+  V4MtpScratch mtp_scratch_;
 };
 
 }  // namespace deepinfer::model

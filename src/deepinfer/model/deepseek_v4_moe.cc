@@ -6,6 +6,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "deepinfer/kernels/cpu/activation.h"
+#include "deepinfer/kernels/cpu/fp4_matmul.h"
 
 namespace deepinfer::model {
 namespace {
@@ -22,6 +24,45 @@ void clamped_mlp(const MlpWeights& m, float limit, const float* x, int64_t rows,
     s.up.resize(rows * I);
   }
   swiglu_mlp_forward(m, x, rows, hidden, out, s.gate.data(), s.up.data(), ctx, limit);
+}
+
+// out [rows, w.n_out] = x [rows, w.n_in] through a packed FP4 projection.
+void fp4_linear(const V4Fp4Linear& w, const float* x, int64_t rows, float* out,
+                ForwardContext& ctx) {
+  kernels::Fp4MatmulParams p;
+  p.weight = static_cast<const uint8_t*>(w.weight.data);
+  p.weight_row_bytes = w.weight.row_stride_bytes();
+  p.scale = static_cast<const uint8_t*>(w.scale.data);
+  p.scale_stride = w.scale.shape[1];
+  p.n_out = w.n_out;
+  p.n_in = w.n_in;
+  p.input = x;
+  p.n_rows = rows;
+  p.input_stride = w.n_in;
+  p.output = out;
+  p.output_stride = w.n_out;
+  kernels::fp4_matmul(p, *ctx.pool);
+}
+
+// clamped_mlp for an FP4 expert: the same clamp and SwiGLU around fp4 projections.
+void clamped_fp4_mlp(const V4Fp4Mlp& m, float limit, const float* x, int64_t rows, float* out,
+                     V4MoeScratch& s, ForwardContext& ctx) {
+  const int64_t I = m.gate.n_out;
+  if (static_cast<int64_t>(s.gate.size()) < rows * I) {
+    s.gate.resize(rows * I);
+    s.up.resize(rows * I);
+  }
+  float* g = s.gate.data();
+  float* u = s.up.data();
+  fp4_linear(m.gate, x, rows, g, ctx);
+  fp4_linear(m.up, x, rows, u, ctx);
+  if (limit > 0)
+    for (int64_t i = 0; i < rows * I; ++i) {
+      g[i] = std::min(g[i], limit);
+      u[i] = std::clamp(u[i], -limit, limit);
+    }
+  kernels::swiglu(g, u, g, rows * I);
+  fp4_linear(m.down, g, rows, out, ctx);
 }
 
 }  // namespace
@@ -77,7 +118,10 @@ void v4_moe_forward(const V4MoeDims& d, const V4Moe& m, const float* x, const in
     const int64_t n = static_cast<int64_t>(members.size());
     for (int64_t i = 0; i < n; ++i)
       std::memcpy(s.xs.data() + i * H, x + (members[i] / K) * H, sizeof(float) * H);
-    clamped_mlp(m.experts[e], d.swiglu_limit, s.xs.data(), n, H, s.ys.data(), s, ctx);
+    if (m.fp4_experts.empty())
+      clamped_mlp(m.experts[e], d.swiglu_limit, s.xs.data(), n, H, s.ys.data(), s, ctx);
+    else
+      clamped_fp4_mlp(m.fp4_experts[e], d.swiglu_limit, s.xs.data(), n, s.ys.data(), s, ctx);
     for (int64_t i = 0; i < n; ++i) {
       const float wt = s.weights[members[i]];
       float* o = out + (members[i] / K) * H;

@@ -1,6 +1,7 @@
 // DeepSeek-V4's MoE: scores s = sqrt(softplus(gate . x)); experts from the fixed tid2eid table
 // (hash layers) or the top-k of s + selection bias; weights s[idx] / sum * routed_scaling; each
 // expert and the shared expert a SwiGLU with gate clamped to <= limit and up to [-limit, limit].
+// Routed experts may be packed FP4 (V4Moe::fp4_experts), run by kernels::fp4_matmul.
 #pragma once
 
 #include <cstdint>

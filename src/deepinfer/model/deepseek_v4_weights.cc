@@ -1,168 +1,16 @@
-// DeepSeek-V4 tensor lookup: a canonical (DeepSeek) name, tried as is, under "model.", and
-// under transformers' renamed form from the tables below; shape checks; stacked expert views.
+// DeepSeek-V4 weights: every block's tensors through V4Names (deepseek_v4_names.h), stacked
+// expert views, FP4 experts, the MTP block.
 #include "deepinfer/model/deepseek_v4_weights.h"
 
-#include <cmath>
-#include <cstring>
-#include <memory>
-#include <string_view>
+#include <string>
 #include <utility>
 
-#include "deepinfer/kernels/cpu/matmul.h"
+#include "deepinfer/model/deepseek_v4_names.h"
 #include "deepinfer/model/format/safetensors.h"
 #include "deepinfer/model/weight_map.h"
 
 namespace deepinfer::model {
 namespace {
-
-struct Rename {
-  std::string_view deepseek;
-  std::string_view transformers;
-};
-
-// Whole names outside the layers.
-constexpr Rename kTopLevel[] = {
-    {"embed.weight", "model.embed_tokens.weight"}, {"head.weight", "lm_head.weight"},
-    {"norm.weight", "model.norm.weight"},          {"hc_head_fn", "model.hc_head.hc_fn"},
-    {"hc_head_base", "model.hc_head.hc_base"},     {"hc_head_scale", "model.hc_head.hc_scale"},
-};
-
-// Suffixes after "layers.N." (transformers: after "model.layers.N.").
-constexpr Rename kLayer[] = {
-    {"attn_norm.weight", "input_layernorm.weight"},
-    {"ffn_norm.weight", "post_attention_layernorm.weight"},
-    {"hc_attn_fn", "attn_hc.fn"},
-    {"hc_attn_base", "attn_hc.base"},
-    {"hc_attn_scale", "attn_hc.scale"},
-    {"hc_ffn_fn", "ffn_hc.fn"},
-    {"hc_ffn_base", "ffn_hc.base"},
-    {"hc_ffn_scale", "ffn_hc.scale"},
-    {"attn.wq_a", "self_attn.q_a_proj"},
-    {"attn.q_norm.weight", "self_attn.q_a_norm.weight"},
-    {"attn.wq_b", "self_attn.q_b_proj"},
-    {"attn.wkv", "self_attn.kv_proj"},
-    {"attn.norm.weight", "self_attn.kv_norm.weight"},
-    {"attn.wo_a", "self_attn.o_a_proj"},
-    {"attn.wo_b", "self_attn.o_b_proj"},
-    {"attn.attn_sink", "self_attn.sinks"},
-    {"attn.compressor.wkv", "self_attn.compressor.kv_proj"},
-    {"attn.compressor.wgate", "self_attn.compressor.gate_proj"},
-    {"attn.compressor.ape", "self_attn.compressor.position_bias"},
-    {"attn.compressor.norm.weight", "self_attn.compressor.kv_norm.weight"},
-    {"attn.indexer.compressor.wkv", "self_attn.compressor.indexer.kv_proj"},
-    {"attn.indexer.compressor.wgate", "self_attn.compressor.indexer.gate_proj"},
-    {"attn.indexer.compressor.ape", "self_attn.compressor.indexer.position_bias"},
-    {"attn.indexer.compressor.norm.weight", "self_attn.compressor.indexer.kv_norm.weight"},
-    {"attn.indexer.wq_b", "self_attn.compressor.indexer.q_b_proj"},
-    {"attn.indexer.weights_proj", "self_attn.compressor.indexer.scorer.weights_proj"},
-    {"ffn.gate.weight", "mlp.gate.weight"},
-    {"ffn.gate.bias", "mlp.gate.e_score_correction_bias"},
-    {"ffn.gate.tid2eid", "mlp.gate.tid2eid"},
-    {"ffn.shared_experts.w1", "mlp.shared_experts.gate_proj"},
-    {"ffn.shared_experts.w2", "mlp.shared_experts.down_proj"},
-    {"ffn.shared_experts.w3", "mlp.shared_experts.up_proj"},
-};
-
-// Linear weights' companions: DeepSeek's ".weight" + ".scale", transformers' ".weight" +
-// ".weight_scale_inv".
-constexpr std::string_view kScaleNames[] = {".scale", ".weight_scale_inv"};
-
-class V4Names {
- public:
-  explicit V4Names(const WeightSource& source) : source_(source) {}
-
-  // The names `canonical` may be stored under, DeepSeek's first.
-  std::vector<std::string> candidates(const std::string& canonical) const {
-    std::vector<std::string> out = {canonical, "model." + canonical};
-    for (const Rename& r : kTopLevel)
-      if (canonical == r.deepseek) out.emplace_back(r.transformers);
-    if (canonical.rfind("layers.", 0) == 0) {
-      const size_t dot = canonical.find('.', 7);
-      const std::string layer = canonical.substr(0, dot + 1), rest = canonical.substr(dot + 1);
-      for (const Rename& r : kLayer) {
-        if (rest.rfind(r.deepseek, 0) != 0) continue;
-        const std::string_view tail = std::string_view(rest).substr(r.deepseek.size());
-        if (!tail.empty() && tail[0] != '.') continue;
-        out.push_back("model." + layer + std::string(r.transformers) + std::string(tail));
-      }
-    }
-    return out;
-  }
-
-  const Tensor* find(const std::string& canonical) const {
-    for (const std::string& n : candidates(canonical))
-      if (const Tensor* t = source_.safetensors->find(n)) return t;
-    return nullptr;
-  }
-
-  Status missing(const std::string& canonical) const {
-    const auto c = candidates(canonical);
-    return corrupt("{}: missing tensor '{}' (also looked for '{}')", source_.description, canonical,
-                   c.size() > 2 ? c.back() : c[1]);
-  }
-
-  Result<Tensor> get(const std::string& canonical, const std::vector<int64_t>& shape) const {
-    const Tensor* t = find(canonical);
-    if (!t) return missing(canonical);
-    DI_RETURN_IF_ERROR(check_shape(*t, shape, source_.description, canonical));
-    return *t;
-  }
-
-  Result<Tensor> get_f32(const std::string& canonical, const std::vector<int64_t>& shape) const {
-    DI_ASSIGN_OR_RETURN(Tensor t, get(canonical, shape));
-    if (t.dtype != DType::kF32 && t.dtype != DType::kBF16 && t.dtype != DType::kF16)
-      return unsupported("{}: tensor '{}' has type {} (expected f32, bf16 or f16)",
-                         source_.description, canonical, dtype_name(t.dtype));
-    return to_f32(t, canonical);
-  }
-
-  // A block-scale tensor as owned f32: float types, or ue8m0 (F8_E8M0, 2^(byte - 127)) as
-  // DeepSeek ships them.
-  Result<Tensor> get_scale(const std::string& canonical, const std::vector<int64_t>& shape) const {
-    DI_ASSIGN_OR_RETURN(Tensor t, get(canonical, shape));
-    if (t.dtype != DType::kF8_E8M0) return get_f32(canonical, shape);
-    auto data = std::shared_ptr<float[]>(new float[static_cast<size_t>(t.numel())]);
-    const auto* b = static_cast<const uint8_t*>(t.data);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (b[i] == 0xFF)
-        return corrupt("{}: tensor '{}' holds a NaN scale", source_.description, canonical);
-      data[i] = std::ldexp(1.0f, int(b[i]) - 127);
-    }
-    Tensor out = t;
-    out.dtype = DType::kF32;
-    out.data = data.get();
-    out.owner = std::shared_ptr<void>(data, data.get());
-    return out;
-  }
-
-  Result<LinearWeight> linear(const std::string& prefix, int64_t n_out, int64_t n_in) const {
-    LinearWeight w;
-    DI_ASSIGN_OR_RETURN(w.weight, get(prefix + ".weight", {n_out, n_in}));
-    return with_scale(std::move(w), prefix);
-  }
-
-  Result<LinearWeight> with_scale(LinearWeight w, const std::string& prefix) const {
-    if (w.weight.dtype == DType::kF8_E4M3) {
-      const int64_t bo = (w.n_out() + kFp8Block - 1) / kFp8Block,
-                    bi = (w.n_in() + kFp8Block - 1) / kFp8Block;
-      for (std::string_view s : kScaleNames) {
-        if (!find(prefix + std::string(s))) continue;
-        DI_ASSIGN_OR_RETURN(w.scale_inv, get_scale(prefix + std::string(s), {bo, bi}));
-        return w;
-      }
-      return missing(prefix + ".scale");
-    }
-    if (!kernels::matmul_supports(w.weight.dtype))
-      return unsupported("{}: tensor '{}.weight' has unsupported type {}", source_.description,
-                         prefix, dtype_name(w.weight.dtype));
-    return w;
-  }
-
-  const WeightSource& source() const { return source_; }
-
- private:
-  const WeightSource& source_;
-};
 
 // Rows [row0, row0 + rows) of matrix `i` of a stacked [n, R, C] tensor, as a 2-D view.
 Tensor stacked_view(const Tensor& t, int64_t i, int64_t row0, int64_t rows) {
@@ -182,11 +30,34 @@ Result<MlpWeights> load_mlp(const V4Names& n, const std::string& p, int64_t hidd
   return m;
 }
 
-// Routed experts one by one (DeepSeek) or stacked (transformers' gate_up_proj / down_proj).
-Status load_experts(const V4Names& n, const DeepseekV4Config& c, int layer, V4Moe& moe) {
-  const std::string p = "layers." + std::to_string(layer) + ".ffn.experts";
-  const std::string stacked = "model.layers." + std::to_string(layer) + ".mlp.experts.";
+// FP4 experts under DeepSeek's names (the only layout FP4 checkpoints ship in).
+Status load_fp4_experts(const V4Names& n, const DeepseekV4Config& c, const std::string& p,
+                        V4Moe& moe) {
+  moe.fp4_experts.resize(c.n_experts);
+  for (int e = 0; e < c.n_experts; ++e) {
+    const std::string q = p + "." + std::to_string(e);
+    V4Fp4Mlp& m = moe.fp4_experts[e];
+    DI_ASSIGN_OR_RETURN(m.gate, n.fp4_linear(q + ".w1", c.moe_inter, c.hidden));
+    DI_ASSIGN_OR_RETURN(m.up, n.fp4_linear(q + ".w3", c.moe_inter, c.hidden));
+    DI_ASSIGN_OR_RETURN(m.down, n.fp4_linear(q + ".w2", c.hidden, c.moe_inter));
+  }
+  return Status::ok();
+}
+
+// Routed experts of block `block` ("layers.N" or "mtp.0") one by one (DeepSeek) or stacked
+// (transformers' gate_up_proj / down_proj); packed FP4 ones when config.json says expert_dtype
+// fp4.
+Status load_experts(const V4Names& n, const DeepseekV4Config& c, const std::string& block, bool fp4,
+                    V4Moe& moe) {
+  const std::string p = block + ".ffn.experts";
+  const std::string stacked = "model." + block + ".mlp.experts.";
   const Tensor* gate_up = n.source().safetensors->find(stacked + "gate_up_proj");
+  if (fp4) return load_fp4_experts(n, c, p, moe);
+  if (const Tensor* w1 = n.find(p + ".0.w1.weight"); w1 && w1->dtype == DType::kI8)
+    return unsupported(
+        "{}: tensor '{}.0.w1.weight' is I8 (packed FP4 experts), but config.json does not declare "
+        "expert_dtype fp4",
+        n.file_of(p + ".0.w1.weight"), p);
   moe.experts.resize(c.n_experts);
   if (!gate_up || n.find(p + ".0.w1.weight")) {
     for (int e = 0; e < c.n_experts; ++e) {
@@ -260,8 +131,9 @@ Result<V4Compressor> load_compressor(const V4Names& n, const std::string& p, int
   return k;
 }
 
-Result<V4Attention> load_attention(const V4Names& n, const DeepseekV4Config& c, int l) {
-  const std::string p = "layers." + std::to_string(l) + ".attn";
+Result<V4Attention> load_attention(const V4Names& n, const DeepseekV4Config& c,
+                                   const std::string& block, const V4Layer& L) {
+  const std::string p = block + ".attn";
   const int64_t H = c.hidden, D = c.head_dim, nh = c.n_heads;
   V4Attention a;
   DI_ASSIGN_OR_RETURN(a.wq_a, n.linear(p + ".wq_a", c.q_lora_rank, H));
@@ -280,7 +152,6 @@ Result<V4Attention> load_attention(const V4Names& n, const DeepseekV4Config& c, 
         "supported",
         n.source().description, p, c.o_lora_rank, kFp8Block);
   DI_ASSIGN_OR_RETURN(a.sinks, n.get_f32(p + ".attn_sink", {nh}));
-  const V4Layer& L = c.layers[l];
   if (L.attn == V4Attn::kWindow) return a;
   const bool csa = L.attn == V4Attn::kCsa;
   DI_ASSIGN_OR_RETURN(a.compressor, load_compressor(n, p + ".compressor", H, D, L.ratio, csa));
@@ -295,29 +166,46 @@ Result<V4Attention> load_attention(const V4Names& n, const DeepseekV4Config& c, 
   return a;
 }
 
-Result<V4LayerWeights> load_layer(const V4Names& n, const DeepseekV4Config& c, int l) {
-  const std::string p = "layers." + std::to_string(l);
+// One block (a decoder layer "layers.N" or the MTP's "mtp.0") of kind L.
+Result<V4LayerWeights> load_block(const V4Names& n, const DeepseekV4Config& c, const std::string& p,
+                                  const V4Layer& L, bool fp4) {
   const int64_t H = c.hidden, hc = c.hc_mult;
   V4LayerWeights w;
   DI_ASSIGN_OR_RETURN(w.attn_norm, n.get_f32(p + ".attn_norm.weight", {H}));
   DI_ASSIGN_OR_RETURN(w.ffn_norm, n.get_f32(p + ".ffn_norm.weight", {H}));
   DI_ASSIGN_OR_RETURN(w.hc_attn, load_hc(n, p + ".hc_attn", (2 + hc) * hc, hc * H, 3));
   DI_ASSIGN_OR_RETURN(w.hc_ffn, load_hc(n, p + ".hc_ffn", (2 + hc) * hc, hc * H, 3));
-  DI_ASSIGN_OR_RETURN(w.attn, load_attention(n, c, l));
+  DI_ASSIGN_OR_RETURN(w.attn, load_attention(n, c, p, L));
   DI_ASSIGN_OR_RETURN(w.moe.gate, n.get_f32(p + ".ffn.gate.weight", {c.n_experts, H}));
-  if (c.layers[l].hash_moe) {
+  if (L.hash_moe) {
     DI_ASSIGN_OR_RETURN(w.moe.tid2eid, load_tid2eid(n, c, p + ".ffn.gate.tid2eid"));
   } else if (n.find(p + ".ffn.gate.bias")) {
     DI_ASSIGN_OR_RETURN(w.moe.bias, n.get_f32(p + ".ffn.gate.bias", {c.n_experts}));
   }
-  DI_RETURN_IF_ERROR(load_experts(n, c, l, w.moe));
+  DI_RETURN_IF_ERROR(load_experts(n, c, p, fp4, w.moe));
   DI_ASSIGN_OR_RETURN(w.moe.shared, load_mlp(n, p + ".ffn.shared_experts", H, c.moe_inter));
   return w;
 }
 
+Result<std::vector<V4MtpWeights>> load_mtp(const V4Names& n, const DeepseekV4Config& c, bool fp4) {
+  std::vector<V4MtpWeights> out;
+  if (c.num_mtp_layers <= 0 || !n.find("mtp.0.e_proj.weight")) return out;
+  const int64_t H = c.hidden, hc = c.hc_mult;
+  V4MtpWeights& m = out.emplace_back();
+  DI_ASSIGN_OR_RETURN(m.block, load_block(n, c, "mtp.0", kV4MtpLayer, fp4));
+  DI_ASSIGN_OR_RETURN(m.e_proj, n.linear("mtp.0.e_proj", H, H));
+  DI_ASSIGN_OR_RETURN(m.h_proj, n.linear("mtp.0.h_proj", H, H));
+  DI_ASSIGN_OR_RETURN(m.enorm, n.get_f32("mtp.0.enorm.weight", {H}));
+  DI_ASSIGN_OR_RETURN(m.hnorm, n.get_f32("mtp.0.hnorm.weight", {H}));
+  DI_ASSIGN_OR_RETURN(m.norm, n.get_f32("mtp.0.norm.weight", {H}));
+  DI_ASSIGN_OR_RETURN(m.hc_head, load_hc(n, "mtp.0.hc_head", hc, hc * H, 1));
+  return out;
+}
+
 }  // namespace
 
-Result<V4Weights> load_deepseek_v4_weights(const DeepseekV4Config& c, const WeightSource& source) {
+Result<V4Weights> load_deepseek_v4_weights(const DeepseekV4Config& c, const WeightSource& source,
+                                           bool fp4_experts) {
   if (!source.safetensors)
     return unsupported("{}: deepseek_v4 loads from a Hugging Face safetensors directory, not GGUF",
                        source.description);
@@ -337,8 +225,10 @@ Result<V4Weights> load_deepseek_v4_weights(const DeepseekV4Config& c, const Weig
   DI_ASSIGN_OR_RETURN(w.hc_head, load_hc(n, "hc_head", hc, hc * H, 1));
   w.layers.resize(c.num_layers);
   for (int l = 0; l < c.num_layers; ++l) {
-    DI_ASSIGN_OR_RETURN(w.layers[l], load_layer(n, c, l));
+    DI_ASSIGN_OR_RETURN(w.layers[l],
+                        load_block(n, c, "layers." + std::to_string(l), c.layers[l], fp4_experts));
   }
+  DI_ASSIGN_OR_RETURN(w.mtp, load_mtp(n, c, fp4_experts));
   return w;
 }
 

@@ -333,8 +333,8 @@ Subcommand make_bench_command() {
                     "kvstore (time to first token cold vs a hit in each KV tier; needs --kv-store) | "
                     "kvstore-io (the KV store's put/get GB/s next to raw direct I/O of the same files)");
     cmd->add_option("--matmul-shape", f->matmul_shapes,
-                    "matmul: TYPE:OUTxIN, repeatable (default: SmolLM2-135M's q4_1:1536x576, q4_1:576x1536 and "
-                    "q8_0:49152x576)");
+                    "matmul: TYPE:OUTxIN, repeatable; TYPE a GGUF type or fp8 / fp4 (DeepSeek's block-scaled "
+                    "formats) (default: SmolLM2-135M's q4_1:1536x576, q4_1:576x1536 and q8_0:49152x576)");
     cmd->add_option("--block-kib", f->block_kib, "kvstore-io: KiB per KV block (default 1024)")
         ->check(CLI::Range(16, 1 << 20));
     cmd->add_option("--prompt-lens", f->prompt_lens,

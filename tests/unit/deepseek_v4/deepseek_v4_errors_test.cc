@@ -1,6 +1,6 @@
 // Broken or unsupported DeepSeek-V4 directories fail with one Status naming the file and the
-// tensor or field, never a crash: a missing tensor, a wrong shape, an unknown or FP4
-// quantisation, a field of the wrong type, a DeepSeek-V4.1 config, a wrong KV cache.
+// tensor or field, never a crash: a missing tensor, a wrong shape, an unknown quantisation or
+// expert type, a field of the wrong type, a DeepSeek-V4.1 config, a wrong KV cache.
 #include <unistd.h>
 
 #include <cstring>
@@ -109,12 +109,22 @@ TEST(DeepseekV4Errors, UnknownQuantizationIsRefused) {
   EXPECT_NE(msg.find("awq"), std::string::npos) << msg;
 }
 
-TEST(DeepseekV4Errors, Fp4ExpertsAreRefused) {
+// FP4 experts load (deepseek_v4_fp4_test.cc); a config declaring them over bf16 experts is
+// refused naming the first expert tensor, and an unknown expert type naming the field.
+TEST(DeepseekV4Errors, Fp4ConfigOverBf16ExpertsIsRefused) {
   const std::string msg = load_error("fp4", [](nlohmann::json& c) {
     c["quantization_config"] = {
         {"quant_method", "fp8"}, {"weight_block_size", {128, 128}}, {"expert_dtype", "fp4"}};
   });
-  EXPECT_NE(msg.find("expert_dtype 'fp4'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'layers.0.ffn.experts.0.w1.weight' has type bf16"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("expert_dtype fp4"), std::string::npos) << msg;
+}
+
+TEST(DeepseekV4Errors, UnknownExpertDtypeIsRefused) {
+  const std::string msg = load_error("int4", [](nlohmann::json& c) { c["expert_dtype"] = "int4"; });
+  EXPECT_NE(msg.find("expert_dtype 'int4'"), std::string::npos) << msg;
+  const std::string bad = load_error("int4b", [](nlohmann::json& c) { c["expert_dtype"] = 4; });
+  EXPECT_NE(bad.find("expert_dtype must be a string"), std::string::npos) << bad;
 }
 
 TEST(DeepseekV4Errors, WrongTypeNamesTheField) {

@@ -23,7 +23,8 @@ namespace deepinfer::v4test {
 // still catches any real mistake: a wrong RoPE pairing, a missed sink, one different expert or
 // indexer choice, or a window off by one moves logits by > 0.01.
 constexpr float kTol = 2e-3f;
-inline const char* const kFixtures[] = {"h2_mixed", "h4_deepseek", "h2_hfnames", "fp8_ue8m0"};
+inline const char* const kFixtures[] = {"h2_mixed", "h4_deepseek", "h2_hfnames", "fp8_ue8m0",
+                                        "fp4_e2m1"};
 
 inline std::string fixture_dir(const std::string& name) {
   return testing::source_dir() + "/tests/reference/fixtures/deepseek_v4/" + name;
