@@ -16,6 +16,16 @@
 
 namespace deepinfer::model {
 
+// Wall time of forward() by part since load (a few clock reads per layer), for benchmarks.
+struct V4ForwardTimes {
+  double attention = 0;  // attn_norm, q/kv projections, state writes, attention, output proj.
+  double compress = 0;   // the CSA/HCA compressors and the indexer's scoring and top-k
+  double moe = 0;        // ffn_norm, routing, routed and shared experts
+  double mhc = 0;        // hyper-connection pre (mix, Sinkhorn, collapse) and post
+  double head = 0;       // hc_head, final norm, head
+  double total = 0;      // whole forward() calls (the rest: checks, embedding)
+};
+
 class DeepseekV4 final : public Model {
  public:
   static Result<std::unique_ptr<DeepseekV4>> load(const ModelConfig& config,
@@ -28,6 +38,14 @@ class DeepseekV4 final : public Model {
   Status forward(const ForwardBatch& batch, KvCache& cache, ForwardContext& ctx,
                  float* logits) override;
   std::vector<std::vector<uint64_t>> expert_token_counts() const override;
+  std::vector<std::pair<std::string, double>> forward_part_seconds() const override {
+    return {{"attention", times_.attention - times_.compress},
+            {"compressor_indexer", times_.compress},
+            {"moe", times_.moe},
+            {"mhc", times_.mhc},
+            {"head", times_.head},
+            {"total", times_.total}};
+  }
 
  private:
   DeepseekV4(ModelConfig config, DeepseekV4Config v4);
@@ -45,6 +63,7 @@ class DeepseekV4 final : public Model {
   V4HcScratch hc_scratch_;
   V4AttnScratch attn_scratch_;
   V4MoeScratch moe_scratch_;
+  V4ForwardTimes times_;  // compress: from attn_scratch_.compress_seconds
 };
 
 }  // namespace deepinfer::model
