@@ -45,11 +45,21 @@ class Tokenizer:
         return self._engine.decode(list(ids), skip_special_tokens)
 
     def apply_chat_template(self, messages: List[Dict[str, str]], tokenize: bool = False,
-                            add_generation_prompt: bool = True):
+                            add_generation_prompt: bool = True, thinking: bool = False):
+        """The model's chat encoding, as `deepinfer generate` and the server use it: the chat
+        template, or DeepSeek-V4's own format (thinking=True opens <think>)."""
         pairs = _message_pairs(messages)
         if tokenize:
-            return self._engine.encode_chat(pairs, add_generation_prompt)
-        return self._engine.render_chat(pairs, add_generation_prompt)
+            return self._engine.encode_chat(pairs, add_generation_prompt, bool(thinking))
+        return self._engine.render_chat(pairs, add_generation_prompt, bool(thinking))
+
+
+def _thinking(chat_template_kwargs) -> bool:
+    kwargs = dict(chat_template_kwargs or {})
+    unknown = set(kwargs) - {"thinking"}
+    if unknown:
+        raise ValueError(f"chat_template_kwargs: unknown keys {sorted(unknown)} (known: thinking)")
+    return bool(kwargs.get("thinking", False))
 
 
 def _message_pairs(messages) -> List[tuple]:
@@ -140,16 +150,21 @@ class LLM:
         return self._run(items, self._params_list(sampling_params, len(items)))
 
     def chat(self, messages, sampling_params: Union[None, SamplingParams, Sequence[SamplingParams]] = None,
-             use_tqdm: bool = False, add_generation_prompt: bool = True) -> List[RequestOutput]:
-        """One conversation (a list of message dicts) or a list of them, through the chat template."""
+             use_tqdm: bool = False, add_generation_prompt: bool = True,
+             chat_template_kwargs: Optional[Dict] = None) -> List[RequestOutput]:
+        """One conversation (a list of message dicts) or a list of them, through the model's chat
+        encoding (DeepSeek-V4: its own format; chat_template_kwargs={"thinking": True} for
+        thinking mode)."""
         if isinstance(messages, (list, tuple)) and messages and isinstance(messages[0], (list, tuple)):
             conversations = list(messages)
         else:
             conversations = [messages]
+        thinking = _thinking(chat_template_kwargs)
         items = []
         for conv in conversations:
-            ids = self._engine.encode_chat(_message_pairs(conv), add_generation_prompt)
-            items.append((self._engine.render_chat(_message_pairs(conv), add_generation_prompt), ids))
+            pairs = _message_pairs(conv)
+            ids = self._engine.encode_chat(pairs, add_generation_prompt, thinking)
+            items.append((self._engine.render_chat(pairs, add_generation_prompt, thinking), ids))
         return self._run(items, self._params_list(sampling_params, len(items)))
 
     def generate_stream(self, prompt: PromptType,

@@ -9,6 +9,7 @@
 
 #include "deepinfer/base/check.h"
 #include "deepinfer/base/log.h"
+#include "deepinfer/base/timer.h"
 #include "deepinfer/kernels/cpu/embedding.h"  // check_token_ids
 #include "deepinfer/model/architectures.h"
 #include "deepinfer/model/deepseek_v4_state.h"
@@ -158,23 +159,32 @@ void DeepseekV4::layer_forward(int l, const ForwardBatch& b, KvCache& cache, For
   const int64_t T = b.num_tokens(), H = v4_.hidden;
   const V4LayerWeights& L = w_.layers[l];
   // Attention sublayer.
+  const double t0 = now_seconds();
   v4_hc_pre(hc_, L.hc_attn, x_.data(), T, collapsed_.data(), hc_scratch_, ctx);
+  const double t1 = now_seconds();
   rms_norm_rows(collapsed_.data(), H, L.attn_norm, normed_.data(), H, T, H, v4_.rms_eps);
   const V4LayerCache lc{cache.block_state[l].data(), cache.recent[l].data(), cache.block_size,
                         v4_state_layout(v4_, l, cache.block_size)};
   v4_attention_forward(v4_, l, L.attn, b, normed_.data(), lc, attn_scratch_, ctx, out_.data());
+  const double t2 = now_seconds();
   v4_hc_post(hc_, hc_scratch_, out_.data(), T, x_.data());
   // MoE sublayer.
   v4_hc_pre(hc_, L.hc_ffn, x_.data(), T, collapsed_.data(), hc_scratch_, ctx);
+  const double t3 = now_seconds();
   rms_norm_rows(collapsed_.data(), H, L.ffn_norm, normed_.data(), H, T, H, v4_.rms_eps);
   v4_moe_forward(moe_, L.moe, normed_.data(), b.token_ids.data(), T, out_.data(), counts_[l].data(),
                  moe_scratch_, ctx);
+  const double t4 = now_seconds();
   v4_hc_post(hc_, hc_scratch_, out_.data(), T, x_.data());
+  times_.mhc += (t1 - t0) + (t3 - t2) + (now_seconds() - t4);
+  times_.attention += t2 - t1;
+  times_.moe += t4 - t3;
 }
 
 Status DeepseekV4::forward(const ForwardBatch& b, KvCache& cache, ForwardContext& ctx,
                            float* logits) {
   DI_RETURN_IF_ERROR(check_batch(b, cache));
+  const double start = now_seconds();
   const int64_t T = b.num_tokens(), H = v4_.hidden, hc = v4_.hc_mult;
   x_.resize(T * hc * H);
   collapsed_.resize(T * H);
@@ -185,6 +195,7 @@ Status DeepseekV4::forward(const ForwardBatch& b, KvCache& cache, ForwardContext
     for (int64_t i = 0; i < hc; ++i)
       std::memcpy(x_.data() + (t * hc + i) * H, collapsed_.data() + t * H, sizeof(float) * H);
   for (int l = 0; l < v4_.num_layers; ++l) layer_forward(l, b, cache, ctx);
+  const double head_start = now_seconds();
   const int64_t R = static_cast<int64_t>(b.logits_rows.size());
   rows_.resize(R * hc * H);
   for (int64_t r = 0; r < R; ++r) {
@@ -197,6 +208,10 @@ Status DeepseekV4::forward(const ForwardBatch& b, KvCache& cache, ForwardContext
   v4_hc_head(hc_, w_.hc_head, rows_.data(), R, hc * H, head_in.data(), ctx);
   rms_norm_rows(head_in.data(), H, w_.norm, head_in.data(), H, R, H, v4_.rms_eps);
   linear_forward(w_.head, head_in.data(), R, H, logits, v4_.vocab_size, ctx);
+  const double end = now_seconds();
+  times_.head += end - head_start;
+  times_.total += end - start;
+  times_.compress = attn_scratch_.compress_seconds;
   return Status::ok();
 }
 

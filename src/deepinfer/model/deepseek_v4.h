@@ -25,6 +25,16 @@ struct V4MtpScratch {
   V4MoeScratch moe;
 };
 
+// Wall time of forward() by part since load (a few clock reads per layer), for benchmarks.
+struct V4ForwardTimes {
+  double attention = 0;  // attn_norm, q/kv projections, state writes, attention, output proj.
+  double compress = 0;   // the CSA/HCA compressors and the indexer's scoring and top-k
+  double moe = 0;        // ffn_norm, routing, routed and shared experts
+  double mhc = 0;        // hyper-connection pre (mix, Sinkhorn, collapse) and post
+  double head = 0;       // hc_head, final norm, head
+  double total = 0;      // whole forward() calls (the rest: checks, embedding)
+};
+
 class DeepseekV4 final : public Model {
  public:
   static Result<std::unique_ptr<DeepseekV4>> load(const ModelConfig& config,
@@ -38,6 +48,14 @@ class DeepseekV4 final : public Model {
   Status forward(const ForwardBatch& batch, KvCache& cache, ForwardContext& ctx,
                  float* logits) override;
   std::vector<std::vector<uint64_t>> expert_token_counts() const override;
+  std::vector<std::pair<std::string, double>> forward_part_seconds() const override {
+    return {{"attention", times_.attention - times_.compress},
+            {"compressor_indexer", times_.compress},
+            {"moe", times_.moe},
+            {"mhc", times_.mhc},
+            {"head", times_.head},
+            {"total", times_.total}};
+  }
 
   // The hyper-connection streams [T, hc, hidden] of the last forward()'s T tokens after its last
   // layer (before the head): the MTP block's prev_streams.
@@ -73,6 +91,7 @@ class DeepseekV4 final : public Model {
   // block runs it as any window layer.
   DeepseekV4Config mtp_cfg_;
   V4MtpScratch mtp_scratch_;
+  V4ForwardTimes times_;  // compress: from attn_scratch_.compress_seconds
 };
 
 }  // namespace deepinfer::model

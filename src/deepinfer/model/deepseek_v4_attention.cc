@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <utility>
 
 #include "deepinfer/base/check.h"
+#include "deepinfer/base/timer.h"
 #include "deepinfer/kernels/cpu/rope.h"
 #include "deepinfer/kernels/cpu/sink_attention.h"
 #include "deepinfer/model/layers/rms_norm.h"
@@ -141,9 +143,11 @@ void gather_keys(const DeepseekV4Config& c, int layer, const V4StateLayout& rl,
   s.isc.resize(std::max(n_visible, 1));
   s.topk.resize(std::max(n_visible, 1));
   const float* iq = a.iq.data() + t * c.index_n_heads * c.index_head_dim;
+  const double t0 = now_seconds();
   indexer_scores(c, iq, a.iw.data() + t * c.index_n_heads, st, rl.idx_entries, L.ratio, n_visible,
                  s.isc.data());
   const int n = v4_indexer_topk(s.isc.data(), n_visible, c.index_topk, s.topk.data());
+  s.index_seconds += now_seconds() - t0;
   for (int i = 0; i < n; ++i)
     s.keys.push_back(st.entry(rl.comp_entries, c.head_dim, L.ratio, s.topk[i]));
 }
@@ -218,12 +222,14 @@ void v4_attention_forward(const DeepseekV4Config& c, int layer, const V4Attentio
   const int64_t T = b.num_tokens(), D = c.head_dim, nh = c.n_heads;
   const V4Layer& L = c.layers[layer];
   project(c, layer, w, b, h, cache, s, ctx);
+  const double c0 = now_seconds();
   if (L.attn != V4Attn::kWindow)
     compressor_forward(compressor_dims(c, layer, cache, false), w.compressor, b, h, c.hidden, cache,
                        s.ckv, s.cscore, ctx);
   if (L.attn == V4Attn::kCsa)
     compressor_forward(compressor_dims(c, layer, cache, true), w.indexer.compressor, b, h, c.hidden,
                        cache, s.ikv, s.iscore, ctx);
+  s.compress_seconds += now_seconds() - c0;
   s.attn.resize(T * nh * D);
   s.seq_of.resize(T);
   for (int sq = 0; sq < b.num_seqs(); ++sq)
@@ -251,6 +257,9 @@ void v4_attention_forward(const DeepseekV4Config& c, int layer, const V4Attentio
       kernels::sink_attention(p);
     }
   });
+  // Threads score in parallel: their mean time is the share of the wall time.
+  for (int ti = 0; ti < nt; ++ti)
+    s.compress_seconds += std::exchange(s.per_thread[ti].index_seconds, 0.0) / nt;
   output_projection(c, layer, w, b, s, ctx, out);
 }
 

@@ -22,12 +22,14 @@ struct V4QueryScratch {
   std::vector<const float*> keys;
   std::vector<float> scores, isc;
   std::vector<int32_t> topk;
+  double index_seconds = 0;  // indexer scoring + top-k, summed (benchmarks)
 };
 
 struct V4AttnScratch {
   std::vector<float> qr, q, kv, ckv, cscore, ikv, iscore, iq, iw, attn, grouped;
   std::vector<int32_t> neg_pos, seq_of;
   std::vector<V4QueryScratch> per_thread;
+  double compress_seconds = 0;  // compressors + indexer top-k (wall), summed (benchmarks)
 };
 
 // One layer's pools in the hybrid cache (kv_cache.h) and its layout.

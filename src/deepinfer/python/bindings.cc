@@ -10,11 +10,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "deepinfer/base/check.h"
 #include "deepinfer/engine/engine.h"
 #include "deepinfer/engine/loaded_model.h"
 #include "deepinfer/engine/request.h"
 #include "deepinfer/engine/sampling_fields.h"
 #include "deepinfer/recipe/chat.h"
+#include "deepinfer/recipe/deepseek_v4_chat.h"
 
 namespace py = pybind11;
 
@@ -48,6 +50,7 @@ class PyEngine {
            bool enable_prefix_caching) {
     engine::LoadedModel loaded = unwrap(engine::load_model_with_tokenizer(model));
     name_ = loaded.name;
+    architecture_ = loaded.model->config().architecture;
     tokenizer_ = loaded.tokenizer;
     if (threads < 0) throw py::value_error("threads must be >= 0");
     if (max_num_seqs < 1) throw py::value_error("max_num_seqs must be >= 1");
@@ -133,28 +136,76 @@ class PyEngine {
     std::string s = tokenizer_->decode(ids, skip_special);
     return py::bytes(s).attr("decode")("utf-8", "replace");
   }
+  // The model's own chat encoding, as `deepinfer generate` and the server use it: DeepSeek-V4's
+  // native format (recipe/deepseek_v4_chat.h; `thinking` picks <think> or </think>), otherwise
+  // the chat template or its built-in fallback.
   std::vector<int32_t> encode_chat(const std::vector<std::pair<std::string, std::string>>& msgs,
-                                   bool add_generation_prompt) const {
-    std::vector<recipe::ChatMessage> messages;
-    for (const auto& [role, content] : msgs) messages.push_back({role, content});
-    recipe::ChatOptions opts;
-    opts.add_generation_prompt = add_generation_prompt;
-    return unwrap(recipe::encode_chat(*tokenizer_, messages, opts));
+                                   bool add_generation_prompt, bool thinking) const {
+    const std::vector<recipe::ChatMessage> messages = chat_messages(msgs);
+    if (!recipe::uses_deepseek_v4_chat(architecture_)) {
+      if (thinking) throw py::value_error("thinking: only DeepSeek-V4 models have a thinking mode");
+      recipe::ChatOptions opts;
+      opts.add_generation_prompt = add_generation_prompt;
+      return unwrap(recipe::encode_chat(*tokenizer_, messages, opts));
+    }
+    recipe::DeepseekV4ChatOptions opts;
+    opts.thinking = thinking;
+    std::vector<int32_t> ids = unwrap(recipe::encode_deepseek_v4_chat(*tokenizer_, messages, opts));
+    // V4's encoding always hands a final user turn to the assistant: <｜Assistant｜> then
+    // <think> or </think>, two control tokens, dropped when no generation prompt is wanted.
+    if (!add_generation_prompt && ends_with_v4_generation_prompt(msgs)) {
+      const auto assistant = tokenizer_->special_token_id(kV4Assistant);
+      const auto think = tokenizer_->special_token_id(thinking ? kV4ThinkOpen : kV4ThinkClose);
+      DI_CHECK(ids.size() >= 2 && ids[ids.size() - 2] == assistant && ids.back() == think,
+               "DeepSeek-V4 chat encoding does not end with the assistant prompt");
+      ids.resize(ids.size() - 2);
+    }
+    return ids;
   }
   std::string render_chat(const std::vector<std::pair<std::string, std::string>>& msgs,
-                          bool add_generation_prompt) const {
-    std::vector<recipe::ChatMessage> messages;
-    for (const auto& [role, content] : msgs) messages.push_back({role, content});
-    recipe::ChatOptions opts;
-    opts.add_generation_prompt = add_generation_prompt;
-    return unwrap(recipe::render_chat(*tokenizer_, messages, opts)).text.text;
+                          bool add_generation_prompt, bool thinking) const {
+    const std::vector<recipe::ChatMessage> messages = chat_messages(msgs);
+    if (!recipe::uses_deepseek_v4_chat(architecture_)) {
+      if (thinking) throw py::value_error("thinking: only DeepSeek-V4 models have a thinking mode");
+      recipe::ChatOptions opts;
+      opts.add_generation_prompt = add_generation_prompt;
+      return unwrap(recipe::render_chat(*tokenizer_, messages, opts)).text.text;
+    }
+    recipe::DeepseekV4ChatOptions opts;
+    opts.thinking = thinking;
+    std::string text = unwrap(recipe::render_deepseek_v4_chat(messages, opts)).text;
+    if (!add_generation_prompt && ends_with_v4_generation_prompt(msgs)) {
+      const std::string tail = std::string(kV4Assistant) + (thinking ? kV4ThinkOpen : kV4ThinkClose);
+      if (text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0)
+        text.resize(text.size() - tail.size());
+    }
+    return text;
   }
 
   const std::string& name() const { return name_; }
+  const std::string& architecture() const { return architecture_; }
   const recipe::Tokenizer& tokenizer() const { return *tokenizer_; }
 
  private:
+  static constexpr const char* kV4Assistant = "<｜Assistant｜>";
+  static constexpr const char* kV4ThinkOpen = "<think>";
+  static constexpr const char* kV4ThinkClose = "</think>";
+
+  static std::vector<recipe::ChatMessage> chat_messages(
+      const std::vector<std::pair<std::string, std::string>>& msgs) {
+    std::vector<recipe::ChatMessage> messages;
+    for (const auto& [role, content] : msgs) messages.push_back({role, content});
+    return messages;
+  }
+  // Whether V4's encoding ends these messages with the assistant prompt (the last turn is a
+  // user, developer or tool turn).
+  static bool ends_with_v4_generation_prompt(
+      const std::vector<std::pair<std::string, std::string>>& msgs) {
+    return !msgs.empty() && msgs.back().first != "assistant" && msgs.back().first != "system";
+  }
+
   std::string name_;
+  std::string architecture_;
   std::shared_ptr<const recipe::Tokenizer> tokenizer_;
   std::unique_ptr<engine::Engine> engine_;
   std::mutex mu_;
@@ -201,10 +252,11 @@ PYBIND11_MODULE(_C, m) {
            py::arg("allow_special") = false)
       .def("decode", &PyEngine::decode, py::arg("ids"), py::arg("skip_special_tokens") = false)
       .def("encode_chat", &PyEngine::encode_chat, py::arg("messages"),
-           py::arg("add_generation_prompt") = true)
+           py::arg("add_generation_prompt") = true, py::arg("thinking") = false)
       .def("render_chat", &PyEngine::render_chat, py::arg("messages"),
-           py::arg("add_generation_prompt") = true)
+           py::arg("add_generation_prompt") = true, py::arg("thinking") = false)
       .def_property_readonly("name", &PyEngine::name)
+      .def_property_readonly("architecture", &PyEngine::architecture)
       .def_property_readonly("vocab_size", [](const PyEngine& e) { return e.tokenizer().vocab_size(); })
       .def_property_readonly("eos_token_id", [](const PyEngine& e) { return e.tokenizer().eos_id(); })
       .def_property_readonly("bos_token_id", [](const PyEngine& e) { return e.tokenizer().bos_id(); })

