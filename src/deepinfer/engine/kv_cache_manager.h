@@ -150,6 +150,7 @@ class KvCacheManager {
   // Hybrid caches, allocate_slots with a prefix: pins, tier load, trimming (see the .cc).
   int commit_hybrid_prefix(Sequence& seq, const PrefixMatch& prefix, int num_new_tokens);
   void unpin_recent_before(Sequence& seq, int new_from);
+  void count_admission(const Sequence& seq, int memory_blocks, int tier_blocks);
   // cache_full_blocks; blocks before `write_from` came from the tier and are not written back.
   void commit_full_blocks(Sequence& seq, int write_from);
   int32_t take_block();
