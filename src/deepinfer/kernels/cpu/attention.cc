@@ -54,6 +54,22 @@ inline void merge_state(float m, float l, const float* acc, float& tm, float& tl
   tm = nm;
 }
 
+// max(init, s[0..n)) in four independent chains (one chain is a latency-bound loop). The max
+// is exact, so the order can only change the sign of a zero result, which no later use sees
+// (it only enters exp(x - m) and max again).
+inline float range_max(const float* s, int64_t n, float init) {
+  float m0 = init, m1 = init, m2 = init, m3 = init;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    m0 = std::max(m0, s[i]);
+    m1 = std::max(m1, s[i + 1]);
+    m2 = std::max(m2, s[i + 2]);
+    m3 = std::max(m3, s[i + 3]);
+  }
+  for (; i < n; ++i) m0 = std::max(m0, s[i]);
+  return std::max(std::max(m0, m1), std::max(m2, m3));
+}
+
 inline void write_output(float tl, const float* total, float* out, int n) {
   const float inv = tl > 0.0f ? 1.0f / tl : 0.0f;
   for (int d = 0; d < n; ++d) out[d] = total[d] * inv;
@@ -199,8 +215,7 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
         std::fill(sr + c0, sr + c1 + 1, 0.0f);
         continue;
       }
-      float mc = st.m;
-      for (int64_t key = a; key <= b; ++key) mc = std::max(mc, sr[key]);
+      const float mc = range_max(sr + a, b - a + 1, st.m);
       if (mc > st.m) {
         const float f = st.m == kNegInf ? 0.0f : std::exp(st.m - mc);
         float* acc = sc.acc.data() + static_cast<size_t>(r) * p.v_head_dim;
