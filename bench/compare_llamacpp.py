@@ -11,7 +11,12 @@ token (distinct seq_ids in one unified KV cache, via the low-level API), DeepInf
 continuous-batching engine (`deepinfer bench --mode decode --batch ...`). Total tokens/s,
 medians of --reps; llama.cpp's loop feeds fixed tokens (no sampling), ours samples greedily.
 
+Long contexts (--batched 1,4,16 --prompt-lens 1024,4096): the same at each prompt length, plus
+the step time against the bandwidth bound of a step (weights once plus every sequence's f32 KV
+once, at the `bench --mode membw` rate of the same run). llama.cpp keeps its default f16 KV.
+
 Usage: python3 bench/compare_llamacpp.py [--reps 3] [--model PATH] [--batched 1,2,4,8,16,32]
+                                         [--prompt-lens 32] [--gen-len 32]
 Needs: pip install llama-cpp-python (built from source by pip), and build/bin/deepinfer.
 """
 import argparse
@@ -108,22 +113,60 @@ def llamacpp_batched(model, threads, batch, prompt_len, gen_len):
     return batch * (gen_len - 1) / secs
 
 
+def kv_bytes_per_token(model):
+    """Bytes of our float32 K and V per token over all layers (Llama-family GGUF metadata)."""
+    from gguf import GGUFReader
+    r = GGUFReader(model)
+    arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
+
+    def field(name):
+        return int(r.fields[f"{arch}.{name}"].parts[-1][0])
+    head_dim = field("embedding_length") // field("attention.head_count")
+    return field("block_count") * 2 * field("attention.head_count_kv") * head_dim * 4
+
+
+def load_average():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
 def batched(a):
     batches = [int(x) for x in a.batched.split(",")]
-    pl, gl = 32, 32
-    print(f"batched decode: {pl}-token prompts, {gl} tokens each, {a.threads} threads, medians of {a.reps}")
-    print("| sequences | DeepInfer total tok/s | llama.cpp total tok/s | ratio | DeepInfer idle share |")
-    print("|---|---|---|---|---|")
-    for bsz in batches:
-        mine, idle, theirs = [], [], []
-        for _ in range(a.reps):
-            j = ours(["--mode", "decode", "--batch", str(bsz), "--prompt-len", str(pl), "--gen-len",
-                      str(gl), "--max-num-seqs", str(max(bsz, 1)), "--model", a.model], a.threads)
-            mine.append(j["tokens_per_s"])
-            idle.append(j.get("idle_share", float("nan")))
-            theirs.append(llamacpp_batched(a.model, a.threads, bsz, pl, gl))
-        m, t, i = (statistics.median(x) for x in (mine, theirs, idle))
-        print(f"| {bsz} | {m:.0f} | {t:.0f} | {m / t:.2f} | {i:.3f} |", flush=True)
+    lens = [int(x) for x in a.prompt_lens.split(",")]
+    gl = a.gen_len
+    bw = membw(a.threads)
+    wb, kvb = weight_bytes(a.model), kv_bytes_per_token(a.model)
+    print(f"batched decode: {gl} tokens each after the prompt, {a.threads} threads, medians of {a.reps}; "
+          f"membw {bw:.1f} GB/s; weights {wb / 1e6:.1f} MB, KV {kvb / 1e3:.1f} KB per token")
+    print("| context | sequences | DeepInfer total tok/s | per sequence | llama.cpp total tok/s | ratio "
+          "| step ms | bound ms | of bound | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for pl in lens:
+        for bsz in batches:
+            mine, theirs, loads = [], [], []
+            for _ in range(a.reps):
+                loads.append(load_average())
+                gb = max(1.0, 1.3 * bsz * (pl + gl + 32) * kvb / 2**30)
+                j = ours(["--mode", "decode", "--batch", str(bsz), "--prompt-len", str(pl), "--gen-len",
+                          str(gl), "--max-num-seqs", str(max(bsz, 1)), "--kv-cache-gb", f"{gb:.2f}",
+                          "--model", a.model], a.threads)
+                mine.append(j["tokens_per_s"])
+                theirs.append(llamacpp_batched(a.model, a.threads, bsz, pl, gl))
+            m, t = (statistics.median(x) for x in (mine, theirs))
+            step = bsz / m
+            # The window's mean context: prompt plus half the generated tokens.
+            bound = (wb + bsz * (pl + gl / 2) * kvb) / (bw * 1e9)
+            print(f"| {pl} | {bsz} | {m:.1f} | {m / bsz:.1f} | {t:.1f} | {m / t:.2f} | {step * 1e3:.1f} "
+                  f"| {bound * 1e3:.1f} | {bound / step:.0%} | {'; '.join(loads)} |", flush=True)
+
+
+def membw(threads):
+    for line in subprocess.run([BIN, "bench", "--mode", "membw"], capture_output=True, text=True,
+                               check=True).stdout.splitlines():
+        j = json.loads(line)
+        if j["threads"] == threads:
+            return j["read_gb_per_s"]
+    raise RuntimeError(f"bench --mode membw gave no {threads}-thread figure")
 
 
 def weight_bytes(model):
@@ -141,6 +184,8 @@ def main():
     ap.add_argument("--model", default=DEFAULT)
     ap.add_argument("--batched", default="", help="batch sizes, e.g. 1,2,4,8,16,32: batched decode only")
     ap.add_argument("--threads", type=int, default=2, help="threads for --batched")
+    ap.add_argument("--prompt-lens", default="32", help="--batched: prompt lengths (context), e.g. 1024,4096")
+    ap.add_argument("--gen-len", type=int, default=32, help="--batched: tokens generated per sequence")
     a = ap.parse_args()
     if a.batched:
         batched(a)

@@ -99,3 +99,20 @@ def test_decode_window_opens_when_every_sequence_has_its_first_token(model):
     (rec,) = records(r.stdout)
     assert 1 <= rec["steps"] <= 7, rec
     assert rec["prefill_tokens_per_s"] > 0 and rec["tokens_per_s"] > 0
+
+
+def test_decode_bench_sweeps_prompt_lengths_and_plots_one_curve_each(model, tmp_path):
+    plot = tmp_path / "sweep.svg"
+    r = run("bench", "--model", model, "--mode", "decode", "--prompt-len", "8,24", "--gen-len", "4", "--batch", "1,2",
+            "--threads", "1", "--plot", plot)
+    assert r.returncode == 0, r.stderr
+    recs = records(r.stdout)
+    assert [(x["prompt_tokens"], x["batch"]) for x in recs] == [(8, 1), (8, 2), (24, 1), (24, 2)]
+    svg = plot.read_text()  # one colour per prompt length (cairo writes text as glyphs)
+    assert "<svg" in svg and "rgb(12%,47%,71%)" in svg and "rgb(84%,37%,0%)" in svg
+    # A sweep point that the KV pool cannot hold at once is refused, not measured in waves.
+    r = run("bench", "--model", model, "--mode", "decode", "--prompt-len", "4000", "--gen-len", "4", "--batch", "8",
+            "--kv-cache-gb", "0.125", "--threads", "1")
+    assert r.returncode == 2 and "--kv-cache-gb" in r.stderr
+    r = run("bench", "--model", model, "--mode", "serve", "--prompt-len", "8,16")
+    assert r.returncode == 2 and "one length" in r.stderr

@@ -1,7 +1,9 @@
 // `deepinfer bench`: throughput measurements, one JSON object per measurement on stdout.
 //   --mode prefill: B prompts of --prompt-len tokens, one output token each.
-//   --mode decode:  B sequences generating --gen-len tokens each (after a short prompt);
+//   --mode decode:  B sequences generating --gen-len tokens each after --prompt-len tokens;
 //                   decode speed is measured once every sequence has its first token.
+//   Both sweep every --batch for every --prompt-len (comma lists); --plot draws one curve
+//   per prompt length.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "deepinfer/base/timer.h"
@@ -38,7 +41,7 @@ struct BenchFlags {
   std::string batches;  // empty = the mode's default (1; matmul: 1,256)
   std::vector<std::string> matmul_shapes;
   size_t block_kib = 1024;
-  int prompt_len = 512;
+  std::string prompt_len = "512";  // comma list (prefill, decode); serve takes one
   int gen_len = 128;
   int repeat = 1;
   std::string plot;
@@ -166,6 +169,13 @@ nlohmann::json measure(engine::Engine& engine, const std::string& mode, int batc
   const int32_t vocab = static_cast<int32_t>(engine.model_config().vocab_size);
   const bool prefill = mode == "prefill";
   const int max_tokens = prefill ? 1 : gen_len;
+  // Sequences that do not fit the pool at once would run in waves and the window would time
+  // something else than `batch` sequences decoding together.
+  const int bs = engine::EngineConfig{}.block_size;  // make_engine keeps the default
+  const int64_t blocks_needed = int64_t{batch} * ((prompt_len + max_tokens + bs - 1) / bs + 1);
+  if (blocks_needed > engine.kv_num_blocks())
+    return {{"error", fmt::format("batch {} x {} tokens needs about {} KV blocks, the pool has {}: raise --kv-cache-gb",
+                                  batch, prompt_len + max_tokens, blocks_needed, engine.kv_num_blocks())}};
   const double t0 = now_seconds();
   for (int b = 0; b < batch; ++b) {
     engine::GenerationRequest r;
@@ -275,11 +285,15 @@ int run_bench(BenchFlags& f) {
     return run_matmul_bench({f.matmul_shapes, *batches, f.engine.threads, f.engine.batch_invariant});
   if (!f.plot.empty() && !plot_format_supported(f.plot))
     return report_error(invalid_argument("--plot: '{}' must end in .png or .svg", f.plot));
+  auto prompt_lens = parse_int_list(f.prompt_len, "--prompt-len", 1 << 20);
+  if (!prompt_lens.is_ok()) return report_error(prompt_lens.status());
   if (f.mode == "serve") {
+    if (prompt_lens->size() != 1)
+      return report_error(invalid_argument("--prompt-len: --mode serve takes one length, got '{}'", f.prompt_len));
     ServeBenchOptions o;
     o.engine = f.engine;
     o.batches = *batches;
-    o.prompt_len = f.prompt_len;
+    o.prompt_len = prompt_lens->front();
     o.gen_len = f.gen_len;
     o.repeat = f.repeat;
     o.plot = f.plot;
@@ -296,15 +310,17 @@ int run_bench(BenchFlags& f) {
   if (!eng.is_ok()) return report_error(eng.status());
   std::vector<nlohmann::json> results;
   // One warm-up pass so page faults and first-touch costs stay out of the numbers.
-  measure(**eng, f.mode, 1, std::min(f.prompt_len, 32), 4);
-  for (int b : *batches) {
-    for (int rep = 0; rep < f.repeat; ++rep) {
-      nlohmann::json j = measure(**eng, f.mode, b, f.prompt_len, f.gen_len);
-      if (j.contains("error")) return report_error(invalid_argument("bench: {}", j["error"].get<std::string>()));
-      j["model"] = loaded->name;
-      std::printf("%s\n", j.dump().c_str());
-      std::fflush(stdout);
-      results.push_back(j);
+  measure(**eng, f.mode, 1, std::min(prompt_lens->front(), 32), 4);
+  for (int len : *prompt_lens) {
+    for (int b : *batches) {
+      for (int rep = 0; rep < f.repeat; ++rep) {
+        nlohmann::json j = measure(**eng, f.mode, b, len, f.gen_len);
+        if (j.contains("error")) return report_error(invalid_argument("bench: {}", j["error"].get<std::string>()));
+        j["model"] = loaded->name;
+        std::printf("%s\n", j.dump().c_str());
+        std::fflush(stdout);
+        results.push_back(j);
+      }
     }
   }
   if (!f.plot.empty()) {
@@ -364,7 +380,8 @@ Subcommand make_bench_command() {
                     "for the request's prefill (the background precompute runs meanwhile)")
         ->check(CLI::Range(0.0, 10000.0));
     cmd->add_option("--batch", f->batches, "Batch sizes, comma-separated (e.g. 1,2,4,8); matmul: activation rows per call (default 1,256)");
-    cmd->add_option("--prompt-len", f->prompt_len, "Prompt tokens per sequence")->check(CLI::Range(1, 1 << 20));
+    cmd->add_option("--prompt-len", f->prompt_len,
+                    "Prompt tokens per sequence; prefill and decode take a comma list and sweep it (e.g. 1024,4096)");
     cmd->add_option("--gen-len", f->gen_len, "Generated tokens per sequence (decode)")->check(CLI::Range(2, 1 << 20));
     cmd->add_option("--repeat", f->repeat, "Measurements per batch size (schema-compile: compiles per file)")->check(CLI::Range(1, 100));
     cmd->add_option("--plot", f->plot, "Draw per-sequence vs total throughput to FILE.svg or FILE.png");

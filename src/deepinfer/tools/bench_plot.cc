@@ -31,13 +31,50 @@ double nice_ceiling(double v) {
 struct Point {
   double x, y;  // per-sequence tok/s, total tok/s
   int batch;
+  int prompt_tokens;  // one curve per prompt length (context)
 };
+
+// Curve colours, cycled: one per prompt length.
+constexpr double kColors[][3] = {{0.12, 0.47, 0.71}, {0.84, 0.37, 0.0}, {0.17, 0.63, 0.17},
+                                 {0.58, 0.40, 0.74}, {0.84, 0.15, 0.16}, {0.55, 0.34, 0.29}};
 
 void text_at(cairo_t* cr, double x, double y, const std::string& s, double align_x, double align_y) {
   cairo_text_extents_t e;
   cairo_text_extents(cr, s.c_str(), &e);
   cairo_move_to(cr, x - e.width * align_x - e.x_bearing, y + e.height * align_y - (e.height + e.y_bearing));
   cairo_show_text(cr, s.c_str());
+}
+
+// The trade-off curve of one prompt length, in batch order, then one labeled point per batch.
+struct Axes {  // data to device coordinates
+  double max_x, max_y;
+  double x(double v) const { return kLeft + (kWidth - kLeft - kRight) * v / max_x; }
+  double y(double v) const { return kHeight - kBottom - (kHeight - kTop - kBottom) * v / max_y; }
+};
+
+void draw_curve(cairo_t* cr, const std::vector<Point>& pts, const double* rgb, const Axes& ax) {
+  auto px = [&](double v) { return ax.x(v); };
+  auto py = [&](double v) { return ax.y(v); };
+  cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
+  cairo_set_line_width(cr, 2);
+  for (size_t i = 0; i < pts.size(); ++i) {
+    if (i == 0) {
+      cairo_move_to(cr, px(pts[i].x), py(pts[i].y));
+    } else {
+      cairo_line_to(cr, px(pts[i].x), py(pts[i].y));
+    }
+  }
+  cairo_stroke(cr);
+  cairo_set_font_size(cr, 11);
+  for (const auto& p : pts) {
+    cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
+    cairo_arc(cr, px(p.x), py(p.y), 4.5, 0, 2 * M_PI);
+    cairo_fill(cr);
+    cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+    // Labels sit up-right of the point, or up-left near the right edge.
+    const bool flip = px(p.x) > kWidth - kRight - 70;
+    text_at(cr, px(p.x) + (flip ? -8 : 8), py(p.y) - 8, fmt::format("batch {}", p.batch), flip ? 1.0 : 0.0, 0.0);
+  }
 }
 
 void draw_chart(cairo_t* cr, const std::string& mode, const std::vector<Point>& pts) {
@@ -48,9 +85,9 @@ void draw_chart(cairo_t* cr, const std::string& mode, const std::vector<Point>& 
   }
   max_x = nice_ceiling(max_x * 1.08);
   max_y = nice_ceiling(max_y * 1.08);
-  const double pw = kWidth - kLeft - kRight, ph = kHeight - kTop - kBottom;
-  auto px = [&](double x) { return kLeft + pw * x / max_x; };
-  auto py = [&](double y) { return kHeight - kBottom - ph * y / max_y; };
+  const Axes ax{max_x, max_y};
+  auto px = [&](double v) { return ax.x(v); };
+  auto py = [&](double v) { return ax.y(v); };
 
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
@@ -93,26 +130,25 @@ void draw_chart(cairo_t* cr, const std::string& mode, const std::vector<Point>& 
   cairo_set_font_size(cr, 16);
   text_at(cr, kWidth / 2, 24, fmt::format("DeepInfer {}: total vs per-sequence throughput", mode), 0.5, 0.5);
 
-  // The trade-off curve, in batch order, then one labeled point per batch size.
-  cairo_set_source_rgb(cr, 0.12, 0.47, 0.71);
-  cairo_set_line_width(cr, 2);
-  for (size_t i = 0; i < pts.size(); ++i) {
-    if (i == 0) {
-      cairo_move_to(cr, px(pts[i].x), py(pts[i].y));
-    } else {
-      cairo_line_to(cr, px(pts[i].x), py(pts[i].y));
-    }
-  }
-  cairo_stroke(cr);
-  cairo_set_font_size(cr, 11);
-  for (const auto& p : pts) {
-    cairo_set_source_rgb(cr, 0.12, 0.47, 0.71);
-    cairo_arc(cr, px(p.x), py(p.y), 4.5, 0, 2 * M_PI);
+  // One curve per prompt length, in the order they were measured, with a legend when there
+  // are several.
+  std::vector<int> lens;
+  for (const auto& p : pts)
+    if (std::find(lens.begin(), lens.end(), p.prompt_tokens) == lens.end()) lens.push_back(p.prompt_tokens);
+  for (size_t i = 0; i < lens.size(); ++i) {
+    std::vector<Point> curve;
+    for (const auto& p : pts)
+      if (p.prompt_tokens == lens[i]) curve.push_back(p);
+    const double* rgb = kColors[i % std::size(kColors)];
+    draw_curve(cr, curve, rgb, ax);
+    if (lens.size() < 2) continue;
+    const double ly = kTop + 8 + 18 * static_cast<double>(i);
+    cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
+    cairo_rectangle(cr, kWidth - kRight - 150, ly - 5, 14, 10);
     cairo_fill(cr);
     cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-    // Labels sit up-right of the point, or up-left near the right edge.
-    const bool flip = px(p.x) > kWidth - kRight - 70;
-    text_at(cr, px(p.x) + (flip ? -8 : 8), py(p.y) - 8, fmt::format("batch {}", p.batch), flip ? 1.0 : 0.0, 0.0);
+    cairo_set_font_size(cr, 12);
+    text_at(cr, kWidth - kRight - 130, ly, fmt::format("{} prompt tokens", lens[i]), 0.0, 0.5);
   }
 }
 
@@ -137,7 +173,8 @@ Status write_throughput_plot(const std::string& path, const std::string& mode,
   if (!plot_format_supported(path)) return invalid_argument("--plot: '{}' must end in .png or .svg", path);
   std::vector<Point> pts;
   for (const auto& r : results)
-    pts.push_back({r.value("per_seq_tokens_per_s", 0.0), r.value("tokens_per_s", 0.0), r.value("batch", 0)});
+    pts.push_back({r.value("per_seq_tokens_per_s", 0.0), r.value("tokens_per_s", 0.0), r.value("batch", 0),
+                   r.value("prompt_tokens", 0)});
   const bool png = ends_with(path, ".png");
   // PNG at twice the size (crisp on high-density screens); SVG in points.
   const double scale = png ? 2.0 : 1.0;

@@ -76,6 +76,8 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                  "(default: smollm2-135m-instruct)");
   app.add_option("--threads,-t", f.threads, "Compute threads (default: one per core)")->check(CLI::Range(0, 1024));
   app.add_option("--max-num-seqs", f.max_num_seqs, "Most sequences decoded together")->check(CLI::Range(1, 4096));
+  app.add_option("--kv-cache-gb", f.kv_cache_gb, "KV cache pool in GiB (default 1)")
+      ->check(CLI::Range(1.0 / 64, 65536.0));
   app.add_flag("--batch-invariant", f.batch_invariant,
                "Bitwise-identical results whatever else is in the batch");
   app.add_option("--matmul-precision", f.matmul_precision,
@@ -109,6 +111,7 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
   engine::EngineConfig config;
   config.num_threads = f.threads;
   config.max_num_seqs = f.max_num_seqs;
+  config.kv_cache_bytes = static_cast<size_t>(f.kv_cache_gb * double(size_t{1} << 30));
   config.batch_invariant = f.batch_invariant;
   config.enable_prefix_caching = f.enable_prefix_caching;
   config.int8_activations = f.matmul_precision == "int8";

@@ -45,6 +45,7 @@ struct EngineFlags {
   std::string model;
   int threads = 0;
   int max_num_seqs = 64;
+  double kv_cache_gb = 1.0;  // KV cache pool (EngineConfig::kv_cache_bytes)
   bool batch_invariant = false;
   bool enable_prefix_caching = true;  // no flag: bench turns it off
   std::string matmul_precision = "high";

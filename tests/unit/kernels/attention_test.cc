@@ -240,6 +240,41 @@ TEST(Attention, SplittingLongRowsKeepsBits) {
   }
 }
 
+// Decode rows of many sequences go in work items that take every kv head of a sequence at
+// once; a sequence alone is cut by kv head (and, past one key segment, by segment). Same bits
+// either way. 9 heads over 3 kv heads of 64 dims is SmolLM2's shape (the AVX-512 register path).
+TEST(Attention, DecodeItemsOverAllKvHeadsKeepBits) {
+  ThreadPool one(1), two(2);
+  std::vector<IsaLevel> isas = testing::simd_levels();
+  isas.push_back(IsaLevel::kScalar);
+  for (DType kv : {DType::kF32, DType::kF16, DType::kBF16}) {
+    const Shape s{9, 3, 64, 64, 16, 0, kv};
+    std::vector<SeqSpec> specs;
+    for (int i = 0; i < 12; ++i) specs.push_back({300 + 97 * i, 1});  // the longest crosses 1024
+    Batch m(s, specs, 40 + static_cast<uint32_t>(kv));
+    std::vector<float> ref(m.out_size());
+    attention_reference(m.params(ref.data()));
+    for (IsaLevel isa : isas) {
+      std::vector<float> mixed1(m.out_size()), mixed2(m.out_size());
+      attention_with_isa(m.params(mixed1.data()), one, isa);  // 12 items: all kv heads each
+      attention_with_isa(m.params(mixed2.data()), two, isa);
+      const std::string what = fmt::format("{} {}", isa_name(isa), dtype_name(kv));
+      EXPECT_LT(testing::max_norm_err(mixed1.data(), ref.data(), ref.size()), 2e-5) << what;
+      EXPECT_EQ(0, std::memcmp(mixed1.data(), mixed2.data(), mixed1.size() * 4)) << what;
+      const int64_t ow = int64_t{s.n_heads} * s.v_head_dim;
+      for (size_t i = 0; i < specs.size(); ++i) {
+        std::vector<float> alone(m.out_size(), NAN);
+        AttentionParams p = m.params(alone.data());
+        p.seqs = &m.seqs[i];
+        p.n_seqs = 1;
+        attention_with_isa(p, two, isa);  // one item per kv head, split by segment past 1024
+        const int64_t row = m.seqs[i].token_start;
+        EXPECT_EQ(0, std::memcmp(alone.data() + row * ow, mixed1.data() + row * ow, ow * 4)) << what << " seq " << i;
+      }
+    }
+  }
+}
+
 TEST(Attention, KvCacheWriteSkipsNegativeSlotsAndRounds) {
   const float k[4] = {1.0f, 2.5f, -3.0f, 1e-3f}, v[4] = {4, 5, 6, 7};
   const int32_t slots[2] = {3, -1};

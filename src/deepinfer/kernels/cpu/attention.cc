@@ -19,13 +19,15 @@ namespace {
 using detail::check_params;
 using detail::elem_bytes;
 using detail::key_range;
-using detail::kv_offset;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int kTargetRowsPerItem = 32;  // (token, head) rows that share one pass over K/V
 
+// Rows of an item: kv heads [kv_head, kv_head + n_kv) x tokens [tok_begin, tok_end) x the
+// query heads of each kv head's group, kv-head-major. Decode items take every kv head of a
+// sequence so that a step streams each block's contiguous K/V rows once.
 struct WorkItem {
-  int32_t seq, kv_head, tok_begin, tok_end;
+  int32_t seq, kv_head, n_kv, tok_begin, tok_end;
   int64_t cost;
   int64_t key_lo = 0, key_hi = std::numeric_limits<int64_t>::max();  // keys this piece covers
   int64_t partial = -1;  // -1: write the output; else offset of this piece's partial states
@@ -52,16 +54,39 @@ inline void merge_state(float m, float l, const float* acc, float& tm, float& tl
   tm = nm;
 }
 
+// max(init, s[0..n)) in four independent chains (one chain is a latency-bound loop). The max
+// is exact, so the order can only change the sign of a zero result, which no later use sees
+// (it only enters exp(x - m) and max again).
+inline float range_max(const float* s, int64_t n, float init) {
+  float m0 = init, m1 = init, m2 = init, m3 = init;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    m0 = std::max(m0, s[i]);
+    m1 = std::max(m1, s[i + 1]);
+    m2 = std::max(m2, s[i + 2]);
+    m3 = std::max(m3, s[i + 3]);
+  }
+  for (; i < n; ++i) m0 = std::max(m0, s[i]);
+  return std::max(std::max(m0, m1), std::max(m2, m3));
+}
+
 inline void write_output(float tl, const float* total, float* out, int n) {
   const float inv = tl > 0.0f ? 1.0f / tl : 0.0f;
   for (int d = 0; d < n; ++d) out[d] = total[d] * inv;
 }
 
-// Query and output pointers of row r of an item (rows are token-major, heads of the group minor).
+inline int rows_per_kv_head(const AttentionParams& p, const WorkItem& w) {
+  return (w.tok_end - w.tok_begin) * (p.n_heads / p.n_kv_heads);
+}
+
+// Query and output pointers of row r of an item (per kv head: token-major, heads of the group
+// minor).
 inline void row_ptrs(const AttentionParams& p, const WorkItem& w, int r, const float** q, float** out) {
   const int group = p.n_heads / p.n_kv_heads;
-  const int64_t row = p.seqs[w.seq].token_start + w.tok_begin + r / group;
-  const int h = w.kv_head * group + r % group;
+  const int per_kv = rows_per_kv_head(p, w);
+  const int g = w.kv_head + r / per_kv, rr = r % per_kv;
+  const int64_t row = p.seqs[w.seq].token_start + w.tok_begin + rr / group;
+  const int h = g * group + rr % group;
   *q = p.q + row * p.q_stride + static_cast<int64_t>(h) * p.head_dim;
   *out = p.out + row * p.out_stride + static_cast<int64_t>(h) * p.v_head_dim;
 }
@@ -73,13 +98,72 @@ struct Scratch {
   std::vector<float> total;   // [rows, v_head_dim] merged finished segments
   std::vector<const void*> kptr;  // [kAttentionKeyChunk] K rows of the current chunk
   std::vector<const void*> vptr;  // [kAttentionKeyChunk] V rows of the current chunk
+  std::vector<int64_t> tok;       // [kAttentionKeyChunk] byte offsets of the chunk's token rows
 };
+
+// Byte offsets of the token rows of keys [c0, c1] (kv head 0), walking the block table once
+// per block rather than dividing per key.
+void token_offsets(const AttentionParams& p, const AttentionSeq& s, int64_t c0, int64_t c1, int64_t* off) {
+  const int64_t kb = static_cast<int64_t>(elem_bytes(p.kv_type));
+  int64_t blk = c0 / p.block_size, slot = c0 % p.block_size;
+  int64_t base = s.block_table[blk] * p.block_stride;
+  for (int64_t key = c0; key <= c1; ++key) {
+    off[key - c0] = (base + slot * p.token_stride) * kb;
+    if (++slot == p.block_size && key < c1) {
+      slot = 0;
+      base = s.block_table[++blk] * p.block_stride;
+    }
+  }
+}
+
+// Rows of one kv head go to the ops kAttentionOpRows at a time, so the K (V) rows of the chunk
+// are loaded once per group of rows; sc.tok holds the chunk's token row offsets.
+void score_chunk(const AttentionParams& p, const detail::AttentionOps& ops, const WorkItem& w, Scratch& sc,
+                 int first, int nk) {
+  const int per_kv = rows_per_kv_head(p, w);
+  const int64_t kb = static_cast<int64_t>(elem_bytes(p.kv_type));
+  for (int g = 0; g < w.n_kv; ++g) {
+    const char* kh = static_cast<const char*>(p.k_cache) + int64_t{w.kv_head + g} * p.head_dim * kb;
+    for (int j = 0; j < nk; ++j) sc.kptr[j] = kh + sc.tok[j];
+    for (int r = g * per_kv, end = (g + 1) * per_kv; r < end; r += detail::kAttentionOpRows) {
+      const int nq = std::min(detail::kAttentionOpRows, end - r);
+      const float* qs[detail::kAttentionOpRows];
+      float* outs[detail::kAttentionOpRows];
+      for (int j = 0; j < nq; ++j) {
+        qs[j] = sc.rows[r + j].q;
+        outs[j] = sc.scores.data() + static_cast<size_t>(r + j) * kAttentionKeyChunk + first;
+      }
+      ops.qk_rows(qs, nq, sc.kptr.data(), nk, p.head_dim, p.scale, outs);
+    }
+  }
+}
+
+void accumulate_chunk(const AttentionParams& p, const detail::AttentionOps& ops, const WorkItem& w, Scratch& sc,
+                      int first, int nk) {
+  const int per_kv = rows_per_kv_head(p, w);
+  const int64_t kb = static_cast<int64_t>(elem_bytes(p.kv_type));
+  for (int g = 0; g < w.n_kv; ++g) {
+    const char* vh = static_cast<const char*>(p.v_cache) + int64_t{w.kv_head + g} * p.v_head_dim * kb;
+    for (int j = 0; j < nk; ++j) sc.vptr[j] = vh + sc.tok[j];
+    for (int r = g * per_kv, end = (g + 1) * per_kv; r < end; r += detail::kAttentionOpRows) {
+      const int nr = std::min(detail::kAttentionOpRows, end - r);
+      float* accs[detail::kAttentionOpRows];
+      const float* ws[detail::kAttentionOpRows];
+      for (int j = 0; j < nr; ++j) {
+        accs[j] = sc.acc.data() + static_cast<size_t>(r + j) * p.v_head_dim;
+        ws[j] = sc.scores.data() + static_cast<size_t>(r + j) * kAttentionKeyChunk + first;
+      }
+      ops.pv_rows(accs, ws, nr, sc.vptr.data(), nk, p.v_head_dim);
+    }
+  }
+}
 
 void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const WorkItem& w, Scratch& sc,
               float* partials) {
   const AttentionSeq& s = p.seqs[w.seq];
   const int group = p.n_heads / p.n_kv_heads;
-  const int n_rows = (w.tok_end - w.tok_begin) * group;
+  const int per_kv = rows_per_kv_head(p, w);
+  const int n_rows = per_kv * w.n_kv;
   const int vd = p.v_head_dim;
   sc.rows.resize(n_rows);
   sc.scores.resize(static_cast<size_t>(n_rows) * kAttentionKeyChunk);
@@ -87,11 +171,12 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
   sc.total.assign(static_cast<size_t>(n_rows) * vd, 0.0f);
   sc.kptr.resize(kAttentionKeyChunk);
   sc.vptr.resize(kAttentionKeyChunk);
+  sc.tok.resize(kAttentionKeyChunk);
   int64_t lo_all = std::numeric_limits<int64_t>::max(), hi_all = -1;
   for (int r = 0; r < n_rows; ++r) {
     RowState& st = sc.rows[r];
     row_ptrs(p, w, r, &st.q, &st.out);
-    key_range(p, s.first_pos + w.tok_begin + r / group, &st.lo, &st.hi);
+    key_range(p, s.first_pos + w.tok_begin + (r % per_kv) / group, &st.lo, &st.hi);
     st.lo = std::max(st.lo, w.key_lo);
     st.hi = std::min(st.hi, w.key_hi);
     st.m = st.tm = kNegInf;
@@ -110,29 +195,16 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
       std::fill(acc, acc + vd, 0.0f);
     }
   };
-  const size_t kb = elem_bytes(p.kv_type);
-  const char* kc = static_cast<const char*>(p.k_cache);
-  const char* vc = static_cast<const char*>(p.v_cache);
   const int64_t first_chunk = hi_all >= 0 ? lo_all / kAttentionKeyChunk : 0;
   for (int64_t c = first_chunk; hi_all >= 0 && c <= hi_all / kAttentionKeyChunk; ++c) {
     const int64_t base = c * kAttentionKeyChunk;
     if (c > first_chunk && base % kAttentionKeySegment == 0) finish_segment();
     const int64_t c0 = std::max(base, lo_all), c1 = std::min(base + kAttentionKeyChunk - 1, hi_all);
+    const int nk = static_cast<int>(c1 - c0 + 1);
+    token_offsets(p, s, c0, c1, sc.tok.data());
     // Scores for every row of the item against every key of the chunk (keys outside a row's
     // range are valid cache entries; their scores are simply not used).
-    const int nk = static_cast<int>(c1 - c0 + 1);
-    for (int64_t key = c0; key <= c1; ++key)
-      sc.kptr[key - c0] = kc + kv_offset(p, s, key, w.kv_head, p.head_dim) * kb;
-    for (int r = 0; r < n_rows; r += detail::kAttentionOpRows) {
-      const int nq = std::min(detail::kAttentionOpRows, n_rows - r);
-      const float* qs[detail::kAttentionOpRows];
-      float* outs[detail::kAttentionOpRows];
-      for (int j = 0; j < nq; ++j) {
-        qs[j] = sc.rows[r + j].q;
-        outs[j] = sc.scores.data() + (r + j) * kAttentionKeyChunk + (c0 - base);
-      }
-      ops.qk_rows(qs, nq, sc.kptr.data(), nk, p.head_dim, p.scale, outs);
-    }
+    score_chunk(p, ops, w, sc, static_cast<int>(c0 - base), nk);
     // Online softmax update per row, over its own part of the chunk in ascending key order.
     // Keys of the chunk outside the row's range get weight 0 (adding 0 * v leaves acc as is).
     for (int r = 0; r < n_rows; ++r) {
@@ -143,8 +215,7 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
         std::fill(sr + c0, sr + c1 + 1, 0.0f);
         continue;
       }
-      float mc = st.m;
-      for (int64_t key = a; key <= b; ++key) mc = std::max(mc, sr[key]);
+      const float mc = range_max(sr + a, b - a + 1, st.m);
       if (mc > st.m) {
         const float f = st.m == kNegInf ? 0.0f : std::exp(st.m - mc);
         float* acc = sc.acc.data() + static_cast<size_t>(r) * p.v_head_dim;
@@ -157,18 +228,7 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
       std::fill(sr + b + 1, sr + c1 + 1, 0.0f);
     }
     // Weighted V sum: each V row of the chunk is read once per group of rows.
-    for (int64_t key = c0; key <= c1; ++key)
-      sc.vptr[key - c0] = vc + kv_offset(p, s, key, w.kv_head, p.v_head_dim) * kb;
-    for (int r = 0; r < n_rows; r += detail::kAttentionOpRows) {
-      const int nr = std::min(detail::kAttentionOpRows, n_rows - r);
-      float* accs[detail::kAttentionOpRows];
-      const float* ws[detail::kAttentionOpRows];
-      for (int j = 0; j < nr; ++j) {
-        accs[j] = sc.acc.data() + static_cast<size_t>(r + j) * p.v_head_dim;
-        ws[j] = sc.scores.data() + (r + j) * kAttentionKeyChunk + (c0 - base);
-      }
-      ops.pv_rows(accs, ws, nr, sc.vptr.data(), nk, p.v_head_dim);
-    }
+    accumulate_chunk(p, ops, w, sc, static_cast<int>(c0 - base), nk);
   }
   finish_segment();
   for (int r = 0; r < n_rows; ++r) {
@@ -185,14 +245,10 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
   }
 }
 
-}  // namespace
-
-
-void attention_with_isa(const AttentionParams& p, ThreadPool& pool, IsaLevel isa) {
-  check_params(p);
-  const detail::AttentionOps ops = isa >= IsaLevel::kAvx512 ? detail::attention_ops_avx512(p.kv_type)
-                                   : isa >= IsaLevel::kAvx2 ? detail::attention_ops_avx2(p.kv_type)
-                                                            : detail::attention_ops_scalar(p.kv_type);
+// One item per (sequence, tile of tokens, kv head); with merge_kv_heads, a tile of at most
+// kTargetRowsPerItem query rows (decode) takes all kv heads at once. Which rows share an
+// item never changes a row's arithmetic.
+std::vector<WorkItem> work_items(const AttentionParams& p, bool merge_kv_heads) {
   const int group = p.n_heads / p.n_kv_heads;
   const int tile = std::max(1, kTargetRowsPerItem / group);
   std::vector<WorkItem> items;
@@ -206,9 +262,25 @@ void attention_with_isa(const AttentionParams& p, ThreadPool& pool, IsaLevel isa
         key_range(p, sq.first_pos + t, &lo, &hi);
         keys += hi - lo + 1;
       }
-      for (int g = 0; g < p.n_kv_heads; ++g) items.push_back({s, g, t0, t1, keys});
+      if (merge_kv_heads && (t1 - t0) * p.n_heads <= kTargetRowsPerItem) {
+        items.push_back({s, 0, p.n_kv_heads, t0, t1, keys * p.n_kv_heads});
+        continue;
+      }
+      for (int g = 0; g < p.n_kv_heads; ++g) items.push_back({s, g, 1, t0, t1, keys});
     }
   }
+  return items;
+}
+
+}  // namespace
+
+void attention_with_isa(const AttentionParams& p, ThreadPool& pool, IsaLevel isa) {
+  check_params(p);
+  const detail::AttentionOps ops = isa >= IsaLevel::kAvx512 ? detail::attention_ops_avx512(p.kv_type)
+                                   : isa >= IsaLevel::kAvx2 ? detail::attention_ops_avx2(p.kv_type)
+                                                            : detail::attention_ops_scalar(p.kv_type);
+  std::vector<WorkItem> items = work_items(p, /*merge_kv_heads=*/true);
+  if (items.size() < static_cast<size_t>(4 * pool.num_threads())) items = work_items(p, false);
   // Too few items to keep every thread busy: split items that span several key segments into
   // one piece per segment; a serial pass merges the pieces in segment order afterwards.
   struct Split {
@@ -231,7 +303,7 @@ void attention_with_isa(const AttentionParams& p, ThreadPool& pool, IsaLevel isa
         continue;
       }
       Split sp{w, {}};
-      const int n_rows = (w.tok_end - w.tok_begin) * group;
+      const int n_rows = rows_per_kv_head(p, w) * w.n_kv;
       for (int64_t sg = s0; sg <= s1; ++sg) {
         WorkItem piece = w;
         piece.key_lo = sg * kAttentionKeySegment;
@@ -257,7 +329,7 @@ void attention_with_isa(const AttentionParams& p, ThreadPool& pool, IsaLevel isa
   });
   std::vector<float> total(p.v_head_dim);
   for (const Split& sp : splits) {
-    const int n_rows = (sp.item.tok_end - sp.item.tok_begin) * group;
+    const int n_rows = rows_per_kv_head(p, sp.item) * sp.item.n_kv;
     for (int r = 0; r < n_rows; ++r) {
       float tm = kNegInf, tl = 0.0f;
       std::fill(total.begin(), total.end(), 0.0f);

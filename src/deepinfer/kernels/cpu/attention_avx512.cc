@@ -73,8 +73,70 @@ void qk_n(const float* const* q, const void* const* k, int nk, int n, float scal
   for (; j < nk; ++j) qk_block<L, NQ, 1>(q, k, j, n, scale, out);
 }
 
+// Decode-shaped fast path (head size a multiple of 16, up to 16 vectors of queries): the NQ
+// rows' queries stay in registers while the keys stream by, and one reduce4 sums four keys of
+// the same row. Each (row, key) score is the same chain and add tree as in qk_block, so the
+// two paths give the same bits.
+template <typename L, int NQ, int ND>
+void qk_regs(const float* const* q, const void* const* k, int nk, float scale, float* const* out) {
+  __m512 qv[NQ][ND];
+  for (int r = 0; r < NQ; ++r)
+    for (int i = 0; i < ND; ++i) qv[r][i] = _mm512_loadu_ps(q[r] + 16 * i);
+  const __m128 vs = _mm_set1_ps(scale);
+  for (int j = 0; j < nk; j += 4) {
+    const int kb = nk - j < 4 ? nk - j : 4;
+    __m512 acc[NQ][4];
+    for (int b = 0; b < 4; ++b) {
+      if (b >= kb) {
+        for (int r = 0; r < NQ; ++r) acc[r][b] = _mm512_setzero_ps();
+        continue;
+      }
+      __m512 kv[ND];
+      for (int i = 0; i < ND; ++i) kv[i] = L::load(k[j + b], 16 * i, __mmask16(0xffff));
+      for (int r = 0; r < NQ; ++r) {
+        __m512 a = _mm512_fmadd_ps(qv[r][0], kv[0], _mm512_setzero_ps());
+        for (int i = 1; i < ND; ++i) a = _mm512_fmadd_ps(qv[r][i], kv[i], a);
+        acc[r][b] = a;
+      }
+    }
+    for (int r = 0; r < NQ; ++r) {
+      const __m128 sv = _mm_mul_ps(reduce4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]), vs);
+      if (kb == 4) {
+        _mm_storeu_ps(out[r] + j, sv);
+      } else {
+        alignas(16) float t[4];
+        _mm_store_ps(t, sv);
+        for (int b = 0; b < kb; ++b) out[r][j + b] = t[b];
+      }
+    }
+  }
+}
+
+template <typename L, int ND>
+void qk_regs_rows(const float* const* q, int nq, const void* const* k, int nk, float scale, float* const* out) {
+  if constexpr (ND > 4) {  // two rows at a time keep the queries in 16 registers
+    for (int r = 0; r < nq; r += 2) {
+      if (nq - r >= 2) qk_regs<L, 2, ND>(q + r, k, nk, scale, out + r);
+      else qk_regs<L, 1, ND>(q + r, k, nk, scale, out + r);
+    }
+  } else {
+    switch (nq) {
+      case 1: return qk_regs<L, 1, ND>(q, k, nk, scale, out);
+      case 2: return qk_regs<L, 2, ND>(q, k, nk, scale, out);
+      case 3: return qk_regs<L, 3, ND>(q, k, nk, scale, out);
+      default: return qk_regs<L, 4, ND>(q, k, nk, scale, out);
+    }
+  }
+}
+
 template <typename L>
 void qk_rows(const float* const* q, int nq, const void* const* k, int nk, int n, float scale, float* const* out) {
+  switch (n) {
+    case 32: qk_regs_rows<L, 2>(q, nq, k, nk, scale, out); return;
+    case 64: qk_regs_rows<L, 4>(q, nq, k, nk, scale, out); return;
+    case 128: qk_regs_rows<L, 8>(q, nq, k, nk, scale, out); return;
+    default: break;
+  }
   switch (nq) {
     case 1: return qk_n<L, 1>(q, k, nk, n, scale, out);
     case 2: return qk_n<L, 2>(q, k, nk, n, scale, out);
