@@ -9,7 +9,6 @@ Messages does too, and reasoning comes back as each API's reasoning field."""
 import json
 import pathlib
 
-import numpy as np
 import openai
 import pytest
 
