@@ -9,6 +9,7 @@
 
 #include "deepinfer/base/check.h"
 #include "deepinfer/base/timer.h"
+#include "deepinfer/kernels/cpu/indexer_score.h"
 #include "deepinfer/kernels/cpu/rope.h"
 #include "deepinfer/kernels/cpu/sink_attention.h"
 #include "deepinfer/model/layers/rms_norm.h"
@@ -110,19 +111,13 @@ namespace {
 // Indexer scores of query t against its visible entries: sum_h w_h relu(q_h . k_s) / sqrt(Di).
 void indexer_scores(const DeepseekV4Config& c, const float* iq, const float* iw,
                     const V4SeqState& st, int64_t entry_off, int ratio, int n_visible,
-                    float* out) {
+                    std::vector<const float*>& keys, float* out) {
   const int64_t Di = c.index_head_dim;
-  const float scale = 1.0f / std::sqrt(float(Di));
-  for (int e = 0; e < n_visible; ++e) {
-    const float* k = st.entry(entry_off, Di, ratio, e);
-    float total = 0;
-    for (int h = 0; h < c.index_n_heads; ++h) {
-      float dot = 0;
-      for (int64_t d = 0; d < Di; ++d) dot += iq[h * Di + d] * k[d];
-      total += std::max(dot, 0.0f) * scale * iw[h];
-    }
-    out[e] = total;
-  }
+  keys.resize(n_visible);
+  for (int e = 0; e < n_visible; ++e) keys[e] = st.entry(entry_off, Di, ratio, e);
+  kernels::IndexerScoreParams p{iq, iw, c.index_n_heads, static_cast<int>(Di),
+                                1.0f / std::sqrt(float(Di))};
+  kernels::indexer_scores(p, keys.data(), n_visible, out);
 }
 
 // Keys of query token t (position p): the window rows, then the compressed entries it may use.
@@ -145,7 +140,7 @@ void gather_keys(const DeepseekV4Config& c, int layer, const V4StateLayout& rl,
   const float* iq = a.iq.data() + t * c.index_n_heads * c.index_head_dim;
   const double t0 = now_seconds();
   indexer_scores(c, iq, a.iw.data() + t * c.index_n_heads, st, rl.idx_entries, L.ratio, n_visible,
-                 s.isc.data());
+                 s.entry_keys, s.isc.data());
   const int n = v4_indexer_topk(s.isc.data(), n_visible, c.index_topk, s.topk.data());
   s.index_seconds += now_seconds() - t0;
   for (int i = 0; i < n; ++i)

@@ -20,6 +20,7 @@ namespace deepinfer::model {
 // One query's working set (one per thread).
 struct V4QueryScratch {
   std::vector<const float*> keys;
+  std::vector<const float*> entry_keys;  // the indexer's visible entries
   std::vector<float> scores, isc;
   std::vector<int32_t> topk;
   double index_seconds = 0;  // indexer scoring + top-k, summed (benchmarks)

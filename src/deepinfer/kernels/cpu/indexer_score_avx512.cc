@@ -1,0 +1,42 @@
+// AVX-512 indexer scores: per key, each head's dot product in 16 lanes (two accumulators),
+// reduced, relu'd and weighted.
+// GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on _mm512_undefined_*(); harmless.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "deepinfer/kernels/cpu/elementwise_simd.h"
+#include "deepinfer/kernels/cpu/indexer_score.h"
+
+namespace deepinfer::kernels::detail {
+
+void indexer_scores_avx512(const IndexerScoreParams& p, const float* const* keys, int64_t n,
+                           float* out) {
+  const int D = p.dim;
+  for (int64_t e = 0; e < n; ++e) {
+    const float* k = keys[e];
+    float total = 0;
+    for (int h = 0; h < p.n_heads; ++h) {
+      const float* q = p.q + int64_t{h} * D;
+      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+      int d = 0;
+      for (; d + 32 <= D; d += 32) {
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_loadu_ps(k + d), a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d + 16), _mm512_loadu_ps(k + d + 16), a1);
+      }
+      for (; d + 16 <= D; d += 16)
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_loadu_ps(k + d), a0);
+      if (d < D) {
+        const __mmask16 m = simd::tail_mask512(D - d);
+        a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), _mm512_maskz_loadu_ps(m, k + d), a1);
+      }
+      const float dot = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+      total += std::max(dot, 0.0f) * p.scale * p.w[h];
+    }
+    out[e] = total;
+  }
+}
+
+}  // namespace deepinfer::kernels::detail

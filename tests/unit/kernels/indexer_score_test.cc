@@ -1,0 +1,36 @@
+// Indexer scores: every SIMD variant against the scalar reference, over head sizes with and
+// without tails, scores that relu cuts and ones it keeps.
+#include "deepinfer/kernels/cpu/indexer_score.h"
+
+#include <gtest/gtest.h>
+
+#include "kernel_test_util.h"
+
+namespace deepinfer::kernels {
+namespace {
+
+TEST(IndexerScore, SimdMatchesReference) {
+  std::mt19937 rng(11);
+  const int shapes[][2] = {{1, 8}, {4, 16}, {3, 20}, {64, 128}, {2, 13}, {8, 40}};
+  for (const auto& shape : shapes) {
+    const int heads = shape[0], dim = shape[1];
+    const auto q = testing::random_vec(size_t(heads) * dim, rng);
+    const auto w = testing::random_vec(heads, rng, -1, 2);
+    std::vector<std::vector<float>> rows;
+    std::vector<const float*> keys;
+    for (int e = 0; e < 37; ++e) rows.push_back(testing::random_vec(dim, rng));
+    for (const auto& r : rows) keys.push_back(r.data());
+    IndexerScoreParams p{q.data(), w.data(), heads, dim, 1.0f / std::sqrt(float(dim))};
+    std::vector<float> ref(keys.size());
+    for (size_t e = 0; e < keys.size(); ++e) ref[e] = indexer_score_reference(p, keys[e]);
+    for (IsaLevel isa : testing::simd_levels()) {
+      std::vector<float> got(keys.size(), -7);
+      indexer_scores_with_isa(p, keys.data(), static_cast<int64_t>(keys.size()), got.data(), isa);
+      EXPECT_LT(testing::max_norm_err(got.data(), ref.data(), ref.size()), 1e-5)
+          << "isa " << static_cast<int>(isa) << " heads " << heads << " dim " << dim;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::kernels
