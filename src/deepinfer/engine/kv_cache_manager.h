@@ -82,8 +82,6 @@ struct KvCacheStats {
   int64_t evictions = 0;           // cached blocks reclaimed for new use
   int64_t tier_loaded_blocks = 0;  // blocks filled by KvTierHook::load_blocks
   int64_t tier_written_blocks = 0; // blocks handed to KvTierHook::on_blocks_cached
-  int64_t recent_slab_evictions = 0;  // cached blocks' recent rows reclaimed (hybrid caches)
-  int64_t recent_trimmed_blocks = 0;  // prefix-cache hits shortened: recent rows were gone
 };
 
 class KvCacheManager {
@@ -133,10 +131,7 @@ class KvCacheManager {
   // every block is exactly one of: held, free, cached-unreferenced. Aborts when broken.
   void check_invariants(std::span<const Sequence* const> live) const;
 
-  const KvCacheStats& stats() const {
-    stats_.recent_slab_evictions = slabs_.evictions();
-    return stats_;
-  }
+  const KvCacheStats& stats() const { return stats_; }
   const RadixTree& tree() const { return tree_; }
   const BlockPool& pool() const { return pool_; }
 
@@ -163,7 +158,7 @@ class KvCacheManager {
   RadixTree tree_;
   RecentSlabs slabs_;
   BlockHash root_hash_;
-  mutable KvCacheStats stats_;
+  KvCacheStats stats_;
 };
 
 }  // namespace deepinfer::engine

@@ -358,7 +358,7 @@ TEST(KvCacheManagerHybrid, OnlyBlocksNearTheEndKeepPinnedSlabs) {
   // Decoding on: a new block takes the least recently unpinned slab (block 0's).
   ASSERT_TRUE(kv.allocate_slots(a, 1).has_value());
   EXPECT_EQ(kv.recent_slabs().slab_of(a.block_table[0]), -1);
-  EXPECT_EQ(kv.stats().recent_slab_evictions, 1);
+  EXPECT_EQ(kv.recent_slabs().evictions(), 1);
   check(kv, {&a});
   kv.free(a);
   check(kv, {});
@@ -377,7 +377,7 @@ TEST(KvCacheManagerHybrid, WithoutPrefixCachingOldRowsAreFreedAtOnce) {
   }
   EXPECT_EQ(a.block_table.size(), 10u);
   EXPECT_EQ(kv.recent_slabs().num_available(), 3);
-  EXPECT_EQ(kv.stats().recent_slab_evictions, 0);
+  EXPECT_EQ(kv.recent_slabs().evictions(), 0);
   kv.free(a);
   EXPECT_EQ(kv.recent_slabs().num_available(), 4);
   check(kv, {});
