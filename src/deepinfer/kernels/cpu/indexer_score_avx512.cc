@@ -20,19 +20,7 @@ void indexer_scores_avx512(const IndexerScoreParams& p, const float* const* keys
     float total = 0;
     for (int h = 0; h < p.n_heads; ++h) {
       const float* q = p.q + int64_t{h} * D;
-      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-      int d = 0;
-      for (; d + 32 <= D; d += 32) {
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_loadu_ps(k + d), a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d + 16), _mm512_loadu_ps(k + d + 16), a1);
-      }
-      for (; d + 16 <= D; d += 16)
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_loadu_ps(k + d), a0);
-      if (d < D) {
-        const __mmask16 m = simd::tail_mask512(D - d);
-        a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), _mm512_maskz_loadu_ps(m, k + d), a1);
-      }
-      const float dot = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+      const float dot = simd::dot512(q, k, D);
       total += std::max(dot, 0.0f) * p.scale * p.w[h];
     }
     out[e] = total;

@@ -12,20 +12,6 @@
 namespace deepinfer::kernels::detail {
 namespace {
 
-float dot256(const float* a, const float* b, int n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int i = 0;
-  for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-  }
-  for (; i + 8 <= n; i += 8)
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  float s = simd::hsum256(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
 void axpy256(float w, const float* k, float* o, int n) {
   const __m256 vw = _mm256_set1_ps(w);
   int i = 0;
@@ -44,7 +30,7 @@ void sink_attention_avx2(const SinkAttentionParams& p) {
     float* o = p.out + int64_t{h} * D;
     float mx = p.sinks ? p.sinks[h] : -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < n; ++j) {
-      p.scores[j] = dot256(q, p.keys[j], D) * p.scale;
+      p.scores[j] = simd::dot256(q, p.keys[j], D) * p.scale;
       mx = std::max(mx, p.scores[j]);
     }
     for (int c = 0; c < D; ++c) o[c] = 0;

@@ -15,22 +15,6 @@
 namespace deepinfer::kernels::detail {
 namespace {
 
-float dot512(const float* a, const float* b, int n) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  int i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
-  }
-  for (; i + 16 <= n; i += 16)
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
-  if (i < n) {
-    const __mmask16 m = simd::tail_mask512(n - i);
-    acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc1);
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-}
-
 // o[0..n) += w * k[0..n)
 void axpy512(float w, const float* k, float* o, int n) {
   const __m512 vw = _mm512_set1_ps(w);
@@ -54,7 +38,7 @@ void sink_attention_avx512(const SinkAttentionParams& p) {
     float* o = p.out + int64_t{h} * D;
     float mx = p.sinks ? p.sinks[h] : -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < n; ++j) {
-      p.scores[j] = dot512(q, p.keys[j], D) * p.scale;
+      p.scores[j] = simd::dot512(q, p.keys[j], D) * p.scale;
       mx = std::max(mx, p.scores[j]);
     }
     for (int c = 0; c < D; ++c) o[c] = 0;
