@@ -86,6 +86,7 @@ ModelConfig engine_config(const ModelConfig& base, const DeepseekV4Config& v4) {
 DeepseekV4::DeepseekV4(ModelConfig config, DeepseekV4Config v4)
     : config_(std::move(config)), v4_(std::move(v4)) {
   hc_ = {v4_.hc_mult, v4_.hidden, v4_.hc_sinkhorn_iters, v4_.hc_eps, v4_.rms_eps};
+  spec_ = v4_kv_cache_spec(v4_);
   mtp_cfg_ = v4_;
   mtp_cfg_.layers.push_back(kV4MtpLayer);
   moe_ = {v4_.n_experts, v4_.top_k, v4_.routed_scaling, v4_.swiglu_limit, v4_.hidden};
@@ -111,10 +112,10 @@ Result<std::unique_ptr<DeepseekV4>> DeepseekV4::load(const ModelConfig& config,
   return m;
 }
 
-KvCacheSpec DeepseekV4::kv_cache_spec() const { return v4_kv_cache_spec(v4_); }
+KvCacheSpec DeepseekV4::kv_cache_spec() const { return spec_; }
 
 Status DeepseekV4::check_batch(const ForwardBatch& b, const KvCache& cache) const {
-  const KvCacheSpec want = v4_kv_cache_spec(v4_);
+  const KvCacheSpec& want = spec_;
   if (cache.spec.num_layers != v4_.num_layers || !cache.spec.hybrid() ||
       cache.spec.state_kinds.size() != want.state_kinds.size() ||
       static_cast<int>(cache.block_state.size()) != v4_.num_layers ||

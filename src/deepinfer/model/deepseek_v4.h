@@ -79,6 +79,7 @@ class DeepseekV4 final : public Model {
   ModelConfig config_;
   DeepseekV4Config v4_;
   V4Weights w_;
+  KvCacheSpec spec_;  // v4_kv_cache_spec(v4_), built once (check_batch reads it every step)
   V4HcDims hc_;
   V4MoeDims moe_;
   std::vector<std::vector<uint64_t>> counts_;  // [layer][expert]
