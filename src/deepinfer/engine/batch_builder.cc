@@ -30,6 +30,8 @@ RunnerInput make_runner_input(const ScheduleOutput& out, const SequenceLookup& l
     r.block_table.assign(seq->block_table.begin(), seq->block_table.begin() + num_blocks);
     if (!slab_of_block.empty())
       for (int32_t b : r.block_table) r.recent_slabs.push_back(slab_of_block[static_cast<size_t>(b)]);
+    r.replay_start = seq->replay_start;
+    r.replay_end = seq->replay_end;
   }
   return in;
 }
@@ -66,6 +68,10 @@ BatchInputs build_forward_batch(const RunnerInput& in, int block_size) {
              "seq {}: {} recent slabs for {} blocks", s.seq_id, s.recent_slabs.size(), s.block_table.size());
     b.recent_slab_table.insert(b.recent_slab_table.end(), s.recent_slabs.begin(), s.recent_slabs.end());
     b.block_table_indptr.push_back(static_cast<int32_t>(b.block_table.size()));
+    if (!s.recent_slabs.empty()) {
+      b.seq_replay_start.push_back(s.replay_start);
+      b.seq_replay_end.push_back(s.replay_end);
+    }
     DI_CHECK(static_cast<int>(s.score_tokens.size()) <= s.num_new_tokens() - (s.samples ? 1 : 0),
              "seq {}: {} scored tokens in a chunk of {}", s.seq_id, s.score_tokens.size(), s.num_new_tokens());
     const int32_t seq_start = b.seq_token_start[b.seq_token_start.size() - 2];

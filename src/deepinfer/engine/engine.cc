@@ -8,6 +8,7 @@
 #include "deepinfer/base/log.h"
 #include "deepinfer/base/timer.h"
 #include "deepinfer/engine/batch_builder.h"
+#include "deepinfer/engine/block_state_copy.h"
 #include "deepinfer/engine/kv_cache_plan.h"
 #include "deepinfer/structured/grammar_compiler.h"
 #include "deepinfer/structured/grammar_matcher.h"
@@ -104,7 +105,9 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
     DI_ASSIGN_OR_RETURN(e->kv_tier_, make_kv_store_tier(to, e->runner_->kv_cache()));
     hook = e->kv_tier_.get();
   }
-  e->kv_manager_ = std::make_unique<KvCacheManager>(kv, hook);
+  if (spec.has_recent())
+    e->block_copier_ = std::make_unique<KvBlockStateCopier>(e->runner_->kv_cache());
+  e->kv_manager_ = std::make_unique<KvCacheManager>(kv, hook, e->block_copier_.get());
   if (e->kv_tier_) e->kv_tier_->set_recent_slabs(&e->kv_manager_->recent_slabs());
   SchedulerConfig sc;
   sc.max_num_seqs = config.max_num_seqs;
@@ -153,6 +156,8 @@ Result<int64_t> Engine::add_request(const GenerationRequest& request) {
   seq.ignore_eos = request.ignore_eos;
   seq.skip_prefix_cache = request.prompt_logprobs >= 0;
   seq.traffic_class = request.traffic_class.value_or(config_.default_traffic_class);
+  seq.allow_bounded_replay =
+      request.swa_restore.value_or(config_.default_swa_restore) == SwaRestore::kBounded;
   if (seq.max_tokens == 0) {
     // Nothing to generate: answer at once without touching the model.
     requests_[id] = std::move(state);
@@ -430,6 +435,7 @@ void Engine::process_step(Sampled&& s, std::vector<RequestOutput>& outputs) {
     if (const Sequence* seq = scheduler_->get(id)) {  // known from the first output on (a stream's header)
       out.prompt_tokens = seq->num_prompt_tokens();
       out.cached_tokens = std::max(0, seq->num_cached_tokens);
+      out.replayed_tokens = seq->num_replayed_tokens;
     }
     if (stop_hit && e == ended.end()) {
       // With overlap, its next token may already be in flight: finishing here frees its blocks
@@ -455,6 +461,7 @@ void Engine::process_step(Sampled&& s, std::vector<RequestOutput>& outputs) {
     out.prompt_tokens = f.num_prompt_tokens;
     out.completion_tokens = static_cast<int>(f.output.size());
     out.cached_tokens = f.num_cached_tokens;
+    out.replayed_tokens = f.num_replayed_tokens;
     stats_.prompt_tokens += f.num_prompt_tokens;
     stats_.cached_prompt_tokens += f.num_cached_tokens;
     stats_.generated_tokens += static_cast<int64_t>(f.output.size());

@@ -61,6 +61,8 @@ struct EngineConfig {
   uint64_t kv_store_target_capacity_bytes = 0;
   // Traffic class of requests that do not name one (decides how long the store keeps blocks).
   kvstore::TrafficClass default_traffic_class = kvstore::TrafficClass::kChat;
+  // Sliding-window restore of requests that do not name one (--swa-restore).
+  SwaRestore default_swa_restore = SwaRestore::kBounded;
   // KV store lifetime per traffic class (agent, chat).
   int64_t kv_store_ttl_seconds[kvstore::kNumTrafficClasses] = {3 * 86400, 7 * 86400};
   // Names the weights the KV was computed with (file identity, quantization); blocks never
@@ -116,6 +118,10 @@ class Engine {
   // keeps its copies). Like vLLM's reset_prefix_cache; benchmarks use it to measure the tiers.
   // Returns how many blocks were dropped.
   int reset_prefix_cache();
+  // Hybrid caches (DeepSeek-V4): frees the recent rows (window, compressor tails) of every
+  // cached block no request uses, keeping their paged state, as memory pressure would: a later
+  // hit is then restored per swa_restore. Returns how many slabs; 0 for other models.
+  int drop_cached_recent_rows() { return kv_manager_->drop_cached_recent_rows(); }
   int num_running() const { return scheduler_->num_running(); }
   int num_waiting() const { return scheduler_->num_waiting(); }
   // KV pool occupancy: blocks in all, and blocks an allocation could take now (free or
@@ -131,6 +137,8 @@ class Engine {
   // Hybrid caches (DeepSeek-V4): recent slabs in all, slabs an allocation could take now, and
   // cached blocks' recent rows evicted so far; all 0 for plain K/V caches.
   int kv_num_recent_slabs() const { return kv_manager_->recent_slabs().num_slabs(); }
+  // Hybrid caches: how far back a new token reads recent rows (a bounded replay's length).
+  int kv_recent_tokens() const { return kv_manager_->recent_tokens(); }
   int kv_num_available_recent_slabs() const { return kv_manager_->recent_slabs().num_available(); }
   int64_t kv_recent_slab_evictions() const { return kv_manager_->recent_slabs().evictions(); }
   int kv_block_size() const { return config_.block_size; }
@@ -155,6 +163,7 @@ class Engine {
   std::shared_ptr<const recipe::Tokenizer> tokenizer_;
   std::unique_ptr<ModelRunner> runner_;   // declared before kv_tier_, which copies its KV blocks
   std::unique_ptr<KvStoreTier> kv_tier_;  // declared before kv_manager_, so it outlives it
+  std::unique_ptr<BlockStateCopier> block_copier_;  // hybrid caches: bounded replays' copies
   std::unique_ptr<KvCacheManager> kv_manager_;
   std::unique_ptr<Scheduler> scheduler_;
   std::map<int64_t, std::unique_ptr<RequestState>> requests_;

@@ -4,6 +4,7 @@
 #include "deepinfer/engine/kv_cache_manager.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "deepinfer/base/check.h"
 
@@ -20,9 +21,11 @@ Status validate(const KvCacheConfig& config) {
   return Status::ok();
 }
 
-KvCacheManager::KvCacheManager(const KvCacheConfig& config, KvTierHook* hook)
+KvCacheManager::KvCacheManager(const KvCacheConfig& config, KvTierHook* hook,
+                               BlockStateCopier* copier)
     : config_(config),
       hook_(hook),
+      copier_(copier),
       pool_(config.num_blocks, config.block_size),
       slabs_(config.num_blocks, config.num_recent_slabs),
       root_hash_(root_block_hash(config.cache_namespace)) {}
@@ -31,11 +34,18 @@ int KvCacheManager::first_recent_block(int position) const {
   return std::max(0, position - config_.recent_tokens) / block_size();
 }
 
-std::vector<int32_t> KvCacheManager::match_in_memory(Sequence& seq, int max_blocks) {
+bool KvCacheManager::lacks_recent_rows(std::span<const int32_t> blocks) const {
+  const int k = static_cast<int>(blocks.size());
+  for (int j = first_recent_block(k * block_size()); j < k; ++j)
+    if (slabs_.slab_of(blocks[j]) < 0) return true;
+  return false;
+}
+
+std::vector<int32_t> KvCacheManager::match_in_memory(Sequence& seq, int max_blocks, bool trim) {
   ensure_block_hashes(seq, max_blocks);
   std::vector<int32_t> blocks =
       tree_.match(std::span<const BlockHash>(seq.block_hashes.data(), max_blocks));
-  if (!slabs_.enabled()) return blocks;
+  if (!slabs_.enabled() || !trim) return blocks;
   // A hit ending after block k-1 must still have the recent rows its first step reads.
   int k = static_cast<int>(blocks.size());
   while (k > 0) {
@@ -72,6 +82,24 @@ PrefixMatch KvCacheManager::get_computed_blocks(Sequence& seq) {
   // Never the whole sequence: the last token must run through the model to give logits.
   const int max_blocks = (seq.num_tokens() - 1) / block_size();
   if (max_blocks <= 0) return match;
+  if (slabs_.enabled() && seq.allow_bounded_replay && copier_ != nullptr) {
+    // A bounded replay when the whole hit lacks its last rows and is longer than the replay;
+    // unless the exact prefix (cut where rows remain) plus the lower tier reaches as far.
+    std::vector<int32_t> full = match_in_memory(seq, max_blocks, false);
+    const int hit = static_cast<int>(full.size()) * block_size();
+    if (hit > config_.recent_tokens && lacks_recent_rows(full)) {
+      match.blocks = match_in_memory(seq, max_blocks, true);
+      const int first = static_cast<int>(match.blocks.size());
+      if (hook_ != nullptr && !seq.skip_tier)
+        match.num_tier_blocks =
+            std::clamp(hook_->lookup_prefix(seq, first, max_blocks - first), 0, max_blocks - first);
+      if (match.num_tokens(block_size()) >= hit) return match;
+      match.blocks = std::move(full);
+      match.num_tier_blocks = 0;
+      match.num_replay_tokens = config_.recent_tokens;
+      return match;
+    }
+  }
   match.blocks = match_in_memory(seq, max_blocks);
   if (hook_ != nullptr && !seq.skip_tier && static_cast<int>(match.blocks.size()) < max_blocks) {
     const int first = static_cast<int>(match.blocks.size());
@@ -144,6 +172,7 @@ std::optional<int> KvCacheManager::allocate_slots(Sequence& seq, int num_new_tok
              "seq {}: prefix given to a sequence that already holds blocks", seq.id);
     num_prefix = static_cast<int>(prefix->blocks.size());
     num_tier = prefix->num_tier_blocks;
+    if (prefix->num_replay_tokens > 0) return allocate_replayed(seq, num_new_tokens, *prefix);
     for (int32_t b : prefix->blocks) reusable_unreferenced += pool_.ref(b) == 0 ? 1 : 0;
   }
   const int computed = seq.num_computed_tokens + (num_prefix + num_tier) * bs;
@@ -197,6 +226,57 @@ std::optional<int> KvCacheManager::allocate_slots(Sequence& seq, int num_new_tok
     commit_full_blocks(seq, num_prefix + loaded);  // loaded blocks are full and computed
     count_admission(seq, num_prefix, loaded);
   }
+  return num_fresh;
+}
+
+// A bounded replay: the prefix's blocks from the one holding its first replayed token on are
+// copied (paged state only) into private blocks with fresh recent slabs, which the replay
+// fills; the cached originals keep their exact state and lose nothing.
+std::optional<int> KvCacheManager::allocate_replayed(Sequence& seq, int num_new_tokens,
+                                                     const PrefixMatch& prefix) {
+  const int bs = block_size();
+  const int k = static_cast<int>(prefix.blocks.size());
+  DI_CHECK(prefix.num_tier_blocks == 0 && prefix.num_replay_tokens <= k * bs &&
+               copier_ != nullptr && slabs_.enabled(),
+           "seq {}: replay of {} tokens after {} blocks", seq.id, prefix.num_replay_tokens, k);
+  const int replay_start = k * bs - prefix.num_replay_tokens;
+  const int f = replay_start / bs;
+  const int blocks_needed = std::max(k, (replay_start + num_new_tokens + bs - 1) / bs);
+  int unreferenced = 0;
+  for (int32_t b : prefix.blocks) unreferenced += pool_.ref(b) == 0 ? 1 : 0;
+  const int num_fresh = blocks_needed - f;
+  if (num_fresh > num_available_blocks() - unreferenced) return std::nullopt;
+  if (num_fresh > slabs_.num_available()) return std::nullopt;
+  // Commit: hold every matched block first, so that taking fresh ones cannot evict them.
+  for (int32_t b : prefix.blocks) {
+    acquire(b);
+    seq.block_table.push_back(b);
+  }
+  for (int i = f; i < blocks_needed; ++i) {
+    const int32_t fresh = take_block();
+    DI_CHECK(slabs_.attach(fresh), "seq {}: no recent slab left", seq.id);
+    slabs_.pin(fresh);
+    if (i < k) {
+      copier_->copy_block_state(seq.block_table[i], fresh);
+      release(seq.block_table[i]);
+      seq.block_table[i] = fresh;
+    } else {
+      seq.block_table.push_back(fresh);
+    }
+  }
+  seq.num_committed_blocks = f;
+  seq.cache_limit_block = f;
+  seq.recent_from_block = f;
+  seq.num_computed_tokens = replay_start;
+  seq.replay_start = replay_start;
+  seq.replay_end = k * bs;
+  seq.num_replayed_tokens += prefix.num_replay_tokens;
+  ++stats_.admissions;
+  ++stats_.replays;
+  stats_.admitted_tokens += seq.num_tokens();
+  stats_.hit_tokens += replay_start;
+  stats_.memory_hit_tokens += replay_start;
+  stats_.replayed_tokens += prefix.num_replay_tokens;
   return num_fresh;
 }
 
@@ -274,8 +354,8 @@ void KvCacheManager::cache_full_blocks(Sequence& seq) {
 
 void KvCacheManager::commit_full_blocks(Sequence& seq, int write_from) {
   if (!config_.enable_prefix_caching) return;
-  const int full = std::min(seq.num_computed_tokens / block_size(),
-                            static_cast<int>(seq.block_table.size()));
+  const int full = std::min({seq.num_computed_tokens / block_size(),
+                             static_cast<int>(seq.block_table.size()), seq.cache_limit_block});
   if (full <= seq.num_committed_blocks) return;
   ensure_block_hashes(seq, full);
   std::vector<int> new_indices;      // blocks this sequence computed first: the tier's to write
@@ -326,6 +406,8 @@ void KvCacheManager::free(Sequence& seq) {
     for (size_t i = seq.recent_from_block; i < seq.block_table.size(); ++i)
       slabs_.unpin(seq.block_table[i], tree_.contains(seq.block_table[i]));
   seq.recent_from_block = 0;
+  seq.replay_start = seq.replay_end = 0;
+  seq.cache_limit_block = std::numeric_limits<int>::max();
   // Tail first, so that a prefix's deeper blocks look older than its head to the LRU.
   for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) release(*it);
   seq.block_table.clear();

@@ -50,6 +50,14 @@ class KvTierHook {
   virtual void on_sequence_released(const Sequence& seq) {}
 };
 
+// Copies a block's paged state (hybrid caches: compressed entries, indexer keys; not its
+// recent rows) into another block, on the scheduler thread: a bounded replay's private copies.
+class BlockStateCopier {
+ public:
+  virtual ~BlockStateCopier() = default;
+  virtual void copy_block_state(int32_t from, int32_t to) = 0;
+};
+
 struct KvCacheConfig {
   int num_blocks = 0;
   int block_size = 16;
@@ -67,8 +75,12 @@ Status validate(const KvCacheConfig& config);
 struct PrefixMatch {
   std::vector<int32_t> blocks;  // [matched blocks] in-memory cached blocks, in order
   int num_tier_blocks = 0;      // further blocks the lower tier offers to load
+  // Hybrid caches: the prefix's last recent rows are gone and the sequence allows a bounded
+  // replay: its last num_replay_tokens tokens are computed again (the window rebuilt).
+  int num_replay_tokens = 0;
+  // Tokens the sequence need not compute.
   int num_tokens(int block_size) const {
-    return (static_cast<int>(blocks.size()) + num_tier_blocks) * block_size;
+    return (static_cast<int>(blocks.size()) + num_tier_blocks) * block_size - num_replay_tokens;
   }
 };
 
@@ -82,14 +94,19 @@ struct KvCacheStats {
   int64_t evictions = 0;           // cached blocks reclaimed for new use
   int64_t tier_loaded_blocks = 0;  // blocks filled by KvTierHook::load_blocks
   int64_t tier_written_blocks = 0; // blocks handed to KvTierHook::on_blocks_cached
+  int64_t replays = 0;             // admissions restored by a bounded replay
+  int64_t replayed_tokens = 0;     // tokens those replays computed again
 };
 
 class KvCacheManager {
  public:
   // `config` must pass validate(); `hook` (may be null) must outlive the manager.
-  explicit KvCacheManager(const KvCacheConfig& config, KvTierHook* hook = nullptr);
+  // `copier` (may be null: no bounded replay) must outlive the manager too.
+  explicit KvCacheManager(const KvCacheConfig& config, KvTierHook* hook = nullptr,
+                          BlockStateCopier* copier = nullptr);
 
   int block_size() const { return pool_.block_size(); }
+  int recent_tokens() const { return config_.recent_tokens; }
   int num_blocks() const { return pool_.num_blocks(); }
   // Blocks an allocation could get now: never used plus cached-but-unreferenced.
   int num_available_blocks() const { return pool_.num_free() + tree_.num_evictable(); }
@@ -124,6 +141,11 @@ class KvCacheManager {
   // many. Blocks in use stay cached.
   int reset_prefix_cache();
 
+  // Hybrid caches: frees the recent rows of every cached block no sequence pins, as memory
+  // pressure would (their paged state stays cached); returns how many slabs. For benchmarks
+  // and tests of the restore paths (swa_restore).
+  int drop_cached_recent_rows() { return slabs_.enabled() ? slabs_.drop_evictable() : 0; }
+
   // Releases every block the sequence holds; cached ones stay in the tree until evicted.
   void free(Sequence& seq);
 
@@ -139,11 +161,16 @@ class KvCacheManager {
   void ensure_block_hashes(Sequence& seq, int num_full_blocks) const;
   // In-memory prefix of the sequence's first `max_blocks` blocks; for hybrid caches cut where
   // a block within recent_tokens of its end has lost its recent rows.
-  std::vector<int32_t> match_in_memory(Sequence& seq, int max_blocks);
+  std::vector<int32_t> match_in_memory(Sequence& seq, int max_blocks, bool trim = true);
   // First block whose recent rows a step starting at `position` reads.
   int first_recent_block(int position) const;
   // Hybrid caches, allocate_slots with a prefix: pins, tier load, trimming (see the .cc).
   int commit_hybrid_prefix(Sequence& seq, const PrefixMatch& prefix, int num_new_tokens);
+  // Whether some block of the first `k` that a step after them reads has lost its recent rows.
+  bool lacks_recent_rows(std::span<const int32_t> blocks) const;
+  // Hybrid caches, allocate_slots with a prefix to replay (PrefixMatch::num_replay_tokens).
+  std::optional<int> allocate_replayed(Sequence& seq, int num_new_tokens,
+                                       const PrefixMatch& prefix);
   void unpin_recent_before(Sequence& seq, int new_from);
   void count_admission(const Sequence& seq, int memory_blocks, int tier_blocks);
   // cache_full_blocks; blocks before `write_from` came from the tier and are not written back.
@@ -154,6 +181,7 @@ class KvCacheManager {
 
   KvCacheConfig config_;
   KvTierHook* hook_;
+  BlockStateCopier* copier_;
   BlockPool pool_;
   RadixTree tree_;
   RecentSlabs slabs_;

@@ -55,6 +55,15 @@ void RecentSlabs::detach(int32_t block) {
   slab_of_[block] = -1;
 }
 
+int RecentSlabs::drop_evictable() {
+  int n = 0;
+  while (!evictable_.empty()) {
+    detach(evictable_.begin()->second);
+    ++n;
+  }
+  return n;
+}
+
 void RecentSlabs::move(int32_t from, int32_t to) {
   DI_CHECK(slab_of_[to] < 0 && slab_of_[from] >= 0, "move of a slab from block {} to {}", from, to);
   forget_evictable(from);

@@ -41,6 +41,8 @@ class RecentSlabs {
   void unpin(int32_t block, bool keep);
   // The block is reused or freed: its slab (unpinned) goes back to the free list.
   void detach(int32_t block);
+  // Frees every evictable slab (their blocks keep their paged state); returns how many.
+  int drop_evictable();
   // `to` (no slab) takes over `from`'s slab and pins (both hold the same rows).
   void move(int32_t from, int32_t to);
 

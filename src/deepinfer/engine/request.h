@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,18 @@
 #include "deepinfer/engine/sequence.h"
 
 namespace deepinfer::engine {
+
+// How a DeepSeek-V4-style model restores the sliding-window state of a cached prefix whose
+// window rows are gone: bounded (replay its last window of tokens, the window cut there:
+// constant cost, approximate) or exact (only prefixes whose rows are still held: same tokens
+// and logprobs as computing the whole prefix). Other models ignore it.
+enum class SwaRestore { kBounded, kExact };
+// "bounded" | "exact"; nullopt otherwise.
+inline std::optional<SwaRestore> swa_restore_from_name(std::string_view name) {
+  if (name == "bounded") return SwaRestore::kBounded;
+  if (name == "exact") return SwaRestore::kExact;
+  return std::nullopt;
+}
 
 struct GenerationRequest {
   std::vector<int32_t> prompt_ids;
@@ -34,6 +47,8 @@ struct GenerationRequest {
   // after the first, with the N most likely tokens there; -1 = off, 0..20 = N. Such a request
   // computes its whole prompt (a cached prefix has no logits).
   int prompt_logprobs = -1;
+  // Unset = the engine's default_swa_restore.
+  std::optional<SwaRestore> swa_restore;
 };
 
 struct LogprobEntry {
@@ -59,6 +74,7 @@ struct RequestOutput {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int cached_tokens = 0;
+  int replayed_tokens = 0;  // of cached_tokens, recomputed by a bounded replay (swa_restore)
 };
 
 }  // namespace deepinfer::engine

@@ -22,6 +22,9 @@ struct RunnerSeq {
   std::vector<int32_t> block_table;  // [ceil((first_position + num_new_tokens) / block_size)]
   std::vector<int32_t> recent_slabs;  // hybrid caches: [block_table.size()] each block's recent
                                       // slab, -1 = none; empty otherwise
+  // Hybrid caches: a bounded replay in progress (Sequence::replay_start/end); 0, 0 = none.
+  int replay_start = 0;
+  int replay_end = 0;
   bool samples = false;              // its last token's logits are sampled (one row each)
   // Prompt logprobs: the token after each of the positions first_position, first_position + 1,
   // ... is scored (its logprob under the model's raw logits). [k <= num_new_tokens, and

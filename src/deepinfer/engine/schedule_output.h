@@ -40,6 +40,7 @@ struct FinishedSeq {
   std::vector<int32_t> output;
   int num_prompt_tokens = 0;
   int num_cached_tokens = 0;  // prompt tokens served by the prefix cache
+  int num_replayed_tokens = 0;  // of which computed again by bounded replays (hybrid caches)
 };
 
 }  // namespace deepinfer::engine

@@ -117,6 +117,7 @@ FinishedSeq Scheduler::retire(Sequence& seq, FinishReason reason) {
   out.output = std::move(seq.output);
   out.num_prompt_tokens = seq.num_prompt_tokens();
   out.num_cached_tokens = std::max(0, seq.num_cached_tokens);
+  out.num_replayed_tokens = seq.num_replayed_tokens;
   seqs_.erase(seq.id);  // destroys seq
   return out;
 }
@@ -184,7 +185,8 @@ ScheduleOutput Scheduler::schedule() {
       running_.push_back(seq.id);
       seq.status = SeqStatus::kRunning;
       if (seq.num_cached_tokens < 0)
-        seq.num_cached_tokens = std::min(seq.num_computed_tokens, seq.num_prompt_tokens());
+        seq.num_cached_tokens = std::min(std::max(seq.num_computed_tokens, seq.replay_end),
+                                         seq.num_prompt_tokens());
       // A failed tier load leaves num_computed_tokens short of the match: this step then
       // computes a chunk that ends before the sequence's last token, and samples nothing.
       const int first = seq.num_computed_tokens;

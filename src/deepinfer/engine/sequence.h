@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -53,6 +54,15 @@ struct Sequence {
   // Hybrid caches (recent slabs): blocks block_table[recent_from_block..] are pinned, their
   // recent rows still read by the next step (those within recent_tokens of the computed end).
   int recent_from_block = 0;
+  // Hybrid caches, swa_restore "bounded": a prefix hit whose last recent rows are gone is
+  // restored by replaying its last recent_tokens tokens (positions [replay_start, replay_end))
+  // into private copies of its last blocks, the window cut at replay_start. The state from
+  // block cache_limit_block on is then approximate: it never enters the prefix cache or tier.
+  bool allow_bounded_replay = false;
+  int replay_start = 0;
+  int replay_end = 0;
+  int cache_limit_block = std::numeric_limits<int>::max();
+  int num_replayed_tokens = 0;  // tokens replayed over the sequence's admissions (usage)
   std::vector<BlockHash> block_hashes;  // hashes of the leading full blocks of the tokens (a cache;
                                        // depends only on the tokens, so survives preemption)
   std::vector<std::array<uint8_t, 32>> tier_keys;  // the lower tier's keys of the same blocks

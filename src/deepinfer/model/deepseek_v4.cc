@@ -130,6 +130,12 @@ Status DeepseekV4::check_batch(const ForwardBatch& b, const KvCache& cache) cons
   if (b.recent_slab_table.size() != b.block_table.size())
     return invalid_argument("deepseek_v4: the batch has {} recent slabs for {} blocks",
                             b.recent_slab_table.size(), b.block_table.size());
+  const bool replay = !b.seq_replay_start.empty() || !b.seq_replay_end.empty();
+  if (replay && (b.seq_replay_start.size() != size_t(b.num_seqs()) ||
+                 b.seq_replay_end.size() != size_t(b.num_seqs())))
+    return invalid_argument("deepseek_v4: the batch has {} replay starts and {} ends for {} "
+                            "sequences",
+                            b.seq_replay_start.size(), b.seq_replay_end.size(), b.num_seqs());
   // Each sequence's new tokens must continue its cached prefix (positions p0..p0+n-1, with
   // p0 + n = context length), and the recent rows they read (from p0 - recent_tokens on) must
   // still be there: the compressor and the window read earlier tokens' rows from the cache.
@@ -143,8 +149,19 @@ Status DeepseekV4::check_batch(const ForwardBatch& b, const KvCache& cache) cons
       if (b.positions[t] != b.seq_context_len[s] - (t1 - t))
         return invalid_argument(
             "deepseek_v4: sequence {}'s new tokens are not the continuation of its cache", s);
-    const int64_t first_read = std::max<int64_t>(0, b.seq_context_len[s] - (t1 - t0) -
-                                                        want.recent_tokens);
+    int64_t first_read = std::max<int64_t>(0, b.seq_context_len[s] - (t1 - t0) -
+                                                  want.recent_tokens);
+    if (replay) {
+      // A replay rebuilds at least the recent_tokens rows before its end (all a later token
+      // reads), and starts before the tokens it replays.
+      const int32_t r0 = b.seq_replay_start[s], r1 = b.seq_replay_end[s];
+      if (r0 < 0 || r0 > r1 || r0 > std::max(0, r1 - want.recent_tokens) ||
+          (r0 < r1 && r0 > b.seq_context_len[s] - (t1 - t0)))
+        return invalid_argument("deepseek_v4: sequence {}'s replay [{}, {}) does not rebuild its "
+                                "last {} recent rows from the step's first token",
+                                s, r0, r1, want.recent_tokens);
+      first_read = std::max<int64_t>(first_read, r0);
+    }
     for (int64_t j = first_read / cache.block_size; j < blocks; ++j) {
       const int32_t slab = b.recent_slab_table[b.block_table_indptr[s] + j];
       if (slab < 0 || slab >= cache.num_recent_slabs)

@@ -74,6 +74,10 @@ V4SeqState seq_state(const ForwardBatch& b, int s, const V4LayerCache& cache) {
   r.block_size = cache.block_size;
   r.block_floats = cache.layout.block_floats;
   r.recent_floats = cache.layout.recent_floats;
+  if (!b.seq_replay_start.empty()) {
+    r.window_floor = b.seq_replay_start[s];
+    r.entries_from = b.seq_replay_end[s];
+  }
   return r;
 }
 
@@ -126,7 +130,7 @@ void gather_keys(const DeepseekV4Config& c, int layer, const V4StateLayout& rl,
                  V4QueryScratch& s) {
   const V4Layer& L = c.layers[layer];
   s.keys.clear();
-  for (int64_t q = std::max<int64_t>(0, p - c.sliding_window + 1); q <= p; ++q)
+  for (int64_t q = std::max<int64_t>(st.window_floor, p - c.sliding_window + 1); q <= p; ++q)
     s.keys.push_back(st.row(q) + rl.kv);
   if (L.attn == V4Attn::kWindow) return;
   const int n_visible = static_cast<int>((p + 1) / L.ratio);

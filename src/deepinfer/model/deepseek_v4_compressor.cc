@@ -68,7 +68,7 @@ void v4_compressor_step(const V4CompressorDims& d, const V4Compressor& w, const 
     for (int64_t c = 0; c < width; ++c) row[d.score_off + c] = score[i * width + c] + a[c];
   }
   for (int64_t i = 0; i < n; ++i)
-    if ((pos[i] + 1) % d.ratio == 0)
+    if ((pos[i] + 1) % d.ratio == 0 && pos[i] >= st.entries_from)
       v4_compress_entry(d, w, st, pos[i] / d.ratio,
                         st.entry(d.entry_off, d.dim, d.ratio, pos[i] / d.ratio));
 }

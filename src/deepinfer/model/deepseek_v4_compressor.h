@@ -32,7 +32,8 @@ void v4_compress_entry(const V4CompressorDims& d, const V4Compressor& w, const V
                        int64_t entry_index, float* entry);
 
 // Writes the projections of `n` new tokens (rows `kv` / `score` [n, width], positions `pos`)
-// into their recent rows, then every entry whose window closes among them into its block.
+// into their recent rows, then every entry whose window closes among them into its block
+// (except those closing before st.entries_from: a bounded replay keeps the cached ones).
 void v4_compressor_step(const V4CompressorDims& d, const V4Compressor& w, const V4SeqState& st,
                         const float* kv, const float* score, const int32_t* pos, int64_t n);
 

@@ -110,6 +110,10 @@ struct V4SeqState {
   int block_size = 0;
   int64_t block_floats = 0;
   int64_t recent_floats = 0;
+  // A bounded replay (ForwardBatch::seq_replay_start/end): rows below window_floor are not
+  // there; entries of windows closing before entries_from are kept as cached.
+  int64_t window_floor = 0;
+  int64_t entries_from = 0;
   // The recent row of token `pos` (within recent_tokens of the sequence's end).
   float* row(int64_t pos) const {
     const int64_t slab = slabs[pos / block_size];

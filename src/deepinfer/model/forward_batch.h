@@ -18,6 +18,13 @@ struct ForwardBatch {
   // Hybrid state only (KvCacheSpec::has_recent): [total blocks] the recent slab paired with each
   // block of block_table, -1 where the block's recent rows are gone (too far back to be read).
   std::vector<int32_t> recent_slab_table;
+  // Hybrid state only, [n_seqs] each or empty (= 0): a bounded replay (DeepSeek-V4's
+  // swa_restore "bounded"). Sequence s's tokens at positions [replay_start, replay_end) are
+  // recomputed only to rebuild its recent rows: no recent row below replay_start is read (the
+  // window is cut there) and the paged entries of windows closing before replay_end, already
+  // in the cache, are not rewritten.
+  std::vector<int32_t> seq_replay_start;
+  std::vector<int32_t> seq_replay_end;
   std::vector<int32_t> slot_mapping;     // [n_tokens] KV slot of each new token: block * block_size + pos % block_size
   std::vector<int32_t> logits_rows;      // token indices (into token_ids) whose logits are wanted
 

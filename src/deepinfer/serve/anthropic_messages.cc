@@ -216,6 +216,7 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
   auto turn = std::make_shared<ChatTurn>(read_messages_turn(body));
   engine::GenerationRequest request = read_request(ctx, body, *turn);
   read_traffic_class(body, req.get_header_value("X-Traffic-Class"), request);
+  read_swa_restore(body, request);
   const std::string id = make_id("msg_");
   const bool stream = opt_bool(body, "stream", "").value_or(false);
 

@@ -238,6 +238,8 @@ void EngineLoop::update_gauges() {
   gauges_.kv_recent_slabs = engine_->kv_num_recent_slabs();
   gauges_.kv_recent_slabs_in_use =
       engine_->kv_num_recent_slabs() - engine_->kv_num_available_recent_slabs();
+  gauges_.swa_replays = engine_->kv_stats().replays;
+  gauges_.swa_replayed_tokens = engine_->kv_stats().replayed_tokens;
 }
 
 void EngineLoop::run() {

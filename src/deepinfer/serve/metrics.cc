@@ -66,6 +66,11 @@ std::string ServerMetrics::render(const EngineGauges& g, const std::string& mode
           g.kv_recent_slabs);
     gauge(out, "deepinfer_kv_recent_slabs_in_use", "Recent-row slabs pinned by running sequences",
           g.kv_recent_slabs_in_use);
+    counter(out, "deepinfer_swa_replays_total",
+            "Prefix hits whose sliding-window state was rebuilt by a bounded replay",
+            double(g.swa_replays));
+    counter(out, "deepinfer_swa_replayed_tokens_total",
+            "Cached prompt tokens computed again by bounded replays", double(g.swa_replayed_tokens));
   }
   counter(out, "deepinfer_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache",
           double(g.prefix_lookup_tokens));

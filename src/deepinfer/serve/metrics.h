@@ -57,6 +57,8 @@ struct EngineGauges {
   int kv_blocks_in_use = 0;     // held by running sequences (not reclaimable now)
   int kv_recent_slabs = 0;         // hybrid caches (DeepSeek-V4): recent-row slabs in all
   int kv_recent_slabs_in_use = 0;  // pinned by running sequences
+  int64_t swa_replays = 0;          // prefix hits restored by a bounded replay (swa_restore)
+  int64_t swa_replayed_tokens = 0;  // tokens those replays computed again
   // MoE models (expert load balancing input): expert assignments so far, and the worst layer's
   // busiest-expert load over the mean load (1 = perfectly balanced). Absent for dense models.
   bool moe = false;

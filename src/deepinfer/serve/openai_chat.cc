@@ -180,6 +180,7 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
   engine::GenerationRequest base;
   read_sampling(body, base);
   read_traffic_class(body, req.get_header_value("X-Traffic-Class"), base);
+  read_swa_restore(body, base);
   read_stop(body, "stop", base);
   read_logit_bias(body, tok.vocab_size(), base);
   base.max_tokens = read_max_tokens(body, {"max_completion_tokens", "max_tokens"}, 0);
@@ -223,7 +224,8 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
     }
     json out = {{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model},
                 {"choices", choices}, {"system_fingerprint", nullptr},
-                {"usage", openai_usage(done[0].prompt_tokens, completion_tokens, done[0].cached_tokens)}};
+                {"usage", openai_usage(done[0].prompt_tokens, completion_tokens, done[0].cached_tokens,
+                                       done[0].replayed_tokens)}};
       return out;
     });
     return;
@@ -233,7 +235,7 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
   struct State {
     std::vector<ChatOutputStream> output;
     std::vector<size_t> sent, reasoning_sent;
-    int prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+    int prompt_tokens = 0, cached_tokens = 0, replayed_tokens = 0, completion_tokens = 0;
   };
   auto state = std::make_shared<State>();
   state->output.assign(size_t(n), ChatOutputStream(*turn));
@@ -273,6 +275,7 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
     if (!out.finished) return true;
     state->prompt_tokens = out.prompt_tokens;
     state->cached_tokens = out.cached_tokens;
+    state->replayed_tokens = out.replayed_tokens;
     state->completion_tokens += out.completion_tokens;
     std::string finish = openai_finish_reason(out.finish_reason);
     json final_delta = json::object();
@@ -292,7 +295,8 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
     if (include_usage) {
       json c = {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model},
                 {"system_fingerprint", nullptr}, {"choices", json::array()},
-                {"usage", openai_usage(state->prompt_tokens, state->completion_tokens, state->cached_tokens)}};
+                {"usage", openai_usage(state->prompt_tokens, state->completion_tokens, state->cached_tokens,
+                                       state->replayed_tokens)}};
       if (!sse.data(c)) return false;
     }
     return sse.raw("data: [DONE]\n\n");

@@ -9,11 +9,14 @@ const char* openai_finish_reason(engine::FinishReason r) {
   return r == engine::FinishReason::kLength ? "length" : "stop";
 }
 
-json openai_usage(int prompt_tokens, int completion_tokens, int cached_tokens) {
+json openai_usage(int prompt_tokens, int completion_tokens, int cached_tokens,
+                  int replayed_tokens) {
+  json details = {{"cached_tokens", cached_tokens}};
+  if (replayed_tokens > 0) details["replayed_tokens"] = replayed_tokens;
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
           {"total_tokens", prompt_tokens + completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+          {"prompt_tokens_details", details}};
 }
 
 namespace {

@@ -15,8 +15,11 @@ namespace deepinfer::serve {
 // "stop" | "length" (an aborted request, e.g. shutdown, reports "stop" with what it has).
 const char* openai_finish_reason(engine::FinishReason r);
 
-// {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details": {"cached_tokens"}}
-nlohmann::json openai_usage(int prompt_tokens, int completion_tokens, int cached_tokens);
+// {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details": {"cached_tokens"}};
+// "replayed_tokens" (of the cached ones, computed again by a bounded sliding-window replay) in
+// prompt_tokens_details when there were any.
+nlohmann::json openai_usage(int prompt_tokens, int completion_tokens, int cached_tokens,
+                            int replayed_tokens = 0);
 
 // Chat Completions logprobs.content entries for `entries`.
 nlohmann::json chat_logprobs(const recipe::Tokenizer& tok, const std::vector<engine::LogprobEntry>& entries);

@@ -98,6 +98,7 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
   engine::GenerationRequest base;
   read_sampling(body, base);
   read_traffic_class(body, req.get_header_value("X-Traffic-Class"), base);
+  read_swa_restore(body, base);
   read_stop(body, "stop", base);
   read_logit_bias(body, tok.vocab_size(), base);
   base.max_tokens = read_max_tokens(body, {"max_tokens"}, 16);
@@ -136,12 +137,13 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
   if (!stream) {
     respond_when_done(ctx, requests, req, res, [=, &tok](const std::vector<Completion>& done) {
     json choices = json::array();
-    int prompt_tokens = 0, completion_tokens = 0, cached = 0;
+    int prompt_tokens = 0, completion_tokens = 0, cached = 0, replayed = 0;
     for (size_t i = 0; i < done.size(); ++i) {
       const Completion& c = done[i];
       if (i % size_t(n) == 0) {
         prompt_tokens += c.prompt_tokens;
         cached += c.cached_tokens;
+        replayed += c.replayed_tokens;
       }
       completion_tokens += c.completion_tokens;
       json choice = {{"index", i}, {"text", echoes[i] + c.text}, {"logprobs", nullptr},
@@ -153,7 +155,7 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
     }
     json out = {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model},
                 {"choices", choices}, {"system_fingerprint", nullptr},
-                {"usage", openai_usage(prompt_tokens, completion_tokens, cached)}};
+                {"usage", openai_usage(prompt_tokens, completion_tokens, cached, replayed)}};
       return out;
     });
     return;
@@ -162,7 +164,7 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
   struct State {
     std::vector<size_t> text_len;
     std::vector<bool> echo_pending;  // echo with logprobs: the echo goes out with the first tokens
-    int prompt_tokens = 0, completion_tokens = 0, cached = 0;
+    int prompt_tokens = 0, completion_tokens = 0, cached = 0, replayed = 0;
   };
   auto state = std::make_shared<State>();
   state->text_len.assign(requests.size(), 0);
@@ -202,6 +204,7 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
       if (size_t(i) % size_t(n) == 0) {
         state->prompt_tokens += out.prompt_tokens;
         state->cached += out.cached_tokens;
+        state->replayed += out.replayed_tokens;
       }
       state->completion_tokens += out.completion_tokens;
     }
@@ -212,7 +215,8 @@ void handle_completions(const ServerContext& ctx, const httplib::Request& req, h
     if (include_usage) {
       json c = {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model},
                 {"choices", json::array()},
-                {"usage", openai_usage(state->prompt_tokens, state->completion_tokens, state->cached)}};
+                {"usage", openai_usage(state->prompt_tokens, state->completion_tokens, state->cached,
+                                       state->replayed)}};
       if (!sse.data(c)) return false;
     }
     return sse.raw("data: [DONE]\n\n");

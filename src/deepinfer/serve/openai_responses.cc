@@ -222,6 +222,7 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
   engine::GenerationRequest request;
   read_sampling(body, request);
   read_traffic_class(body, req.get_header_value("X-Traffic-Class"), request);
+  read_swa_restore(body, request);
   request.max_tokens = read_max_tokens(body, {"max_output_tokens"}, 0);
   json text_echo = {{"format", {{"type", "text"}}}};
   if (const json* text = field(body, "text")) {

@@ -51,6 +51,14 @@ void read_traffic_class(const json& body, const std::string& header_value, engin
                 header_value);
 }
 
+void read_swa_restore(const json& body, engine::GenerationRequest& r) {
+  auto v = opt_string(body, "swa_restore", "");
+  if (!v) return;
+  r.swa_restore = engine::swa_restore_from_name(*v);
+  if (!r.swa_restore)
+    bad_request("swa_restore", "'swa_restore' must be 'bounded' or 'exact', got '{}'", *v);
+}
+
 void read_stop(const json& body, const char* key, engine::GenerationRequest& r) {
   const json* f = field(body, key);
   if (!f) return;

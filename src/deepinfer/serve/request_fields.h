@@ -17,6 +17,8 @@ namespace deepinfer::serve {
 void read_sampling(const nlohmann::json& body, engine::GenerationRequest& r);
 // The KV store traffic class: body field "traffic_class" ("agent" | "chat"), else the
 // X-Traffic-Class header (`header_value`, empty when absent), else the server's default.
+// DeepSeek-V4 models' sliding-window restore: body field "swa_restore" ("bounded" | "exact").
+void read_swa_restore(const nlohmann::json& body, engine::GenerationRequest& r);
 void read_traffic_class(const nlohmann::json& body, const std::string& header_value,
                         engine::GenerationRequest& r);
 // `key` as a string or a list of strings (OpenAI "stop", Anthropic "stop_sequences").

@@ -55,6 +55,7 @@ struct Completion {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int cached_tokens = 0;
+  int replayed_tokens = 0;
 };
 
 // Fails with a 400 naming `param` when prompt + max_tokens exceeds the model's context (an

@@ -100,6 +100,7 @@ std::string accumulate(const StreamGroup& group, int i, engine::RequestOutput& o
   c.prompt_tokens = out.prompt_tokens;
   c.completion_tokens = out.completion_tokens;
   c.cached_tokens = out.cached_tokens;
+  c.replayed_tokens = out.replayed_tokens;
   c.matched_stop = group.matched_stop(i);
   return out.error;
 }

@@ -22,6 +22,7 @@
 #include "deepinfer/model/format/gguf.h"
 #include "deepinfer/model/model_path.h"
 #include "deepinfer/tools/bench_kvstore.h"
+#include "deepinfer/tools/bench_prefix_restore.h"
 #include "deepinfer/tools/bench_kvstore_io.h"
 #include "deepinfer/tools/bench_matmul.h"
 #include "deepinfer/tools/bench_plot.h"
@@ -271,12 +272,17 @@ int run_bench(BenchFlags& f) {
     o.repeat = f.repeat;
     return run_kvstore_ttft_bench(o);
   }
+  if (f.mode == "prefix-restore") {
+    auto lens = parse_int_list(f.prompt_lens, "--prompt-lens", 1 << 20);
+    if (!lens.is_ok()) return report_error(lens.status());
+    return run_prefix_restore_bench({f.engine, *lens, f.gen_len, f.repeat});
+  }
   if (f.mode == "tokenize") return run_tokenize_bench({f.engine.model, f.megabytes, f.repeat});
   if (f.mode == "kvstore-io")
     return run_kvstore_io_bench({f.engine.kv_store, f.block_kib, static_cast<size_t>(f.megabytes)});
   if (f.mode != "prefill" && f.mode != "decode" && f.mode != "serve" && f.mode != "matmul")
     return report_error(invalid_argument(
-        "bench: unknown --mode '{}' (prefill|decode|serve|tokenize|membw|matmul|mask|schema-compile|kvstore|kvstore-io)",
+        "bench: unknown --mode '{}' (prefill|decode|serve|tokenize|membw|matmul|mask|schema-compile|kvstore|kvstore-io|prefix-restore)",
         f.mode));
   const std::string default_batches = f.mode == "matmul" ? "1,256" : "1";
   auto batches = parse_int_list(f.batches.empty() ? default_batches : f.batches, "--batch", 4096);
@@ -347,14 +353,16 @@ Subcommand make_bench_command() {
                     "matmul (one matmul kernel call: --matmul-shape, rows from --batch, both precisions) | "
                     "schema-compile (JSON Schema to grammar IR only, --repeat times per file of --data) | "
                     "kvstore (time to first token cold vs a hit in each KV tier; needs --kv-store) | "
-                    "kvstore-io (the KV store's put/get GB/s next to raw direct I/O of the same files)");
+                    "kvstore-io (the KV store's put/get GB/s next to raw direct I/O of the same files) | "
+                    "prefix-restore (DeepSeek-V4: restore time of a cached prefix, bounded replay vs "
+                    "exact vs full prefill, and the bounded restore's drift; --prompt-lens, --gen-len, --repeat)");
     cmd->add_option("--matmul-shape", f->matmul_shapes,
                     "matmul: TYPE:OUTxIN, repeatable; TYPE a GGUF type or fp8 / fp4 (DeepSeek's block-scaled "
                     "formats) (default: SmolLM2-135M's q4_1:1536x576, q4_1:576x1536 and q8_0:49152x576)");
     cmd->add_option("--block-kib", f->block_kib, "kvstore-io: KiB per KV block (default 1024)")
         ->check(CLI::Range(16, 1 << 20));
     cmd->add_option("--prompt-lens", f->prompt_lens,
-                    "kvstore: prompt lengths in tokens, comma-separated (default 2000,8000)");
+                    "kvstore, prefix-restore: prompt lengths in tokens, comma-separated (default 2000,8000)");
     cmd->add_option("--data", f->data, "mask: JSONSchemaBench directory; schema-compile: that or one schema file");
     cmd->add_option("--megabytes", f->megabytes,
                     "tokenize: MB of text per measurement; kvstore-io: MiB written then read (at least 32 blocks)")

@@ -102,6 +102,12 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                  "KV store lifetime class of requests that do not name one: agent (3 days) or "
                  "chat (7 days, default)")
       ->check(CLI::IsMember({"agent", "chat"}));
+  app.add_option("--swa-restore", f.swa_restore,
+                 "DeepSeek-V4 models: how a cached prefix whose sliding-window rows are gone is "
+                 "restored, for requests that do not say: bounded (replay its last window of "
+                 "tokens, window cut there; constant cost, approximate; default) or exact (reuse "
+                 "only prefixes whose rows are held: same output as no cache)")
+      ->check(CLI::IsMember({"bounded", "exact"}));
   app.add_option("--kv-store-ttl", f.kv_store_ttl,
                  "KV store lifetime per traffic class, e.g. agent=3d,chat=7d (s, m, h, d); a block "
                  "used by both classes keeps the longer one (default: agent=3d,chat=7d)");
@@ -135,6 +141,8 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
   }
   config.default_traffic_class =
       kvstore::traffic_class_from_name(f.traffic_class).value_or(kvstore::TrafficClass::kChat);
+  config.default_swa_restore = engine::swa_restore_from_name(f.swa_restore)
+                                   .value_or(engine::SwaRestore::kBounded);
   if (!config.kv_store_dirs.empty()) {
     // The weights' content, not their name or file times (issue #30); hashed once per file
     // version, remembered under $DEEPINFER_HOME.

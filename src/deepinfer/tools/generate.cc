@@ -36,7 +36,7 @@ struct Result1 {
   std::vector<engine::LogprobEntry> logprobs;
   engine::FinishReason finish = engine::FinishReason::kNone;
   std::string error;
-  int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0, replayed_tokens = 0;
   bool want_logprobs = false;
 };
 
@@ -52,6 +52,7 @@ nlohmann::json to_json(size_t index, const Result1& r) {
   j["usage"] = {{"prompt_tokens", r.prompt_tokens},
                 {"completion_tokens", r.completion_tokens},
                 {"cached_tokens", r.cached_tokens}};
+  if (r.replayed_tokens > 0) j["usage"]["replayed_tokens"] = r.replayed_tokens;
   if (r.want_logprobs) {
     nlohmann::json lp = nlohmann::json::array();
     for (const auto& t : r.logprobs) {
@@ -165,6 +166,7 @@ int run_generate(GenerateFlags& f) {
         r.prompt_tokens = out.prompt_tokens;
         r.completion_tokens = out.completion_tokens;
         r.cached_tokens = out.cached_tokens;
+        r.replayed_tokens = out.replayed_tokens;
       }
     }
   }

@@ -98,6 +98,10 @@ Result<engine::GenerationRequest> parse_generate_line(const nlohmann::json& j, c
     r.traffic_class = it->is_string() ? kvstore::traffic_class_from_name(it->get<std::string>()) : std::nullopt;
     if (!r.traffic_class) return invalid_argument("{}: 'traffic_class' must be \"agent\" or \"chat\"", where);
   }
+  if (auto it = j.find("swa_restore"); it != j.end() && !it->is_null()) {
+    r.swa_restore = it->is_string() ? engine::swa_restore_from_name(it->get<std::string>()) : std::nullopt;
+    if (!r.swa_restore) return invalid_argument("{}: 'swa_restore' must be \"bounded\" or \"exact\"", where);
+  }
   if (r.max_tokens < 0) return invalid_argument("{}: 'max_tokens' must be >= 0", where);
   return r;
 }

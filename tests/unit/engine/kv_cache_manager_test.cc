@@ -461,5 +461,90 @@ TEST(KvCacheManagerHybrid, PartialTierLoadFallsBackToTheMemoryPrefix) {
   check(kv, {});
 }
 
+
+// Records the block-state copies a bounded replay asks for.
+struct FakeCopier : BlockStateCopier {
+  std::vector<std::pair<int32_t, int32_t>> copies;
+  void copy_block_state(int32_t from, int32_t to) override { copies.emplace_back(from, to); }
+};
+
+// Caches a's 16 tokens (4 blocks), then lets a filler evict every block's recent rows.
+std::vector<int32_t> cache_then_lose_rows(KvCacheManager& kv, Sequence& filler) {
+  Sequence a = make_seq(1, iota_tokens(16));
+  EXPECT_TRUE(kv.allocate_slots(a, 16).has_value());
+  compute(kv, a, 16);
+  const std::vector<int32_t> blocks = a.block_table;
+  kv.free(a);
+  EXPECT_TRUE(kv.allocate_slots(filler, 24).has_value());
+  for (int32_t b : blocks) EXPECT_EQ(kv.recent_slabs().slab_of(b), -1) << b;
+  return blocks;
+}
+
+TEST(KvCacheManagerHybrid, BoundedReplayCopiesTheLastBlocksAndCachesNothingApproximate) {
+  FakeCopier copier;
+  KvCacheManager kv(hybrid_config(6), nullptr, &copier);
+  Sequence filler = make_seq(2, iota_tokens(24, 500));
+  const std::vector<int32_t> a_blocks = cache_then_lose_rows(kv, filler);
+  // An exact request: the hit is cut to where rows remain (nothing).
+  Sequence exact = make_seq(3, iota_tokens(21));
+  EXPECT_TRUE(kv.get_computed_blocks(exact).blocks.empty());
+  // A bounded one keeps the whole hit and replays its last recent_tokens (4) tokens.
+  Sequence b = make_seq(4, iota_tokens(21));
+  b.allow_bounded_replay = true;
+  kv.free(filler);
+  PrefixMatch m = kv.get_computed_blocks(b);
+  ASSERT_EQ(m.blocks.size(), 4u);
+  EXPECT_EQ(m.num_replay_tokens, 4);
+  EXPECT_EQ(m.num_tokens(4), 12);
+  ASSERT_TRUE(kv.allocate_slots(b, 21 - 12, &m).has_value());
+  EXPECT_EQ(b.num_computed_tokens, 12);
+  EXPECT_EQ(b.replay_start, 12);
+  EXPECT_EQ(b.replay_end, 16);
+  EXPECT_EQ(b.num_replayed_tokens, 4);
+  // Blocks 0-2 are shared with the cache; block 3 is a private copy with a pinned slab.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(b.block_table[i], a_blocks[i]) << i;
+  EXPECT_NE(b.block_table[3], a_blocks[3]);
+  ASSERT_EQ(copier.copies.size(), 1u);
+  EXPECT_EQ(copier.copies[0], std::make_pair(a_blocks[3], b.block_table[3]));
+  EXPECT_GT(kv.recent_slabs().pins(b.block_table[3]), 0);
+  EXPECT_EQ(kv.stats().replays, 1);
+  EXPECT_EQ(kv.stats().replayed_tokens, 4);
+  check(kv, {&b});
+  // Computing on never enters the approximate blocks (3 on) into the prefix cache.
+  compute(kv, b, 21);
+  EXPECT_EQ(b.num_committed_blocks, 3);
+  EXPECT_FALSE(kv.tree().contains(b.block_table[3]));
+  EXPECT_FALSE(kv.tree().contains(b.block_table[4]));
+  check(kv, {&b});
+  kv.free(b);
+  EXPECT_EQ(b.replay_end, 0);
+  check(kv, {});
+  // The cached original of block 3 kept its (exact) state: a later hit still finds it.
+  Sequence c = make_seq(5, iota_tokens(17));
+  c.allow_bounded_replay = true;
+  PrefixMatch mc = kv.get_computed_blocks(c);
+  ASSERT_EQ(mc.blocks.size(), 4u);
+  EXPECT_EQ(mc.blocks[3], a_blocks[3]);
+}
+
+TEST(KvCacheManagerHybrid, NoReplayForAHitNoLongerThanTheReplay) {
+  FakeCopier copier;
+  KvCacheManager kv(hybrid_config(6), nullptr, &copier);
+  Sequence a = make_seq(1, iota_tokens(4));
+  ASSERT_TRUE(kv.allocate_slots(a, 4).has_value());
+  compute(kv, a, 4);
+  kv.free(a);
+  Sequence filler = make_seq(2, iota_tokens(24, 500));
+  ASSERT_TRUE(kv.allocate_slots(filler, 24).has_value());
+  // A 4-token hit without rows would replay all of itself: computed from scratch instead.
+  Sequence b = make_seq(3, iota_tokens(9));
+  b.allow_bounded_replay = true;
+  PrefixMatch m = kv.get_computed_blocks(b);
+  EXPECT_TRUE(m.blocks.empty());
+  EXPECT_EQ(m.num_replay_tokens, 0);
+  kv.free(filler);
+  check(kv, {});
+}
+
 }  // namespace
 }  // namespace deepinfer::engine

@@ -1,0 +1,180 @@
+// Restore cost and drift. For each prefix length L and prompt: a synthetic prefix P of L tokens
+// and a follow-up S (kSuffix tokens):
+//   cold     : P alone, prefilled into the prefix cache (its TTFT is a full prefill of P);
+//   bounded  : the cache's recent rows dropped (as memory pressure or a store restore leaves
+//              it), then P + S with swa_restore "bounded": the hit on P is restored by replaying
+//              its last recent_tokens tokens;
+//   full     : rows dropped again, P + S with swa_restore "exact": no held rows, so the whole
+//              prompt is computed (what exact costs without a checkpoint, and the reference);
+//   exact    : P + S + one token once more, "exact", its rows held: the exact restore of a
+//              prefix whose window state was kept.
+// Drift of bounded against full: greedy agreement over gen_len tokens (prefix of equal tokens
+// and share of equal positions) and the KL divergence of the next-token distributions at the
+// positions before the first difference, over the reference's top-20 (the rest of both
+// distributions lumped into one bucket: a lower bound of the full KL).
+#include "deepinfer/tools/bench_prefix_restore.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "deepinfer/base/timer.h"
+#include "deepinfer/tools/synthetic_prompt.h"
+
+namespace deepinfer::tools {
+namespace {
+
+constexpr int kSuffix = 16;
+constexpr int kTopLogprobs = 20;
+constexpr int kFirstSeq = 200'000;
+
+struct Run {
+  double ttft_ms = 0;
+  double total_ms = 0;
+  int cached_tokens = 0;
+  int replayed_tokens = 0;
+  std::vector<int32_t> tokens;
+  std::vector<engine::LogprobEntry> logprobs;
+  std::string error;
+};
+
+Run run_one(engine::Engine& e, const std::vector<int32_t>& prompt, int max_tokens,
+            engine::SwaRestore swa) {
+  engine::GenerationRequest r;
+  r.prompt_ids = prompt;
+  r.max_tokens = max_tokens;
+  r.ignore_eos = true;
+  r.sampling.temperature = 0;
+  r.sampling.logprobs = kTopLogprobs;
+  r.swa_restore = swa;
+  Run out;
+  const double t0 = now_seconds();
+  auto id = e.add_request(r);
+  if (!id.is_ok()) {
+    out.error = id.status().message();
+    return out;
+  }
+  while (e.has_unfinished())
+    for (const engine::RequestOutput& o : e.step()) {
+      if (out.tokens.empty() && !o.new_token_ids.empty()) out.ttft_ms = (now_seconds() - t0) * 1e3;
+      out.tokens.insert(out.tokens.end(), o.new_token_ids.begin(), o.new_token_ids.end());
+      out.logprobs.insert(out.logprobs.end(), o.new_logprobs.begin(), o.new_logprobs.end());
+      if (o.finished) {
+        out.cached_tokens = o.cached_tokens;
+        out.replayed_tokens = o.replayed_tokens;
+        if (!o.error.empty()) out.error = o.error;
+      }
+    }
+  out.total_ms = (now_seconds() - t0) * 1e3;
+  return out;
+}
+
+// KL(ref || got) over ref's top tokens plus one bucket for the rest of each distribution.
+double top_kl(const engine::LogprobEntry& ref, const engine::LogprobEntry& got) {
+  std::map<int32_t, double> q;
+  for (const auto& [t, lp] : got.top) q[t] = std::exp(double(lp));
+  const double q_floor = got.top.empty() ? 0 : std::exp(double(got.top.back().second));
+  double kl = 0, p_top = 0, q_top = 0;
+  for (const auto& [t, lp] : ref.top) {
+    const double p = std::exp(double(lp));
+    const auto it = q.find(t);
+    const double qt = it != q.end() ? it->second : q_floor;  // below got's top-k: at most its last
+    p_top += p;
+    q_top += qt;
+    if (p > 0) kl += p * std::log(p / std::max(qt, 1e-30));
+  }
+  const double p_rest = std::max(0.0, 1 - p_top), q_rest = std::max(1e-30, 1 - q_top);
+  if (p_rest > 0) kl += p_rest * std::log(p_rest / q_rest);
+  return std::max(0.0, kl);
+}
+
+}  // namespace
+
+int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
+  if (opts.prompt_lens.empty())
+    return report_error(invalid_argument("bench --mode prefix-restore: no --prompt-lens"));
+  EngineFlags ef = opts.engine;
+  ef.enable_prefix_caching = true;
+  auto loaded = load_model_for_cli(ef.model);
+  if (!loaded.is_ok()) return report_error(loaded.status());
+  if (!loaded->model->kv_cache_spec().has_recent())
+    return report_error(unsupported(
+        "bench --mode prefix-restore: {} has no sliding-window state to restore (DeepSeek-V4 "
+        "models only)",
+        ef.model));
+  auto eng = make_engine(*loaded, ef);
+  if (!eng.is_ok()) return report_error(eng.status());
+  engine::Engine& e = **eng;
+  const int32_t vocab = static_cast<int32_t>(e.model_config().vocab_size);
+  for (int len : opts.prompt_lens) {
+    double agree_sum = 0, kl_sum = 0, bounded_ms = 0, full_ms = 0, exact_ms = 0;
+    int kl_n = 0, same_first = 0;
+    for (int rep = 0; rep < opts.repeat; ++rep) {
+      const int seq = kFirstSeq + len * 100 + rep;
+      std::vector<int32_t> prefix = synthetic_prompt(len, seq, vocab);
+      std::vector<int32_t> prompt = prefix;
+      const auto suffix = synthetic_prompt(kSuffix, seq + 50'000, vocab);
+      prompt.insert(prompt.end(), suffix.begin(), suffix.end());
+      const Run cold = run_one(e, prefix, 1, engine::SwaRestore::kExact);
+      e.drop_cached_recent_rows();
+      const Run bounded = run_one(e, prompt, opts.gen_len, engine::SwaRestore::kBounded);
+      e.drop_cached_recent_rows();
+      const Run full = run_one(e, prompt, opts.gen_len, engine::SwaRestore::kExact);
+      std::vector<int32_t> again = prompt;
+      again.push_back(full.tokens.empty() ? 100 : full.tokens[0]);
+      const Run exact = run_one(e, again, 1, engine::SwaRestore::kExact);
+      for (const Run* r : {&cold, &bounded, &full, &exact})
+        if (!r->error.empty()) return report_error(Status(StatusCode::kInternal, r->error));
+      size_t equal_prefix = 0;
+      while (equal_prefix < std::min(bounded.tokens.size(), full.tokens.size()) &&
+             bounded.tokens[equal_prefix] == full.tokens[equal_prefix])
+        ++equal_prefix;
+      int equal = 0;
+      for (size_t i = 0; i < std::min(bounded.tokens.size(), full.tokens.size()); ++i)
+        equal += bounded.tokens[i] == full.tokens[i] ? 1 : 0;
+      double kl = 0;
+      const size_t kl_positions = std::min(equal_prefix + 1, full.logprobs.size());
+      for (size_t i = 0; i < kl_positions && i < bounded.logprobs.size(); ++i)
+        kl += top_kl(full.logprobs[i], bounded.logprobs[i]);
+      const double agree = full.tokens.empty() ? 0 : double(equal) / double(full.tokens.size());
+      agree_sum += agree;
+      kl_sum += kl;
+      kl_n += static_cast<int>(kl_positions);
+      same_first += !bounded.tokens.empty() && !full.tokens.empty() &&
+                    bounded.tokens[0] == full.tokens[0];
+      bounded_ms += bounded.ttft_ms;
+      full_ms += full.ttft_ms;
+      exact_ms += exact.ttft_ms;
+      nlohmann::json j = {{"mode", "prefix-restore"}, {"prefix_tokens", len},
+                          {"prompt_tokens", prompt.size()}, {"repeat", rep},
+                          {"cold_prefix_ttft_ms", cold.ttft_ms},
+                          {"bounded_ttft_ms", bounded.ttft_ms},
+                          {"bounded_cached_tokens", bounded.cached_tokens},
+                          {"bounded_replayed_tokens", bounded.replayed_tokens},
+                          {"full_ttft_ms", full.ttft_ms}, {"full_cached_tokens", full.cached_tokens},
+                          {"exact_restore_ttft_ms", exact.ttft_ms},
+                          {"exact_cached_tokens", exact.cached_tokens},
+                          {"greedy_equal_prefix", equal_prefix}, {"greedy_agreement", agree},
+                          {"mean_top20_kl", kl_positions ? kl / double(kl_positions) : 0.0},
+                          {"gen_tokens", opts.gen_len}, {"threads", e.num_threads()}};
+      std::printf("%s\n", j.dump().c_str());
+      std::fflush(stdout);
+    }
+    const double n = opts.repeat;
+    nlohmann::json s = {{"mode", "prefix-restore"}, {"summary", true}, {"prefix_tokens", len},
+                        {"prompts", opts.repeat}, {"bounded_ttft_ms", bounded_ms / n},
+                        {"full_ttft_ms", full_ms / n}, {"exact_restore_ttft_ms", exact_ms / n},
+                        {"bounded_over_full", full_ms > 0 ? bounded_ms / full_ms : 0.0},
+                        {"first_token_agreement", same_first / n},
+                        {"greedy_agreement", agree_sum / n},
+                        {"mean_top20_kl", kl_n ? kl_sum / kl_n : 0.0}};
+    std::printf("%s\n", s.dump().c_str());
+    std::fflush(stdout);
+  }
+  return kExitOk;
+}
+
+}  // namespace deepinfer::tools
