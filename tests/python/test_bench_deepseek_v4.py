@@ -34,3 +34,29 @@ def test_forward_share_has_every_v4_part(v4_dir, mode):
         assert all(0 <= v <= 1 for v in share.values()) and sum(share.values()) == pytest.approx(1.0, abs=1e-6)
         # 40 tokens cross CSA and HCA windows: every part does work.
         assert all(share[p] > 0 for p in PARTS - {"rest"}), rec
+
+
+def test_prefix_restore_bench_replays_a_bounded_window(v4_dir):
+    """bench --mode prefix-restore: the bounded restore replays recent_tokens tokens (h2_mixed:
+    window 4, HCA 8, so 8) of a hit kept whole; exact without rows computes everything; exact
+    with rows held restores the whole prompt; the summary line reports the drift."""
+    r = run("bench", "--model", v4_dir, "--mode", "prefix-restore", "--prompt-lens", "64",
+            "--gen-len", "4", "--repeat", "2", "--threads", "1")
+    assert r.returncode == 0, r.stderr
+    records = [json.loads(x) for x in r.stdout.strip().splitlines()]
+    rows = [x for x in records if not x.get("summary")]
+    summary = [x for x in records if x.get("summary")]
+    assert len(rows) == 2 and len(summary) == 1
+    for rec in rows:
+        assert rec["bounded_replayed_tokens"] == 8, rec
+        assert rec["bounded_cached_tokens"] == 64, rec  # the whole prefix, replay included
+        assert rec["full_cached_tokens"] == 0, rec
+        assert rec["exact_cached_tokens"] >= 64, rec
+        assert 0 <= rec["greedy_agreement"] <= 1 and rec["mean_top20_kl"] >= 0
+    assert 0 <= summary[0]["greedy_agreement"] <= 1
+
+
+def test_prefix_restore_bench_refuses_a_model_without_window_state(binary):
+    r = run("bench", "--mode", "prefix-restore", "--prompt-lens", "64", "--threads", "1")
+    assert r.returncode != 0
+    assert "prefix-restore" in r.stderr and "DeepSeek-V4" in r.stderr, r.stderr

@@ -241,6 +241,11 @@ def test_kv_store_traffic_class_and_tier_bench(model, tmp_path):
     bad.write_text(json.dumps({"prompt": "x", "traffic_class": "forever"}) + "\n")
     r = run("generate", "--model", model, "--input", bad, *flags)
     assert r.returncode == 2 and "traffic_class" in r.stderr
+    bad.write_text(json.dumps({"prompt": "x", "swa_restore": "sometimes"}) + "\n")
+    r = run("generate", "--model", model, "--input", bad, *flags)
+    assert r.returncode == 2 and "swa_restore" in r.stderr, r.stderr
+    r = run("generate", "--model", model, "--prompt", "x", "--swa-restore", "fuzzy")
+    assert r.returncode == 2 and "--swa-restore" in r.stderr, r.stderr
     r = run("generate", "--model", model, "--prompt", "x", "--kv-store-ram-gb", "1")
     assert r.returncode == 2 and "--kv-store" in r.stderr
     r = run("generate", "--model", model, "--prompt", "x", "--kv-store-capacity-gb", "1")

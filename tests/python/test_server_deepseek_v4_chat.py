@@ -153,3 +153,29 @@ def test_cli_generate_and_the_server_encode_a_chat_alike(v4_dir, client):
 
     assert cli() == served.usage.prompt_tokens
     assert cli("--no-chat") < served.usage.prompt_tokens
+
+
+def test_swa_restore_field_in_every_api(client, server):
+    """`swa_restore` is accepted ("bounded" | "exact") by Chat, Completions and Responses, and any
+    other value is a 400 naming the field (Anthropic Messages reads the same body field)."""
+    import urllib.request
+    msgs = [{"role": "user", "content": "hello there"}]
+    for mode in ("bounded", "exact"):
+        r = client.chat.completions.create(model="tiny-v4", messages=msgs, max_tokens=2, temperature=0,
+                                           extra_body={"swa_restore": mode})
+        assert r.usage.completion_tokens == 2
+        # No replay without a prefix hit whose rows are gone: the field is absent then.
+        assert "replayed_tokens" not in (r.usage.prompt_tokens_details.model_extra or {})
+    for path, body in [("/v1/chat/completions", {"messages": msgs, "max_tokens": 2}),
+                       ("/v1/completions", {"prompt": "hi", "max_tokens": 2}),
+                       ("/v1/responses", {"input": "hi", "max_output_tokens": 2}),
+                       ("/v1/messages", {"messages": msgs, "max_tokens": 2})]:
+        body = {"model": "tiny-v4", **body, "swa_restore": "approximate"}
+        req = urllib.request.Request(server.url + path, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(req, timeout=60)
+            raise AssertionError(f"{path}: a bad swa_restore was accepted")
+        except urllib.error.HTTPError as e:
+            assert e.code == 400, path
+            assert "swa_restore" in e.read().decode(), path
