@@ -3,6 +3,7 @@
 #include "deepinfer/model/deepseek_v3.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "deepinfer/base/check.h"
@@ -27,6 +28,18 @@ void grow(std::vector<T>& v, size_t n) {
 // config.json's quantization_config: absent, or DeepSeek's FP8 with 128x128 blocks.
 Status check_quantization(const std::string& dir) {
   return hf::check_fp8_block_quantization(hf::read_json_lenient(dir + "/config.json"), dir);
+}
+
+// DEEPINFER_ROUTER_ZIPF=alpha skews routing on purpose (skew_router in moe.h): for measuring
+// expert-parallel load balance (docs/parallel.md). Unset or empty = off.
+Result<float> router_zipf_from_env() {
+  const char* v = std::getenv("DEEPINFER_ROUTER_ZIPF");
+  if (!v || !*v) return 0.0f;
+  char* end = nullptr;
+  const float alpha = std::strtof(v, &end);
+  if (*end != '\0' || !std::isfinite(alpha) || alpha < 0)
+    return invalid_argument("DEEPINFER_ROUTER_ZIPF '{}': want a number >= 0", v);
+  return alpha;
 }
 
 }  // namespace
@@ -105,8 +118,10 @@ Status DeepseekV3::load_weights(const WeightSource& source) {
     output_.weight = embedding_;
   }
   layers_.resize(c.num_layers);
+  DI_ASSIGN_OR_RETURN(const float zipf, router_zipf_from_env());
   for (int l = 0; l < c.num_layers; ++l) {
     DI_ASSIGN_OR_RETURN(layers_[l], load_layer(w, l));
+    if (layers_[l].is_moe) skew_router(layers_[l].moe, c.n_routed_experts, l, zipf);
   }
   const std::string mtp = "model.layers." + std::to_string(c.num_layers);
   // Checkpoints converted without the MTP layer still run; only the draft head is unavailable.

@@ -67,6 +67,12 @@ void mlp_forward(const MlpWeights& m, const float* x, int64_t rows, int64_t hidd
 void moe_forward(const MoeWeights& m, const MoeRouting& r, const float* x, int64_t T, int64_t hidden, float* out,
                  uint64_t* counts, MoeScratch& s, ForwardContext& ctx);
 
+// Skews routing on purpose, for load-balancing experiments: adds -alpha * ln(1 + rank(e)) to the
+// layer's selection bias, rank being a fixed pseudo-random permutation of the experts per layer
+// (so each layer has its own popular experts, Zipf-like). Changes only which experts are picked,
+// never their weights. alpha 0 leaves the layer as it is.
+void skew_router(MoeWeights& m, int n_experts, int layer, float alpha);
+
 Result<MlpWeights> load_mlp(const DeepseekWeights& w, const std::string& prefix, int64_t hidden,
                             int64_t intermediate);
 Result<MoeWeights> load_moe(const DeepseekWeights& w, const std::string& prefix, const MoeRouting& r,

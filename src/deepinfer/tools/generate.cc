@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deepinfer/base/timer.h"
+#include "deepinfer/parallel/expert_trace.h"
 #include "deepinfer/recipe/chat.h"
 #include "deepinfer/tools/cli_common.h"
 #include "deepinfer/tools/generate_input.h"
@@ -28,6 +29,8 @@ struct GenerateFlags {
   bool json = false;
   bool stats = false;
   std::string json_schema, regex, grammar;
+  std::string expert_trace;
+  int expert_trace_window = 16;
 };
 
 struct Result1 {
@@ -101,6 +104,9 @@ int run_generate(GenerateFlags& f) {
   if (!loaded.is_ok()) return report_error(loaded.status());
   if (f.chat && f.no_chat) return report_error(invalid_argument("give --chat or --no-chat, not both"));
   const std::string arch = loaded->model->config().architecture;  // a copy: make_engine takes the model
+  const int n_group = loaded->model->config().n_group;
+  if (!f.expert_trace.empty() && loaded->model->expert_token_counts().empty())
+    return report_error(invalid_argument("--expert-trace: model '{}' ({}) routes no experts", f.engine.model, arch));
   const bool chat = f.chat || (!f.no_chat && recipe::has_chat_encoding(*loaded->tokenizer, arch));
   engine::GenerationRequest defaults = make_request(f.sampling);
   defaults.grammar = *grammar;
@@ -145,11 +151,15 @@ int run_generate(GenerateFlags& f) {
     }
     index_of[*id] = i;
   }
+  std::optional<parallel::ExpertTraceRecorder> trace;
+  if (!f.expert_trace.empty()) trace.emplace(f.engine.model, n_group, f.expert_trace_window);
   const bool stream = requests.size() == 1 && !f.json && f.output.empty();
   const double t0 = now_seconds();
   double first_token_time = 0;
   while (engine.has_unfinished()) {
-    for (const engine::RequestOutput& out : engine.step()) {
+    const std::vector<engine::RequestOutput> outputs = engine.step();
+    if (trace) trace->step(engine.expert_token_counts());
+    for (const engine::RequestOutput& out : outputs) {
       Result1& r = results[index_of.at(out.request_id)];
       if (first_token_time == 0 && !out.new_token_ids.empty()) first_token_time = now_seconds();
       r.token_ids.insert(r.token_ids.end(), out.new_token_ids.begin(), out.new_token_ids.end());
@@ -170,6 +180,11 @@ int run_generate(GenerateFlags& f) {
   }
   const double elapsed = now_seconds() - t0;
   engine.flush_kv_store();
+  if (trace) {
+    std::ofstream tf(f.expert_trace);
+    tf << parallel::expert_trace_to_json(trace->finish(engine.expert_token_counts()));
+    if (!tf) return report_error(io_error("--expert-trace {}: cannot write", f.expert_trace));
+  }
 
   std::ofstream out_file;
   if (!f.output.empty()) {
@@ -235,6 +250,12 @@ Subcommand make_generate_command() {
     cmd->add_option("--json-schema", flags->json_schema, "Constrain output to a JSON Schema file");
     cmd->add_option("--regex", flags->regex, "Constrain output to a regular expression");
     cmd->add_option("--grammar", flags->grammar, "Constrain output to an EBNF (GBNF-style) grammar file");
+    cmd->add_option("--expert-trace", flags->expert_trace,
+                    "MoE models: write the tokens routed to each expert (per layer, in total and per window "
+                    "of steps) to this JSON file, for `deepinfer eplb plan`");
+    cmd->add_option("--expert-trace-window", flags->expert_trace_window,
+                    "Engine steps per window in --expert-trace (0 = totals only; default 16)")
+        ->check(CLI::Range(0, 1 << 30));
     cmd->footer(
         "Greedy by default (--temperature 0): the same prompt gives the same answer, as a tool that "
         "answers questions should; give --temperature (and --seed) to sample. --input lines start "
