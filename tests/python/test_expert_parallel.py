@@ -66,7 +66,8 @@ def test_ep2_under_mpirun_and_with_eplb_replicas(tmp_path, mpi):
                DEEPINFER_ROUTER_ZIPF="0.2")
     import subprocess
     from conftest import BINARY
-    r = subprocess.run(["mpirun", "-n", "2", "--oversubscribe", "--bind-to", "none", str(BINARY), "generate",
+    r = subprocess.run(["mpirun", "-n", "2", "--oversubscribe", "--bind-to", "none",
+                        "--mca", "btl_vader_single_copy_mechanism", "none", str(BINARY), "generate",
                         "--model", str(d), "--input", str(inp), "--json", "--threads", "1", "--batch-invariant",
                         "--ep", "2", "--eplb-trace", str(trace), "--ep-redundant", "4"],
                        capture_output=True, text=True, timeout=300, env=env)

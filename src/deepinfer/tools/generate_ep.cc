@@ -57,7 +57,10 @@ Result<parallel::EpPlacement> ep_placement(const EpFlags& f, const model::ModelC
 int spawn_mpirun(int ep) {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::string> args = {"mpirun", "-n", std::to_string(ep), "--oversubscribe", "--bind-to", "none"};
+  // Containers often forbid the cross-process reads Open MPI's shared-memory transport uses for
+  // large messages (CMA): copy through shared memory instead, which works everywhere.
+  std::vector<std::string> args = {"mpirun", "-n", std::to_string(ep), "--oversubscribe", "--bind-to", "none",
+                                   "--mca", "btl_vader_single_copy_mechanism", "none"};
   if (geteuid() == 0) args.push_back("--allow-run-as-root");
   args.push_back("/proc/self/exe");
   bool first = true;
