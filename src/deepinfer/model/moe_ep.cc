@@ -18,8 +18,9 @@ void grow(std::vector<T>& v, size_t n) {
 
 }  // namespace
 
-void moe_forward_ep(const MoeWeights& m, const MoeRouting& r, int layer, parallel::EpGroup& ep, const float* x,
-                    int64_t T, int64_t hidden, float* out, uint64_t* counts, MoeScratch& s, ForwardContext& ctx) {
+void moe_forward_ep(const MoeWeights& m, const MoeRouting& r, int layer, parallel::EpGroup& ep,
+                    const float* x, int64_t T, int64_t hidden, float* out, uint64_t* counts,
+                    MoeScratch& s, ForwardContext& ctx) {
   const int E = r.n_experts, K = r.top_k;
   grow(s.logits, T * E);
   grow(s.idx, T * K);
@@ -28,7 +29,8 @@ void moe_forward_ep(const MoeWeights& m, const MoeRouting& r, int layer, paralle
     LinearWeight router;
     router.weight = m.router;
     linear_forward(router, x, T, hidden, s.logits.data(), E, ctx);
-    moe_route(r, s.logits.data(), m.score_bias.empty() ? nullptr : static_cast<const float*>(m.score_bias.data), T,
+    moe_route(r, s.logits.data(),
+              m.score_bias.empty() ? nullptr : static_cast<const float*>(m.score_bias.data), T,
               s.idx.data(), s.weights.data());
   }
   if (counts)
@@ -50,7 +52,8 @@ void moe_forward_ep(const MoeWeights& m, const MoeRouting& r, int layer, paralle
   std::vector<int> ks(K);
   for (int64_t t = 0; t < T; ++t) {
     std::iota(ks.begin(), ks.end(), 0);
-    std::sort(ks.begin(), ks.end(), [&](int a, int b) { return s.idx[t * K + a] < s.idx[t * K + b]; });
+    std::sort(ks.begin(), ks.end(),
+              [&](int a, int b) { return s.idx[t * K + a] < s.idx[t * K + b]; });
     float* o = out + t * hidden;
     for (int k : ks) {
       const float wt = s.weights[t * K + k];
@@ -64,13 +67,15 @@ void moe_forward_ep(const MoeWeights& m, const MoeRouting& r, int layer, paralle
   }
 }
 
-void moe_local_experts(const MoeWeights& m, const parallel::EpPlacement& p, int layer, const int32_t* slots,
-                       const float* x, int64_t n, int64_t hidden, float* y, MoeScratch& s, ForwardContext& ctx) {
+void moe_local_experts(const MoeWeights& m, const parallel::EpPlacement& p, int layer,
+                       const int32_t* slots, const float* x, int64_t n, int64_t hidden, float* y,
+                       MoeScratch& s, ForwardContext& ctx) {
   // Rows grouped by logical expert (replicas of one expert on this rank run as one matmul).
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   auto expert_of = [&](int64_t i) { return p.phy2log[size_t(layer) * p.num_physical + slots[i]]; };
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return expert_of(a) < expert_of(b); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return expert_of(a) < expert_of(b); });
   std::vector<float> xg(size_t(n * hidden)), yg(size_t(n * hidden));
   for (int64_t j = 0; j < n; ++j)
     std::memcpy(xg.data() + j * hidden, x + order[size_t(j)] * hidden, sizeof(float) * hidden);
@@ -78,8 +83,10 @@ void moe_local_experts(const MoeWeights& m, const parallel::EpPlacement& p, int 
     const int e = expert_of(order[size_t(j0)]);
     int64_t j1 = j0;
     while (j1 < n && expert_of(order[size_t(j1)]) == e) ++j1;
-    DI_CHECK(!m.experts[size_t(e)].gate.weight.empty(), "expert {} of layer {} is not loaded on this rank", e, layer);
-    mlp_forward(m.experts[size_t(e)], xg.data() + j0 * hidden, j1 - j0, hidden, yg.data() + j0 * hidden, s, ctx);
+    DI_CHECK(!m.experts[size_t(e)].gate.weight.empty(),
+             "expert {} of layer {} is not loaded on this rank", e, layer);
+    mlp_forward(m.experts[size_t(e)], xg.data() + j0 * hidden, j1 - j0, hidden,
+                yg.data() + j0 * hidden, s, ctx);
     j0 = j1;
   }
   for (int64_t j = 0; j < n; ++j)

@@ -37,12 +37,13 @@ struct EpPlacement {
 // line) when ranks do not divide the experts.
 Result<EpPlacement> contiguous_placement(int num_layers, int num_experts, int ranks);
 // EPLB's placement for the model layers `layers` (the trace's rows); other layers contiguous.
-Result<EpPlacement> placement_from_eplb(const EplbPlacement& p, const std::vector<int>& layers, int num_layers,
-                                        int ranks);
+Result<EpPlacement> placement_from_eplb(const EplbPlacement& p, const std::vector<int>& layers,
+                                        int num_layers, int ranks);
 
 // Runs this rank's experts: rows x [n, hidden] for physical slots slots[n] (all on this rank)
 // into y [n, hidden].
-using LocalExperts = std::function<void(int layer, const int32_t* slots, const float* x, int64_t n, float* y)>;
+using LocalExperts =
+    std::function<void(int layer, const int32_t* slots, const float* x, int64_t n, float* y)>;
 
 class EpGroup {
  public:
@@ -61,7 +62,8 @@ class EpGroup {
 
   // One MoE layer, called by every rank in the same order: row i of x [n, hidden] goes to
   // physical slot dest[i]; y [n, hidden] receives its expert's output.
-  virtual void exchange(int layer, const int32_t* dest, const float* x, int64_t n, int64_t hidden, float* y) = 0;
+  virtual void exchange(int layer, const int32_t* dest, const float* x, int64_t n, int64_t hidden,
+                        float* y) = 0;
   // End of a step: waits for every rank (serving their MoE layers meanwhile); true while any
   // rank still has work.
   virtual bool step_barrier(bool have_work) = 0;

@@ -28,11 +28,13 @@ class MpiEpGroup final : public EpGroup {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  void exchange(int layer, const int32_t* dest, const float* x, int64_t n, int64_t hidden, float* y) override {
-    const std::vector<Header> all = gather_headers({kMoeLayer, layer, 1, static_cast<int32_t>(hidden)});
+  void exchange(int layer, const int32_t* dest, const float* x, int64_t n, int64_t hidden,
+                float* y) override {
+    const std::vector<Header> all =
+        gather_headers({kMoeLayer, layer, 1, static_cast<int32_t>(hidden)});
     for (const Header& h : all)
-      DI_CHECK(h.kind != kMoeLayer || h.layer == layer, "expert parallel: ranks out of step (MoE layer {} vs {})",
-               layer, h.layer);
+      DI_CHECK(h.kind != kMoeLayer || h.layer == layer,
+               "expert parallel: ranks out of step (MoE layer {} vs {})", layer, h.layer);
     run_layer(layer, dest, x, n, hidden, y);
   }
 
@@ -46,7 +48,8 @@ class MpiEpGroup final : public EpGroup {
         any_work = any_work || h.have_work;
       }
       if (layer < 0) return any_work;
-      run_layer(layer, nullptr, nullptr, 0, width, nullptr);  // serve the others' layer with no rows of ours
+      run_layer(layer, nullptr, nullptr, 0, width,
+                nullptr);  // serve the others' layer with no rows of ours
     }
   }
 
@@ -57,7 +60,8 @@ class MpiEpGroup final : public EpGroup {
     int total = 0;
     for (int r = 0; r < size_; ++r) displs[r] = total, total += rank_ == 0 ? lens[r] : 0;
     std::string all(size_t(total), '\0');
-    MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
+    MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
+                MPI_COMM_WORLD);
     std::vector<std::string> out;
     if (rank_ == 0)
       for (int r = 0; r < size_; ++r) out.push_back(all.substr(size_t(displs[r]), size_t(lens[r])));
@@ -95,13 +99,15 @@ class MpiEpGroup final : public EpGroup {
     std::vector<int64_t> order(static_cast<size_t>(n));
     std::vector<int> fill = sdispl;
     for (int64_t i = 0; i < n; ++i) order[size_t(fill[dest[i] / per_rank]++)] = i;
-    std::vector<int32_t> send_slots(static_cast<size_t>(n)), recv_slots(static_cast<size_t>(n_recv));
+    std::vector<int32_t> send_slots(static_cast<size_t>(n)),
+        recv_slots(static_cast<size_t>(n_recv));
     for (int64_t j = 0; j < n; ++j) send_slots[size_t(j)] = dest[order[size_t(j)]];
-    MPI_Alltoallv(send_slots.data(), send_rows.data(), sdispl.data(), MPI_INT, recv_slots.data(), recv_rows.data(),
-                  rdispl.data(), MPI_INT, MPI_COMM_WORLD);
-    DI_CHECK(n_recv * h < (int64_t{1} << 31) && n * h < (int64_t{1} << 31), "expert parallel: batch too large");
-    std::vector<float> send_x(size_t(n * h)), recv_x(size_t(n_recv * h)), recv_y(size_t(n_recv * h)),
-        send_y(size_t(n * h));
+    MPI_Alltoallv(send_slots.data(), send_rows.data(), sdispl.data(), MPI_INT, recv_slots.data(),
+                  recv_rows.data(), rdispl.data(), MPI_INT, MPI_COMM_WORLD);
+    DI_CHECK(n_recv * h < (int64_t{1} << 31) && n * h < (int64_t{1} << 31),
+             "expert parallel: batch too large");
+    std::vector<float> send_x(size_t(n * h)), recv_x(size_t(n_recv * h)),
+        recv_y(size_t(n_recv * h)), send_y(size_t(n * h));
     for (int64_t j = 0; j < n; ++j)
       std::memcpy(send_x.data() + j * h, x + order[size_t(j)] * h, sizeof(float) * size_t(h));
     auto scaled = [h](const std::vector<int>& v) {
@@ -109,12 +115,13 @@ class MpiEpGroup final : public EpGroup {
       for (size_t i = 0; i < v.size(); ++i) s[i] = static_cast<int>(v[i] * h);
       return s;
     };
-    const std::vector<int> sc = scaled(send_rows), sd = scaled(sdispl), rc = scaled(recv_rows), rd = scaled(rdispl);
-    MPI_Alltoallv(send_x.data(), sc.data(), sd.data(), MPI_FLOAT, recv_x.data(), rc.data(), rd.data(), MPI_FLOAT,
-                  MPI_COMM_WORLD);
+    const std::vector<int> sc = scaled(send_rows), sd = scaled(sdispl), rc = scaled(recv_rows),
+                           rd = scaled(rdispl);
+    MPI_Alltoallv(send_x.data(), sc.data(), sd.data(), MPI_FLOAT, recv_x.data(), rc.data(),
+                  rd.data(), MPI_FLOAT, MPI_COMM_WORLD);
     if (n_recv > 0) local_(layer, recv_slots.data(), recv_x.data(), n_recv, recv_y.data());
-    MPI_Alltoallv(recv_y.data(), rc.data(), rd.data(), MPI_FLOAT, send_y.data(), sc.data(), sd.data(), MPI_FLOAT,
-                  MPI_COMM_WORLD);
+    MPI_Alltoallv(recv_y.data(), rc.data(), rd.data(), MPI_FLOAT, send_y.data(), sc.data(),
+                  sd.data(), MPI_FLOAT, MPI_COMM_WORLD);
     for (int64_t j = 0; j < n; ++j)
       std::memcpy(y + order[size_t(j)] * h, send_y.data() + j * h, sizeof(float) * size_t(h));
   }
@@ -136,8 +143,8 @@ Result<std::unique_ptr<EpGroup>> EpGroup::init(int expected_ranks) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   auto g = std::make_unique<MpiEpGroup>(rank, size);  // finalizes MPI on every return path
   if (size != expected_ranks)
-    return invalid_argument("--ep {}: this MPI job has {} ranks (start it with mpirun -n {})", expected_ranks, size,
-                            expected_ranks);
+    return invalid_argument("--ep {}: this MPI job has {} ranks (start it with mpirun -n {})",
+                            expected_ranks, size, expected_ranks);
   return std::unique_ptr<EpGroup>(std::move(g));
 }
 

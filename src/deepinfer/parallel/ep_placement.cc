@@ -1,15 +1,17 @@
 // Expert placements for EpGroup: contiguous, or EPLB's for the traced layers.
+#include <algorithm>
+
 #include "deepinfer/parallel/ep_group.h"
 #include "deepinfer/parallel/eplb.h"
-
-#include <algorithm>
 
 namespace deepinfer::parallel {
 
 Result<EpPlacement> contiguous_placement(int num_layers, int num_experts, int ranks) {
   if (ranks < 1 || num_experts % ranks != 0)
-    return invalid_argument("--ep {}: {} routed experts do not divide over {} ranks (without redundant experts "
-                            "the rank count must divide the experts)", ranks, num_experts, ranks);
+    return invalid_argument(
+        "--ep {}: {} routed experts do not divide over {} ranks (without redundant experts "
+        "the rank count must divide the experts)",
+        ranks, num_experts, ranks);
   EpPlacement p;
   p.num_layers = num_layers;
   p.num_experts = p.num_physical = num_experts;
@@ -25,8 +27,8 @@ Result<EpPlacement> contiguous_placement(int num_layers, int num_experts, int ra
   return p;
 }
 
-Result<EpPlacement> placement_from_eplb(const EplbPlacement& e, const std::vector<int>& layers, int num_layers,
-                                        int ranks) {
+Result<EpPlacement> placement_from_eplb(const EplbPlacement& e, const std::vector<int>& layers,
+                                        int num_layers, int ranks) {
   if (e.num_physical % ranks != 0)
     return invalid_argument("--ep {} does not divide {} physical experts", ranks, e.num_physical);
   EpPlacement p;

@@ -116,30 +116,34 @@ void rebalance_layer(const float* w, int num_logical, const EplbOptions& o, int3
   for (int e = 0; e < num_logical; ++e) out_logcnt[e] = mlogcnt_all[log2mlog[e]];
 }
 
-Status check_options(const std::vector<float>& weight, int num_layers, int num_logical, const EplbOptions& o) {
+Status check_options(const std::vector<float>& weight, int num_layers, int num_logical,
+                     const EplbOptions& o) {
   if (num_layers <= 0 || num_logical <= 0) return invalid_argument("eplb: no layers or no experts");
   if (weight.size() != size_t(num_layers) * num_logical)
-    return invalid_argument("eplb: weight has {} values, want {} layers x {} experts", weight.size(), num_layers,
-                            num_logical);
+    return invalid_argument("eplb: weight has {} values, want {} layers x {} experts",
+                            weight.size(), num_layers, num_logical);
   for (float v : weight)
-    if (!std::isfinite(v) || v < 0) return invalid_argument("eplb: expert loads must be finite and >= 0");
+    if (!std::isfinite(v) || v < 0)
+      return invalid_argument("eplb: expert loads must be finite and >= 0");
   if (o.num_groups <= 0 || o.num_nodes <= 0 || o.num_gpus <= 0)
     return invalid_argument("eplb: groups, nodes and gpus must be positive");
   if (num_logical % o.num_groups != 0)
     return invalid_argument("eplb: {} groups do not divide {} experts", o.num_groups, num_logical);
   if (o.num_physical < num_logical)
-    return invalid_argument("eplb: {} physical slots cannot hold {} experts", o.num_physical, num_logical);
+    return invalid_argument("eplb: {} physical slots cannot hold {} experts", o.num_physical,
+                            num_logical);
   if (o.num_gpus % o.num_nodes != 0)
     return invalid_argument("eplb: {} nodes do not divide {} gpus", o.num_nodes, o.num_gpus);
   if (o.num_physical % o.num_gpus != 0)
-    return invalid_argument("eplb: {} ranks do not divide {} physical experts", o.num_gpus, o.num_physical);
+    return invalid_argument("eplb: {} ranks do not divide {} physical experts", o.num_gpus,
+                            o.num_physical);
   return Status::ok();
 }
 
 }  // namespace
 
-Result<EplbPlacement> eplb_rebalance(const std::vector<float>& weight, int num_layers, int num_logical,
-                                     const EplbOptions& opt) {
+Result<EplbPlacement> eplb_rebalance(const std::vector<float>& weight, int num_layers,
+                                     int num_logical, const EplbOptions& opt) {
   DI_RETURN_IF_ERROR(check_options(weight, num_layers, num_logical, opt));
   EplbOptions o = opt;
   if (o.num_groups % o.num_nodes != 0) o.num_groups = 1, o.num_nodes = 1;  // the global policy
@@ -154,7 +158,8 @@ Result<EplbPlacement> eplb_rebalance(const std::vector<float>& weight, int num_l
   p.logcnt.resize(size_t(num_layers) * num_logical);
   for (int l = 0; l < num_layers; ++l) {
     rebalance_layer(weight.data() + size_t(l) * num_logical, num_logical, o,
-                    p.phy2log.data() + size_t(l) * o.num_physical, p.phy_rank.data() + size_t(l) * o.num_physical,
+                    p.phy2log.data() + size_t(l) * o.num_physical,
+                    p.phy_rank.data() + size_t(l) * o.num_physical,
                     p.logcnt.data() + size_t(l) * num_logical);
   }
   p.max_replicas = *std::max_element(p.logcnt.begin(), p.logcnt.end());

@@ -42,7 +42,7 @@ void eplb_replicate_experts(const std::vector<float>& w, int num_phy, std::vecto
 // policy when num_groups % num_nodes == 0 (groups packed to nodes, replicas made within nodes,
 // then packed to GPUs); otherwise the global policy (the same with one group and one node).
 // Slot s of a layer lives on GPU s / (num_physical / num_gpus).
-Result<EplbPlacement> eplb_rebalance(const std::vector<float>& weight, int num_layers, int num_logical,
-                                     const EplbOptions& opt);
+Result<EplbPlacement> eplb_rebalance(const std::vector<float>& weight, int num_layers,
+                                     int num_logical, const EplbOptions& opt);
 
 }  // namespace deepinfer::parallel

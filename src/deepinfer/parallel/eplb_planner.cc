@@ -15,7 +15,8 @@ double imbalance(const std::vector<double>& loads) {
 }
 
 // The placement without EPLB, in the same form as EPLB's: one slot per (expert, copy).
-bool static_placement(int experts, int ep, std::vector<int32_t>& phy2log, std::vector<int32_t>& logcnt) {
+bool static_placement(int experts, int ep, std::vector<int32_t>& phy2log,
+                      std::vector<int32_t>& logcnt) {
   if (experts % ep == 0) {
     phy2log.resize(experts);
     std::iota(phy2log.begin(), phy2log.end(), 0);
@@ -41,8 +42,8 @@ struct Score {
 
 }  // namespace
 
-std::vector<double> rank_loads(const std::vector<uint64_t>& counts, const int32_t* phy2log, const int32_t* logcnt,
-                               int num_physical, int ep) {
+std::vector<double> rank_loads(const std::vector<uint64_t>& counts, const int32_t* phy2log,
+                               const int32_t* logcnt, int num_physical, int ep) {
   std::vector<double> loads(ep, 0.0);
   const int per_rank = num_physical / ep;
   for (int s = 0; s < num_physical; ++s) {
@@ -60,12 +61,15 @@ Result<PlanResult> plan_eplb(const ExpertTrace& trace, const PlanRequest& req) {
   out.ep = req.ep;
   out.num_physical = E + req.redundant;
   if (out.num_physical % req.ep != 0)
-    return invalid_argument("--ep {} does not divide {} physical experts ({} experts + {} redundant)", req.ep,
-                            out.num_physical, E, req.redundant);
+    return invalid_argument(
+        "--ep {} does not divide {} physical experts ({} experts + {} redundant)", req.ep,
+        out.num_physical, E, req.redundant);
   std::vector<float> weight;
   for (const auto& row : trace.total)
     for (uint64_t v : row) weight.push_back(static_cast<float>(v));
-  EplbOptions o{.num_physical = out.num_physical, .num_groups = req.num_groups, .num_nodes = req.num_nodes,
+  EplbOptions o{.num_physical = out.num_physical,
+                .num_groups = req.num_groups,
+                .num_nodes = req.num_nodes,
                 .num_gpus = req.ep};
   DI_ASSIGN_OR_RETURN(EplbPlacement p, eplb_rebalance(weight, L, E, o));
 

@@ -32,8 +32,8 @@ struct PlanResult {
 };
 
 // Load of each rank for one layer: each expert's load split evenly over its replicas.
-std::vector<double> rank_loads(const std::vector<uint64_t>& counts, const int32_t* phy2log, const int32_t* logcnt,
-                               int num_physical, int ep);
+std::vector<double> rank_loads(const std::vector<uint64_t>& counts, const int32_t* phy2log,
+                               const int32_t* logcnt, int num_physical, int ep);
 
 // InvalidArgument (naming the sizes) when the request does not fit the trace.
 Result<PlanResult> plan_eplb(const ExpertTrace& trace, const PlanRequest& req);

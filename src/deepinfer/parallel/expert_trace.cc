@@ -3,7 +3,6 @@
 
 #include <fstream>
 #include <iterator>
-
 #include <nlohmann/json.hpp>
 
 namespace deepinfer::parallel {
@@ -67,7 +66,8 @@ Result<ExpertTrace> read_expert_trace(const std::string& path) {
   }
   if (t.num_experts <= 0 || t.num_groups <= 0 || t.layers.empty())
     return corrupt("{}: needs num_experts > 0, num_groups > 0 and at least one layer", path);
-  DI_RETURN_IF_ERROR(check_counts(j.at("total"), t.layers.size(), t.num_experts, path + ": \"total\""));
+  DI_RETURN_IF_ERROR(
+      check_counts(j.at("total"), t.layers.size(), t.num_experts, path + ": \"total\""));
   t.total = j.at("total").get<ExpertCounts>();
   if (j.contains("windows")) {
     if (!j["windows"].is_array()) return corrupt("{}: \"windows\" must be an array", path);

@@ -14,12 +14,12 @@ namespace deepinfer::parallel {
 using ExpertCounts = std::vector<std::vector<uint64_t>>;  // [moe layer][expert]
 
 struct ExpertTrace {
-  std::string model;        // what it was recorded on (free text)
+  std::string model;  // what it was recorded on (free text)
   int num_experts = 0;
   int num_groups = 1;       // the model's expert groups (n_group)
   std::vector<int> layers;  // model layer index of each row
   ExpertCounts total;
-  int window_steps = 0;     // engine steps per window (0 = no windows)
+  int window_steps = 0;  // engine steps per window (0 = no windows)
   std::vector<ExpertCounts> windows;
 };
 

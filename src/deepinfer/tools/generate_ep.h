@@ -3,10 +3,9 @@
 // `mpirun -n N` on itself. See docs/parallel.md.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "deepinfer/base/status.h"
 #include "deepinfer/engine/loaded_model.h"

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ds_fixture.h"
 #include "deepinfer/model/moe.h"
 #include "deepinfer/parallel/ep_group.h"
 #include "deepinfer/parallel/eplb.h"
+#include "ds_fixture.h"
 
 namespace deepinfer {
 namespace {
@@ -16,7 +16,8 @@ class OneRankGroup final : public parallel::EpGroup {
  public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
-  void exchange(int layer, const int32_t* dest, const float* x, int64_t n, int64_t hidden, float* y) override {
+  void exchange(int layer, const int32_t* dest, const float* x, int64_t n, int64_t hidden,
+                float* y) override {
     ++exchanges;
     local_(layer, dest, x, n, y);
   }
@@ -46,7 +47,8 @@ TEST(MoeExpertParallel, OneRankGroupGivesTheSameLogitsBitForBit) {
   std::vector<float> w;
   for (int l = 1; l <= 2; ++l)
     for (int e = 0; e < 8; ++e) w.push_back(static_cast<float>(m->expert_stats().count(l, e)));
-  auto eplb = parallel::eplb_rebalance(w, 2, 8, {.num_physical = 16, .num_groups = 4, .num_nodes = 1, .num_gpus = 1});
+  auto eplb = parallel::eplb_rebalance(
+      w, 2, 8, {.num_physical = 16, .num_groups = 4, .num_nodes = 1, .num_gpus = 1});
   ASSERT_TRUE(eplb.is_ok());
   ASSERT_GE(eplb->max_replicas, 2);
   auto placed = parallel::placement_from_eplb(*eplb, {1, 2}, 4, 1);

@@ -18,13 +18,15 @@ TEST(EpPlacement, ContiguousSplitsExpertsEvenlyOrRefuses) {
   auto bad = contiguous_placement(3, 16, 3);
   ASSERT_FALSE(bad.is_ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.status().message().find("16 routed experts do not divide over 3 ranks"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("16 routed experts do not divide over 3 ranks"),
+            std::string::npos);
 }
 
 TEST(EpPlacement, EplbPlacementMapsTracedLayersAndSpreadsReplicasByKey) {
   // One traced layer (model layer 1 of 3), 4 experts, expert 0 hot: 4 redundant slots.
   const std::vector<float> w = {100, 1, 1, 1};
-  auto e = eplb_rebalance(w, 1, 4, {.num_physical = 8, .num_groups = 1, .num_nodes = 1, .num_gpus = 2});
+  auto e =
+      eplb_rebalance(w, 1, 4, {.num_physical = 8, .num_groups = 1, .num_nodes = 1, .num_gpus = 2});
   ASSERT_TRUE(e.is_ok());
   auto p = placement_from_eplb(*e, {1}, 3, 2);
   ASSERT_TRUE(p.is_ok()) << p.status().message();

@@ -24,7 +24,8 @@ ExpertTrace skewed_trace() {
 TEST(EplbPlanner, StaticPlacementMatchesHandComputedImbalance) {
   auto r = plan_eplb(skewed_trace(), {.ep = 4, .redundant = 0, .num_groups = 2, .num_nodes = 1});
   ASSERT_TRUE(r.is_ok()) << r.status().message();
-  // Layer 1: ranks {900, 200, 200, 200}, mean 375 -> 2.4. Layer 2: {100, 100, 100, 700}, mean 250 -> 2.8.
+  // Layer 1: ranks {900, 200, 200, 200}, mean 375 -> 2.4. Layer 2: {100, 100, 100, 700}, mean 250
+  // -> 2.8.
   EXPECT_DOUBLE_EQ(r->static_mean, (900.0 / 375 + 700.0 / 250) / 2);
   EXPECT_DOUBLE_EQ(r->static_worst, 700.0 / 250);
   // Without replicas no arrangement helps: each hot expert's rank holds it plus one more.
@@ -45,7 +46,8 @@ TEST(EplbPlanner, EpLargerThanTheExpertsCopiesThemEvenlyWithoutEplb) {
   EXPECT_GT(r->static_mean, 1.0);  // 2 copies each: the hot expert's two ranks still stand out
   auto bad = plan_eplb(skewed_trace(), {.ep = 3, .redundant = 0, .num_groups = 2, .num_nodes = 1});
   ASSERT_FALSE(bad.is_ok());
-  EXPECT_EQ(bad.status().message(), "--ep 3 does not divide 8 physical experts (8 experts + 0 redundant)");
+  EXPECT_EQ(bad.status().message(),
+            "--ep 3 does not divide 8 physical experts (8 experts + 0 redundant)");
 }
 
 TEST(ExpertTrace, RecorderKeepsMoeLayersAndWindowsAndRoundTrips) {
@@ -80,9 +82,11 @@ TEST(ExpertTrace, BadFilesAreRefusedByName) {
   auto r = read_expert_trace(path.string());
   EXPECT_EQ(r.status().code(), StatusCode::kCorrupt);
   EXPECT_NE(r.status().message().find("not valid JSON"), std::string::npos);
-  std::ofstream(path) << R"({"format":"deepinfer-expert-trace","num_experts":2,"layers":[0],"total":[[1]]})";
+  std::ofstream(path)
+      << R"({"format":"deepinfer-expert-trace","num_experts":2,"layers":[0],"total":[[1]]})";
   r = read_expert_trace(path.string());
-  EXPECT_NE(r.status().message().find("2 expert counts"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("2 expert counts"), std::string::npos)
+      << r.status().message();
   std::filesystem::remove(path);
 }
 

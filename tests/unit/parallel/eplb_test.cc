@@ -9,12 +9,13 @@ namespace deepinfer::parallel {
 namespace {
 
 TEST(Eplb, GoldenExampleGivesThePublishedPlacement) {
-  const std::vector<float> w = {90, 132, 40, 61, 104, 165, 39, 4, 73, 56, 183, 86,
-                                20, 107, 104, 64, 19, 197, 187, 157, 172, 86, 16, 27};
-  auto r = eplb_rebalance(w, 2, 12, {.num_physical = 16, .num_groups = 4, .num_nodes = 2, .num_gpus = 8});
+  const std::vector<float> w = {90, 132, 40,  61, 104, 165, 39,  4,   73,  56, 183, 86,
+                                20, 107, 104, 64, 19,  197, 187, 157, 172, 86, 16,  27};
+  auto r = eplb_rebalance(w, 2, 12,
+                          {.num_physical = 16, .num_groups = 4, .num_nodes = 2, .num_gpus = 8});
   ASSERT_TRUE(r.is_ok()) << r.status().message();
-  const std::vector<int32_t> want = {5, 6, 5, 7, 8, 4, 3, 4, 10, 9, 10, 2, 0, 1, 11, 1,
-                                     7, 10, 6, 8, 6, 11, 8, 9, 2, 4, 5, 1, 5, 0, 3, 1};
+  const std::vector<int32_t> want = {5, 6,  5, 7, 8, 4,  3, 4, 10, 9, 10, 2, 0, 1, 11, 1,
+                                     7, 10, 6, 8, 6, 11, 8, 9, 2,  4, 5,  1, 5, 0, 3,  1};
   EXPECT_EQ(r->phy2log, want);
   EXPECT_EQ(r->max_replicas, 2);
   // log2phy inverts phy2log: expert 5 of layer 0 sits in slots 0 and 2.
@@ -73,7 +74,10 @@ void expect_valid(const EplbPlacement& p, const EplbOptions& o) {
 TEST(Eplb, RandomLoadsGiveValidPlacementsHierarchicalAndGlobal) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(0, 1000);
-  struct Case { int experts; EplbOptions o; };
+  struct Case {
+    int experts;
+    EplbOptions o;
+  };
   const Case cases[] = {
       {16, {.num_physical = 24, .num_groups = 4, .num_nodes = 2, .num_gpus = 8}},
       {16, {.num_physical = 16, .num_groups = 4, .num_nodes = 1, .num_gpus = 4}},
@@ -92,12 +96,20 @@ TEST(Eplb, RandomLoadsGiveValidPlacementsHierarchicalAndGlobal) {
 
 TEST(Eplb, BadShapesAreRefusedWithTheReason) {
   const std::vector<float> w(12, 1.0f);
-  auto r = eplb_rebalance(w, 1, 12, {.num_physical = 12, .num_groups = 1, .num_nodes = 1, .num_gpus = 5});
+  auto r = eplb_rebalance(w, 1, 12,
+                          {.num_physical = 12, .num_groups = 1, .num_nodes = 1, .num_gpus = 5});
   ASSERT_FALSE(r.is_ok());
-  EXPECT_NE(r.status().message().find("5 ranks do not divide 12 physical experts"), std::string::npos);
-  EXPECT_FALSE(eplb_rebalance(w, 1, 12, {.num_physical = 8, .num_groups = 1, .num_nodes = 1, .num_gpus = 4}).is_ok());
-  EXPECT_FALSE(eplb_rebalance(w, 1, 12, {.num_physical = 12, .num_groups = 5, .num_nodes = 1, .num_gpus = 4}).is_ok());
-  EXPECT_FALSE(eplb_rebalance(w, 2, 12, {.num_physical = 12, .num_groups = 1, .num_nodes = 1, .num_gpus = 4}).is_ok());
+  EXPECT_NE(r.status().message().find("5 ranks do not divide 12 physical experts"),
+            std::string::npos);
+  EXPECT_FALSE(
+      eplb_rebalance(w, 1, 12, {.num_physical = 8, .num_groups = 1, .num_nodes = 1, .num_gpus = 4})
+          .is_ok());
+  EXPECT_FALSE(
+      eplb_rebalance(w, 1, 12, {.num_physical = 12, .num_groups = 5, .num_nodes = 1, .num_gpus = 4})
+          .is_ok());
+  EXPECT_FALSE(
+      eplb_rebalance(w, 2, 12, {.num_physical = 12, .num_groups = 1, .num_nodes = 1, .num_gpus = 4})
+          .is_ok());
 }
 
 }  // namespace
