@@ -52,6 +52,8 @@ class EpGroup {
   static Result<std::unique_ptr<EpGroup>> init(int expected_ranks);
   // True when this process was started by mpirun (Open MPI's environment).
   static bool launched_by_mpirun();
+  // False in a build without MPI (init() then refuses).
+  static bool available();
   virtual ~EpGroup() = default;
 
   virtual int rank() const = 0;

@@ -135,6 +135,8 @@ bool EpGroup::launched_by_mpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr;
 }
 
+bool EpGroup::available() { return true; }
+
 Result<std::unique_ptr<EpGroup>> EpGroup::init(int expected_ranks) {
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);

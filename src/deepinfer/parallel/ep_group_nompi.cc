@@ -5,6 +5,7 @@
 namespace deepinfer::parallel {
 
 bool EpGroup::launched_by_mpirun() { return false; }
+bool EpGroup::available() { return false; }
 
 Result<std::unique_ptr<EpGroup>> EpGroup::init(int expected_ranks) {
   return unsupported(

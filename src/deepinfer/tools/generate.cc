@@ -163,6 +163,7 @@ int run_generate(GenerateFlags& f) {
     // Refuse what the ranks would refuse before starting them.
     Status st = check_ep_model(f.ep, *loaded);
     if (!st.is_ok()) return report_error(st);
+    if (!parallel::EpGroup::available()) return report_error(parallel::EpGroup::init(f.ep.ep).status());
     return spawn_mpirun(f.ep.ep);
   }
   std::unique_ptr<parallel::EpGroup> ep;
