@@ -172,7 +172,7 @@ int run_generate(GenerateFlags& f) {
     if (!joined.is_ok()) return fail(joined.status());
     ep = std::move(*joined);
   }
-  if (f.chat && f.no_chat) return report_error(invalid_argument("give --chat or --no-chat, not both"));
+  if (f.chat && f.no_chat) return fail(invalid_argument("give --chat or --no-chat, not both"));
   const std::string arch = loaded->model->config().architecture;  // a copy: make_engine takes the model
   const int n_group = loaded->model->config().n_group;
   if (!f.expert_trace.empty() && loaded->model->expert_token_counts().empty())
