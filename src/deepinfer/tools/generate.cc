@@ -148,6 +148,7 @@ int run_generate(GenerateFlags& f) {
   if (!grammar.is_ok()) return report_error(grammar.status());
   if (f.prompts.empty() && f.input.empty())
     return report_error(invalid_argument("give --prompt TEXT or --input FILE.jsonl"));
+  if (f.chat && f.no_chat) return report_error(invalid_argument("give --chat or --no-chat, not both"));
 
   const bool ep_ranks = f.ep.ep > 1 && parallel::EpGroup::launched_by_mpirun();
   if (f.ep.ep > 1 && !f.expert_trace.empty())
@@ -172,7 +173,6 @@ int run_generate(GenerateFlags& f) {
     if (!joined.is_ok()) return fail(joined.status());
     ep = std::move(*joined);
   }
-  if (f.chat && f.no_chat) return fail(invalid_argument("give --chat or --no-chat, not both"));
   const std::string arch = loaded->model->config().architecture;  // a copy: make_engine takes the model
   const int n_group = loaded->model->config().n_group;
   if (!f.expert_trace.empty() && loaded->model->expert_token_counts().empty())
