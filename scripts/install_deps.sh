@@ -9,7 +9,7 @@ APT_PACKAGES=(
   g++ cmake ninja-build make pkg-config python3 python3-pip
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev libpcre2-dev
-  libopenblas-dev libssl-dev libxxhash-dev libisal-dev liburing-dev libcpp-httplib-dev python3-dev pybind11-dev libcairo2-dev
+  libopenblas-dev libssl-dev libxxhash-dev libisal-dev liburing-dev libcpp-httplib-dev python3-dev pybind11-dev libcairo2-dev libopenmpi-dev openmpi-bin
 )
 # Only for tests: a browser for the chat page test.
 TEST_APT_PACKAGES=(chromium chromium-driver)

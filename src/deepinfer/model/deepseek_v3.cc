@@ -3,6 +3,7 @@
 #include "deepinfer/model/deepseek_v3.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "deepinfer/base/check.h"
@@ -15,6 +16,7 @@
 #include "deepinfer/model/hf_config_json.h"
 #include "deepinfer/model/layers/embedding.h"
 #include "deepinfer/model/layers/rope_scaling.h"
+#include "deepinfer/parallel/ep_group.h"
 
 namespace deepinfer::model {
 namespace {
@@ -27,6 +29,18 @@ void grow(std::vector<T>& v, size_t n) {
 // config.json's quantization_config: absent, or DeepSeek's FP8 with 128x128 blocks.
 Status check_quantization(const std::string& dir) {
   return hf::check_fp8_block_quantization(hf::read_json_lenient(dir + "/config.json"), dir);
+}
+
+// DEEPINFER_ROUTER_ZIPF=alpha skews routing on purpose (skew_router in moe.h): for measuring
+// expert-parallel load balance (docs/parallel.md). Unset or empty = off.
+Result<float> router_zipf_from_env() {
+  const char* v = std::getenv("DEEPINFER_ROUTER_ZIPF");
+  if (!v || !*v) return 0.0f;
+  char* end = nullptr;
+  const float alpha = std::strtof(v, &end);
+  if (*end != '\0' || !std::isfinite(alpha) || alpha < 0)
+    return invalid_argument("DEEPINFER_ROUTER_ZIPF '{}': want a number >= 0", v);
+  return alpha;
 }
 
 }  // namespace
@@ -105,8 +119,10 @@ Status DeepseekV3::load_weights(const WeightSource& source) {
     output_.weight = embedding_;
   }
   layers_.resize(c.num_layers);
+  DI_ASSIGN_OR_RETURN(const float zipf, router_zipf_from_env());
   for (int l = 0; l < c.num_layers; ++l) {
     DI_ASSIGN_OR_RETURN(layers_[l], load_layer(w, l));
+    if (layers_[l].is_moe) skew_router(layers_[l].moe, c.n_routed_experts, l, zipf);
   }
   const std::string mtp = "model.layers." + std::to_string(c.num_layers);
   // Checkpoints converted without the MTP layer still run; only the draft head is unavailable.
@@ -159,8 +175,13 @@ void DeepseekV3::layer_forward(const DeepseekLayer& L, int stats_row, const Forw
   const double t1 = now_seconds();
   rms_norm_rows(x_.data(), H, L.ffn_norm, h_.data(), H, T, H, eps);
   if (L.is_moe) {
-    moe_forward(L.moe, routing_, h_.data(), T, H, tmp_.data(), expert_stats_.layer_counts(stats_row),
-                moe_scratch_, ctx);
+    if (ep_) {
+      moe_forward_ep(L.moe, routing_, stats_row, *ep_, h_.data(), T, H, tmp_.data(),
+                     expert_stats_.layer_counts(stats_row), moe_scratch_, ctx);
+    } else {
+      moe_forward(L.moe, routing_, h_.data(), T, H, tmp_.data(), expert_stats_.layer_counts(stats_row),
+                  moe_scratch_, ctx);
+    }
   } else {
     mlp_forward(L.mlp, h_.data(), T, H, tmp_.data(), moe_scratch_, ctx);
   }
@@ -188,6 +209,7 @@ void DeepseekV3::head(const ForwardBatch& batch, const Tensor& norm, const Linea
 Status DeepseekV3::forward(const ForwardBatch& batch, KvCache& cache, ForwardContext& ctx, float* logits) {
   DI_RETURN_IF_ERROR(check_batch(batch, cache, config_.num_layers));
   const double start = now_seconds();
+  if (ep_) ep_ctx_ = ctx;
   const int64_t T = batch.num_tokens(), H = config_.hidden_size;
   grow(x_, T * H);
   grow(h_, T * H);
@@ -221,6 +243,23 @@ Status DeepseekV3::mtp_forward(const ForwardBatch& batch, const float* prev_hidd
   linear_forward(mtp_eh_proj_, tmp_.data(), T, 2 * H, x_.data(), H, ctx);
   layer_forward(mtp_layer_, config_.num_layers, batch, mtp_cache.k[0].data(), mtp_cache.block_size, ctx);
   head(batch, mtp_head_norm_, mtp_head_, ctx, logits);
+  return Status::ok();
+}
+
+Status DeepseekV3::set_expert_parallel(parallel::EpGroup* ep, const ForwardContext& ctx) {
+  if (config_.n_routed_experts <= 0) return unsupported("this deepseek_v3 checkpoint has no routed experts");
+  ep_ = ep;
+  ep_ctx_ = ctx;
+  if (!ep) return Status::ok();
+  const parallel::EpPlacement& p = ep->placement();
+  if (p.num_experts != config_.n_routed_experts || p.num_layers < config_.num_layers + (has_mtp_ ? 1 : 0))
+    return invalid_argument("expert placement ({} experts, {} layers) does not fit the model ({} experts, {} layers)",
+                            p.num_experts, p.num_layers, config_.n_routed_experts, config_.num_layers);
+  ep->set_local_experts([this](int layer, const int32_t* slots, const float* x, int64_t n, float* y) {
+    const DeepseekLayer& L = layer < config_.num_layers ? layers_[size_t(layer)] : mtp_layer_;
+    DI_CHECK(L.is_moe, "expert parallel: layer {} has no experts", layer);
+    moe_local_experts(L.moe, ep_->placement(), layer, slots, x, n, config_.hidden_size, y, ep_scratch_, ep_ctx_);
+  });
   return Status::ok();
 }
 

@@ -10,6 +10,10 @@
 #include "deepinfer/model/model.h"
 #include "deepinfer/model/moe.h"
 
+namespace deepinfer::parallel {
+class EpGroup;
+}  // namespace deepinfer::parallel
+
 namespace deepinfer::model {
 
 struct DeepseekLayer {
@@ -46,6 +50,10 @@ class DeepseekV3 final : public Model {
   const ExpertStats& expert_stats() const { return expert_stats_; }
   std::vector<std::vector<uint64_t>> expert_token_counts() const override;
   void reset_expert_stats() { expert_stats_.reset(); }
+  // Expert parallelism across processes (docs/parallel.md): routed experts run on the ranks of
+  // `ep` per its placement; `ctx` runs this rank's experts for the others while it has no batch
+  // of its own. nullptr turns it off.
+  Status set_expert_parallel(parallel::EpGroup* ep, const ForwardContext& ctx);
   const DeepseekForwardTimes& forward_times() const { return times_; }
   void reset_forward_times() { times_ = {}; }
   std::vector<std::pair<std::string, double>> forward_part_seconds() const override {
@@ -83,6 +91,9 @@ class DeepseekV3 final : public Model {
   LinearWeight output_;
   std::vector<DeepseekLayer> layers_;
   ExpertStats expert_stats_;
+  parallel::EpGroup* ep_ = nullptr;  // expert parallel when set (not owned)
+  ForwardContext ep_ctx_;            // for experts run on behalf of other ranks
+  MoeScratch ep_scratch_;
   DeepseekForwardTimes times_;
   bool keep_hidden_ = false;
   std::vector<float> final_hidden_;

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
+#include <random>
 
 namespace deepinfer::model {
 namespace {
@@ -160,6 +162,26 @@ void moe_forward(const MoeWeights& m, const MoeRouting& r, const float* x, int64
     mlp_forward(m.shared, x, T, hidden, s.ys.data(), s, ctx);
     for (int64_t i = 0; i < T * hidden; ++i) out[i] += s.ys[i];
   }
+}
+
+void skew_router(MoeWeights& m, int n_experts, int layer, float alpha) {
+  if (alpha == 0.0f) return;
+  std::vector<int> rank(n_experts);
+  std::iota(rank.begin(), rank.end(), 0);
+  std::mt19937 rng(static_cast<uint32_t>(layer) + 1);  // a fixed engine: the same skew on every machine
+  for (int i = n_experts - 1; i > 0; --i) std::swap(rank[i], rank[rng() % uint32_t(i + 1)]);
+  auto bias = std::shared_ptr<float[]>(new float[n_experts]);
+  for (int e = 0; e < n_experts; ++e) {
+    const float old = m.score_bias.empty() ? 0.0f : static_cast<const float*>(m.score_bias.data)[e];
+    bias[e] = old - alpha * std::log(1.0f + static_cast<float>(rank[e]));
+  }
+  Tensor t;
+  t.dtype = DType::kF32;
+  t.ndim = 1;
+  t.shape[0] = n_experts;
+  t.data = bias.get();
+  t.owner = bias;
+  m.score_bias = t;
 }
 
 Result<MlpWeights> load_mlp(const DeepseekWeights& w, const std::string& prefix, int64_t hidden,

@@ -10,6 +10,11 @@
 #include "deepinfer/model/layers/swiglu_mlp.h"
 #include "deepinfer/model/model.h"
 
+namespace deepinfer::parallel {
+class EpGroup;
+struct EpPlacement;
+}  // namespace deepinfer::parallel
+
 namespace deepinfer::model {
 
 struct MoeRouting {
@@ -66,6 +71,22 @@ void mlp_forward(const MlpWeights& m, const float* x, int64_t rows, int64_t hidd
 // `counts` [n_experts] when it is not null.
 void moe_forward(const MoeWeights& m, const MoeRouting& r, const float* x, int64_t T, int64_t hidden, float* out,
                  uint64_t* counts, MoeScratch& s, ForwardContext& ctx);
+
+// Expert parallel (moe_ep.cc): the same, with the routed experts run on the ranks of `ep` that
+// hold them (layer = the model layer, for the placement). Each token's expert outputs are summed
+// in the order moe_forward sums them, so results are bitwise equal in batch-invariant mode.
+void moe_forward_ep(const MoeWeights& m, const MoeRouting& r, int layer, parallel::EpGroup& ep, const float* x,
+                    int64_t T, int64_t hidden, float* out, uint64_t* counts, MoeScratch& s, ForwardContext& ctx);
+// This rank's part of an expert-parallel layer: rows x [n, hidden] for physical slots slots[n]
+// (owned here) through their experts into y [n, hidden].
+void moe_local_experts(const MoeWeights& m, const parallel::EpPlacement& p, int layer, const int32_t* slots,
+                       const float* x, int64_t n, int64_t hidden, float* y, MoeScratch& s, ForwardContext& ctx);
+
+// Skews routing on purpose, for load-balancing experiments: adds -alpha * ln(1 + rank(e)) to the
+// layer's selection bias, rank being a fixed pseudo-random permutation of the experts per layer
+// (so each layer has its own popular experts, Zipf-like). Changes only which experts are picked,
+// never their weights. alpha 0 leaves the layer as it is.
+void skew_router(MoeWeights& m, int n_experts, int layer, float alpha);
 
 Result<MlpWeights> load_mlp(const DeepseekWeights& w, const std::string& prefix, int64_t hidden,
                             int64_t intermediate);

@@ -1,0 +1,147 @@
+// generate --ep: flags, the placement, joining (or starting) the MPI job.
+#include "deepinfer/tools/generate_ep.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "deepinfer/model/deepseek_v3.h"
+#include "deepinfer/model/layers/linear.h"  // inline_pool
+#include "deepinfer/parallel/eplb.h"
+#include "deepinfer/parallel/expert_trace.h"
+
+namespace deepinfer::tools {
+
+void add_ep_flags(CLI::App& app, EpFlags& f) {
+  app.add_option("--ep", f.ep,
+                 "Expert-parallel ranks (MoE models): run under `mpirun -n N`, or give it alone "
+                 "and generate "
+                 "starts mpirun itself; requests are spread over the ranks")
+      ->check(CLI::Range(1, 1024));
+  app.add_option(
+      "--eplb-trace", f.eplb_trace,
+      "With --ep: place experts with EPLB from this expert trace (`generate --expert-trace`)");
+  app.add_option("--ep-redundant", f.redundant,
+                 "With --eplb-trace: redundant expert replicas (default 0)")
+      ->check(CLI::Range(0, 1 << 20));
+}
+
+Result<parallel::EpPlacement> ep_placement(const EpFlags& f, const model::ModelConfig& c) {
+  const int layers = c.num_layers + 1;  // + the MTP layer's row
+  if (c.n_routed_experts <= 0)
+    return invalid_argument("--ep {}: model '{}' has no routed experts", f.ep, c.architecture);
+  if (f.redundant > 0 && f.eplb_trace.empty())
+    return invalid_argument(
+        "--ep-redundant needs --eplb-trace (the load that decides which experts to copy)");
+  if (f.eplb_trace.empty()) return parallel::contiguous_placement(layers, c.n_routed_experts, f.ep);
+  DI_ASSIGN_OR_RETURN(parallel::ExpertTrace t, parallel::read_expert_trace(f.eplb_trace));
+  if (t.num_experts != c.n_routed_experts)
+    return invalid_argument("--eplb-trace {}: {} experts, the model has {}", f.eplb_trace,
+                            t.num_experts, c.n_routed_experts);
+  for (int l : t.layers)
+    if (l < 0 || l >= layers)
+      return invalid_argument("--eplb-trace {}: layer {} is not in the model", f.eplb_trace, l);
+  std::vector<float> w;
+  for (const auto& row : t.total)
+    for (uint64_t v : row) w.push_back(static_cast<float>(v));
+  const int physical = c.n_routed_experts + f.redundant;
+  if (physical % f.ep != 0)
+    return invalid_argument(
+        "--ep {} does not divide {} physical experts ({} experts + {} redundant)", f.ep, physical,
+        c.n_routed_experts, f.redundant);
+  parallel::EplbOptions o{
+      .num_physical = physical, .num_groups = t.num_groups, .num_nodes = 1, .num_gpus = f.ep};
+  DI_ASSIGN_OR_RETURN(
+      parallel::EplbPlacement p,
+      parallel::eplb_rebalance(w, static_cast<int>(t.layers.size()), t.num_experts, o));
+  return parallel::placement_from_eplb(p, t.layers, layers, f.ep);
+}
+
+int spawn_mpirun(int ep) {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Containers often forbid the cross-process reads Open MPI's shared-memory transport uses for
+  // large messages (CMA): copy through shared memory instead, which works everywhere.
+  std::vector<std::string> args = {"mpirun",
+                                   "-n",
+                                   std::to_string(ep),
+                                   "--oversubscribe",
+                                   "--bind-to",
+                                   "none",
+                                   "--mca",
+                                   "btl_vader_single_copy_mechanism",
+                                   "none"};
+  if (geteuid() == 0) args.push_back("--allow-run-as-root");
+  args.push_back("/proc/self/exe");
+  bool first = true;
+  for (size_t i = 0; i < raw.size();) {
+    const size_t end = raw.find('\0', i);
+    if (!first) args.push_back(raw.substr(i, end - i));
+    first = false;
+    i = end == std::string::npos ? raw.size() : end + 1;
+  }
+  // The child's /proc/self/exe is mpirun's; pass our own binary's path instead.
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return report_error(io_error("cannot find this program's path to start mpirun"));
+  self[n] = '\0';
+  for (std::string& a : args)
+    if (a == "/proc/self/exe") a = self;
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) return report_error(io_error("cannot start mpirun: fork failed"));
+  if (pid == 0) {
+    execvp("mpirun", argv.data());
+    std::fprintf(
+        stderr,
+        "deepinfer: --ep %d: cannot run mpirun (install openmpi-bin, or start deepinfer under "
+        "mpirun -n %d yourself)\n",
+        ep, ep);
+    _exit(kExitRuntimeError);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return report_error(io_error("waiting for mpirun failed"));
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return report_error(io_error("mpirun ended by signal {}", WTERMSIG(status)));
+}
+
+bool is_secondary_rank() {
+  const char* r = std::getenv("OMPI_COMM_WORLD_RANK");
+  return r && std::string(r) != "0";
+}
+
+Status check_ep_model(const EpFlags& f, const engine::LoadedModel& loaded) {
+  // DeepSeek-V3's layout is the one with expert-parallel MoE layers so far; when V4's joins,
+  // set_expert_parallel becomes a Model method.
+  if (!dynamic_cast<const model::DeepseekV3*>(loaded.model.get()))
+    return invalid_argument(
+        "--ep {}: expert parallelism supports DeepSeek-V3-layout models, not '{}'", f.ep,
+        loaded.model->config().architecture);
+  return ep_placement(f, loaded.model->config()).status();
+}
+
+Result<std::unique_ptr<parallel::EpGroup>> join_ep(const EpFlags& f, engine::LoadedModel& loaded,
+                                                   const EngineFlags& engine_flags) {
+  DI_RETURN_IF_ERROR(check_ep_model(f, loaded));
+  DI_ASSIGN_OR_RETURN(parallel::EpPlacement placement, ep_placement(f, loaded.model->config()));
+  DI_ASSIGN_OR_RETURN(std::unique_ptr<parallel::EpGroup> group, parallel::EpGroup::init(f.ep));
+  group->set_placement(std::move(placement));
+  model::ForwardContext ctx;
+  ctx.pool = &model::inline_pool();
+  ctx.batch_invariant = engine_flags.batch_invariant;
+  ctx.int8_activations = engine_flags.matmul_precision == "int8";
+  DI_RETURN_IF_ERROR(
+      dynamic_cast<model::DeepseekV3&>(*loaded.model).set_expert_parallel(group.get(), ctx));
+  return group;
+}
+
+}  // namespace deepinfer::tools

@@ -1,0 +1,36 @@
+// `generate --ep N`: expert parallelism over N processes. Run under `mpirun -n N` (each rank
+// takes every N-th request), or without mpirun, in which case generate starts
+// `mpirun -n N` on itself. See docs/parallel.md.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "deepinfer/base/status.h"
+#include "deepinfer/engine/loaded_model.h"
+#include "deepinfer/parallel/ep_group.h"
+#include "deepinfer/tools/cli_common.h"
+
+namespace deepinfer::tools {
+
+struct EpFlags {
+  int ep = 1;
+  std::string eplb_trace;  // place experts with EPLB from this trace (else contiguous)
+  int redundant = 0;       // redundant expert replicas with --eplb-trace
+};
+void add_ep_flags(CLI::App& app, EpFlags& f);
+
+// The placement the flags ask for, for this model; InvalidArgument (one line) when it cannot be.
+Result<parallel::EpPlacement> ep_placement(const EpFlags& f, const model::ModelConfig& config);
+// The model supports --ep and the placement fits it (checked before starting any rank).
+Status check_ep_model(const EpFlags& f, const engine::LoadedModel& loaded);
+// Re-runs this command line under `mpirun -n ep` and returns its exit status.
+int spawn_mpirun(int ep);
+// A rank other than 0 of an mpirun job (it keeps quiet: rank 0 prints results and errors).
+bool is_secondary_rank();
+// Joins the MPI job, sets the placement and attaches it to the model (before make_engine).
+Result<std::unique_ptr<parallel::EpGroup>> join_ep(const EpFlags& f, engine::LoadedModel& loaded,
+                                                   const EngineFlags& engine_flags);
+
+}  // namespace deepinfer::tools
