@@ -34,6 +34,9 @@ struct GenerationRequest {
   // after the first, with the N most likely tokens there; -1 = off, 0..20 = N. Such a request
   // computes its whole prompt (a cached prefix has no logits).
   int prompt_logprobs = -1;
+  // Speculative decoding (when the engine has a drafter): false opts this request out. Its
+  // output is the same either way; only the speed differs.
+  bool speculative = true;
 };
 
 struct LogprobEntry {
