@@ -31,10 +31,7 @@ def generate_jsonl(model, tmp_path, lines, *flags):
 
 @pytest.mark.parametrize("policy", ["fixed", "dspark"])
 def test_same_text_with_speculation(model, tmp_path, policy):
-    schema = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-              "required": ["name", "age"]}
     lines = [{"prompt": p} for p in PROMPTS]
-    lines.append({"prompt": "Give me a person as JSON with name and age.", "json_schema": schema})
     want, _ = generate_jsonl(model, tmp_path, lines, "--max-num-seqs", "8")
     got, stats = generate_jsonl(model, tmp_path, lines, "--max-num-seqs", "8", "--speculative", "ngram",
                                 "--spec-policy", policy)
@@ -42,8 +39,24 @@ def test_same_text_with_speculation(model, tmp_path, policy):
     assert "speculative:" in stats
     accepted = int(stats.split(" verified, ")[1].split(" accepted")[0])
     assert accepted > 0, stats
-    single, _ = generate_jsonl(model, tmp_path, lines[2:3], "--max-num-seqs", "1", "--speculative", "ngram")
+    single, _ = generate_jsonl(model, tmp_path, lines[2:3], "--max-num-seqs", "1", "--speculative", "ngram",
+                               "--spec-policy", policy)
     assert single[0]["text"] == want[2]["text"]
+
+
+def test_same_text_under_a_json_schema(model, tmp_path):
+    schema = tmp_path / "person.json"
+    schema.write_text(json.dumps({
+        "type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                                         "tags": {"type": "array", "items": {"type": "string"}}},
+        "required": ["name", "age", "tags"]}))
+    args = ["generate", "--model", model, "--prompt", "Give me a person as JSON with name, age and tags.",
+            "--json-schema", schema, "--max-tokens", "64", "--threads", "2", "--stats"]
+    want = run(*args)
+    got = run(*args, "--speculative", "ngram")
+    assert want.returncode == 0 and got.returncode == 0, got.stderr
+    assert want.stdout == got.stdout
+    assert "speculative:" in got.stderr
 
 
 def test_opt_out_per_request(model, tmp_path):

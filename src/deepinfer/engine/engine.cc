@@ -363,7 +363,9 @@ void Engine::prepare_sampling(Prepared& p) {
     const SamplingParams& sp = r.request.sampling;
     row.params = sp;
     row.request_key = static_cast<uint64_t>(s.seq_id);
-    row.step = static_cast<uint64_t>(s.first_position + s.num_new_tokens - r.request.prompt_ids.size());
+    // Index of the token drawn at the row's first position (drafts come after it).
+    row.step = static_cast<uint64_t>(s.first_position + s.num_new_tokens - s.draft_tokens.size() -
+                                     r.request.prompt_ids.size());
     if (sp.repetition_penalty != 1.0f || sp.frequency_penalty != 0.0f || sp.presence_penalty != 0.0f) {
       row.history = r.history;
       row.num_prompt = r.request.prompt_ids.size();
