@@ -31,6 +31,7 @@ class SamplingParams:
     frequency_penalty: float = _DEFAULTS["frequency_penalty"]
     repetition_penalty: float = _DEFAULTS["repetition_penalty"]
     ignore_eos: bool = _DEFAULTS["ignore_eos"]
+    speculative: bool = _DEFAULTS["speculative"]  # False: opt out of the engine's drafter
     logit_bias: Optional[Dict[int, float]] = None
     skip_special_tokens: bool = True
     include_stop_str_in_output: bool = False

@@ -15,7 +15,8 @@ RunnerInput make_runner_input(const ScheduleOutput& out, const SequenceLookup& l
     const Sequence* seq = lookup(s.seq_id);
     DI_CHECK(seq != nullptr, "scheduled seq {} not found", s.seq_id);
     const int end = s.first_position + s.num_new_tokens;
-    DI_CHECK(end <= seq->num_tokens() && s.num_new_tokens > 0,
+    const int num_draft = static_cast<int>(s.draft_tokens.size());
+    DI_CHECK(end - num_draft <= seq->num_tokens() && s.num_new_tokens > num_draft,
              "seq {}: tokens [{}, {}) of {}", seq->id, s.first_position, end, seq->num_tokens());
     const int num_blocks = (end + block_size - 1) / block_size;
     DI_CHECK(num_blocks <= static_cast<int>(seq->block_table.size()),
@@ -25,8 +26,10 @@ RunnerInput make_runner_input(const ScheduleOutput& out, const SequenceLookup& l
     r.seq_id = s.seq_id;
     r.first_position = s.first_position;
     r.samples = s.samples;
+    r.num_draft = num_draft;
     r.token_ids.reserve(static_cast<size_t>(s.num_new_tokens));
-    for (int pos = s.first_position; pos < end; ++pos) r.token_ids.push_back(seq->token_at(pos));
+    for (int pos = s.first_position; pos < end - num_draft; ++pos) r.token_ids.push_back(seq->token_at(pos));
+    r.token_ids.insert(r.token_ids.end(), s.draft_tokens.begin(), s.draft_tokens.end());
     r.block_table.assign(seq->block_table.begin(), seq->block_table.begin() + num_blocks);
     if (!slab_of_block.empty())
       for (int32_t b : r.block_table) r.recent_slabs.push_back(slab_of_block[static_cast<size_t>(b)]);
@@ -72,11 +75,16 @@ BatchInputs build_forward_batch(const RunnerInput& in, int block_size) {
       b.seq_replay_start.push_back(s.replay_start);
       b.seq_replay_end.push_back(s.replay_end);
     }
-    DI_CHECK(static_cast<int>(s.score_tokens.size()) <= s.num_new_tokens() - (s.samples ? 1 : 0),
-             "seq {}: {} scored tokens in a chunk of {}", s.seq_id, s.score_tokens.size(), s.num_new_tokens());
+    const int num_sample_rows = s.samples ? s.num_draft + 1 : 0;
+    DI_CHECK(s.num_draft >= 0 && (s.samples || s.num_draft == 0) &&
+                 static_cast<int>(s.score_tokens.size()) <= s.num_new_tokens() - num_sample_rows,
+             "seq {}: {} scored tokens and {} drafts in a chunk of {}", s.seq_id, s.score_tokens.size(),
+             s.num_draft, s.num_new_tokens());
     const int32_t seq_start = b.seq_token_start[b.seq_token_start.size() - 2];
     for (size_t i = 0; i < s.score_tokens.size(); ++i) b.logits_rows.push_back(seq_start + static_cast<int32_t>(i));
-    if (s.samples) b.logits_rows.push_back(static_cast<int32_t>(b.token_ids.size()) - 1);
+    // Speculative decoding: the last known token's row, then one per draft (the bonus last).
+    const int32_t seq_end = static_cast<int32_t>(b.token_ids.size());
+    for (int i = num_sample_rows; i > 0; --i) b.logits_rows.push_back(seq_end - i);
   }
   return out;
 }

@@ -114,7 +114,17 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
   sc.max_num_batched_tokens = config.max_num_batched_tokens;
   DI_RETURN_IF_ERROR(validate(sc));
   e->scheduler_ = std::make_unique<Scheduler>(sc, *e->kv_manager_);
-  e->overlap_ = config.overlap_scheduling && !e->kv_tier_;
+  if (!config.speculative.method.empty()) {
+    DI_RETURN_IF_ERROR(speculative::validate(config.speculative));
+    // Hybrid state (compressed and recent kinds) is updated in place as tokens are computed,
+    // so rejected drafts could not be taken back exactly.
+    if (spec.hybrid())
+      return invalid_argument("--speculative: {} keeps hybrid KV state that rejected drafts would "
+                              "corrupt; speculative decoding is not supported for this model yet",
+                              mc.architecture);
+    e->speculator_ = std::make_unique<speculative::Speculator>(config.speculative);
+  }
+  e->overlap_ = config.overlap_scheduling && !e->kv_tier_ && !e->speculator_;
   if (e->overlap_) e->worker_ = std::make_unique<StepWorker>();
   return e;
 }
@@ -249,7 +259,48 @@ void Engine::answer_empty_requests(std::vector<RequestOutput>& outputs) {
   pending_empty_.clear();
 }
 
+void Engine::propose_drafts() {
+  // Sequences decoding with nothing in flight; their history is the prompt then the output.
+  std::vector<speculative::DraftRequest> reqs;
+  for (int64_t id : scheduler_->running()) {
+    const Sequence* seq = scheduler_->get(id);
+    auto it = requests_.find(id);
+    if (seq == nullptr || it == requests_.end() || !it->second->request.speculative) continue;
+    if (seq->num_inflight_tokens != 0 || seq->num_computed_tokens != seq->num_tokens() - 1) continue;
+    reqs.push_back({id, it->second->history,
+                    seq->max_tokens - static_cast<int>(seq->output.size()) - 1});
+  }
+  if (reqs.empty()) return;
+  std::vector<std::vector<int32_t>> drafts = speculator_->propose(reqs, scheduler_->num_running());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    std::vector<int32_t>& d = drafts[i];
+    if (const auto& matcher = requests_.at(reqs[i].seq_id)->matcher; matcher && !d.empty()) {
+      // Drafts the grammar forbids are cut here, before they cost a forward.
+      size_t ok = 0;
+      while (ok < d.size() && matcher->accept_token(d[ok])) ++ok;
+      matcher->rollback(static_cast<int>(ok));
+      d.resize(ok);
+      speculator_->cut(reqs[i].seq_id, static_cast<int>(ok));
+    }
+    scheduler_->set_draft(reqs[i].seq_id, std::move(d));
+  }
+}
+
+void Engine::check_drafts(const RequestState& r, DraftCheck& check) {
+  if (!r.matcher) return;
+  // The mask at the position after each draft: the matcher walks the drafts, then steps back.
+  const int32_t vocab = runner_->vocab_size();
+  size_t ok = 0;
+  for (; ok < check.tokens.size() && r.matcher->accept_token(check.tokens[ok]); ++ok) {
+    auto& mask = check.allowed_masks.emplace_back(static_cast<size_t>((vocab + 31) / 32), 0u);
+    r.matcher->fill_next_token_bitmask(mask.data());
+  }
+  r.matcher->rollback(static_cast<int>(ok));
+  check.tokens.resize(ok);
+}
+
 std::unique_ptr<Engine::Prepared> Engine::prepare_step() {
+  if (speculator_) propose_drafts();
   ScheduleOutput sched = scheduler_->schedule();
   if (sched.empty()) return nullptr;
   auto p = std::make_unique<Prepared>();
@@ -276,6 +327,11 @@ Status Engine::run_forward(Prepared& p) {
   Status st = runner_->execute(p.input);
   last_forward_end_ = now_seconds();
   stats_.forward_seconds += last_forward_end_ - t0;
+  if (speculator_ && st.is_ok()) {
+    int drafts = 0;
+    for (const ScheduledSeq& s : p.sched.seqs) drafts += static_cast<int>(s.draft_tokens.size());
+    speculator_->observe_forward(p.sched.total_tokens, drafts, last_forward_end_ - t0);
+  }
   return st;
 }
 
@@ -312,7 +368,9 @@ void Engine::prepare_sampling(Prepared& p) {
     const SamplingParams& sp = r.request.sampling;
     row.params = sp;
     row.request_key = static_cast<uint64_t>(s.seq_id);
-    row.step = static_cast<uint64_t>(s.first_position + s.num_new_tokens - r.request.prompt_ids.size());
+    // Index of the token drawn at the row's first position (drafts come after it).
+    row.step = static_cast<uint64_t>(s.first_position + s.num_new_tokens - s.draft_tokens.size() -
+                                     r.request.prompt_ids.size());
     if (sp.repetition_penalty != 1.0f || sp.frequency_penalty != 0.0f || sp.presence_penalty != 0.0f) {
       row.history = r.history;
       row.num_prompt = r.request.prompt_ids.size();
@@ -322,8 +380,35 @@ void Engine::prepare_sampling(Prepared& p) {
       row.allowed_mask.assign(static_cast<size_t>((vocab + 31) / 32), 0u);
       r.matcher->fill_next_token_bitmask(row.allowed_mask.data());
     }
+    if (!s.draft_tokens.empty()) {
+      row.draft.tokens = s.draft_tokens;
+      check_drafts(r, row.draft);
+    }
   }
   stats_.sample_seconds += now_seconds() - t0;
+}
+
+std::vector<SampledRow> Engine::take_accepted(int64_t seq_id, const SamplingRow& in, SampledRow& sr) {
+  std::vector<SampledRow> accepted = std::move(sr.accepted);
+  sr.accepted.clear();
+  if (!speculator_ || in.draft.tokens.empty()) return accepted;
+  speculator_->observe(seq_id, static_cast<int>(in.draft.tokens.size()), static_cast<int>(accepted.size()));
+  RequestState& r = *requests_.at(seq_id);
+  const Sequence* seq = scheduler_->get(seq_id);
+  // Nothing after an end is output: an accepted EOS becomes the step's last token.
+  for (size_t i = 0; i < accepted.size(); ++i) {
+    const auto& eos = seq->eos_token_ids;
+    if (seq->ignore_eos || std::find(eos.begin(), eos.end(), accepted[i].token) == eos.end()) continue;
+    sr = std::move(accepted[i]);
+    accepted.resize(i);
+    break;
+  }
+  // The grammar masks allowed every accepted draft, so the matcher takes them.
+  for (const SampledRow& a : accepted) {
+    const bool taken = !r.matcher || r.matcher->accept_token(a.token);
+    DI_CHECK(taken, "seq {}: accepted draft {} refused by its grammar", seq_id, a.token);
+  }
+  return accepted;
 }
 
 Engine::Sampled Engine::sample_step(Prepared&& p) {
@@ -351,6 +436,7 @@ Engine::Sampled Engine::sample_step(Prepared&& p) {
     if (!s.samples) continue;
     const SamplingRow& in = p.sampling.rows[row];
     SampledRow& sr = ro.rows[row++];
+    const size_t index = res.step.sampled.size();
     auto it = requests_.find(s.seq_id);
     if (in.skip || it == requests_.end()) {
       res.step.sampled.push_back(-1);
@@ -366,6 +452,7 @@ Engine::Sampled Engine::sample_step(Prepared&& p) {
       res.failed[s.seq_id] = {FinishReason::kAbort, std::move(sr.error)};
       continue;
     }
+    std::vector<SampledRow> accepted = take_accepted(s.seq_id, in, sr);
     if (sr.token < 0) {
       // Nothing allowed (a grammar dead end, or every logit masked by bias): end with EOS.
       if (!in.allowed_mask.empty() &&
@@ -386,17 +473,24 @@ Engine::Sampled Engine::sample_step(Prepared&& p) {
       continue;
     }
     res.step.sampled.push_back(sr.token);
-    r.history.push_back(sr.token);
+    if (!accepted.empty()) {
+      res.step.accepted.resize(index + 1);
+      for (const SampledRow& a : accepted) res.step.accepted[index].push_back(a.token);
+    }
+    accepted.push_back(std::move(sr));  // the step's tokens in order: accepted drafts, then this
     RequestOutput& out = res.by_id[s.seq_id];
     out.request_id = s.seq_id;
-    out.new_token_ids.push_back(sr.token);
     if (!r.prompt_logprobs.empty()) out.prompt_logprobs.swap(r.prompt_logprobs);
-    if (r.request.sampling.logprobs >= 0) {
-      LogprobEntry e{sr.token, sr.logprob, {}};
-      for (const auto& t : sr.top_logprobs) e.top.emplace_back(t.token, t.logprob);
+    for (SampledRow& t : accepted) {
+      r.history.push_back(t.token);
+      out.new_token_ids.push_back(t.token);
+      if (r.request.sampling.logprobs < 0) continue;
+      LogprobEntry e{t.token, t.logprob, {}};
+      for (const auto& tl : t.top_logprobs) e.top.emplace_back(tl.token, tl.logprob);
       out.new_logprobs.push_back(std::move(e));
     }
   }
+  if (!res.step.accepted.empty()) res.step.accepted.resize(res.step.sampled.size());
   res.sched = std::move(p.sched);
   stats_.sample_seconds += now_seconds() - t0;
   return res;
@@ -412,6 +506,7 @@ void Engine::process_step(Sampled&& s, std::vector<RequestOutput>& outputs) {
   for (const auto& f : finished) ended[f.seq_id] = f.reason;
 
   const auto& eos = tokenizer_->eos_ids();
+  std::map<int64_t, int> dropped;  // speculative steps: tokens after a stop string's end
   for (auto it = s.by_id.begin(); it != s.by_id.end();) {
     auto rs = requests_.find(it->first);
     if (rs == requests_.end()) {  // aborted by the caller since it was sampled
@@ -424,9 +519,17 @@ void Engine::process_step(Sampled&& s, std::vector<RequestOutput>& outputs) {
     auto e = ended.find(id);
     const bool eos_stop = e != ended.end() && e->second == FinishReason::kStop;
     // The EOS token that ended a sequence is not part of its text.
-    for (int32_t t : out.new_token_ids) {
+    for (size_t i = 0; i < out.new_token_ids.size(); ++i) {
+      const int32_t t = out.new_token_ids[i];
       if (eos_stop && std::find(eos.begin(), eos.end(), t) != eos.end()) continue;
       r.stops.push(r.detok.push(t));
+      if (r.stops.matched() && i + 1 < out.new_token_ids.size()) {
+        // Several tokens came in one step: those after the stop are not part of the output.
+        dropped[id] = static_cast<int>(out.new_token_ids.size() - i - 1);
+        out.new_token_ids.resize(i + 1);
+        if (out.new_logprobs.size() > i + 1) out.new_logprobs.resize(i + 1);
+        break;
+      }
     }
     const bool stop_hit = r.stops.matched();
     const bool done = e != ended.end() || stop_hit;
@@ -449,6 +552,7 @@ void Engine::process_step(Sampled&& s, std::vector<RequestOutput>& outputs) {
     out.request_id = f.seq_id;
     out.finished = true;
     out.finish_reason = f.reason;
+    if (dropped.count(f.seq_id)) out.finish_reason = FinishReason::kStop;  // the stop came first
     if (auto rs = requests_.find(f.seq_id); rs != requests_.end() && rs->second->grammar_dead_end) {
       out.finish_reason = FinishReason::kGrammarDeadEnd;
       out.error = "the output format's grammar allows no next token here (a dead end): the text "
@@ -459,12 +563,13 @@ void Engine::process_step(Sampled&& s, std::vector<RequestOutput>& outputs) {
       out.error = fail->second.message;
     }
     out.prompt_tokens = f.num_prompt_tokens;
-    out.completion_tokens = static_cast<int>(f.output.size());
+    out.completion_tokens = static_cast<int>(f.output.size()) - (dropped.count(f.seq_id) ? dropped[f.seq_id] : 0);
     out.cached_tokens = f.num_cached_tokens;
     out.replayed_tokens = f.num_replayed_tokens;
     stats_.prompt_tokens += f.num_prompt_tokens;
     stats_.cached_prompt_tokens += f.num_cached_tokens;
-    stats_.generated_tokens += static_cast<int64_t>(f.output.size());
+    stats_.generated_tokens += out.completion_tokens;
+    if (speculator_) speculator_->forget(f.seq_id);
     requests_.erase(f.seq_id);
   }
   for (auto& [id, out] : s.by_id) outputs.push_back(std::move(out));

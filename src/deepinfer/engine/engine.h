@@ -18,6 +18,7 @@
 #include "deepinfer/engine/model_runner.h"
 #include "deepinfer/engine/request.h"
 #include "deepinfer/engine/scheduler.h"
+#include "deepinfer/engine/speculative/speculator.h"
 #include "deepinfer/model/model.h"
 #include "deepinfer/recipe/tokenizer.h"
 
@@ -68,6 +69,9 @@ struct EngineConfig {
   // Names the weights the KV was computed with (file identity, quantization); blocks never
   // cross namespaces. Empty = model name and architecture.
   std::string kv_store_namespace;
+  // Speculative decoding (--speculative, --num-draft-tokens, --spec-policy); method "" = off.
+  // Turns overlap scheduling off (a step's drafts follow the previous step's tokens).
+  speculative::SpeculativeConfig speculative;
 };
 
 struct EngineStats {
@@ -143,6 +147,10 @@ class Engine {
   int64_t kv_recent_slab_evictions() const { return kv_manager_->recent_slabs().evictions(); }
   int kv_block_size() const { return config_.block_size; }
   int num_threads() const { return runner_->num_threads(); }
+  // Speculative decoding counters; null when the engine has no drafter.
+  const speculative::SpecStats* spec_stats() const {
+    return speculator_ ? &speculator_->stats() : nullptr;
+  }
 
  private:
   struct RequestState;
@@ -174,6 +182,11 @@ class Engine {
   std::unique_ptr<structured::GrammarCompiler> grammar_compiler_;  // created on first use
   structured::GrammarCompiler& grammar_compiler();
   void admit_compiled_grammars(std::vector<RequestOutput>& outputs);
+  void propose_drafts();                            // speculative decoding, before schedule()
+  void check_drafts(const RequestState& r, DraftCheck& check);  // grammar masks per draft
+  // A verified row's accepted drafts (cut at an EOS, fed to the grammar); counts them.
+  std::vector<SampledRow> take_accepted(int64_t seq_id, const SamplingRow& in, SampledRow& sr);
+  std::unique_ptr<speculative::Speculator> speculator_;  // null = no speculative decoding
   int64_t next_id_ = 1;
   EngineStats stats_;
   bool overlap_ = false;

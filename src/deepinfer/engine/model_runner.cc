@@ -7,6 +7,7 @@
 
 #include "deepinfer/base/check.h"
 #include "deepinfer/engine/batch_builder.h"
+#include "deepinfer/engine/speculative/verify.h"
 
 namespace deepinfer::engine {
 namespace {
@@ -44,6 +45,7 @@ Status ModelRunner::execute(const RunnerInput& in) {
   DI_RETURN_IF_ERROR(model_->forward(b.batch, kv_, ctx, logits_.data()));
   // Rows come per sequence in input order: its scored positions, then its sampling row.
   sample_row_.clear();
+  sample_drafts_.clear();
   row_position_.clear();
   scored_.clear();
   size_t row = 0;
@@ -54,8 +56,9 @@ Status ModelRunner::execute(const RunnerInput& in) {
     }
     if (s.samples) {
       sample_row_.push_back(row);
+      sample_drafts_.push_back(s.num_draft);
       row_position_.push_back(b.batch.positions[static_cast<size_t>(b.batch.logits_rows[row])]);
-      ++row;
+      row += static_cast<size_t>(s.num_draft) + 1;
     }
   }
   num_rows_ = static_cast<int>(sample_row_.size());
@@ -73,6 +76,12 @@ RunnerOutput ModelRunner::sample(const SamplingInput& in) {
     SampledRow& res = out.rows[i];
     if (row.skip) continue;
     const float* logits = logits_.data() + sample_row_[i] * static_cast<size_t>(vocab);
+    DI_CHECK(static_cast<int>(row.draft.tokens.size()) <= sample_drafts_[i], "row {}: {} drafts to verify, {} computed",
+             i, row.draft.tokens.size(), sample_drafts_[i]);
+    if (!row.draft.tokens.empty()) {
+      res = speculative::verify_drafts(logits, vocab, static_cast<size_t>(sample_drafts_[i]) + 1, row);
+      continue;
+    }
     if (const int bad = count_non_finite(logits, vocab); bad > 0) {
       res.error = non_finite_message(bad, vocab, row_position_[i]);
       continue;

@@ -6,8 +6,8 @@
 // A step is two calls, as vLLM v1's execute_model / sample_tokens: execute() starts the
 // forward and sample() draws from its logits. In between (while the forward runs, with
 // overlap scheduling) the engine prepares the SamplingInput: grammar masks, token histories.
-// Later: speculative decoding adds draft rows to RunnerInput and a verify step to sample();
-// an expert-parallel rank group or a CUDA device is another runner behind the same calls.
+// Speculative decoding: a RunnerSeq's drafts give it num_draft + 1 logits rows, which sample()
+// verifies (speculative/verify.h) into accepted drafts and one more token. Later: an expert-parallel rank group or a CUDA device is another runner behind the same calls.
 #pragma once
 
 #include <cstdint>
@@ -66,7 +66,8 @@ class ModelRunner {
   ScoredTokens score(const Scored& s) const;
 
   std::vector<float> logits_;         // [logits rows * vocab] of the last execute()
-  std::vector<size_t> sample_row_;    // [num_rows_] the logits row of each sampling row
+  std::vector<size_t> sample_row_;    // [num_rows_] the (first) logits row of each sampling row
+  std::vector<int> sample_drafts_;    // [num_rows_] drafts after it (each with its own logits row)
   std::vector<int32_t> row_position_; // [num_rows_] position of each row's token (messages)
   std::vector<Scored> scored_;        // sequences with scored positions
   int num_rows_ = 0;

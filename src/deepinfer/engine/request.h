@@ -49,6 +49,9 @@ struct GenerationRequest {
   int prompt_logprobs = -1;
   // Unset = the engine's default_swa_restore.
   std::optional<SwaRestore> swa_restore;
+  // Speculative decoding (when the engine has a drafter): false opts this request out. Its
+  // output is the same either way; only the speed differs.
+  bool speculative = true;
 };
 
 struct LogprobEntry {

@@ -26,6 +26,9 @@ struct RunnerSeq {
   int replay_start = 0;
   int replay_end = 0;
   bool samples = false;              // its last token's logits are sampled (one row each)
+  // Speculative decoding: the last num_draft of token_ids are drafts; the sequence then has
+  // num_draft + 1 logits rows (each draft's position and the one before it), all for sample().
+  int num_draft = 0;
   // Prompt logprobs: the token after each of the positions first_position, first_position + 1,
   // ... is scored (its logprob under the model's raw logits). [k <= num_new_tokens, and
   // < num_new_tokens when the sequence samples]; empty = none.
@@ -43,6 +46,14 @@ struct RunnerInput {
   }
 };
 
+// Speculative verification of one row: the drafts to check in order (at most the RunnerSeq's
+// num_draft; the engine may cut some after the forward) and, with a grammar, the mask at the
+// position after each of them.
+struct DraftCheck {
+  std::vector<int32_t> tokens;                     // [k]
+  std::vector<std::vector<uint32_t>> allowed_masks;  // [k] or empty (no grammar)
+};
+
 // How to sample one logits row. The engine fills it after the step is scheduled and its
 // grammar matchers have taken the previous token, which may be while the forward runs.
 struct SamplingRow {
@@ -55,6 +66,7 @@ struct SamplingRow {
   size_t num_prompt = 0;  // how many of history are prompt
   // [ceil(vocab / 32)] bit i set = token i allowed; empty = every token allowed.
   std::vector<uint32_t> allowed_mask;
+  DraftCheck draft;  // speculative decoding: verified against this row's logits rows
 };
 
 struct SamplingInput {
@@ -66,6 +78,9 @@ struct SampledRow {
   float logprob = 0;   // when params.logprobs >= 0
   std::vector<TokenLogprob> top_logprobs;  // [min(params.logprobs, allowed)] best first
   std::string error;   // set when the row cannot be sampled (e.g. non-finite logits)
+  // Speculative decoding: the accepted drafts, each with its logprobs, which come before
+  // `token` (then the target's own token at the first rejected position, or the bonus).
+  std::vector<SampledRow> accepted;
 };
 
 // The scored tokens of one sequence (RunnerSeq::score_tokens): rows[i] is the token after

@@ -67,6 +67,11 @@ const SamplingField kFields[] = {
      "Keep generating after the end-of-sequence token",
      [](GenerationRequest& r, double, int64_t v) { r.ignore_eos = v != 0; },
      [](const GenerationRequest& r) { return r.ignore_eos ? 1.0 : 0.0; }},
+    // Not a CLI flag: --speculative is the engine's drafter, and the output is the same either way.
+    {"speculative", FieldType::kFlag, kHttp | kJsonl | kPython, {1, 1, 1}, 0, 1, false, 1, false, kNoOff,
+     "Use the engine's speculative decoding for this request (false opts out; same output)",
+     [](GenerationRequest& r, double, int64_t v) { r.speculative = v != 0; },
+     [](const GenerationRequest& r) { return r.speculative ? 1.0 : 0.0; }},
 };
 
 #undef DI_REAL

@@ -14,6 +14,9 @@ struct ScheduledSeq {
   int num_new_tokens = 0;  // tokens whose KV this step computes
   int first_position = 0;  // position of the first of them (= num_computed_tokens before)
   bool samples = false;    // reaches the end of its known tokens, so a token is sampled
+  // Speculative decoding: proposed tokens after the sequence's known ones, whose KV this step
+  // also computes (the last draft_tokens.size() of num_new_tokens) and which the step verifies.
+  std::vector<int32_t> draft_tokens;  // [k] empty = no speculation this step
 };
 
 struct ScheduleOutput {
@@ -31,6 +34,9 @@ struct ScheduleOutput {
 struct StepOutput {
   std::vector<int32_t> sampled;  // [ScheduleOutput::num_sampling()] in the order of the
                                  // sampling entries of ScheduleOutput::seqs (= logits rows)
+  // Speculative decoding: the verified drafts each entry accepted, which come before its
+  // sampled token. Empty, or [sampled.size()] with an empty list where nothing was accepted.
+  std::vector<std::vector<int32_t>> accepted;
 };
 
 struct FinishedSeq {

@@ -72,6 +72,22 @@ bool Scheduler::is_current(const ScheduledSeq& entry) const {
   return seq != nullptr && applies(*seq, entry);
 }
 
+void Scheduler::set_draft(int64_t seq_id, std::vector<int32_t> draft) {
+  auto it = seqs_.find(seq_id);
+  if (it != seqs_.end()) it->second->draft = std::move(draft);
+}
+
+std::vector<int32_t> Scheduler::take_draft(Sequence& seq, int remaining, int budget) const {
+  std::vector<int32_t> draft = std::move(seq.draft);
+  seq.draft.clear();
+  // Only a decode step (one known token left, nothing in flight) carries drafts; every draft
+  // accepted is one more output token, so max_tokens caps them too.
+  const int room = std::min(budget - 1, seq.max_tokens - static_cast<int>(seq.output.size()) - 1);
+  if (remaining != 1 || seq.num_inflight_tokens != 0 || room <= 0) return {};
+  if (static_cast<int>(draft.size()) > room) draft.resize(static_cast<size_t>(room));
+  return draft;
+}
+
 const Sequence* Scheduler::get(int64_t seq_id) const {
   auto it = seqs_.find(seq_id);
   return it == seqs_.end() ? nullptr : it->second.get();
@@ -142,7 +158,8 @@ ScheduleOutput Scheduler::schedule() {
     const int start = seq.num_scheduled_tokens();
     const int remaining = seq.num_tokens() - start;
     DI_CHECK(remaining > 0, "running seq {} has nothing to compute", seq.id);
-    const int n = chunk_limit(remaining, budget);
+    std::vector<int32_t> draft = take_draft(seq, remaining, budget);
+    const int n = chunk_limit(remaining, budget) + static_cast<int>(draft.size());
     bool allocated = false;
     while (true) {
       if (kv_.allocate_slots(seq, seq.num_inflight_tokens + n)) {
@@ -155,7 +172,8 @@ ScheduleOutput Scheduler::schedule() {
       if (victim == seq.id) break;
     }
     if (!allocated) break;  // seq was the last running one
-    out.seqs.push_back({seq.id, n, start, start + n == seq.num_tokens()});
+    out.seqs.push_back({seq.id, n, start, start + n - static_cast<int>(draft.size()) == seq.num_tokens(),
+                        std::move(draft)});
     mark_scheduled(seq, out.seqs.back());
     budget -= n;
     ++i;
@@ -190,7 +208,7 @@ ScheduleOutput Scheduler::schedule() {
       // A failed tier load leaves num_computed_tokens short of the match: this step then
       // computes a chunk that ends before the sequence's last token, and samples nothing.
       const int first = seq.num_computed_tokens;
-      out.seqs.push_back({seq.id, n, first, first + n == seq.num_tokens()});
+      out.seqs.push_back({seq.id, n, first, first + n == seq.num_tokens(), {}});
       mark_scheduled(seq, out.seqs.back());
       budget -= n;
     }
@@ -202,29 +220,48 @@ ScheduleOutput Scheduler::schedule() {
 std::vector<FinishedSeq> Scheduler::update(const ScheduleOutput& out, const StepOutput& step) {
   DI_CHECK(static_cast<int>(step.sampled.size()) == out.num_sampling(),
            "step sampled {} tokens for {} sampling sequences", step.sampled.size(), out.num_sampling());
+  DI_CHECK(step.accepted.empty() || step.accepted.size() == step.sampled.size(),
+           "step accepted drafts for {} of {} sampled tokens", step.accepted.size(), step.sampled.size());
   std::vector<FinishedSeq> finished;
+  static const std::vector<int32_t> kNoDrafts;
   size_t k = 0;
   for (const ScheduledSeq& s : out.seqs) {
-    const int32_t token = s.samples ? step.sampled[k++] : -1;
+    const int32_t token = s.samples ? step.sampled[k] : -1;
+    const std::vector<int32_t>& accepted = s.samples && !step.accepted.empty() ? step.accepted[k] : kNoDrafts;
+    if (s.samples) ++k;
     auto it = seqs_.find(s.seq_id);
     if (it == seqs_.end()) continue;  // finished since schedule()
     Sequence& seq = *it->second;
     // A sequence preempted since schedule() has no step in flight; its entry is void.
     if (!applies(seq, s)) continue;
-    seq.num_computed_tokens += s.num_new_tokens;
+    DI_CHECK(accepted.size() <= s.draft_tokens.size(), "seq {}: {} drafts accepted of {}", seq.id,
+             accepted.size(), s.draft_tokens.size());
+    // Rejected drafts' KV stays in the blocks beyond num_computed_tokens: never cached, and
+    // overwritten by the next step, which computes those positions again.
+    const int rejected = static_cast<int>(s.draft_tokens.size() - accepted.size());
+    seq.num_computed_tokens += s.num_new_tokens - rejected;
     seq.num_inflight_tokens -= s.num_new_tokens;
-    kv_.cache_full_blocks(seq);
-    if (!s.samples) continue;
-    --seq.num_pending_samples;
-    seq.output.push_back(token);
-    FinishReason reason = FinishReason::kNone;
-    const bool is_eos = std::find(seq.eos_token_ids.begin(), seq.eos_token_ids.end(), token) !=
-                        seq.eos_token_ids.end();
-    if (is_eos && !seq.ignore_eos) {
-      reason = FinishReason::kStop;
-    } else if (static_cast<int>(seq.output.size()) >= seq.max_tokens) {
-      reason = FinishReason::kLength;
+    if (!s.samples) {
+      kv_.cache_full_blocks(seq);
+      continue;
     }
+    --seq.num_pending_samples;
+    FinishReason reason = FinishReason::kNone;
+    for (size_t i = 0; i <= accepted.size() && reason == FinishReason::kNone; ++i) {
+      const int32_t t = i < accepted.size() ? accepted[i] : token;
+      seq.output.push_back(t);
+      const bool is_eos = std::find(seq.eos_token_ids.begin(), seq.eos_token_ids.end(), t) !=
+                          seq.eos_token_ids.end();
+      if (is_eos && !seq.ignore_eos) {
+        reason = FinishReason::kStop;
+      } else if (static_cast<int>(seq.output.size()) >= seq.max_tokens) {
+        reason = FinishReason::kLength;
+      }
+    }
+    // Accepted drafts are in `output` before their blocks are hashed into the prefix cache; a
+    // draft after an end (not expected: the engine cuts there) is not computed KV.
+    seq.num_computed_tokens = std::min(seq.num_computed_tokens, seq.num_known_tokens() - 1);
+    kv_.cache_full_blocks(seq);
     if (reason != FinishReason::kNone) finished.push_back(retire(seq, reason));
   }
   return finished;

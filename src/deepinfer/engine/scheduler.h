@@ -52,6 +52,11 @@ class Scheduler {
   // preempted since): the engine samples only such entries.
   bool is_current(const ScheduledSeq& entry) const;
 
+  // Speculative decoding: tokens proposed to follow a running sequence's known ones. The next
+  // schedule() verifies them (as far as the token budget and max_tokens allow) if the sequence
+  // is decoding with no step in flight, and drops them otherwise. Unknown ids are ignored.
+  void set_draft(int64_t seq_id, std::vector<int32_t> draft);
+
   const Sequence* get(int64_t seq_id) const;
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
   int num_running() const { return static_cast<int>(running_.size()); }
@@ -69,6 +74,7 @@ class Scheduler {
   static void mark_scheduled(Sequence& seq, const ScheduledSeq& entry);
   static bool applies(const Sequence& seq, const ScheduledSeq& entry);
   FinishedSeq retire(Sequence& seq, FinishReason reason);
+  std::vector<int32_t> take_draft(Sequence& seq, int remaining, int budget) const;
 
   SchedulerConfig config_;
   KvCacheManager& kv_;

@@ -70,6 +70,9 @@ struct Sequence {
   TierPrefetch tier_prefetch = TierPrefetch::kNotStarted;  // reset whenever blocks are freed
   bool skip_tier = false;  // the lower tier timed out reading its prefix: compute it instead
   bool skip_prefix_cache = false;  // compute every token (prompt logprobs need their logits)
+  // Speculative decoding: tokens proposed to follow the known ones (Scheduler::set_draft); the
+  // next schedule() verifies them when the sequence decodes, and clears them either way.
+  std::vector<int32_t> draft;
 
   static constexpr int32_t kPendingToken = -1;  // a token an in-flight step is sampling
 

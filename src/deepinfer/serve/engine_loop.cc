@@ -214,6 +214,15 @@ void EngineLoop::update_gauges() {
   gauges_.kv_store_written_blocks = kv.tier_written_blocks;
   gauges_.kv_evictions = kv.evictions;
   gauges_.steps = engine_->stats().steps;
+  if (const auto* sp = engine_->spec_stats()) {
+    gauges_.speculative = true;
+    gauges_.spec_steps = sp->steps;
+    gauges_.spec_drafted = sp->drafted;
+    gauges_.spec_verified = sp->verified;
+    gauges_.spec_accepted = sp->accepted;
+    gauges_.spec_verified_per_step.assign(sp->verified_histogram.begin(), sp->verified_histogram.end());
+    gauges_.spec_accepted_per_step.assign(sp->accepted_histogram.begin(), sp->accepted_histogram.end());
+  }
   if (refresh_slow_gauges && store) {
     gauges_.kv_store = true;
     gauges_.kv_store_ssd_read_blocks = store->ssd_hits;

@@ -40,6 +40,34 @@ void counter(std::string& out, const char* name, const char* help, double value)
 }
 }  // namespace
 
+namespace {
+
+// A histogram over small integer values (drafts per sequence-step): bucket le=i counts <= i.
+void count_histogram(std::string& out, const char* name, const char* help, const std::vector<int64_t>& by_value) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  int64_t cum = 0, sum = 0;
+  for (size_t i = 0; i < by_value.size(); ++i) {
+    cum += by_value[i];
+    sum += by_value[i] * static_cast<int64_t>(i);
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, i, cum);
+  }
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, cum, name, sum, name, cum);
+}
+
+void render_speculative(const EngineGauges& g, std::string& out) {
+  counter(out, "deepinfer_spec_steps_total", "Engine steps that verified drafts", double(g.spec_steps));
+  counter(out, "deepinfer_spec_draft_tokens_total", "Draft tokens proposed by the drafter", double(g.spec_drafted));
+  counter(out, "deepinfer_spec_verified_tokens_total", "Draft tokens verified by the target model",
+          double(g.spec_verified));
+  counter(out, "deepinfer_spec_accepted_tokens_total", "Draft tokens accepted (emitted)", double(g.spec_accepted));
+  count_histogram(out, "deepinfer_spec_verified_per_step", "Drafts verified per sequence and step",
+                  g.spec_verified_per_step);
+  count_histogram(out, "deepinfer_spec_accepted_per_step", "Drafts accepted per sequence and step",
+                  g.spec_accepted_per_step);
+}
+
+}  // namespace
+
 std::string ServerMetrics::render(const EngineGauges& g, const std::string& model_name) const {
   std::string out;
   {
@@ -119,6 +147,7 @@ std::string ServerMetrics::render(const EngineGauges& g, const std::string& mode
           "Busiest expert's tokens over the mean, in the least balanced MoE layer", g.moe_max_layer_imbalance);
   }
   counter(out, "deepinfer_engine_steps_total", "Engine steps run", double(g.steps));
+  if (g.speculative) render_speculative(g, out);
   ttft_.render("deepinfer_time_to_first_token_seconds", "Time from arrival to the first token", out);
   inter_token_.render("deepinfer_inter_token_latency_seconds", "Time between consecutive tokens", out);
   e2e_.render("deepinfer_e2e_request_latency_seconds", "Time from arrival to the last token", out);

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace deepinfer::serve {
 
@@ -64,6 +65,11 @@ struct EngineGauges {
   bool moe = false;
   uint64_t moe_routed_assignments = 0;
   double moe_max_layer_imbalance = 0;
+  // Speculative decoding (with --speculative): counters since start and, per verifying
+  // sequence-step, how many drafts it verified and accepted ([0..16]).
+  bool speculative = false;
+  int64_t spec_steps = 0, spec_drafted = 0, spec_verified = 0, spec_accepted = 0;
+  std::vector<int64_t> spec_verified_per_step, spec_accepted_per_step;
 };
 
 class ServerMetrics {

@@ -28,6 +28,7 @@
 #include "deepinfer/tools/bench_plot.h"
 #include "deepinfer/tools/bench_schema_compile.h"
 #include "deepinfer/tools/bench_serve.h"
+#include "deepinfer/tools/bench_spec.h"
 #include "deepinfer/tools/cli_common.h"
 #include "deepinfer/tools/membw.h"
 #include "deepinfer/tools/subcommands.h"
@@ -280,9 +281,15 @@ int run_bench(BenchFlags& f) {
   if (f.mode == "tokenize") return run_tokenize_bench({f.engine.model, f.megabytes, f.repeat});
   if (f.mode == "kvstore-io")
     return run_kvstore_io_bench({f.engine.kv_store, f.block_kib, static_cast<size_t>(f.megabytes)});
+  if (f.mode == "spec") {
+    if (!f.plot.empty()) return report_error(invalid_argument("--plot: not drawn for --mode spec yet (the table is the output)"));
+    auto b = parse_int_list(f.batches.empty() ? "1,8,32" : f.batches, "--batch", 4096);
+    if (!b.is_ok()) return report_error(b.status());
+    return run_spec_bench({f.engine, *b, f.gen_len});
+  }
   if (f.mode != "prefill" && f.mode != "decode" && f.mode != "serve" && f.mode != "matmul")
     return report_error(invalid_argument(
-        "bench: unknown --mode '{}' (prefill|decode|serve|tokenize|membw|matmul|mask|schema-compile|kvstore|kvstore-io|prefix-restore)",
+        "bench: unknown --mode '{}' (prefill|decode|serve|spec|tokenize|membw|matmul|mask|schema-compile|kvstore|kvstore-io|prefix-restore)",
         f.mode));
   const std::string default_batches = f.mode == "matmul" ? "1,256" : "1";
   auto batches = parse_int_list(f.batches.empty() ? default_batches : f.batches, "--batch", 4096);
@@ -348,6 +355,7 @@ Subcommand make_bench_command() {
     cmd->add_option("--mode", f->mode,
                     "prefill | decode | membw (memory read bandwidth, the decode roofline) | "
                     "serve (the HTTP server from outside: --batch concurrent streaming clients) | "
+                    "spec (speculative decoding off / fixed k / DSpark on repetitive tasks; default --batch 1,8,32) | "
                     "tokenize (encode speed on --megabytes of mixed text) | "
                     "mask (structured-output compile and mask time over JSONSchemaBench) | "
                     "matmul (one matmul kernel call: --matmul-shape, rows from --batch, both precisions) | "

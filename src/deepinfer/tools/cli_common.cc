@@ -111,6 +111,14 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
   app.add_option("--kv-store-ttl", f.kv_store_ttl,
                  "KV store lifetime per traffic class, e.g. agent=3d,chat=7d (s, m, h, d); a block "
                  "used by both classes keeps the longer one (default: agent=3d,chat=7d)");
+  app.add_option("--speculative", f.speculative,
+                 "Speculative decoding with this drafter: ngram (prompt lookup, no weights); draft "
+                 "and mtp are not built yet. Output is the same as without it (docs/speculative.md)");
+  app.add_option("--num-draft-tokens", f.num_draft_tokens,
+                 "Speculative decoding: most draft tokens verified per sequence and step (1-16, default 4)");
+  app.add_option("--spec-policy", f.spec_policy,
+                 "Speculative decoding: fixed (verify every draft) or dspark (verify the drafts worth "
+                 "it, from online acceptance estimates and the step's load; default)");
 }
 
 Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const EngineFlags& f) {
@@ -122,6 +130,10 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
   config.enable_prefix_caching = f.enable_prefix_caching;
   config.int8_activations = f.matmul_precision == "int8";
   config.overlap_scheduling = f.overlap == "on";
+  config.speculative.method = f.speculative;
+  config.speculative.num_draft_tokens = f.num_draft_tokens;
+  DI_ASSIGN_OR_RETURN(config.speculative.policy, engine::speculative::parse_spec_policy(f.spec_policy));
+  DI_RETURN_IF_ERROR(engine::speculative::validate(config.speculative));
   if ((f.kv_store_ram_gb > 0 || f.kv_store_capacity_gb > 0) && f.kv_store.empty())
     return invalid_argument("{} needs at least one --kv-store directory",
                             f.kv_store_ram_gb > 0 ? "--kv-store-ram-gb" : "--kv-store-capacity-gb");

@@ -56,6 +56,9 @@ struct EngineFlags {
   std::string traffic_class = "chat";  // default for requests that do not name one
   std::string kv_store_ttl;            // "agent=3d,chat=7d"; empty = the store's defaults
   std::string swa_restore = "bounded";  // default for requests that do not name one
+  std::string speculative;             // drafter: ngram | draft | mtp; empty = off
+  int num_draft_tokens = 4;            // k
+  std::string spec_policy = "dspark";  // fixed | dspark
 };
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
 Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const EngineFlags& flags);

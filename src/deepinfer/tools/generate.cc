@@ -307,6 +307,16 @@ int run_generate(GenerateFlags& f) {
     const auto& kv = engine.kv_stats();
     std::fprintf(stderr, "stats: prefix cache hits: %lld tokens from RAM, %lld from the KV store\n",
                  static_cast<long long>(kv.memory_hit_tokens), static_cast<long long>(kv.tier_hit_tokens));
+    if (const auto* sp = engine.spec_stats()) {
+      std::fprintf(stderr,
+                   "stats: speculative: %lld drafted, %lld verified, %lld accepted (%.1f%% of verified) "
+                   "over %lld steps, %.2f accepted per verifying step\n",
+                   static_cast<long long>(sp->drafted), static_cast<long long>(sp->verified),
+                   static_cast<long long>(sp->accepted),
+                   sp->verified > 0 ? 100.0 * double(sp->accepted) / double(sp->verified) : 0.0,
+                   static_cast<long long>(sp->steps),
+                   sp->steps > 0 ? double(sp->accepted) / double(sp->steps) : 0.0);
+    }
   }
   if (failures) {
     std::fprintf(stderr, "deepinfer: %d of %zu requests failed: %s\n", failures, results.size(),

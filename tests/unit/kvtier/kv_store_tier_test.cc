@@ -394,7 +394,7 @@ TEST(KvTierPrefetch, OthersRunWhileAPrefixIsBeingRead) {
   EXPECT_EQ(sched.num_prefetching(), 1);
   EXPECT_EQ(tier.started.size(), 2u);  // nothing started twice
   tier.open_for = 1;
-  sched.update(out, StepOutput{{5000}});
+  sched.update(out, StepOutput{{5000}, {}});
   out = sched.schedule();
   bool has1 = false;
   for (const auto& s : out.seqs) has1 |= s.seq_id == 1;

@@ -1,0 +1,47 @@
+// The n-gram (prompt lookup) drafter: no weights, works with every model. Repetitive tasks
+// (editing a given file, copying fields out of a document) repeat long spans of their context.
+#include <algorithm>
+#include <string_view>
+
+#include "deepinfer/engine/speculative/drafter.h"
+
+namespace deepinfer::engine::speculative {
+namespace {
+
+class NgramDrafter final : public Drafter {
+ public:
+  NgramDrafter(int max_ngram, int min_ngram) : max_ngram_(max_ngram), min_ngram_(min_ngram) {}
+
+  Draft propose(std::span<const int32_t> tokens, int max_tokens) const override {
+    Draft d;
+    const int len = static_cast<int>(tokens.size());
+    if (max_tokens <= 0) return d;
+    for (int n = std::min(max_ngram_, len - 1); n >= min_ngram_; --n) {
+      const std::span<const int32_t> suffix = tokens.subspan(static_cast<size_t>(len - n));
+      // Most recent earlier occurrence: its continuation starts at start + n < len.
+      for (int start = len - n - 1; start >= 0; --start) {
+        if (!std::equal(suffix.begin(), suffix.end(), tokens.begin() + start)) continue;
+        const int from = start + n;
+        const int count = std::min(max_tokens, len - from);
+        d.tokens.assign(tokens.begin() + from, tokens.begin() + from + count);
+        d.match_length = n;
+        return d;
+      }
+    }
+    return d;
+  }
+
+  std::string_view name() const override { return "ngram"; }
+
+ private:
+  int max_ngram_;
+  int min_ngram_;
+};
+
+}  // namespace
+
+std::unique_ptr<Drafter> make_ngram_drafter(int max_ngram, int min_ngram) {
+  return std::make_unique<NgramDrafter>(max_ngram, min_ngram);
+}
+
+}  // namespace deepinfer::engine::speculative

@@ -1,0 +1,77 @@
+// The engine's speculative-decoding state: the drafter, the verification policy (fixed k or
+// DSpark gating), the acceptance and step-cost models, and the counters. The engine asks it
+// for drafts before scheduling a step and reports each verification and forward back.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "deepinfer/base/status.h"
+#include "deepinfer/engine/speculative/drafter.h"
+#include "deepinfer/engine/speculative/dspark_policy.h"
+
+namespace deepinfer::engine::speculative {
+
+enum class SpecPolicy { kFixed, kDspark };
+
+struct SpeculativeConfig {
+  std::string method;        // "" = off; "ngram" (built); "draft", "mtp" (refused for now)
+  int num_draft_tokens = 4;  // k: most drafts per sequence and step, 1..kMaxDraftTokens
+  SpecPolicy policy = SpecPolicy::kDspark;
+};
+
+// Checks a config: unknown or unbuilt method, k out of range. The message is one line.
+Status validate(const SpeculativeConfig& config);
+Result<SpecPolicy> parse_spec_policy(const std::string& name);
+
+struct SpecStats {
+  int64_t steps = 0;      // forwards that verified at least one draft
+  int64_t drafted = 0;    // drafts proposed by the drafter
+  int64_t verified = 0;   // drafts computed and checked by the target
+  int64_t accepted = 0;   // drafts accepted (emitted as output)
+  // Sequence-steps with a verification, by how many drafts they accepted: [0..kMaxDraftTokens].
+  std::array<int64_t, kMaxDraftTokens + 1> accepted_histogram{};
+  // And by how many they verified.
+  std::array<int64_t, kMaxDraftTokens + 1> verified_histogram{};
+};
+
+struct DraftRequest {
+  int64_t seq_id = 0;
+  std::span<const int32_t> tokens;  // prompt then output
+  int max_drafts = 0;               // room left (max_tokens); <= 0: none
+};
+
+class Speculator {
+ public:
+  explicit Speculator(const SpeculativeConfig& config);
+  // Drafts for the step about to be scheduled: [requests.size()] (possibly empty each),
+  // gated by the policy. `num_running`: sequences the step is expected to compute.
+  std::vector<std::vector<int32_t>> propose(const std::vector<DraftRequest>& requests, int num_running);
+  // The drafter's proposal was cut to `kept` before scheduling (a grammar forbade the rest).
+  void cut(int64_t seq_id, int kept);
+  // A verification of the drafts proposed for seq_id: `verified` checked, `accepted` passed.
+  void observe(int64_t seq_id, int verified, int accepted);
+  // A forward that computed `tokens` tokens, `drafts` of them drafts.
+  void observe_forward(int tokens, int drafts, double seconds) {
+    cost_.observe(tokens, seconds);
+    stats_.steps += drafts > 0 ? 1 : 0;
+  }
+  void forget(int64_t seq_id);
+  const SpecStats& stats() const { return stats_; }
+  const SpeculativeConfig& config() const { return config_; }
+
+ private:
+  SpeculativeConfig config_;
+  std::unique_ptr<Drafter> drafter_;
+  AcceptanceModel acceptance_;
+  StepCostModel cost_;
+  std::unordered_map<int64_t, int> match_length_;  // of each sequence's drafts in flight
+  SpecStats stats_;
+};
+
+}  // namespace deepinfer::engine::speculative
