@@ -9,6 +9,7 @@
 #include "deepinfer/base/timer.h"
 #include "deepinfer/engine/batch_builder.h"
 #include "deepinfer/engine/kv_cache_plan.h"
+#include "deepinfer/engine/prompt_images.h"
 #include "deepinfer/structured/grammar_compiler.h"
 #include "deepinfer/structured/grammar_matcher.h"
 #include "deepinfer/engine/grammar_vocabulary.h"
@@ -152,6 +153,9 @@ Result<int64_t> Engine::add_request(const GenerationRequest& request) {
   seq.eos_token_ids = tokenizer_->eos_ids();
   seq.ignore_eos = request.ignore_eos;
   seq.skip_prefix_cache = request.prompt_logprobs >= 0;
+  if (!request.images.empty() && request.prompt_logprobs >= 0)
+    return invalid_argument("prompt logprobs are not available for prompts with images");
+  if (!request.images.empty()) DI_RETURN_IF_ERROR(attach_images(request.images, mc.hidden_size, seq));
   seq.traffic_class = request.traffic_class.value_or(config_.default_traffic_class);
   if (seq.max_tokens == 0) {
     // Nothing to generate: answer at once without touching the model.

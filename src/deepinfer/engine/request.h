@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "deepinfer/structured/structured.h"
+#include "deepinfer/engine/prompt_images.h"
 #include "deepinfer/engine/sampling_params.h"
 #include "deepinfer/engine/sequence.h"
 
@@ -34,6 +35,9 @@ struct GenerationRequest {
   // after the first, with the N most likely tokens there; -1 = off, 0..20 = N. Such a request
   // computes its whole prompt (a cached prefix has no logits).
   int prompt_logprobs = -1;
+  // Multimodal prompts: the images' placeholder positions and their input embeddings. The prefix
+  // cache serves and keeps only the blocks before the first image (see prompt_images.h).
+  std::vector<PromptImage> images;
 };
 
 struct LogprobEntry {
