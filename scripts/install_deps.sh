@@ -10,6 +10,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev libpcre2-dev
   libopenblas-dev libssl-dev libxxhash-dev libisal-dev liburing-dev libcpp-httplib-dev python3-dev pybind11-dev libcairo2-dev libopenmpi-dev openmpi-bin
+  libjpeg62-turbo-dev libpng-dev libwebp-dev
 )
 # Only for tests: a browser for the chat page test.
 TEST_APT_PACKAGES=(chromium chromium-driver)

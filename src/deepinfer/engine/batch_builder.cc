@@ -3,9 +3,32 @@
 // come just before its sampling row.
 #include "deepinfer/engine/batch_builder.h"
 
+#include <algorithm>
+
 #include "deepinfer/base/check.h"
 
 namespace deepinfer::engine {
+namespace {
+
+// The rows of images that fall in this chunk get their embeddings; their token ids (the
+// image_key_token ids the prefix cache hashes) become 0, any in-vocabulary id, as the model
+// reads the embedding instead.
+void add_image_rows(const std::vector<PromptImage>& images, int first, RunnerSeq& r) {
+  const int end = first + r.num_new_tokens();
+  for (const PromptImage& img : images) {
+    const int lo = std::max(first, img.start), hi = std::min(end, img.start + img.length);
+    if (lo >= hi) continue;
+    const size_t hidden = img.embeddings->size() / static_cast<size_t>(img.length);
+    for (int pos = lo; pos < hi; ++pos) {
+      r.embed_rows.push_back(pos - first);
+      r.token_ids[static_cast<size_t>(pos - first)] = 0;
+      const float* row = img.embeddings->data() + static_cast<size_t>(pos - img.start) * hidden;
+      r.embeds.insert(r.embeds.end(), row, row + hidden);
+    }
+  }
+}
+
+}  // namespace
 
 RunnerInput make_runner_input(const ScheduleOutput& out, const SequenceLookup& lookup, int block_size,
                               std::span<const int32_t> slab_of_block) {
@@ -30,6 +53,7 @@ RunnerInput make_runner_input(const ScheduleOutput& out, const SequenceLookup& l
     r.token_ids.reserve(static_cast<size_t>(s.num_new_tokens));
     for (int pos = s.first_position; pos < end - num_draft; ++pos) r.token_ids.push_back(seq->token_at(pos));
     r.token_ids.insert(r.token_ids.end(), s.draft_tokens.begin(), s.draft_tokens.end());
+    if (seq->images) add_image_rows(*seq->images, s.first_position, r);
     r.block_table.assign(seq->block_table.begin(), seq->block_table.begin() + num_blocks);
     if (!slab_of_block.empty())
       for (int32_t b : r.block_table) r.recent_slabs.push_back(slab_of_block[static_cast<size_t>(b)]);
@@ -85,6 +109,8 @@ BatchInputs build_forward_batch(const RunnerInput& in, int block_size) {
     // Speculative decoding: the last known token's row, then one per draft (the bonus last).
     const int32_t seq_end = static_cast<int32_t>(b.token_ids.size());
     for (int i = num_sample_rows; i > 0; --i) b.logits_rows.push_back(seq_end - i);
+    for (int32_t row : s.embed_rows) b.embed_rows.push_back(seq_start + row);
+    b.embeds.insert(b.embeds.end(), s.embeds.begin(), s.embeds.end());
   }
   return out;
 }

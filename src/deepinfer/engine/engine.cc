@@ -10,6 +10,7 @@
 #include "deepinfer/engine/batch_builder.h"
 #include "deepinfer/engine/block_state_copy.h"
 #include "deepinfer/engine/kv_cache_plan.h"
+#include "deepinfer/engine/prompt_images.h"
 #include "deepinfer/structured/grammar_compiler.h"
 #include "deepinfer/structured/grammar_matcher.h"
 #include "deepinfer/engine/grammar_vocabulary.h"
@@ -165,6 +166,9 @@ Result<int64_t> Engine::add_request(const GenerationRequest& request) {
   seq.eos_token_ids = tokenizer_->eos_ids();
   seq.ignore_eos = request.ignore_eos;
   seq.skip_prefix_cache = request.prompt_logprobs >= 0;
+  if (!request.images.empty() && request.prompt_logprobs >= 0)
+    return invalid_argument("prompt logprobs are not available for prompts with images");
+  if (!request.images.empty()) DI_RETURN_IF_ERROR(attach_images(request.images, mc.hidden_size, seq));
   seq.traffic_class = request.traffic_class.value_or(config_.default_traffic_class);
   seq.allow_bounded_replay =
       request.swa_restore.value_or(config_.default_swa_restore) == SwaRestore::kBounded;
@@ -274,6 +278,14 @@ void Engine::propose_drafts() {
   std::vector<std::vector<int32_t>> drafts = speculator_->propose(reqs, scheduler_->num_running());
   for (size_t i = 0; i < reqs.size(); ++i) {
     std::vector<int32_t>& d = drafts[i];
+    // Only vocabulary ids go to the forward (a history never holds others today; a drafter
+    // reading a prompt's image placeholders would).
+    const int32_t vocab = runner_->vocab_size();
+    const auto bad = std::find_if(d.begin(), d.end(), [&](int32_t t) { return t < 0 || t >= vocab; });
+    if (bad != d.end()) {
+      d.erase(bad, d.end());
+      speculator_->cut(reqs[i].seq_id, static_cast<int>(d.size()));
+    }
     if (const auto& matcher = requests_.at(reqs[i].seq_id)->matcher; matcher && !d.empty()) {
       // Drafts the grammar forbids are cut here, before they cost a forward.
       size_t ok = 0;

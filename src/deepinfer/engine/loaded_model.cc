@@ -23,6 +23,10 @@ Result<LoadedModel> load_model_with_tokenizer(const std::string& model_arg) {
     source.safetensors = st;
     DI_ASSIGN_OR_RETURN(auto tok, recipe::Tokenizer::from_hf_dir(resolved.path));
     out.tokenizer = std::move(tok);
+    if (vision::is_llava_config(resolved.path + "/config.json")) {
+      DI_ASSIGN_OR_RETURN(auto enc, vision::VisionEncoder::load(resolved.path, st));
+      out.vision = std::move(enc);
+    }
   }
   DI_ASSIGN_OR_RETURN(out.model, model::load_model(source));
   if (out.model->config().vocab_size < out.tokenizer->vocab_size())

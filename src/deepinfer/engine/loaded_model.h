@@ -8,6 +8,7 @@
 #include "deepinfer/base/status.h"
 #include "deepinfer/model/model.h"
 #include "deepinfer/recipe/tokenizer.h"
+#include "deepinfer/vision/vision_encoder.h"
 
 namespace deepinfer::engine {
 
@@ -16,6 +17,8 @@ struct LoadedModel {
   std::string path;  // the weights (file or directory); their content digest keys the KV store
   std::shared_ptr<const recipe::Tokenizer> tokenizer;
   std::unique_ptr<model::Model> model;
+  // Multimodal (LLaVA-layout) models: the vision tower + projector; null for text-only models.
+  std::shared_ptr<const vision::VisionEncoder> vision;
 };
 
 // `model_arg` as a .gguf file, a Hugging Face directory or a catalogue name ("" = default model).

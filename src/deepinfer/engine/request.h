@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "deepinfer/structured/structured.h"
+#include "deepinfer/engine/prompt_images.h"
 #include "deepinfer/engine/sampling_params.h"
 #include "deepinfer/engine/sequence.h"
 
@@ -52,6 +53,9 @@ struct GenerationRequest {
   // Speculative decoding (when the engine has a drafter): false opts this request out. Its
   // output is the same either way; only the speed differs.
   bool speculative = true;
+  // Multimodal prompts: the images' placeholder positions and their input embeddings. The prefix
+  // cache serves and keeps only the blocks before the first image (see prompt_images.h).
+  std::vector<PromptImage> images;
 };
 
 struct LogprobEntry {

@@ -34,6 +34,9 @@ struct RunnerSeq {
   // < num_new_tokens when the sequence samples]; empty = none.
   std::vector<int32_t> score_tokens;
   int score_top_n = 0;  // how many most likely tokens to report per scored position
+  // Image positions among token_ids: their input embeddings replace the token embeddings.
+  std::vector<int32_t> embed_rows;  // [n_embed] indices into token_ids
+  std::vector<float> embeds;        // [n_embed * hidden_size]
   int num_new_tokens() const { return static_cast<int>(token_ids.size()); }
 };
 

@@ -5,10 +5,12 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string_view>
 #include <vector>
 
 #include "deepinfer/engine/block_hash.h"
+#include "deepinfer/engine/prompt_images.h"
 #include "deepinfer/kvstore/traffic_class.h"
 
 namespace deepinfer::engine {
@@ -26,7 +28,8 @@ std::string_view to_string(FinishReason r);
 struct Sequence {
   int64_t id = 0;
   int64_t request_key = 0;  // the engine's handle for sampling params, stop strings, streams
-  std::vector<int32_t> prompt;
+  std::vector<int32_t> prompt;  // image positions hold image_key_token ids (prompt_images.h)
+  std::shared_ptr<const std::vector<PromptImage>> images;  // null for text-only prompts
   std::vector<int32_t> output;
   int max_tokens = 16;                 // limit on output.size()
   std::vector<int32_t> eos_token_ids;  // any of these ends the sequence with kStop
@@ -77,6 +80,11 @@ struct Sequence {
   static constexpr int32_t kPendingToken = -1;  // a token an in-flight step is sampling
 
   int num_prompt_tokens() const { return static_cast<int>(prompt.size()); }
+  // Tokens the prefix cache may match or publish: all, or those before the first image (blocks
+  // holding image tokens are never shared, so two images never share KV; prompt_images.h).
+  int prefix_cacheable_tokens() const {
+    return images && !images->empty() ? images->front().start : std::numeric_limits<int>::max();
+  }
   int num_known_tokens() const { return static_cast<int>(prompt.size() + output.size()); }
   int num_tokens() const { return num_known_tokens() + num_pending_samples; }
   // Tokens computed or being computed: where the next scheduled chunk starts.

@@ -12,5 +12,6 @@ namespace deepinfer::model {
 Result<std::unique_ptr<Model>> load_llama(const ModelConfig& config, const WeightSource& source);
 Result<std::unique_ptr<Model>> load_deepseek_v3(const ModelConfig& config, const WeightSource& source);
 Result<std::unique_ptr<Model>> load_deepseek_v4(const ModelConfig& config, const WeightSource& source);
+Result<std::unique_ptr<Model>> load_llava(const ModelConfig& config, const WeightSource& source);
 
 }  // namespace deepinfer::model

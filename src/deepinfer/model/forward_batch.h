@@ -27,6 +27,10 @@ struct ForwardBatch {
   std::vector<int32_t> seq_replay_end;
   std::vector<int32_t> slot_mapping;     // [n_tokens] KV slot of each new token: block * block_size + pos % block_size
   std::vector<int32_t> logits_rows;      // token indices (into token_ids) whose logits are wanted
+  // Multimodal prompts: rows whose input embedding is given (image tokens) instead of looked up
+  // from token_ids; row embed_rows[i] takes embeds[i * hidden, (i + 1) * hidden).
+  std::vector<int32_t> embed_rows;  // [n_embed] indices into token_ids
+  std::vector<float> embeds;        // [n_embed * hidden_size]
 
   int num_seqs() const { return static_cast<int>(seq_context_len.size()); }
   int num_tokens() const { return static_cast<int>(token_ids.size()); }

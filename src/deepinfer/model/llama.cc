@@ -138,6 +138,12 @@ class Llama final : public Model {
     ws_.reserve(T, c);
 
     embed_tokens(embedding_, H, batch.token_ids.data(), T, ws_.x.data());
+    DI_CHECK(batch.embeds.size() == batch.embed_rows.size() * static_cast<size_t>(H), "{} embeds for {} rows",
+             batch.embeds.size(), batch.embed_rows.size());
+    for (size_t i = 0; i < batch.embed_rows.size(); ++i) {
+      DI_CHECK(batch.embed_rows[i] >= 0 && batch.embed_rows[i] < T, "embed row {} outside batch", batch.embed_rows[i]);
+      std::memcpy(ws_.x.data() + int64_t{batch.embed_rows[i]} * H, batch.embeds.data() + i * H, sizeof(float) * H);
+    }
     const std::vector<kernels::AttentionSeq> seqs = attention_seqs(batch);
     const GqaBuffers attn_buf{ws_.q.data(), ws_.k.data(), ws_.v.data(), ws_.attn.data()};
 

@@ -121,6 +121,17 @@ Result<ModelConfig> parse_hf_config(const nlohmann::json& j, const std::string& 
   if (model_type == "deepseek_v41")
     return unsupported("{}: model_type 'deepseek_v41' (DeepSeek-V4.1) is not supported yet (supported: deepseek_v4)",
                        path);
+  // LLaVA: the language model's sizes are text_config's (the vision tower is vision/'s).
+  if (model_type == "llava") {
+    if (!j.contains("text_config") || !j["text_config"].is_object())
+      return corrupt("{}: a llava config needs a text_config object", path);
+    DI_ASSIGN_OR_RETURN(ModelConfig text, parse_hf_config(j["text_config"], path));
+    if (text.architecture != "llama")
+      return unsupported("{}: llava text model '{}' is not supported (supported: llama)", path, text.name);
+    text.architecture = "llava";
+    text.name = "llava";
+    return text;
+  }
   // Llama-family checkpoints share one architecture implementation.
   if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2") {
     c.architecture = "llama";

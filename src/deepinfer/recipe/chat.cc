@@ -70,6 +70,15 @@ Result<TaggedString> render_template(const Tokenizer& tok, const std::vector<Cha
   jinja::List msgs;
   for (const auto& m : messages) {
     jinja::Dict d{{"role", jinja::Value::data_str(m.role)}, {"content", jinja::Value::data_str(m.content)}};
+    if (!m.parts.empty()) {
+      jinja::List parts;
+      for (const ChatPart& p : m.parts) {
+        jinja::Dict pd{{"type", jinja::Value::data_str(p.image ? "image" : "text")}};
+        if (!p.image) pd["text"] = jinja::Value::data_str(p.text);
+        parts.push_back(jinja::Value::dict(std::move(pd)));
+      }
+      d["content"] = jinja::Value::list(std::move(parts));
+    }
     if (!m.tool_calls_json.empty()) {
       DI_ASSIGN_OR_RETURN(d["tool_calls"], parse_json_value(m.tool_calls_json, "tool_calls"));
     }

@@ -15,6 +15,12 @@ namespace deepinfer::recipe {
 
 class Tokenizer;
 
+// One part of a multimodal message's content, in order: text, or an image placeholder.
+struct ChatPart {
+  bool image = false;
+  std::string text;  // a text part's text, or an image part's encoded bytes (JPEG / PNG / WebP)
+};
+
 struct ChatMessage {
   ChatMessage() = default;
   ChatMessage(std::string role_, std::string content_) : role(std::move(role_)), content(std::move(content_)) {}
@@ -29,6 +35,10 @@ struct ChatMessage {
   // An assistant turn's reasoning as the API returned it (reasoning_content / thinking block /
   // reasoning item); only formats that replay reasoning (DeepSeek-V4) read it.
   std::string reasoning_content;
+  // Multimodal turns: the content as ordered parts, handed to templates as a list of
+  // {"type": "text", "text": ...} / {"type": "image"} (what LLaVA-style templates iterate);
+  // `content` still holds the text alone. Empty = a plain string content.
+  std::vector<ChatPart> parts;
 };
 
 enum class ChatFormat {

@@ -4,6 +4,7 @@
 
 #include <httplib.h>
 
+#include "deepinfer/serve/image_input.h"
 #include "deepinfer/serve/chat_prompt.h"
 #include "deepinfer/serve/request_fields.h"
 #include "deepinfer/serve/routes.h"
@@ -61,7 +62,9 @@ ChatTurn read_messages_turn(const json& body) {
       if (!b.is_object()) bad_request(bp, "{}: must be an object", bp);
       const std::string type = req_string(b, "type", bp);
       if (type == "text") {
-        msg.content += req_string(b, "text", bp);
+        add_text_part(msg, req_string(b, "text", bp));
+      } else if (type == "image") {
+        add_image_part(msg, *read_image_part(b, type, bp));
       } else if (type == "tool_use") {
         if (role != "assistant") bad_request(bp, "{}: tool_use blocks belong to assistant messages", bp);
         ToolCall c;
@@ -74,9 +77,11 @@ ChatTurn read_messages_turn(const json& body) {
       } else if (type == "tool_result") {
         if (role != "user") bad_request(bp, "{}: tool_result blocks belong to user messages", bp);
         // Results become tool messages, in order, before the rest of the user's text.
-        if (!msg.content.empty()) {
+        if (!msg.content.empty() || !msg.parts.empty()) {
+          drop_text_only_parts(msg);
           turn.messages.push_back(msg);
           msg.content.clear();
+          msg.parts.clear();
         }
         recipe::ChatMessage result{"tool", ""};
         result.tool_call_id = req_string(b, "tool_use_id", bp);
@@ -97,7 +102,8 @@ ChatTurn read_messages_turn(const json& body) {
       }
     }
     if (!calls.empty()) msg.tool_calls_json = template_tool_calls_json(calls);
-    if (!msg.content.empty() || !msg.tool_calls_json.empty() || !msg.reasoning_content.empty())
+    drop_text_only_parts(msg);
+    if (!msg.content.empty() || !msg.parts.empty() || !msg.tool_calls_json.empty() || !msg.reasoning_content.empty())
       turn.messages.push_back(std::move(msg));
   }
   if (const json* tools = field(body, "tools")) {
@@ -194,7 +200,9 @@ engine::GenerationRequest read_request(const ServerContext& ctx, const json& bod
       r.grammar = json_schema_grammar(*schema, true);
     }
   }
+  check_chat_images(ctx, turn);
   encode_chat_turn(ctx.loop->tokenizer(), ctx.loop->model_config().architecture, turn, r);
+  attach_chat_images(ctx, turn, r);
   check_length(ctx, r, "messages");
   return r;
 }
@@ -206,7 +214,9 @@ void handle_count_tokens(const ServerContext& ctx, const httplib::Request& req, 
   check_model(ctx, body);
   ChatTurn turn = read_messages_turn(body);
   engine::GenerationRequest r;
+  check_chat_images(ctx, turn);
   encode_chat_turn(ctx.loop->tokenizer(), ctx.loop->model_config().architecture, turn, r);
+  attach_chat_images(ctx, turn, r);
   res.set_content(dump_json({{"input_tokens", r.prompt_ids.size()}}), "application/json");
 }
 

@@ -191,8 +191,10 @@ void encode_chat_turn(const recipe::Tokenizer& tok, const std::string& architect
     }
     if (use_tools) {
       const std::string text = tool_instructions(turn.tools);
-      if (!messages.empty() && messages[0].role == "system")
+      if (!messages.empty() && messages[0].role == "system") {
         messages[0].content += "\n\n" + text;
+        if (!messages[0].parts.empty()) messages[0].parts.push_back({false, "\n\n" + text});
+      }
       else
         messages.insert(messages.begin(), recipe::ChatMessage{"system", text});
     }

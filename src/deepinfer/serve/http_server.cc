@@ -81,6 +81,10 @@ Status run_http_server(std::unique_ptr<engine::Engine> engine, const ServeOption
   ctx.max_model_len = max_len;
   ctx.created_unix = unix_now();
   ctx.responses = &responses;
+  ThreadPool vision_pool(options.vision ? 0 : 1);
+  std::unique_ptr<vision::ImageService> images;
+  if (options.vision) images = std::make_unique<vision::ImageService>(options.vision, &vision_pool, options.images);
+  ctx.images = images.get();
 
   httplib::Server server;
   const int threads = std::max(4, options.http_threads);
@@ -167,7 +171,19 @@ Status run_http_server(std::unique_ptr<engine::Engine> engine, const ServeOption
   });
   table.add("GET", "/metrics");
   server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics.render(loop.gauges(), ctx.model_name), "text/plain; version=0.0.4");
+    std::string text = metrics.render(loop.gauges(), ctx.model_name);
+    if (ctx.images != nullptr) {
+      const vision::ImageServiceStats st = ctx.images->stats();
+      text += fmt::format(
+          "# HELP deepinfer_images_encoded_total Images run through the vision encoder.\n"
+          "# TYPE deepinfer_images_encoded_total counter\ndeepinfer_images_encoded_total {}\n"
+          "# HELP deepinfer_image_cache_hits_total Images whose embeddings came from the cache.\n"
+          "# TYPE deepinfer_image_cache_hits_total counter\ndeepinfer_image_cache_hits_total {}\n"
+          "# HELP deepinfer_image_encode_seconds_total Decode + preprocess + encode time of those images.\n"
+          "# TYPE deepinfer_image_encode_seconds_total counter\ndeepinfer_image_encode_seconds_total {:.6f}\n",
+          st.encoded, st.cache_hits, st.encode_seconds);
+    }
+    res.set_content(text, "text/plain; version=0.0.4");
   });
   table.add("GET", "/");
   server.Get("/", [&](const httplib::Request&, httplib::Response& res) {

@@ -10,6 +10,7 @@
 #include "deepinfer/base/status.h"
 #include "deepinfer/engine/engine.h"
 #include "deepinfer/serve/engine_loop.h"
+#include "deepinfer/vision/image_service.h"
 
 namespace deepinfer::serve {
 
@@ -25,6 +26,9 @@ struct ServeOptions {
   int listen_backlog = 1024;      // connections the kernel queues before accept (at least http_threads)
   std::string allowed_origins;    // CORS: "*" or comma-separated origins; empty = no CORS
   EngineLoopOptions loop;
+  // Multimodal models: their vision encoder (LoadedModel::vision); image parts need it.
+  std::shared_ptr<const vision::VisionEncoder> vision;
+  vision::ImageServiceOptions images;
 };
 
 // Serves until SIGINT or SIGTERM (then refuses new requests, ends running ones and returns)

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "deepinfer/serve/chat_prompt.h"
+#include "deepinfer/serve/image_input.h"
 #include "deepinfer/serve/openai_common.h"
 #include "deepinfer/serve/request_fields.h"
 #include "deepinfer/serve/routes.h"
@@ -14,23 +15,29 @@ namespace {
 
 using nlohmann::json;
 
-// Text of a content field: a string, or a list of text parts.
-std::string read_text_content(const json& content, const std::string& path) {
-  if (content.is_null()) return "";
-  if (content.is_string()) return content.get<std::string>();
+// A content field into `msg`: a string, or a list of text and image_url parts.
+void read_content(const json& content, const std::string& path, recipe::ChatMessage& msg) {
+  if (content.is_null()) return;
+  if (content.is_string()) {
+    msg.content = content.get<std::string>();
+    return;
+  }
   if (!content.is_array()) bad_request(path, "'{}' must be a string or a list of content parts", path);
-  std::string text;
   for (size_t j = 0; j < content.size(); ++j) {
     const std::string part_path = fmt::format("{}[{}]", path, j);
     const json& part = content[j];
     if (!part.is_object()) bad_request(part_path, "'{}' must be an object", part_path);
     const std::string type = req_string(part, "type", part_path);
-    if (type != "text" && type != "input_text" && type != "output_text")
-      bad_request(part_path + ".type", "content part type '{}' at '{}' is not supported by this model (text only)",
-                  type, part_path);
-    text += req_string(part, "text", part_path);
+    if (type == "text" || type == "input_text" || type == "output_text") {
+      add_text_part(msg, req_string(part, "text", part_path));
+    } else if (std::optional<std::string> img = read_image_part(part, type, part_path)) {
+      add_image_part(msg, std::move(*img));
+    } else {
+      bad_request(part_path + ".type", "content part type '{}' at '{}' is not supported (text, image_url)", type,
+                  part_path);
+    }
   }
-  return text;
+  drop_text_only_parts(msg);
 }
 
 std::vector<ToolSpec> read_chat_tools(const json& body) {
@@ -100,7 +107,7 @@ ChatTurn read_chat_turn(const json& body) {
       bad_request(path + ".role", "'{}.role' must be system, developer, user, assistant or tool, got '{}'", path, msg.role);
     const json* content = field(m, "content");
     if (!content && msg.role != "assistant") bad_request(path + ".content", "'{}.content' is required", path);
-    msg.content = content ? read_text_content(*content, path + ".content") : "";
+    if (content) read_content(*content, path + ".content", msg);
     if (const json* calls = field(m, "tool_calls")) {
       if (!calls->is_array()) bad_request(path + ".tool_calls", "'{}.tool_calls' must be a list", path);
       std::vector<ToolCall> parsed;
@@ -191,7 +198,9 @@ void handle_chat_completions(const ServerContext& ctx, const httplib::Request& r
     bad_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
   if (want_logprobs) base.sampling.logprobs = top_logprobs;
   if (const json* rf = field(body, "response_format")) read_response_format(*rf, "response_format", false, base);
+  check_chat_images(ctx, *turn);
   encode_chat_turn(tok, ctx.loop->model_config().architecture, *turn, base);
+  attach_chat_images(ctx, *turn, base);
   if (base.max_tokens == 0) base.max_tokens = engine::GenerationRequest::kUntilContextEnd;  // the engine clamps
   check_length(ctx, base, "messages");
   const bool stream = opt_bool(body, "stream", "").value_or(false);

@@ -3,6 +3,7 @@
 // streaming event sequence the SDK checks.
 #include <httplib.h>
 
+#include "deepinfer/serve/image_input.h"
 #include "deepinfer/serve/chat_prompt.h"
 #include "deepinfer/serve/openai_common.h"
 #include "deepinfer/serve/request_fields.h"
@@ -15,19 +16,33 @@ namespace {
 
 using nlohmann::json;
 
-std::string item_text(const json& content, const std::string& path) {
-  if (content.is_string()) return content.get<std::string>();
+// A content field into `msg`: a string, or a list of text and input_image parts.
+void read_item_content(const json& content, const std::string& path, recipe::ChatMessage& msg) {
+  if (content.is_string()) {
+    msg.content = content.get<std::string>();
+    return;
+  }
   if (!content.is_array()) bad_request(path, "'{}' must be a string or a list of content parts", path);
-  std::string text;
   for (size_t j = 0; j < content.size(); ++j) {
     const std::string p = fmt::format("{}[{}]", path, j);
     if (!content[j].is_object()) bad_request(p, "'{}' must be an object", p);
     const std::string type = req_string(content[j], "type", p);
-    if (type != "input_text" && type != "output_text" && type != "text")
-      bad_request(p + ".type", "content type '{}' at '{}' is not supported by this model (text only)", type, p);
-    text += req_string(content[j], "text", p);
+    if (type == "input_text" || type == "output_text" || type == "text") {
+      add_text_part(msg, req_string(content[j], "text", p));
+    } else if (type == "input_image") {
+      add_image_part(msg, *read_image_part(content[j], type, p));
+    } else {
+      bad_request(p + ".type", "content type '{}' at '{}' is not supported (input_text, input_image)", type, p);
+    }
   }
-  return text;
+  drop_text_only_parts(msg);
+}
+
+std::string item_text(const json& content, const std::string& path) {
+  recipe::ChatMessage m;
+  read_item_content(content, path, m);
+  if (!m.parts.empty()) bad_request(path, "'{}' cannot hold images", path);
+  return m.content;
 }
 
 void read_input(const json& body, std::vector<recipe::ChatMessage>& conversation) {
@@ -55,7 +70,9 @@ void read_input(const json& body, std::vector<recipe::ChatMessage>& conversation
         bad_request(path + ".role", "'{}.role' must be user, assistant, system or developer, got '{}'", path, role);
       const json* content = field(it, "content");
       if (!content) bad_request(path + ".content", "'{}.content' is required", path);
-      conversation.push_back({role, item_text(*content, path + ".content")});
+      recipe::ChatMessage m{role, ""};
+      read_item_content(*content, path + ".content", m);
+      conversation.push_back(std::move(m));
       if (role == "assistant") take_reasoning(conversation.back());
     } else if (type == "function_call") {
       ToolCall call;
@@ -232,7 +249,9 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
       text_echo["format"] = *format;
     }
   }
+  check_chat_images(ctx, *turn);
   encode_chat_turn(ctx.loop->tokenizer(), ctx.loop->model_config().architecture, *turn, request);
+  attach_chat_images(ctx, *turn, request);
   if (request.max_tokens == 0) request.max_tokens = engine::GenerationRequest::kUntilContextEnd;  // the engine clamps
   check_length(ctx, request, "input");
   const bool store = opt_bool(body, "store", "").value_or(true);

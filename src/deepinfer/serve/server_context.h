@@ -15,6 +15,10 @@
 #include "deepinfer/serve/api_error.h"
 #include "deepinfer/serve/engine_loop.h"
 
+namespace deepinfer::vision {
+class ImageService;
+}
+
 namespace httplib {
 struct DataSink;
 }
@@ -29,6 +33,7 @@ struct ServerContext {
   int64_t max_model_len = 0;    // prompt + output tokens a sequence may hold
   int64_t created_unix = 0;     // when the server started (for /v1/models)
   ResponseStore* responses = nullptr;
+  vision::ImageService* images = nullptr;  // multimodal models only (serve/image_input.h)
 };
 
 // JSON text of a response body; invalid UTF-8 (a token cut mid-character) is replaced, never

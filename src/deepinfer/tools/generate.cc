@@ -190,8 +190,12 @@ int run_generate(GenerateFlags& f) {
     r.prompt_ids = std::move(*ids);
     requests.push_back(std::move(r));
   }
+  // Multimodal models: images in --input's messages, encoded on a pool of their own.
+  ThreadPool vision_pool(loaded->vision ? 0 : 1);
+  std::unique_ptr<vision::ImageService> images;
+  if (loaded->vision) images = std::make_unique<vision::ImageService>(loaded->vision, &vision_pool);
   if (!f.input.empty()) {
-    auto more = read_generate_input(f.input, *loaded->tokenizer, arch, defaults, chat);
+    auto more = read_generate_input(f.input, *loaded->tokenizer, arch, defaults, chat, images.get());
     if (!more.is_ok()) return fail(more.status());
     for (auto& r : *more) requests.push_back(std::move(r));
   }

@@ -1,11 +1,14 @@
 #include "deepinfer/tools/generate_input.h"
 
 #include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
+#include "deepinfer/engine/image_request.h"
 #include "deepinfer/engine/sampling_fields.h"
 #include "deepinfer/recipe/chat.h"
+#include "deepinfer/serve/image_input.h"
 #include "deepinfer/tools/cli_common.h"
 
 namespace deepinfer::tools {
@@ -45,13 +48,44 @@ Status read_field(const nlohmann::json& j, const engine::SamplingField& f, const
   return Status::ok();
 }
 
+// Text and image parts of one message; text-only part lists become plain content.
+Status read_content_parts(const nlohmann::json& parts, const std::string& where, recipe::ChatMessage& msg) {
+  bool has_image = false;
+  for (const auto& p : parts) {
+    const std::string type = p.is_object() ? p.value("type", std::string()) : std::string();
+    if (type == "text" && p.contains("text") && p["text"].is_string()) {
+      msg.content += p["text"].get<std::string>();
+      msg.parts.push_back({false, p["text"].get<std::string>()});
+    } else if (type == "image" && p.contains("path") && p["path"].is_string()) {
+      std::ifstream in(p["path"].get<std::string>(), std::ios::binary);
+      if (!in) return not_found("{}: cannot read image file '{}'", where, p["path"].get<std::string>());
+      msg.parts.push_back({true, std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>())});
+      has_image = true;
+    } else if (type == "image_url" && p.contains("image_url")) {
+      const nlohmann::json& iu = p["image_url"];
+      const std::string url = iu.is_string() ? iu.get<std::string>() : iu.value("url", std::string());
+      try {
+        msg.parts.push_back({true, serve::image_bytes_from_url(url, "image_url")});
+      } catch (const serve::ApiError& e) {
+        return invalid_argument("{}: {}", where, e.what());
+      }
+      has_image = true;
+    } else {
+      return invalid_argument("{}: a content part must be {{\"type\": \"text\", \"text\"}}, {{\"type\": \"image\", "
+                              "\"path\"}} or {{\"type\": \"image_url\", \"image_url\": {{\"url\"}}}}", where);
+    }
+  }
+  if (!has_image) msg.parts.clear();
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<engine::GenerationRequest> parse_generate_line(const nlohmann::json& j, const std::string& where,
                                                       const recipe::Tokenizer& tok,
                                                       std::string_view architecture,
                                                       const engine::GenerationRequest& defaults,
-                                                      bool chat) {
+                                                      bool chat, vision::ImageService* images) {
   if (!j.is_object()) return invalid_argument("{}: expected a JSON object", where);
   engine::GenerationRequest r = defaults;
   if (auto it = j.find("prompt_token_ids"); it != j.end()) {
@@ -64,15 +98,32 @@ Result<engine::GenerationRequest> parse_generate_line(const nlohmann::json& j, c
   } else if (auto it = j.find("messages"); it != j.end()) {
     if (!it->is_array()) return invalid_argument("{}: 'messages' must be an array", where);
     std::vector<recipe::ChatMessage> messages;
+    std::vector<const std::string*> image_bytes;
     for (const auto& m : *it) {
       if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
-          !m["content"].is_string())
-        return invalid_argument("{}: each message needs string 'role' and 'content'", where);
-      messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+          !(m["content"].is_string() || m["content"].is_array()))
+        return invalid_argument("{}: each message needs string 'role' and 'content' (a string or a list of parts)",
+                                where);
+      recipe::ChatMessage msg{m["role"].get<std::string>(), ""};
+      if (m["content"].is_string()) {
+        msg.content = m["content"].get<std::string>();
+      } else {
+        DI_RETURN_IF_ERROR(read_content_parts(m["content"], where, msg));
+      }
+      messages.push_back(std::move(msg));
     }
+    for (const auto& m : messages)
+      for (const auto& p : m.parts)
+        if (p.image) image_bytes.push_back(&p.text);
+    if (!image_bytes.empty() && images == nullptr)
+      return invalid_argument("{}: this model does not accept images (it has no vision encoder)", where);
     auto ids = recipe::encode_chat_for_model(tok, architecture, messages, recipe::ChatOptions{});
     if (!ids.is_ok()) return invalid_argument("{}: {}", where, ids.status().message());
     r.prompt_ids = std::move(*ids);
+    if (!image_bytes.empty()) {
+      const Status st = engine::add_prompt_images(*images, image_bytes, r);
+      if (!st.is_ok()) return invalid_argument("{}: {}", where, st.message());
+    }
   } else if (auto it = j.find("prompt"); it != j.end()) {
     if (!it->is_string()) return invalid_argument("{}: 'prompt' must be a string", where);
     DI_ASSIGN_OR_RETURN(r.prompt_ids, encode_prompt(tok, architecture, it->get<std::string>(), chat));
@@ -108,7 +159,7 @@ Result<engine::GenerationRequest> parse_generate_line(const nlohmann::json& j, c
 
 Result<std::vector<engine::GenerationRequest>> read_generate_input(
     const std::string& path, const recipe::Tokenizer& tok, std::string_view architecture,
-    const engine::GenerationRequest& defaults, bool chat) {
+    const engine::GenerationRequest& defaults, bool chat, vision::ImageService* images) {
   std::ifstream in(path);
   if (!in) return not_found("{}: cannot open", path);
   std::vector<engine::GenerationRequest> out;
@@ -118,7 +169,7 @@ Result<std::vector<engine::GenerationRequest>> read_generate_input(
     const std::string where = path + ":" + std::to_string(n);
     nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) return invalid_argument("{}: invalid JSON", where);
-    DI_ASSIGN_OR_RETURN(auto r, parse_generate_line(j, where, tok, architecture, defaults, chat));
+    DI_ASSIGN_OR_RETURN(auto r, parse_generate_line(j, where, tok, architecture, defaults, chat, images));
     out.push_back(std::move(r));
   }
   return out;

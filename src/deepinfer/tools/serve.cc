@@ -25,6 +25,7 @@ int run_serve(ServeFlags& f) {
   auto loaded = load_model_for_cli(f.engine.model);
   if (!loaded.is_ok()) return report_error(loaded.status());
   if (f.server.served_model_name.empty()) f.server.served_model_name = loaded->name;
+  f.server.vision = loaded->vision;
   auto eng = make_engine(*loaded, f.engine);
   if (!eng.is_ok()) return report_error(eng.status());
   Status st = serve::run_http_server(std::move(eng).value(), f.server, nullptr);

@@ -261,4 +261,21 @@ std::string SafetensorsModel::shard_of(std::string_view name) const {
   return it == tensors_.end() ? std::string() : shards_[it->second.shard];
 }
 
+std::shared_ptr<SafetensorsModel> SafetensorsModel::with_prefixes_renamed(
+    const std::vector<std::pair<std::string, std::string>>& from_to) const {
+  std::shared_ptr<SafetensorsModel> m(new SafetensorsModel());
+  m->path_ = path_;
+  m->shards_ = shards_;
+  m->metadata_ = metadata_;
+  for (const auto& [name, entry] : tensors_) {
+    for (const auto& [from, to] : from_to) {
+      if (name.starts_with(from)) {
+        m->tensors_.emplace(to + name.substr(from.size()), entry);
+        break;
+      }
+    }
+  }
+  return m;
+}
+
 }  // namespace deepinfer::format

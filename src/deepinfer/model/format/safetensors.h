@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "deepinfer/base/status.h"
@@ -31,6 +32,11 @@ class SafetensorsModel {
   // The shard file (full path) holding `name`; empty when absent.
   std::string shard_of(std::string_view name) const;
   const std::vector<std::string>& shard_paths() const { return shards_; }
+  // A view of the same tensors (sharing the mappings) where every name starting with one of the
+  // `from` prefixes has it replaced by its `to` (first match wins); other names are dropped. For
+  // checkpoints that nest one model in another (LLaVA's language_model.*).
+  std::shared_ptr<SafetensorsModel> with_prefixes_renamed(
+      const std::vector<std::pair<std::string, std::string>>& from_to) const;
   // "__metadata__" of every shard merged (the first shard wins on conflicts).
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
