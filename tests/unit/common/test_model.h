@@ -37,8 +37,12 @@ inline bool in_ci() {
 
 // Logits at every position of one sequence, computed in one forward batch (one sequence,
 // blocks 0..n-1 in order; hybrid caches: recent slab i with block i).
+// Logits at every position of `ids` in one forward; with `embed_rows`, input embeddings
+// `embeds` [rows * hidden] replace those rows' token embeddings (multimodal models).
 inline std::vector<float> all_position_logits(model::Model& m, const std::vector<int32_t>& ids,
-                                              ThreadPool& pool) {
+                                              ThreadPool& pool,
+                                              const std::vector<int32_t>& embed_rows = {},
+                                              const std::vector<float>& embeds = {}) {
   const int block_size = 16;
   const int n = static_cast<int>(ids.size());
   const int blocks = (n + block_size - 1) / block_size;
@@ -55,6 +59,8 @@ inline std::vector<float> all_position_logits(model::Model& m, const std::vector
   b.block_table_indptr = {0, blocks};
   for (int i = 0; i < blocks; ++i) b.block_table.push_back(i);
   if (m.kv_cache_spec().has_recent()) b.recent_slab_table = b.block_table;
+  b.embed_rows = embed_rows;
+  b.embeds = embeds;
   std::vector<float> logits(size_t(n) * m.config().vocab_size);
   model::ForwardContext ctx{&pool, false};
   Status st = m.forward(b, cache, ctx, logits.data());

@@ -9,6 +9,7 @@
 
 #include "../common/test_model.h"
 #include "../deepseek_v4/v4_fixture.h"
+#include "../runner/tiny_llama_fixture.h"
 #include "deepinfer/engine/engine.h"
 #include "deepinfer/model/format/safetensors.h"
 #include "deepinfer/recipe/tokenizer.h"
@@ -20,22 +21,8 @@ using engine::speculative::SpecPolicy;
 
 std::unique_ptr<engine::Engine> tiny_engine(const std::string& spec, SpecPolicy policy = SpecPolicy::kFixed,
                                             bool batch_invariant = true, int k = 4) {
-  const std::string dir = testing::source_dir() + "/tests/reference/fixtures/tiny_llama";
-  auto st = format::SafetensorsModel::open(dir);
-  EXPECT_TRUE(st.is_ok()) << st.status().message();
-  if (!st.is_ok()) return nullptr;
-  model::WeightSource src;
-  src.safetensors = *st;
-  src.description = dir;
-  auto model = model::load_model(src);
-  EXPECT_TRUE(model.is_ok()) << model.status().message();
-  if (!model.is_ok()) return nullptr;
-  recipe::TokenizerSpec ts;  // bytes: the fixture has no tokenizer
-  for (int b = 0; b < 256; ++b) ts.token_bytes.push_back(std::string(1, static_cast<char>(b)));
-  ts.bos_id = 0;
-  ts.eos_id = 1;
-  auto tok = recipe::Tokenizer::build(std::move(ts));
-  EXPECT_TRUE(tok.is_ok());
+  auto model = runnertest::open_model();
+  if (model == nullptr) return nullptr;
   engine::EngineConfig cfg;
   cfg.num_threads = 1;
   cfg.max_num_seqs = 32;
@@ -45,8 +32,7 @@ std::unique_ptr<engine::Engine> tiny_engine(const std::string& spec, SpecPolicy 
   cfg.speculative.method = spec;
   cfg.speculative.num_draft_tokens = k;
   cfg.speculative.policy = policy;
-  auto e = engine::Engine::create(std::move(*model),
-                                  std::shared_ptr<const recipe::Tokenizer>(std::move(*tok)), cfg);
+  auto e = engine::Engine::create(std::move(model), runnertest::byte_tokenizer(), cfg);
   EXPECT_TRUE(e.is_ok()) << e.status().message();
   return e.is_ok() ? std::move(*e) : nullptr;
 }

@@ -49,31 +49,6 @@ Loaded load() {
   return {std::move(lm).value(), std::move(enc).value()};
 }
 
-// Logits at every position of `ids`, with `embeds` [n_rows * H] replacing rows `rows`.
-std::vector<float> logits_of(model::Model& m, const std::vector<int32_t>& ids, const std::vector<int32_t>& rows,
-                             const std::vector<float>& embeds, ThreadPool& pool) {
-  const int n = static_cast<int>(ids.size()), bs = 16, blocks = (n + bs - 1) / bs;
-  model::KvCache cache = model::KvCache::allocate(m.kv_cache_spec(), blocks, bs, blocks);
-  ForwardBatch b;
-  b.token_ids = ids;
-  for (int i = 0; i < n; ++i) {
-    b.positions.push_back(i);
-    b.slot_mapping.push_back(i);
-    b.logits_rows.push_back(i);
-  }
-  b.seq_token_start = {0, n};
-  b.seq_context_len = {n};
-  b.block_table_indptr = {0, blocks};
-  for (int i = 0; i < blocks; ++i) b.block_table.push_back(i);
-  b.embed_rows = rows;
-  b.embeds = embeds;
-  std::vector<float> logits(static_cast<size_t>(n) * m.config().vocab_size);
-  model::ForwardContext ctx{&pool, false};
-  Status st = m.forward(b, cache, ctx, logits.data());
-  EXPECT_TRUE(st.is_ok()) << st.message();
-  return logits;
-}
-
 TEST(Llava, ImageEmbeddingsLogitsAndGreedyTokensMatchTransformers) {
   Loaded m = load();
   ASSERT_TRUE(m.lm && m.vision);
@@ -119,7 +94,7 @@ TEST(Llava, ImageEmbeddingsLogitsAndGreedyTokensMatchTransformers) {
       flat.insert(flat.end(), embeds[s.image].begin(), embeds[s.image].end());
     }
     std::vector<int32_t> seq = ex->ids;
-    const std::vector<float> logits = logits_of(*m.lm, seq, rows, flat, pool);
+    const std::vector<float> logits = testing::all_position_logits(*m.lm, seq, pool, rows, flat);
     worst = 0;
     for (size_t k = 0; k < c["logits_rows"].size(); ++k) {
       const int row = c["logits_rows"][k];
@@ -131,7 +106,7 @@ TEST(Llava, ImageEmbeddingsLogitsAndGreedyTokensMatchTransformers) {
     // Greedy: recompute the whole sequence each step (tiny model, 8 steps).
     std::vector<int32_t> greedy;
     for (int step = 0; step < 8; ++step) {
-      const std::vector<float> l = logits_of(*m.lm, seq, rows, flat, pool);
+      const std::vector<float> l = testing::all_position_logits(*m.lm, seq, pool, rows, flat);
       const float* last = l.data() + (seq.size() - 1) * V;
       const int32_t tok = static_cast<int32_t>(std::max_element(last, last + V) - last);
       greedy.push_back(tok);
