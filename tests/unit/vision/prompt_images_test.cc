@@ -61,7 +61,7 @@ TEST(PromptImages, ChunkedPrefillSplitsAnImageAcrossSteps) {
   SequenceLookup lookup = [&](int64_t) { return &s; };
   for (auto [first, n] : {std::pair{0, 5}, std::pair{5, 7}}) {
     ScheduleOutput out;
-    out.seqs.push_back({1, n, first, false});
+    out.seqs.push_back({1, n, first, false, {}});
     const BatchInputs b = build_forward_batch(out, lookup, 4);
     std::vector<int32_t> want_rows;
     std::vector<float> want;
