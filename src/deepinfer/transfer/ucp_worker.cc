@@ -1,0 +1,83 @@
+#include "deepinfer/transfer/ucp_worker.h"
+
+#include <poll.h>
+
+#include <cstdlib>
+
+#include "deepinfer/transfer/address.h"
+
+namespace deepinfer::transfer {
+namespace {
+
+// ucp_config_read applies the UCX_* environment; our defaults only fill what it leaves unset.
+Result<ucp_config_t*> read_config() {
+  ucp_config_t* config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+  if (st != UCS_OK) return io_error("UCX: reading the configuration failed: {}", ucs_error(st));
+  if (std::getenv("UCX_TLS") == nullptr) {
+    st = ucp_config_modify(config, "TLS", kDefaultUcxTransports);
+    if (st != UCS_OK) {
+      ucp_config_release(config);
+      return io_error("UCX: setting TLS={} failed: {}", kDefaultUcxTransports, ucs_error(st));
+    }
+  }
+  return config;
+}
+
+}  // namespace
+
+std::string ucs_error(ucs_status_t status) {
+  return fmt::format("{} ({})", ucs_status_string(status), static_cast<int>(status));
+}
+
+Result<std::unique_ptr<UcpWorker>> UcpWorker::create(const std::string& name) {
+  std::unique_ptr<UcpWorker> w(new UcpWorker());
+  DI_ASSIGN_OR_RETURN(ucp_config_t * config, read_config());
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  params.mt_workers_shared = 0;
+  params.name = name.c_str();
+  ucs_status_t st = ucp_init(&params, config, &w->context_);
+  ucp_config_release(config);
+  if (st != UCS_OK) return io_error("UCX: ucp_init failed: {}", ucs_error(st));
+
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+  st = ucp_worker_create(w->context_, &wp, &w->worker_);
+  if (st != UCS_OK) return io_error("UCX: ucp_worker_create failed: {}", ucs_error(st));
+  st = ucp_worker_get_efd(w->worker_, &w->event_fd_);
+  if (st != UCS_OK) return io_error("UCX: ucp_worker_get_efd failed: {}", ucs_error(st));
+
+  ucp_address_t* address = nullptr;
+  size_t length = 0;
+  st = ucp_worker_get_address(w->worker_, &address, &length);
+  if (st != UCS_OK) return io_error("UCX: ucp_worker_get_address failed: {}", ucs_error(st));
+  w->address_hex_ = hex_encode(address, length);
+  ucp_worker_release_address(w->worker_, address);
+  return w;
+}
+
+UcpWorker::~UcpWorker() {
+  if (worker_) ucp_worker_destroy(worker_);
+  if (context_) ucp_cleanup(context_);
+}
+
+bool UcpWorker::progress() {
+  bool any = false;
+  // Bounded so that a flood of events cannot starve the caller's own queue.
+  for (int i = 0; i < 1024 && ucp_worker_progress(worker_) != 0; ++i) any = true;
+  return any;
+}
+
+void UcpWorker::wait(std::chrono::milliseconds timeout) {
+  // BUSY: events arrived since the last progress; the caller progresses again at once.
+  if (ucp_worker_arm(worker_) != UCS_OK) return;
+  pollfd p{event_fd_, POLLIN, 0};
+  ::poll(&p, 1, static_cast<int>(timeout.count()));
+}
+
+void UcpWorker::signal() { ucp_worker_signal(worker_); }
+
+}  // namespace deepinfer::transfer

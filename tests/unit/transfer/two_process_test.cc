@@ -1,0 +1,66 @@
+// KvSender here, KvReceiver in a child process: 200 messages byte-exact, and a receiver that
+// is killed while the sender still has messages for it.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "deepinfer/transfer/address.h"
+#include "deepinfer/transfer/kv_transfer.h"
+#include "receiver_child.h"
+#include "test_messages.h"
+
+namespace deepinfer::transfer::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(KvTransferTwoProcesses, TwoHundredMessagesArriveByteExact) {
+  constexpr int kMessages = 200;
+  ReceiverChild child = spawn_receiver_child(kMessages);
+  ASSERT_FALSE(child.address.empty()) << "the receiver process did not report its address";
+  auto sender = KvSender::create();
+  ASSERT_TRUE(sender.is_ok()) << sender.status().message();
+  size_t bytes = 0;
+  for (int i = 0; i < kMessages; ++i) {
+    const uint64_t id = kFirstTransfer + i % kTransfers;
+    (*sender)->send(child.address, id, make_message(id, i / kTransfers, message_size(i)));
+    bytes += message_size(i);
+  }
+  for (int t = 0; t < kTransfers; ++t) {
+    Status st = (*sender)->flush(kFirstTransfer + t, 60s);
+    EXPECT_TRUE(st.is_ok()) << st.message();
+  }
+  EXPECT_EQ(read_line(child.from_child, 30s), fmt::format("ok {} {}", kMessages, bytes));
+  const KvSenderStats s = (*sender)->stats();
+  EXPECT_EQ(s.messages, size_t{kMessages});
+  EXPECT_EQ(s.bytes, bytes);
+  EXPECT_EQ(s.failures, 0u);
+  const int status = reap_child(child, 20s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+}
+
+TEST(KvTransferTwoProcesses, FlushToAKilledReceiverFailsWithinTheTimeout) {
+  ReceiverChild child = spawn_receiver_child(0);
+  ASSERT_FALSE(child.address.empty()) << "the receiver process did not report its address";
+  auto sender = KvSender::create();
+  ASSERT_TRUE(sender.is_ok()) << sender.status().message();
+  // Connected and delivering first, so the failure below is the peer dying, not a bad start.
+  for (int i = 0; i < 3; ++i) (*sender)->send(child.address, 1, make_message(1, i, 1 << 20));
+  Status first = (*sender)->flush(1, 30s);
+  ASSERT_TRUE(first.is_ok()) << first.message();
+
+  ::kill(child.pid, SIGKILL);
+  reap_child(child, 10s);
+  for (int i = 0; i < 5; ++i) (*sender)->send(child.address, 2, make_message(2, i, 1 << 20));
+  const auto timeout = 5s;
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = (*sender)->flush(2, timeout);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_LT(took, timeout + 1s);
+  EXPECT_NE(st.message().find("kv transfer 2"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(peer_label(child.address)), std::string::npos) << st.message();
+  EXPECT_GE((*sender)->stats().failures, 1u);
+}
+
+}  // namespace
+}  // namespace deepinfer::transfer::testing
