@@ -2,6 +2,7 @@
 and are wired together; the Dockerfile's runtime stage has the libraries the binary links to."""
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -472,7 +473,6 @@ def test_dockerfile_builds_as_the_readme_says():
 def debian_package_of(path):
     """The Debian package owning a library file, trying the path as ldd printed it, its real
     path and both sides of the /usr merge."""
-    import os
     candidates = []
     for p in (path, os.path.realpath(path)):
         candidates += [p, "/usr" + p if not p.startswith("/usr/") else p[len("/usr"):]]
