@@ -94,7 +94,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
                            : config.kv_store_namespace;
   DI_RETURN_IF_ERROR(validate(kv));
   KvTierHook* hook = nullptr;
-  if (!config.kv_store_dirs.empty()) {
+  if (!config.kv_store_dirs.empty() || config.kv_store_ram_only) {
     KvStoreTierOptions to;
     to.dirs = config.kv_store_dirs;
     to.model_namespace = kv.cache_namespace;
@@ -130,9 +130,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
   return e;
 }
 
-Result<int64_t> Engine::add_request(const GenerationRequest& request) {
-  if (!has_unfinished()) last_forward_end_ = 0;  // the gap since the last forward was not idling
-  const auto& mc = runner_->model_config();
+Status validate_generation_request(const GenerationRequest& request, const model::ModelConfig& mc) {
   if (request.prompt_ids.empty()) return invalid_argument("the prompt is empty");
   for (int32_t t : request.prompt_ids)
     if (t < 0 || t >= mc.vocab_size)
@@ -147,6 +145,14 @@ Result<int64_t> Engine::add_request(const GenerationRequest& request) {
     if (s.empty()) return invalid_argument("stop strings must not be empty");
   if (request.prompt_logprobs < -1 || request.prompt_logprobs > 20)
     return invalid_argument("prompt_logprobs must be in [0, 20] (or -1 for off), got {}", request.prompt_logprobs);
+  return Status::ok();
+}
+
+Result<int64_t> Engine::add_request(const GenerationRequest& request) {
+  if (!has_unfinished()) last_forward_end_ = 0;  // the gap since the last forward was not idling
+  const auto& mc = runner_->model_config();
+  DI_RETURN_IF_ERROR(validate_generation_request(request, mc));
+  const int64_t prompt_len = static_cast<int64_t>(request.prompt_ids.size());
 
   const int64_t id = next_id_++;
   auto state = std::make_unique<RequestState>(*tokenizer_, request.stop);
@@ -166,6 +172,7 @@ Result<int64_t> Engine::add_request(const GenerationRequest& request) {
   seq.eos_token_ids = tokenizer_->eos_ids();
   seq.ignore_eos = request.ignore_eos;
   seq.skip_prefix_cache = request.prompt_logprobs >= 0;
+  seq.kv_export_tag = request.kv_export_tag;
   if (!request.images.empty() && request.prompt_logprobs >= 0)
     return invalid_argument("prompt logprobs are not available for prompts with images");
   if (!request.images.empty()) DI_RETURN_IF_ERROR(attach_images(request.images, mc.hidden_size, seq));
@@ -193,6 +200,12 @@ void Engine::abort(int64_t request_id) {
   (void)scheduler_->abort(request_id);
   std::erase_if(pending_grammar_, [&](const auto& p) { return p.first == request_id; });
   requests_.erase(request_id);
+}
+
+Status Engine::set_kv_export_sink(KvExportSink* sink) {
+  if (!kv_tier_) return invalid_argument("exporting KV blocks needs a KV store tier (kv_store_ram_only)");
+  kv_tier_->set_export_sink(sink);
+  return Status::ok();
 }
 
 int Engine::reset_prefix_cache() { return kv_manager_->reset_prefix_cache(); }

@@ -55,6 +55,9 @@ struct EngineConfig {
   bool overlap_scheduling = false;
   // KV store targets (directories, same order in every process); empty = no store tier.
   std::vector<std::string> kv_store_dirs;
+  // A KV store tier even without targets (RAM only): the prefill and decode roles of a
+  // disaggregated deployment move prompt blocks through it (kv_export.h).
+  bool kv_store_ram_only = false;
   // RAM tier of the KV store (between the engine's blocks and the targets); 0 = default 256 MiB.
   size_t kv_store_host_tier_bytes = 0;
   // Per-target byte limit of the KV store's SSD tier (the sweeper evicts the entries with the
@@ -90,6 +93,11 @@ struct EngineStats {
   }
 };
 
+// The checks add_request makes of a request before queueing it (prompt ids in the vocabulary,
+// lengths, sampling ranges, stop strings); the entrypoint of a disaggregated deployment makes
+// them too, so a bad request is a 400 there rather than an error from a remote engine.
+Status validate_generation_request(const GenerationRequest& request, const model::ModelConfig& mc);
+
 class Engine {
  public:
   static Result<std::unique_ptr<Engine>> create(std::unique_ptr<model::Model> model,
@@ -118,6 +126,11 @@ class Engine {
   void flush_kv_store();
   // The KV store tier, or null when the engine has none (stats, tests).
   const KvStoreTier* kv_store_tier() const { return kv_tier_.get(); }
+  // Prefill/decode disaggregation: the tier that imports blocks from other engines (its
+  // import_block is thread-safe), and the sink that requests with a kv_export_tag hand their
+  // prompt blocks to (engine thread). Both need a tier (kv_store_dirs or kv_store_ram_only).
+  KvStoreTier* kv_import_tier() { return kv_tier_.get(); }
+  Status set_kv_export_sink(KvExportSink* sink);
   // Drops every cached prefix block nobody uses from the in-memory prefix cache (the KV store
   // keeps its copies). Like vLLM's reset_prefix_cache; benchmarks use it to measure the tiers.
   // Returns how many blocks were dropped.

@@ -402,6 +402,7 @@ int KvCacheManager::reset_prefix_cache() {
 }
 
 void KvCacheManager::free(Sequence& seq) {
+  if (hook_ != nullptr) hook_->before_sequence_freed(seq);
   if (slabs_.enabled())
     for (size_t i = seq.recent_from_block; i < seq.block_table.size(); ++i)
       slabs_.unpin(seq.block_table[i], tree_.contains(seq.block_table[i]));

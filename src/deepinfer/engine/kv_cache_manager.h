@@ -46,6 +46,9 @@ class KvTierHook {
   // on a read (storage not answering) sets seq.skip_tier and returns true: the sequence is then
   // admitted without the tier and computes its prefix.
   virtual bool prefetch_done(Sequence& seq) { return true; }
+  // The sequence's blocks are about to be released (finished, aborted or preempted); its block
+  // table still holds them. Prefill/decode disaggregation exports a computed prompt here.
+  virtual void before_sequence_freed(Sequence& seq) {}
   // The sequence's blocks were released (finished, aborted or preempted): forget its prefetch.
   virtual void on_sequence_released(const Sequence& seq) {}
 };

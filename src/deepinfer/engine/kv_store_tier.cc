@@ -193,6 +193,34 @@ void KvStoreTier::wait_for_prefetch(std::chrono::milliseconds timeout) {
   prefetches_.begin()->second.done.wait_for(timeout);
 }
 
+void KvStoreTier::before_sequence_freed(Sequence& seq) {
+  if (export_sink_ == nullptr || seq.kv_export_tag.empty() || seq.kv_exported) return;
+  const bool finishing = seq.finish_reason != FinishReason::kNone;  // else a preemption
+  if (seq.num_computed_tokens < seq.num_prompt_tokens() && !finishing) return;  // export later
+  const int prompt = std::min(seq.num_prompt_tokens(), seq.prefix_cacheable_tokens());
+  seq.kv_exported = true;
+  int sent = 0;
+  if (seq.num_computed_tokens >= seq.num_prompt_tokens()) {
+    const int bs = storage_.block_size;
+    const int n = std::min({prompt / bs, static_cast<int>(seq.block_table.size()), seq.cache_limit_block});
+    ensure_keys(seq, n);
+    staging_.resize(block_bytes_);
+    for (; sent < n; ++sent) {
+      if (!gather(seq.block_table[size_t(sent)], staging_.data())) break;  // recent rows gone
+      export_sink_->export_block(seq.kv_export_tag, sent, seq.tier_keys[size_t(sent)],
+                                 std::span<const uint8_t>(staging_.data(), block_bytes_));
+    }
+  }
+  export_sink_->export_done(seq.kv_export_tag, sent);
+}
+
+bool KvStoreTier::import_block(const kvstore::BlockKey& key, std::span<const uint8_t> bytes) {
+  if (bytes.size() != block_bytes_) return false;
+  const uint8_t* src = bytes.data();
+  return store_->batch_put(std::span<const kvstore::BlockKey>(&key, 1),
+                           std::span<const uint8_t* const>(&src, 1), kvstore::TrafficClass::kChat) == 1;
+}
+
 void KvStoreTier::on_blocks_cached(Sequence& seq, std::span<const int> indices,
                                    std::span<const int32_t> blocks) {
   DI_CHECK(indices.size() == blocks.size(), "{} indices for {} blocks", indices.size(),

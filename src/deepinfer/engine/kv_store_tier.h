@@ -13,6 +13,7 @@
 
 #include "deepinfer/base/status.h"
 #include "deepinfer/engine/kv_cache_manager.h"
+#include "deepinfer/engine/kv_export.h"
 #include "deepinfer/kvstore/key.h"
 #include "deepinfer/kvstore/kv_store.h"
 #include "deepinfer/model/model.h"
@@ -63,6 +64,14 @@ class KvStoreTier : public KvTierHook {
   bool start_prefetch(Sequence& seq, int first, int count) override;
   bool prefetch_done(Sequence& seq) override;
   void on_sequence_released(const Sequence& seq) override;
+  // Prefill/decode disaggregation: a sequence with a kv_export_tag whose prompt is computed
+  // hands its full prompt blocks (up to the first image) to the export sink, once.
+  void before_sequence_freed(Sequence& seq) override;
+  void set_export_sink(KvExportSink* sink) { export_sink_ = sink; }
+  // A block computed by another engine (its store key and KvStoreTier bytes) into the store's
+  // RAM tier, where admissions find it like any stored block. Thread-safe (the store is).
+  // False when `bytes` is not block_bytes() long or the store did not take it.
+  bool import_block(const kvstore::BlockKey& key, std::span<const uint8_t> bytes);
   // Blocks the calling thread until some started prefetch finishes or `timeout` passes (the
   // engine calls it when every runnable sequence waits on a read, instead of spinning).
   void wait_for_prefetch(std::chrono::milliseconds timeout);
@@ -109,9 +118,10 @@ class KvStoreTier : public KvTierHook {
   };
   std::unordered_map<int64_t, Prefetched> prefetched_;
   std::chrono::milliseconds prefetch_timeout_;
+  KvExportSink* export_sink_ = nullptr;
 };
 
-// Opens (creating if needed) the store over opts.dirs for blocks of `storage`. The namespace is
+// Opens (creating if needed) the store over opts.dirs (none: a RAM-only store) for blocks of `storage`. The namespace is
 // opts.model_namespace plus everything that changes a block's bytes (layout version, f32, block
 // size, layer/head shapes).
 Result<std::unique_ptr<KvStoreTier>> make_kv_store_tier(const KvStoreTierOptions& opts,

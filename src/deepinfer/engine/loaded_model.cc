@@ -35,4 +35,24 @@ Result<LoadedModel> load_model_with_tokenizer(const std::string& model_arg) {
   return out;
 }
 
+Result<ModelRecipe> load_tokenizer_and_config(const std::string& model_arg) {
+  DI_ASSIGN_OR_RETURN(model::ResolvedModel resolved, model::resolve_model(model_arg));
+  ModelRecipe out;
+  out.name = resolved.name;
+  if (resolved.kind == model::ResolvedModel::Kind::kGguf) {
+    DI_ASSIGN_OR_RETURN(auto gguf, format::GgufFile::open(resolved.path));
+    DI_ASSIGN_OR_RETURN(auto tok, recipe::Tokenizer::from_gguf(*gguf));
+    out.tokenizer = std::move(tok);
+    DI_ASSIGN_OR_RETURN(out.config, model::config_from_gguf(*gguf));
+  } else {
+    DI_ASSIGN_OR_RETURN(auto tok, recipe::Tokenizer::from_hf_dir(resolved.path));
+    out.tokenizer = std::move(tok);
+    DI_ASSIGN_OR_RETURN(out.config, model::config_from_hf_json(resolved.path + "/config.json"));
+  }
+  if (out.config.vocab_size < out.tokenizer->vocab_size())
+    return corrupt("{}: the tokenizer has {} tokens but the model only {}", resolved.path,
+                   out.tokenizer->vocab_size(), out.config.vocab_size);
+  return out;
+}
+
 }  // namespace deepinfer::engine

@@ -24,4 +24,13 @@ struct LoadedModel {
 // `model_arg` as a .gguf file, a Hugging Face directory or a catalogue name ("" = default model).
 Result<LoadedModel> load_model_with_tokenizer(const std::string& model_arg);
 
+// The same model's tokenizer and configuration only, no weights (the entrypoint of a
+// disaggregated deployment turns requests into tokens; engines elsewhere run the model).
+struct ModelRecipe {
+  std::string name;
+  std::shared_ptr<const recipe::Tokenizer> tokenizer;
+  model::ModelConfig config;
+};
+Result<ModelRecipe> load_tokenizer_and_config(const std::string& model_arg);
+
 }  // namespace deepinfer::engine

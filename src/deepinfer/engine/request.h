@@ -56,6 +56,10 @@ struct GenerationRequest {
   // Multimodal prompts: the images' placeholder positions and their input embeddings. The prefix
   // cache serves and keeps only the blocks before the first image (see prompt_images.h).
   std::vector<PromptImage> images;
+  // Prefill/decode disaggregation: non-empty = once the prompt is computed, the engine hands
+  // its full prompt blocks to its KvExportSink (kv_export.h) under this tag (a prefill engine
+  // sends them to the decode engine that continues the request).
+  std::string kv_export_tag;
 };
 
 struct LogprobEntry {

@@ -118,6 +118,7 @@ void Scheduler::preempt(int64_t seq_id) {
 }
 
 FinishedSeq Scheduler::retire(Sequence& seq, FinishReason reason) {
+  seq.finish_reason = reason;  // before free: the tier hook tells a finish from a preemption
   kv_.free(seq);
   if (seq.status == SeqStatus::kRunning) {
     running_.erase(std::find(running_.begin(), running_.end(), seq.id));

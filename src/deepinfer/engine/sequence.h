@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -73,6 +74,10 @@ struct Sequence {
   TierPrefetch tier_prefetch = TierPrefetch::kNotStarted;  // reset whenever blocks are freed
   bool skip_tier = false;  // the lower tier timed out reading its prefix: compute it instead
   bool skip_prefix_cache = false;  // compute every token (prompt logprobs need their logits)
+  // Prefill/decode disaggregation (GenerationRequest::kv_export_tag): once its prompt is
+  // computed, its full prompt blocks go to the engine's KvExportSink under this tag, once.
+  std::string kv_export_tag;
+  bool kv_exported = false;
   // Speculative decoding: tokens proposed to follow the known ones (Scheduler::set_draft); the
   // next schedule() verifies them when the sequence decodes, and clears them either way.
   std::vector<int32_t> draft;

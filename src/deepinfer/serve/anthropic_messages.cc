@@ -269,6 +269,10 @@ void handle_messages(const ServerContext& ctx, const httplib::Request& req, http
            sse.event("ping", {{"type", "ping"}});
   };
   StreamHandlers handlers;
+  handlers.on_error = [](SseWriter& sse, int, const std::string& error) {
+    return sse.event("error", {{"type", "error"},
+                               {"error", {{"type", "api_error"}, {"message", "generation failed: " + error}}}});
+  };
   auto close_block = [=](SseWriter& sse) {
     if (!state->open_block) return true;
     state->open_block = nullptr;

@@ -9,31 +9,6 @@ namespace deepinfer::serve {
 
 using Clock = std::chrono::steady_clock;
 
-RequestStream::Next RequestStream::next(engine::RequestOutput& out, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, timeout, [&] { return !queue_.empty() || closed_; })) return Next::kTimeout;
-  if (queue_.empty()) return Next::kClosed;
-  out = std::move(queue_.front());
-  queue_.pop_front();
-  if (out.finished) closed_ = true;
-  return Next::kOutput;
-}
-
-void RequestStream::push(engine::RequestOutput out) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (finished_pushed_) return;
-    if (out.finished) finished_pushed_ = true;
-    queue_.push_back(std::move(out));
-  }
-  cv_.notify_all();
-}
-
-void RequestStream::cancel() {
-  if (cancelled_.exchange(true)) return;
-  if (loop_) loop_->request_abort(request_id_);
-}
-
 EngineLoop::EngineLoop(std::unique_ptr<engine::Engine> engine, const EngineLoopOptions& options)
     : engine_(std::move(engine)), options_(options) {
   thread_ = std::thread([this] { run(); });
@@ -44,8 +19,7 @@ EngineLoop::~EngineLoop() { shutdown(); }
 Result<std::shared_ptr<RequestStream>> EngineLoop::submit(const engine::GenerationRequest& request) {
   std::promise<Status> accepted;
   std::future<Status> result = accepted.get_future();
-  auto stream = std::make_shared<RequestStream>();
-  stream->loop_ = this;
+  auto stream = new_stream(this);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return resource_exhausted("the server is shutting down");
@@ -104,7 +78,7 @@ void EngineLoop::drain_commands() {
       s.accepted->set_value(id.status());
       continue;
     }
-    s.stream->request_id_ = *id;
+    set_request_id(*s.stream, *id);
     Live live;
     live.stream = s.stream;
     live.submitted = live.last_token = Clock::now();
@@ -287,7 +261,7 @@ void EngineLoop::run() {
     queued_ -= static_cast<int>(subs.size());
   }
   for (Submission& s : subs) s.accepted->set_value(resource_exhausted("the server is shutting down"));
-  abort_all("the server is shutting down");
+  abort_all(kShuttingDown);
   engine_->flush_kv_store();
 }
 

@@ -64,6 +64,12 @@ void on_shutdown_signal(int sig) {
 
 Status run_http_server(std::unique_ptr<engine::Engine> engine, const ServeOptions& options,
                        const std::function<void(int port)>& on_listening) {
+  return run_http_server(std::make_unique<EngineLoop>(std::move(engine), options.loop), options,
+                         on_listening, RoleHooks{});
+}
+
+Status run_http_server(std::unique_ptr<RequestBackend> backend, const ServeOptions& options,
+                       const std::function<void(int port)>& on_listening, const RoleHooks& hooks) {
   if (g_signal_pipe[0] < 0 && pipe(g_signal_pipe) != 0) return io_error("serve: cannot create a pipe");
   struct sigaction action = {};
   action.sa_handler = on_shutdown_signal;
@@ -72,8 +78,8 @@ Status run_http_server(std::unique_ptr<engine::Engine> engine, const ServeOption
   sigaction(SIGTERM, &action, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  const int64_t max_len = engine->model_config().max_position;
-  EngineLoop loop(std::move(engine), options.loop);
+  const int64_t max_len = backend->model_config().max_position;
+  RequestBackend& loop = *backend;
   ResponseStore responses(size_t(std::max(1, options.max_responses_stored)));
   ServerContext ctx;
   ctx.loop = &loop;
@@ -167,11 +173,21 @@ Status run_http_server(std::unique_ptr<engine::Engine> engine, const ServeOption
   });
   table.add("GET", "/health");
   server.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
+    std::string why;
+    if (hooks.ready && !hooks.ready(why)) {
+      res.status = 503;
+      res.set_content(dump_json({{"status", "unavailable"}, {"reason", why}}), "application/json");
+      return;
+    }
     res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  if (hooks.install_routes) hooks.install_routes(server, [&](const std::string& method, const std::string& path) {
+    table.add(method, path);
   });
   table.add("GET", "/metrics");
   server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
     std::string text = metrics.render(loop.gauges(), ctx.model_name);
+    if (hooks.extra_metrics) text += hooks.extra_metrics();
     if (ctx.images != nullptr) {
       const vision::ImageServiceStats st = ctx.images->stats();
       text += fmt::format(

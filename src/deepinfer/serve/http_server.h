@@ -12,6 +12,10 @@
 #include "deepinfer/serve/engine_loop.h"
 #include "deepinfer/vision/image_service.h"
 
+namespace httplib {
+class Server;
+}
+
 namespace deepinfer::serve {
 
 struct ServeOptions {
@@ -31,9 +35,22 @@ struct ServeOptions {
   vision::ImageServiceOptions images;
 };
 
+// What a role of a disaggregated deployment adds to the server (pd_roles.h): its internal
+// routes (each declared through `declare(method, path)` for 405s and CORS), /metrics lines, and
+// a readiness check behind /health (false: 503 with the reason).
+struct RoleHooks {
+  std::function<void(httplib::Server&, const std::function<void(const std::string&, const std::string&)>& declare)>
+      install_routes;
+  std::function<std::string()> extra_metrics;
+  std::function<bool(std::string& why)> ready;
+};
+
 // Serves until SIGINT or SIGTERM (then refuses new requests, ends running ones and returns)
 // or until `stop` (if given) is set. `on_listening(port)` runs once the socket is bound.
 Status run_http_server(std::unique_ptr<engine::Engine> engine, const ServeOptions& options,
                        const std::function<void(int port)>& on_listening);
+// The same over any backend (the entrypoint's disaggregated one), with a role's hooks.
+Status run_http_server(std::unique_ptr<RequestBackend> backend, const ServeOptions& options,
+                       const std::function<void(int port)>& on_listening, const RoleHooks& hooks);
 
 }  // namespace deepinfer::serve

@@ -362,6 +362,11 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
                  {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", json::array()}, {"logprobs", json::array()}}}});
   };
   StreamHandlers handlers;
+  handlers.on_error = [](SseWriter& sse, int, const std::string& error) {
+    const std::string message = "generation failed: " + error;
+    return sse.event("error", {{"type", "error"}, {"code", "server_error"}, {"message", message}, {"param", nullptr},
+                               {"error", {{"type", "server_error"}, {"message", message}}}});
+  };
   handlers.on_start = [=](SseWriter& sse) {
     json r = response_json(shell, "in_progress", json::array(), nullptr, nullptr);
     return emit(sse, "response.created", {{"response", r}}) && emit(sse, "response.in_progress", {{"response", r}});

@@ -13,7 +13,7 @@
 
 #include "deepinfer/engine/request.h"
 #include "deepinfer/serve/api_error.h"
-#include "deepinfer/serve/engine_loop.h"
+#include "deepinfer/serve/request_backend.h"
 
 namespace deepinfer::vision {
 class ImageService;
@@ -28,7 +28,7 @@ namespace deepinfer::serve {
 class ResponseStore;
 
 struct ServerContext {
-  EngineLoop* loop = nullptr;
+  RequestBackend* loop = nullptr;  // the engine loop, or the entrypoint's disaggregated backend
   std::string model_name;       // the name clients use (--served-model-name)
   int64_t max_model_len = 0;    // prompt + output tokens a sequence may hold
   int64_t created_unix = 0;     // when the server started (for /v1/models)

@@ -76,6 +76,18 @@ void start_stream(const ServerContext& ctx, std::vector<engine::GenerationReques
             last_write = Clock::now();
             continue;
           }
+          if (out.finished && out.finish_reason == engine::FinishReason::kAbort && !out.error.empty() &&
+              out.error != kShuttingDown) {
+            // Not an answer: the client must not take what came so far for a complete one.
+            group->cancel_all();
+            const bool ok = shared->on_error
+                                ? shared->on_error(sse, i, out.error)
+                                : sse.data(nlohmann::json::parse(openai_error_body(
+                                      ApiError(500, "", "generation failed: " + out.error, "server_error"))));
+            if (!ok) return false;
+            sse.done();
+            return true;
+          }
           if (!shared->on_output(sse, i, out)) return gone();
           last_write = Clock::now();
         }

@@ -23,6 +23,10 @@ struct StreamHandlers {
   std::function<bool(SseWriter&)> on_end;
   // Sent every second while no output arrives (default: an SSE comment).
   std::function<bool(SseWriter&)> on_idle;
+  // A request failed after its first token (an engine error, a decode engine that died): the
+  // stream ends with this instead of on_end, never with a normal finish. Default: OpenAI's
+  // `data: {"error": {...}}` chunk (the SDKs raise it).
+  std::function<bool(SseWriter&, int index, const std::string& error)> on_error;
 };
 
 void start_stream(const ServerContext& ctx, std::vector<engine::GenerationRequest> requests,

@@ -47,6 +47,7 @@ struct BenchFlags {
   int gen_len = 128;
   int repeat = 1;
   std::string plot;
+  std::string disaggregated;  // --mode serve: "P,D" prefill and decode engines to measure too
   std::string data = "../shared/data/jsonschemabench";
   int limit = 0;
   int stride = 1;
@@ -310,6 +311,14 @@ int run_bench(BenchFlags& f) {
     o.gen_len = f.gen_len;
     o.repeat = f.repeat;
     o.plot = f.plot;
+    if (!f.disaggregated.empty()) {
+      auto pd = parse_int_list(f.disaggregated, "--disaggregated", 64);
+      if (!pd.is_ok()) return report_error(pd.status());
+      if (pd->size() != 2)
+        return report_error(invalid_argument("--disaggregated: P,D (prefill and decode engines), got '{}'", f.disaggregated));
+      o.disaggregated_prefill = (*pd)[0];
+      o.disaggregated_decode = (*pd)[1];
+    }
     return run_serve_bench(o);
   }
   auto loaded = load_model_for_cli(f.engine.model);
@@ -401,6 +410,9 @@ Subcommand make_bench_command() {
     cmd->add_option("--gen-len", f->gen_len, "Generated tokens per sequence (decode)")->check(CLI::Range(2, 1 << 20));
     cmd->add_option("--repeat", f->repeat, "Measurements per batch size (schema-compile: compiles per file)")->check(CLI::Range(1, 100));
     cmd->add_option("--plot", f->plot, "Draw per-sequence vs total throughput to FILE.svg or FILE.png");
+    cmd->add_option("--disaggregated", f->disaggregated,
+                    "--mode serve: P,D also measures P prefill + D decode engines (deepinfer cluster, each on half "
+                    "of --threads) after the all-in-one server, side by side");
     return cmd;
   };
   s.run = [f] { return run_bench(*f); };

@@ -3,9 +3,16 @@
 // numbers include HTTP, JSON, SSE and detokenization, as a user of the API sees them.
 #include "deepinfer/tools/bench_serve.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -16,6 +23,8 @@
 #include "deepinfer/serve/http_server.h"
 #include "deepinfer/tools/bench_plot.h"
 #include "deepinfer/tools/synthetic_prompt.h"
+
+extern char** environ;
 
 namespace deepinfer::tools {
 namespace {
@@ -99,46 +108,10 @@ std::string mixed_text(size_t bytes) {
   return out;
 }
 
-}  // namespace
-
-int run_serve_bench(const ServeBenchOptions& opts) {
-  auto loaded = load_model_for_cli(opts.engine.model);
-  if (!loaded.is_ok()) return report_error(loaded.status());
-  int max_batch = 1;
-  for (int b : opts.batches) max_batch = std::max(max_batch, b);
-  EngineFlags ef = opts.engine;
-  ef.enable_prefix_caching = false;  // distinct synthetic prompts; nothing to reuse
-  ef.max_num_seqs = std::max(ef.max_num_seqs, max_batch);
-  auto eng = make_engine(*loaded, ef);
-  if (!eng.is_ok()) return report_error(eng.status());
-  const int32_t vocab = loaded->tokenizer->vocab_size();
-  const std::string model = loaded->name;
-
-  serve::ServeOptions so;
-  so.port = 0;
-  so.served_model_name = model;
-  so.http_threads = std::max(16, max_batch + 8);
-  // The port once listening, or -1 when the server returned without listening (a bind error):
-  // then there is nothing to stop, and no signal is raised.
-  std::promise<int> listening;
-  std::future<int> port_future = listening.get_future();
-  bool listened = false;
-  Status server_status;
-  std::thread server([&] {
-    server_status = serve::run_http_server(std::move(eng).value(), so, [&](int port) {
-      listened = true;
-      listening.set_value(port);
-    });
-    if (!listened) listening.set_value(-1);
-  });
-  const int port = port_future.get();
-  if (port < 0) {
-    server.join();
-    return report_error(server_status.is_ok() ? io_error("bench: the server stopped before listening") : server_status);
-  }
-  int seq = 0;
+// Runs every client count against the server on `port`, appending one record each.
+int measure(int port, const std::string& model, int32_t vocab, const ServeBenchOptions& opts,
+            const std::string& deployment, int& seq, std::vector<Json>& records) {
   int exit_code = kExitOk;
-  std::vector<Json> records;
   // One small request first, so first-touch costs stay out of the numbers.
   ClientResult warm = run_client(port, model, synthetic_prompt(16, 77'777, vocab), 4, Timer());
   if (!warm.error.empty()) {
@@ -182,15 +155,119 @@ int run_serve_bench(const ServeBenchOptions& opts) {
                 {"ttft_ms_p50", percentile(ttft, 0.5)},
                 {"ttft_ms_p99", percentile(ttft, 0.99)},
                 {"wall_ms", wall_ms},
-                {"model", model}};
+                {"model", model},
+                {"deployment", deployment}};
       std::printf("%s\n", j.dump().c_str());
       std::fflush(stdout);
       records.push_back(j);
     }
   }
+  return exit_code;
+}
+
+// `deepinfer cluster` on free ports: its entrypoint's port once it printed its table, or -1.
+int start_cluster(const ServeBenchOptions& opts, const std::string& model, pid_t& pid, std::string& log) {
+  char dir[] = "/tmp/deepinfer-bench-cluster-XXXXXX";
+  if (mkdtemp(dir) == nullptr) return -1;
+  log = std::string(dir) + "/cluster.out";
+  const int port = [] {
+    httplib::Server probe;
+    const int p = probe.bind_to_any_port("127.0.0.1");
+    probe.stop();
+    return p;
+  }();
+  const int threads = std::max(1, (opts.engine.threads > 0 ? opts.engine.threads : int(std::thread::hardware_concurrency())) / 2);
+  std::vector<std::string> args = {"deepinfer", "cluster", "--prefill", std::to_string(opts.disaggregated_prefill),
+                                    "--decode", std::to_string(opts.disaggregated_decode), "--port", std::to_string(port),
+                                    "--threads", std::to_string(threads), "--log-dir", dir,
+                                    "--served-model-name", model,
+                                    "--kv-cache-gb", fmt::format("{}", opts.engine.kv_cache_gb)};
+  if (!opts.engine.model.empty()) args.insert(args.end(), {"--model", opts.engine.model});
+  if (opts.engine.batch_invariant) args.push_back("--batch-invariant");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  const int rc = posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  for (int i = 0; i < 6000; ++i) {  // up to 10 minutes of model loading
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return -1;
+    std::ifstream in(log);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find("Ctrl-C stops them all") != std::string::npos) return port;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  kill(pid, SIGINT);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+}  // namespace
+
+int run_serve_bench(const ServeBenchOptions& opts) {
+  auto loaded = load_model_for_cli(opts.engine.model);
+  if (!loaded.is_ok()) return report_error(loaded.status());
+  int max_batch = 1;
+  for (int b : opts.batches) max_batch = std::max(max_batch, b);
+  EngineFlags ef = opts.engine;
+  ef.enable_prefix_caching = false;  // distinct synthetic prompts; nothing to reuse
+  ef.max_num_seqs = std::max(ef.max_num_seqs, max_batch);
+  auto eng = make_engine(*loaded, ef);
+  if (!eng.is_ok()) return report_error(eng.status());
+  const int32_t vocab = loaded->tokenizer->vocab_size();
+  const std::string model = loaded->name;
+
+  serve::ServeOptions so;
+  so.port = 0;
+  so.served_model_name = model;
+  so.http_threads = std::max(16, max_batch + 8);
+  // The port once listening, or -1 when the server returned without listening (a bind error):
+  // then there is nothing to stop, and no signal is raised.
+  std::promise<int> listening;
+  std::future<int> port_future = listening.get_future();
+  bool listened = false;
+  Status server_status;
+  std::thread server([&] {
+    server_status = serve::run_http_server(std::move(eng).value(), so, [&](int port) {
+      listened = true;
+      listening.set_value(port);
+    });
+    if (!listened) listening.set_value(-1);
+  });
+  const int port = port_future.get();
+  if (port < 0) {
+    server.join();
+    return report_error(server_status.is_ok() ? io_error("bench: the server stopped before listening") : server_status);
+  }
+  int seq = 0;
+  std::vector<Json> records;
+  int exit_code = measure(port, model, vocab, opts, "all-in-one", seq, records);
   std::raise(SIGTERM);  // the server's own graceful stop
   server.join();
   if (!server_status.is_ok()) return report_error(server_status);
+  if (exit_code == kExitOk && opts.disaggregated_prefill > 0) {
+    pid_t pid = -1;
+    std::string log;
+    const int cport = start_cluster(opts, model, pid, log);
+    if (cport < 0)
+      return report_error(io_error("bench --mode serve: the disaggregated cluster did not start (see {})", log));
+    ClientResult cwarm = run_client(cport, model, synthetic_prompt(16, 77'778, vocab), 4, Timer());
+    if (!cwarm.error.empty()) {
+      std::fprintf(stderr, "bench --mode serve: cluster warm-up request: %s\n", cwarm.error.c_str());
+      exit_code = kExitRuntimeError;
+    }
+    if (exit_code == kExitOk)
+      exit_code = measure(cport, model, vocab, opts,
+                          fmt::format("disaggregated {}P+{}D", opts.disaggregated_prefill, opts.disaggregated_decode),
+                          seq, records);
+    kill(pid, SIGINT);
+    waitpid(pid, nullptr, 0);
+  }
   if (exit_code == kExitOk && !opts.plot.empty()) {
     Status st = write_throughput_plot(opts.plot, "serve", records);
     if (!st.is_ok()) return report_error(st);

@@ -15,10 +15,15 @@ struct ServeBenchOptions {
   int gen_len = 128;         // completion tokens per request (ignore_eos)
   int repeat = 1;
   std::string plot;          // FILE.svg | FILE.png: per-sequence vs total throughput
+  // Also measure a disaggregated deployment of this many prefill and decode engines
+  // (`deepinfer cluster`, each engine on engine.threads / 2 threads, at least 1) after the
+  // all-in-one server, same prompts and client counts; 0 = all-in-one only.
+  int disaggregated_prefill = 0, disaggregated_decode = 0;
 };
 
 // Starts `serve` in-process on a free loopback port, then for each batch size runs that many
-// clients at once, each one streaming /v1/completions; prints one JSON line per measurement.
+// clients at once, each one streaming /v1/completions; prints one JSON line per measurement
+// ("deployment": "all-in-one", or "disaggregated NP+MD" for the cluster measured after it).
 int run_serve_bench(const ServeBenchOptions& opts);
 
 struct TokenizeBenchOptions {

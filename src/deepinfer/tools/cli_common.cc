@@ -134,7 +134,8 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
   config.speculative.num_draft_tokens = f.num_draft_tokens;
   DI_ASSIGN_OR_RETURN(config.speculative.policy, engine::speculative::parse_spec_policy(f.spec_policy));
   DI_RETURN_IF_ERROR(engine::speculative::validate(config.speculative));
-  if ((f.kv_store_ram_gb > 0 || f.kv_store_capacity_gb > 0) && f.kv_store.empty())
+  config.kv_store_ram_only = f.kv_store_ram_only;
+  if (((f.kv_store_ram_gb > 0 && !f.kv_store_ram_only) || f.kv_store_capacity_gb > 0) && f.kv_store.empty())
     return invalid_argument("{} needs at least one --kv-store directory",
                             f.kv_store_ram_gb > 0 ? "--kv-store-ram-gb" : "--kv-store-capacity-gb");
   for (const auto& dir : f.kv_store) {
@@ -155,7 +156,7 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
       kvstore::traffic_class_from_name(f.traffic_class).value_or(kvstore::TrafficClass::kChat);
   config.default_swa_restore = engine::swa_restore_from_name(f.swa_restore)
                                    .value_or(engine::SwaRestore::kBounded);
-  if (!config.kv_store_dirs.empty()) {
+  if (!config.kv_store_dirs.empty() || config.kv_store_ram_only) {
     // The weights' content, not their name or file times (issue #30); hashed once per file
     // version, remembered under $DEEPINFER_HOME.
     kvstore::ContentDigestOptions digest_opts;

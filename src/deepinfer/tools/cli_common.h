@@ -59,6 +59,7 @@ struct EngineFlags {
   std::string speculative;             // drafter: ngram | draft | mtp; empty = off
   int num_draft_tokens = 4;            // k
   std::string spec_policy = "dspark";  // fixed | dspark
+  bool kv_store_ram_only = false;      // no flag: serve's prefill and decode roles set it
 };
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
 Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const EngineFlags& flags);

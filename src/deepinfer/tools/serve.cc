@@ -1,7 +1,10 @@
 // `deepinfer serve`: the OpenAI- and Anthropic-compatible HTTP server (serve/http_server.h).
 #include <string>
+#include <vector>
 
 #include "deepinfer/serve/http_server.h"
+#include "deepinfer/serve/pd_engine_roles.h"
+#include "deepinfer/serve/pd_entrypoint.h"
 #include "deepinfer/tools/cli_common.h"
 #include "deepinfer/tools/subcommands.h"
 
@@ -13,18 +16,85 @@ struct ServeFlags {
   serve::ServeOptions server;
   std::string role = "all";
   int ep = 1;
+  std::vector<std::string> prefill_urls, decode_urls;  // --role entrypoint
 };
 
+// --role entrypoint: the public APIs over remote prefill and decode engines; no weights.
+int run_entrypoint(ServeFlags& f) {
+  auto recipe = engine::load_tokenizer_and_config(f.engine.model);
+  if (!recipe.is_ok()) return report_error(recipe.status());
+  if (f.server.served_model_name.empty()) f.server.served_model_name = recipe->name;
+  serve::EntrypointOptions eo;
+  eo.prefill_urls = f.prefill_urls;
+  eo.decode_urls = f.decode_urls;
+  eo.max_queued_requests = f.server.loop.max_queued_requests;
+  auto backend = serve::DisaggregatedBackend::create(std::move(recipe).value(), eo);
+  if (!backend.is_ok()) return report_error(backend.status());
+  serve::DisaggregatedBackend* b = backend->get();
+  serve::RoleHooks hooks;
+  hooks.ready = [b](std::string& why) { return b->ready(why); };
+  hooks.extra_metrics = [b] { return b->extra_metrics(); };
+  Status st = serve::run_http_server(std::move(backend).value(), f.server, nullptr, hooks);
+  if (!st.is_ok()) return report_error(st);
+  return kExitOk;
+}
+
+// --role prefill | decode: an engine with the internal API of a disaggregated deployment.
+int run_engine_role(ServeFlags& f, LoadedModel& loaded) {
+  f.engine.kv_store_ram_only = true;  // blocks move through the KV store's RAM tier
+  if (f.engine.kv_store_ram_gb <= 0) f.engine.kv_store_ram_gb = 1.0;
+  auto eng = make_engine(loaded, f.engine);
+  if (!eng.is_ok()) return report_error(eng.status());
+  std::unique_ptr<engine::Engine> engine = std::move(eng).value();
+  serve::RoleHooks hooks;
+  std::unique_ptr<serve::PrefillRole> prefill;
+  std::unique_ptr<serve::DecodeRole> decode;
+  if (f.role == "prefill") {
+    auto r = serve::PrefillRole::create(*engine);
+    if (!r.is_ok()) return report_error(r.status());
+    prefill = std::move(r).value();
+  } else {
+    auto r = serve::DecodeRole::create(*engine);
+    if (!r.is_ok()) return report_error(r.status());
+    decode = std::move(r).value();
+  }
+  auto loop = std::make_unique<serve::EngineLoop>(std::move(engine), f.server.loop);
+  if (prefill) {
+    prefill->attach(loop.get(), f.server.served_model_name);
+    hooks = prefill->hooks();
+  } else {
+    decode->attach(loop.get(), f.server.served_model_name);
+    hooks = decode->hooks();
+  }
+  Status st = serve::run_http_server(std::move(loop), f.server, nullptr, hooks);
+  if (!st.is_ok()) return report_error(st);
+  return kExitOk;
+}
+
 int run_serve(ServeFlags& f) {
-  if (f.role != "all")
+  if (f.role == "vision")
     return report_error(unsupported(
-        "serve: --role {} needs prefill/decode disaggregation, which this build does not have yet; "
-        "use --role all (one process serves everything)", f.role));
+        "serve: --role vision (a separate vision-encoder pool) is not built yet; multimodal models "
+        "encode images in --role all"));
+  const bool pd = f.role == "entrypoint" || f.role == "prefill" || f.role == "decode";
+  if (f.role != "entrypoint" && (!f.prefill_urls.empty() || !f.decode_urls.empty()))
+    return report_error(invalid_argument("serve: --prefill and --decode are for --role entrypoint"));
+  if (f.role == "entrypoint" && (f.prefill_urls.empty() || f.decode_urls.empty()))
+    return report_error(invalid_argument(
+        "serve --role entrypoint needs --prefill URL[,URL...] and --decode URL[,URL...] (the engines' "
+        "http://host:port, started with serve --role prefill / --role decode)"));
+  if (pd && f.ep != 1)
+    return report_error(unsupported("serve: --ep with --role {} is not built yet", f.role));
+  if (f.role == "entrypoint") return run_entrypoint(f);
   if (f.ep != 1)
     return report_error(unsupported("serve: --ep {}: expert parallelism across processes is not built yet; use --ep 1", f.ep));
   auto loaded = load_model_for_cli(f.engine.model);
   if (!loaded.is_ok()) return report_error(loaded.status());
   if (f.server.served_model_name.empty()) f.server.served_model_name = loaded->name;
+  if (pd && loaded->vision)
+    return report_error(unsupported("serve --role {}: image inputs are not carried by the disaggregated "
+                                    "deployment yet; serve this model with --role all", f.role));
+  if (pd) return run_engine_role(f, *loaded);
   f.server.vision = loaded->vision;
   auto eng = make_engine(*loaded, f.engine);
   if (!eng.is_ok()) return report_error(eng.status());
@@ -60,8 +130,18 @@ Subcommand make_serve_command() {
         ->check(CLI::Range(16, 65535));
     cmd->add_option("--allowed-origins", f->server.allowed_origins,
                     "CORS: browser origins allowed to call the API, comma-separated, or '*' (default: none)");
-    cmd->add_option("--role", f->role, "all (default), entrypoint, prefill, decode, vision")
+    cmd->add_option("--role", f->role,
+                    "all (default: one process serves everything); prefill or decode: an engine of a "
+                    "disaggregated deployment (internal API, docs/pd.md); entrypoint: the public APIs over "
+                    "those engines (--prefill, --decode; loads no weights). vision is not built yet")
         ->check(CLI::IsMember({"all", "entrypoint", "prefill", "decode", "vision"}));
+    cmd->add_option("--prefill", f->prefill_urls,
+                    "--role entrypoint: prefill engines, http://host:port (comma-separated or repeated; a "
+                    "host with several addresses, such as a headless Service, is one engine per address)")
+        ->delimiter(',');
+    cmd->add_option("--decode", f->decode_urls,
+                    "--role entrypoint: decode engines, http://host:port (comma-separated or repeated)")
+        ->delimiter(',');
     cmd->add_option("--ep", f->ep, "Expert-parallel size (1 in this build)")->check(CLI::Range(1, 1024));
     return cmd;
   };

@@ -24,11 +24,13 @@ Subcommand make_bench_command();
 Subcommand make_serve_command();
 Subcommand make_kvstore_command();
 Subcommand make_eplb_command();
+Subcommand make_cluster_command();
 
 inline std::vector<Subcommand> all_subcommands() {
   return {make_generate_command(), make_chat_command(), make_tokenize_command(),
           make_detokenize_command(), make_pull_command(), make_bench_command(),
-          make_serve_command(), make_kvstore_command(), make_eplb_command()};
+          make_serve_command(), make_kvstore_command(), make_eplb_command(),
+          make_cluster_command()};
 }
 
 }  // namespace deepinfer::tools

@@ -1,0 +1,64 @@
+// The entrypoint's view of one pool (prefill or decode) of a disaggregated deployment: the
+// engines named by --prefill / --decode URLs, each URL's host resolved to every address it has
+// (a Kubernetes headless Service names all its pods), health-checked every few seconds through
+// GET /internal/v1/info, with the load counters the balancers read.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "deepinfer/base/status.h"
+
+namespace deepinfer::serve {
+
+struct RemoteEngine {
+  std::string address;  // "ip:port", the engine's identity in the pool
+  std::string host;     // ip
+  int port = 0;
+  std::atomic<bool> healthy{false};
+  std::atomic<int> in_flight{0};                 // requests it is working on for us
+  std::atomic<int64_t> queued_prompt_tokens{0};  // prefill: prompt tokens it is computing for us
+  std::atomic<uint64_t> requests{0}, failures{0};
+  // From its info (guarded by the pool's mutex).
+  std::string kv_address, kv_namespace, down_reason;
+};
+
+struct EngineUrl {
+  std::string host;
+  int port = 0;
+};
+// "http://host:port[/]" (the scheme may be left out; the port is required).
+Result<EngineUrl> parse_engine_url(const std::string& url);
+
+class EnginePool {
+ public:
+  // `role`: "prefill" or "decode" (what each engine's info must say).
+  static Result<std::unique_ptr<EnginePool>> create(std::string role, const std::vector<std::string>& urls);
+
+  // Resolves every URL again and checks every engine (the entrypoint's health thread).
+  // `kv_namespace`: the namespace engines must share ("" = adopt the first one seen).
+  void refresh(std::string& kv_namespace);
+  std::vector<std::shared_ptr<RemoteEngine>> healthy() const;
+  size_t size() const;
+  // A request failed to reach it: down until the next refresh finds it answering.
+  void mark_down(const std::shared_ptr<RemoteEngine>& e, const std::string& why);
+  std::string kv_address(const RemoteEngine& e) const;
+  const std::string& role() const { return role_; }
+  // Prometheus lines: per engine health, in-flight requests, requests and failures.
+  std::string metrics_text() const;
+  // "prefill: 2 of 2 engines healthy" and the reasons of those down.
+  std::string describe() const;
+
+ private:
+  EnginePool() = default;
+  std::string role_;
+  std::vector<EngineUrl> urls_;
+  mutable std::mutex mu_;
+  std::vector<std::shared_ptr<RemoteEngine>> engines_;
+};
+
+}  // namespace deepinfer::serve

@@ -1,0 +1,99 @@
+// The engine side of prefill/decode disaggregation (docs/pd.md): `serve --role prefill` and
+// `serve --role decode` are the all-in-one server plus an internal API.
+//
+// Prefill engine, POST /internal/v1/prefill {request_id, request, transfer_id, kv_peer}:
+//   computes the prompt (the request with max_tokens 1, greedy, no grammar or stop strings; its
+//   token is dropped), sends every full prompt block to the decode engine at `kv_peer` over UCX
+//   (KvSender, one message per block tagged with transfer_id) and answers, once all are
+//   delivered, {prompt_tokens, cached_tokens, blocks, bytes, seconds}.
+// Decode engine, GET /internal/v1/info gives its UCX address ("kv_address"); blocks that
+//   arrive go into its KV store RAM tier. POST /internal/v1/generate {request_id, request,
+//   transfer_id, expected_blocks} waits (bounded) for that many blocks of the transfer, then
+//   runs the request as usual: its admission finds the blocks as a prefix hit and computes only
+//   the prompt's last partial block, samples the first token and decodes. The answer is chunked
+//   NDJSON, one engine output per line (pd_protocol.h), so tokens stream back as they come.
+// Both answer GET /internal/v1/info {role, protocol, model, kv_namespace, kv_address}.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "deepinfer/engine/kv_export.h"
+#include "deepinfer/engine/kv_store_tier.h"
+#include "deepinfer/serve/engine_loop.h"
+#include "deepinfer/serve/http_server.h"
+#include "deepinfer/transfer/kv_transfer.h"
+
+namespace deepinfer::serve {
+
+// Counters both engine roles export on /metrics.
+struct PdEngineCounters {
+  std::atomic<uint64_t> requests{0};
+  std::atomic<uint64_t> blocks{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> failures{0};
+  std::atomic<uint64_t> wait_timeouts{0};  // decode: blocks still missing when the wait ended
+  std::atomic<uint64_t> transfer_micros{0};  // prefill: time from prompt computed to delivered
+};
+
+class PrefillRole : public engine::KvExportSink {
+ public:
+  // `loop` runs the engine whose export sink this becomes (set before the loop starts).
+  static Result<std::unique_ptr<PrefillRole>> create(engine::Engine& engine);
+  void attach(EngineLoop* loop, std::string model_name) {
+    loop_ = loop;
+    model_name_ = std::move(model_name);
+  }
+  RoleHooks hooks();
+
+  // KvExportSink (engine thread).
+  void export_block(const std::string& tag, int index, const std::array<uint8_t, 32>& key,
+                    std::span<const uint8_t> bytes) override;
+  void export_done(const std::string& tag, int blocks) override;
+
+ private:
+  PrefillRole() = default;
+  nlohmann::json handle_prefill(const nlohmann::json& body);
+
+  std::unique_ptr<transfer::KvSender> sender_;
+  EngineLoop* loop_ = nullptr;
+  std::string model_name_, kv_namespace_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, int> exported_;  // tag -> blocks handed over (export_done seen)
+  PdEngineCounters counters_;
+};
+
+class DecodeRole {
+ public:
+  static Result<std::unique_ptr<DecodeRole>> create(engine::Engine& engine);
+  void attach(EngineLoop* loop, std::string model_name) {
+    loop_ = loop;
+    model_name_ = std::move(model_name);
+  }
+  RoleHooks hooks();
+  const std::string& kv_address() const { return receiver_->address(); }
+
+ private:
+  DecodeRole() = default;
+  void on_message(uint64_t transfer_id, std::vector<uint8_t> message);
+
+  engine::KvStoreTier* tier_ = nullptr;
+  std::unique_ptr<transfer::KvReceiver> receiver_;
+  EngineLoop* loop_ = nullptr;
+  std::string model_name_, kv_namespace_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<uint64_t, int> arrived_;  // transfer id -> blocks imported so far
+  PdEngineCounters counters_;
+};
+
+// "role" info both engines answer on GET /internal/v1/info.
+nlohmann::json engine_role_info(const std::string& role, const std::string& model_name,
+                                const std::string& kv_namespace, const std::string& kv_address);
+
+}  // namespace deepinfer::serve
