@@ -15,10 +15,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Idle: nothing pending, sleep until an event (or a signal from the destructor).
-constexpr auto kIdleWait = 100ms;
-// Receives in progress: rendezvous reads may progress without waking the event fd.
-constexpr auto kBusyWait = 1ms;
+// Longest sleep with nothing being received: an arriving message or the destructor wakes the
+// thread through the event fd; the bound only matters should a transport not signal it.
+constexpr auto kIdleSleep = 10ms;
+// Longest sleep with receives in progress.
+constexpr auto kBusySleep = 1ms;
 // How long the destructor lets cancelled receives finish before the worker goes away.
 constexpr double kShutdownGraceSeconds = 1.0;
 
@@ -60,7 +61,7 @@ struct KvReceiver::Impl {
       bool busy = worker->progress();
       busy |= receive_probed();
       busy |= deliver_completed();
-      if (!busy) worker->wait(pending.empty() ? kIdleWait : kBusyWait);
+      worker->pace(busy, pending.empty() ? kIdleSleep : kBusySleep);
     }
     cancel_pending();
   }
@@ -128,7 +129,7 @@ struct KvReceiver::Impl {
       return false;
     };
     while (unfinished() && now_seconds() < deadline)
-      if (!worker->progress()) worker->wait(kBusyWait);
+      worker->pace(worker->progress(), kBusySleep);
   }
 };
 

@@ -166,8 +166,11 @@ TEST(KvTransfer, FlushOfAnUnknownTransferIsOk) {
   EXPECT_TRUE(sender->flush(12345, 0ms).is_ok());
 }
 
-// The decode side goes away while the prefill side keeps sending: the sender reports errors
-// (or, for what was already matched, success) and never crashes or hangs.
+// The decode side goes away while the prefill side keeps sending: the sender's flushes end in
+// errors within their timeouts and the sender shuts down promptly; nothing crashes or hangs.
+// (In one process the peer's death cannot be seen on shared memory, where UCX learns of it by
+// checking that the peer process still exists: here the errors are timeouts. Between processes
+// see KvTransferTwoProcesses.FlushToAKilledReceiverFailsWithinTheTimeout.)
 TEST(KvTransfer, ReceiverDestroyedWhileSenderSends) {
   Inbox inbox;
   auto receiver = make_receiver(inbox);
@@ -188,16 +191,19 @@ TEST(KvTransfer, ReceiverDestroyedWhileSenderSends) {
   std::this_thread::sleep_for(50ms);
   done = true;
   pump.join();
-  const auto t0 = std::chrono::steady_clock::now();
-  Status st = sender->flush(2, 10s);
+  auto t0 = std::chrono::steady_clock::now();
+  Status st = sender->flush(2, 2s);
   EXPECT_FALSE(st.is_ok());
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 11s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
   EXPECT_NE(st.message().find(peer_label(address)), std::string::npos) << st.message();
-  // Once the failure is known, later messages to that address fail without waiting.
   sender->send(address, 3, make_message(3, 0, 16 << 10));
-  Status again = sender->flush(3, 10s);
+  Status again = sender->flush(3, 1s);
   EXPECT_FALSE(again.is_ok());
-  EXPECT_GE(sender->stats().failures, 1u);
+  EXPECT_NE(again.message().find(peer_label(address)), std::string::npos) << again.message();
+  // Messages still in flight are failed by the destructor after its grace time.
+  t0 = std::chrono::steady_clock::now();
+  sender.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
 }
 
 }  // namespace
