@@ -205,6 +205,12 @@ int run_program(std::vector<std::string> argv, const std::vector<std::string>& e
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// ucx_perftest's figure is only steady over enough data: at least what we sent, and 256 MiB.
+int perftest_iterations(size_t bytes, int n) {
+  const int for_volume = static_cast<int>(std::min<size_t>(kDefaultBytesPerSize / bytes, 100000));
+  return std::max({n, 16, for_volume});
+}
+
 // ucx_perftest -t tag_bw between a server and a client on 127.0.0.1: its GB/s, or why not.
 // `peer_errors`: endpoints with peer-failure handling (-e) and shared memory allowed to offer
 // it, as our transport runs; otherwise plain tag_bw, UCX's best case.
@@ -214,7 +220,7 @@ Result<double> perftest_gb_per_s(const std::string& binary, size_t bytes, int n,
   if (!std::getenv("UCX_TLS")) env.push_back(fmt::format("UCX_TLS={}", transfer::kDefaultUcxTransports));
   if (peer_errors) env.insert(env.end(), {"UCX_POSIX_ERROR_HANDLING=y", "UCX_SYSV_ERROR_HANDLING=y"});
   const std::string port = std::to_string(free_tcp_port()), size = std::to_string(bytes),
-                    iters = std::to_string(std::max(n, 16));
+                    iters = std::to_string(perftest_iterations(bytes, n));
   std::vector<std::string> server_args = {binary, "-t", "tag_bw", "-s", size, "-n", iters, "-p", port};
   std::vector<std::string> client_args = {binary, "127.0.0.1", "-t", "tag_bw", "-s", size, "-n", iters, "-p", port};
   if (peer_errors) client_args.push_back("-e");
