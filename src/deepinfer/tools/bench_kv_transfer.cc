@@ -12,11 +12,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "deepinfer/base/timer.h"
 #include "deepinfer/tools/cli_common.h"
@@ -85,7 +84,8 @@ struct ReceiverProcess {
 // Forks before this process has any UCX state, so the child starts clean.
 Result<ReceiverProcess> start_receiver() {
   int up[2], down[2];
-  if (::pipe(up) != 0 || ::pipe(down) != 0) return io_error("bench kv-transfer: pipe: {}", std::strerror(errno));
+  if (::pipe(up) != 0 || ::pipe(down) != 0)
+    return io_error("bench kv-transfer: pipe: {}", std::strerror(errno));
   std::fflush(stdout);
   const pid_t pid = ::fork();
   if (pid < 0) return io_error("bench kv-transfer: fork: {}", std::strerror(errno));
@@ -165,8 +165,8 @@ int free_tcp_port() {
 }
 
 // Runs `argv` with `env` added to ours; its stdout when `out` is given. Killed after `timeout`.
-int run_program(std::vector<std::string> argv, const std::vector<std::string>& env, std::string* out,
-                std::chrono::seconds timeout) {
+int run_program(std::vector<std::string> argv, const std::vector<std::string>& env,
+                std::string* out, std::chrono::seconds timeout) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
   env_strings.insert(env_strings.end(), env.begin(), env.end());
@@ -217,11 +217,14 @@ int perftest_iterations(size_t bytes, int n) {
 Result<double> perftest_gb_per_s(const std::string& binary, size_t bytes, int n) {
   // The same transports as ours (unless UCX_TLS is set, which both then use).
   std::vector<std::string> env;
-  if (!std::getenv("UCX_TLS")) env.push_back(fmt::format("UCX_TLS={}", transfer::kDefaultUcxTransports));
+  if (!std::getenv("UCX_TLS"))
+    env.push_back(fmt::format("UCX_TLS={}", transfer::kDefaultUcxTransports));
   const std::string port = std::to_string(free_tcp_port()), size = std::to_string(bytes),
                     iters = std::to_string(perftest_iterations(bytes, n));
-  const std::vector<std::string> server_args = {binary, "-t", "tag_bw", "-s", size, "-n", iters, "-p", port};
-  const std::vector<std::string> client_args = {binary, "127.0.0.1", "-t", "tag_bw", "-s", size, "-n", iters, "-p", port};
+  const std::vector<std::string> server_args = {binary, "-t",  "tag_bw", "-s", size,
+                                                "-n",   iters, "-p",     port};
+  const std::vector<std::string> client_args = {binary, "127.0.0.1", "-t",  "tag_bw", "-s",
+                                                size,   "-n",        iters, "-p",     port};
   std::thread server([&] { run_program(server_args, env, nullptr, 120s); });
   std::string out;
   int rc = -1;
@@ -234,7 +237,8 @@ Result<double> perftest_gb_per_s(const std::string& binary, size_t bytes, int n)
   // "Final:  iters  p50  avg  overall  bw_avg  bw_overall  rate_avg  rate_overall"; MB = MiB.
   const size_t at = out.find("Final:");
   if (rc != 0 || at == std::string::npos)
-    return io_error("ucx_perftest failed (exit {}): {}", rc, out.substr(out.size() > 400 ? out.size() - 400 : 0));
+    return io_error("ucx_perftest failed (exit {}): {}", rc,
+                    out.substr(out.size() > 400 ? out.size() - 400 : 0));
   std::stringstream line(out.substr(at, out.find('\n', at) - at));
   std::string word;
   std::vector<std::string> fields;
@@ -265,7 +269,8 @@ int run_kv_transfer_bench(const KvTransferBenchOptions& opts) {
     }
     sent += n + 2;
     sent_bytes += bytes * (n + 2);
-    nlohmann::json j = {{"mode", "kv-transfer"}, {"message_bytes", bytes}, {"messages", n}, {"gb_per_s", *gbs}};
+    nlohmann::json j = {
+        {"mode", "kv-transfer"}, {"message_bytes", bytes}, {"messages", n}, {"gb_per_s", *gbs}};
     if (perftest.empty()) {
       j["perftest"] = "ucx_perftest not found on PATH";
     } else {
@@ -286,8 +291,9 @@ int run_kv_transfer_bench(const KvTransferBenchOptions& opts) {
   ::close(receiver->from_child);
   reap(receiver->pid, 10s);
   if (exit_code == kExitOk && got != fmt::format("received {} {}", sent, sent_bytes))
-    return report_error(io_error("bench kv-transfer: sent {} messages ({} bytes) but the receiver reports '{}'",
-                                 sent, sent_bytes, got));
+    return report_error(
+        io_error("bench kv-transfer: sent {} messages ({} bytes) but the receiver reports '{}'",
+                 sent, sent_bytes, got));
   return exit_code;
 }
 

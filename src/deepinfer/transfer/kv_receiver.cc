@@ -80,7 +80,8 @@ struct KvReceiver::Impl {
       param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
       param.cb.recv = on_received;
       param.user_data = in.get();
-      ucs_status_ptr_t r = ucp_tag_msg_recv_nbx(worker->handle(), in->bytes.data(), info.length, msg, &param);
+      ucs_status_ptr_t r =
+          ucp_tag_msg_recv_nbx(worker->handle(), in->bytes.data(), info.length, msg, &param);
       if (r == nullptr) {
         in->done = true;
       } else if (UCS_PTR_IS_ERR(r)) {
@@ -128,8 +129,7 @@ struct KvReceiver::Impl {
         if (!in->done) return true;
       return false;
     };
-    while (unfinished() && now_seconds() < deadline)
-      worker->pace(worker->progress(), kBusySleep);
+    while (unfinished() && now_seconds() < deadline) worker->pace(worker->progress(), kBusySleep);
   }
 };
 

@@ -39,7 +39,6 @@ struct Peer {
   int in_flight = 0;  // posted sends not finished
 };
 
-
 // One posted send; owns the bytes until UCX is done with them.
 struct InFlight {
   KvSender::Impl* impl = nullptr;
@@ -227,7 +226,9 @@ struct KvSender::Impl {
       worker->pace(close_failed_endpoints() || progressed, kBusySleep);
     }
     for (auto& [address, peer] : peers)
-      if (peer->ep) close_endpoint(*peer, peer->in_flight == 0 && peer->error.is_ok() ? 0 : UCP_EP_CLOSE_FLAG_FORCE);
+      if (peer->ep)
+        close_endpoint(*peer,
+                       peer->in_flight == 0 && peer->error.is_ok() ? 0 : UCP_EP_CLOSE_FLAG_FORCE);
     deadline = now_seconds() + kShutdownGraceSeconds;
     while ((!in_flight.empty() || !closing.empty()) && now_seconds() < deadline) {
       const bool progressed = worker->progress();
@@ -270,7 +271,8 @@ KvSender::~KvSender() {
   impl_->thread.join();
 }
 
-void KvSender::send(const std::string& peer_address, uint64_t transfer_id, std::vector<uint8_t> message) {
+void KvSender::send(const std::string& peer_address, uint64_t transfer_id,
+                    std::vector<uint8_t> message) {
   impl_->ledger.add(transfer_id, peer_label(peer_address));
   {
     std::lock_guard lock(impl_->queue_mu);

@@ -59,9 +59,9 @@ struct KvReceiverStats {
 };
 
 struct KvSenderStats {
-  uint64_t messages = 0;  // delivered (matched by the receiver)
-  uint64_t bytes = 0;     // of delivered messages
-  uint64_t failures = 0;  // messages that failed (peer gone, bad address, sender shut down)
+  uint64_t messages = 0;       // delivered (matched by the receiver)
+  uint64_t bytes = 0;          // of delivered messages
+  uint64_t failures = 0;       // messages that failed (peer gone, bad address, sender shut down)
   double seconds_sending = 0;  // wall time with at least one message in flight
 };
 

@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "deepinfer/base/timer.h"
-
 #include "deepinfer/transfer/address.h"
 
 namespace deepinfer::transfer {
@@ -56,7 +55,8 @@ Result<std::unique_ptr<UcpWorker>> UcpWorker::create(const std::string& name) {
   std::unique_ptr<UcpWorker> w(new UcpWorker());
   DI_ASSIGN_OR_RETURN(ucp_config_t * config, read_config());
   ucp_params_t params{};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
+  params.field_mask =
+      UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
   params.mt_workers_shared = 0;
   params.name = name.c_str();

@@ -1,5 +1,7 @@
 // KvSender and KvReceiver in one process: sizes from 16 KiB to 64 MiB, order, interleaved
 // transfers from several threads, stats, bad addresses, and a receiver that goes away.
+#include "deepinfer/transfer/kv_transfer.h"
+
 #include <gtest/gtest.h>
 
 #include <condition_variable>
@@ -8,7 +10,6 @@
 #include <thread>
 
 #include "deepinfer/transfer/address.h"
-#include "deepinfer/transfer/kv_transfer.h"
 #include "test_messages.h"
 
 namespace deepinfer::transfer {
@@ -69,9 +70,10 @@ TEST(KvTransfer, SizesFrom16KiBTo64MiBArriveIntactAndInOrder) {
   ASSERT_TRUE(receiver && sender);
   // Eager and rendezvous sizes mixed, a big one followed by a small one (which must not
   // overtake it), odd sizes.
-  const std::vector<size_t> sizes = {16 << 10, (16 << 10) + 1, 256 << 10, 1 << 20, (8 << 20) + 7,
-                                     64 << 20, 16 << 10, 3 << 20};
-  for (size_t i = 0; i < sizes.size(); ++i) sender->send(receiver->address(), 1, make_message(1, i, sizes[i]));
+  const std::vector<size_t> sizes = {16 << 10,      (16 << 10) + 1, 256 << 10, 1 << 20,
+                                     (8 << 20) + 7, 64 << 20,       16 << 10,  3 << 20};
+  for (size_t i = 0; i < sizes.size(); ++i)
+    sender->send(receiver->address(), 1, make_message(1, i, sizes[i]));
   Status st = sender->flush(1, 60s);
   ASSERT_TRUE(st.is_ok()) << st.message();
   // Delivered means matched: the handler may still be copying the last one in.
@@ -90,7 +92,9 @@ TEST(KvTransfer, ManyTransfersInterleavedFromSeveralThreads) {
   auto sender = make_sender();
   ASSERT_TRUE(receiver && sender);
   constexpr int kThreads = 4, kTransfersPerThread = 3, kMessages = 10;
-  auto size_of = [](uint64_t id, int i) { return size_t{16 << 10} + (id * 7919 + i * 104729) % (300 << 10); };
+  auto size_of = [](uint64_t id, int i) {
+    return size_t{16 << 10} + (id * 7919 + i * 104729) % (300 << 10);
+  };
   std::vector<std::thread> threads;
   std::vector<Status> results(kThreads * kTransfersPerThread);
   for (int t = 0; t < kThreads; ++t) {
@@ -102,7 +106,8 @@ TEST(KvTransfer, ManyTransfersInterleavedFromSeveralThreads) {
           sender->send(receiver->address(), id, make_message(id, i, size_of(id, i)));
         }
       for (int k = 0; k < kTransfersPerThread; ++k)
-        results[t * kTransfersPerThread + k] = sender->flush(100 + t * kTransfersPerThread + k, 60s);
+        results[t * kTransfersPerThread + k] =
+            sender->flush(100 + t * kTransfersPerThread + k, 60s);
     });
   }
   for (auto& th : threads) th.join();
@@ -127,7 +132,8 @@ TEST(KvTransfer, StatsCountMessagesBytesAndFailures) {
   ASSERT_TRUE(receiver && sender);
   EXPECT_EQ(sender->stats().messages, 0u);
   const std::vector<size_t> sizes = {16 << 10, 100000, 1 << 20};
-  for (size_t i = 0; i < sizes.size(); ++i) sender->send(receiver->address(), 7, make_message(7, i, sizes[i]));
+  for (size_t i = 0; i < sizes.size(); ++i)
+    sender->send(receiver->address(), 7, make_message(7, i, sizes[i]));
   sender->send("not hex", 8, make_message(8, 0, 4096));
   ASSERT_TRUE(sender->flush(7, 30s).is_ok());
   EXPECT_FALSE(sender->flush(8, 30s).is_ok());

@@ -1,6 +1,7 @@
 #include "receiver_child.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,8 +12,6 @@
 #include <map>
 #include <mutex>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "deepinfer/transfer/kv_transfer.h"
 #include "test_messages.h"
@@ -72,7 +71,8 @@ std::string read_line(int fd, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string line;
   while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return {};
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
@@ -141,7 +141,8 @@ TEST(TransferChild, DISABLED_Receiver) {
     cv.wait_for(lock, std::chrono::seconds(60), [] { return false; });
     return;
   }
-  cv.wait_for(lock, std::chrono::seconds(30), [&] { return received >= expected || !problem.empty(); });
+  cv.wait_for(lock, std::chrono::seconds(30),
+              [&] { return received >= expected || !problem.empty(); });
   const KvReceiverStats st = (*receiver)->stats();
   if (!problem.empty())
     write_line(fd, "bad " + problem);
