@@ -162,13 +162,17 @@ struct KvSender::Impl {
 
   // A posted send ended (UCX callback, or the destructor giving up on it).
   void sent(InFlight* f, ucs_status_t st) {
-    finish(f->transfer_id, f->bytes.size(), send_status(*f->peer, st));
+    const uint64_t transfer_id = f->transfer_id;
+    const size_t size = f->bytes.size();
+    const Status status = send_status(*f->peer, st);
     f->peer->in_flight--;
-    in_flight.erase(f);
+    in_flight.erase(f);  // frees f
     if (in_flight.empty()) {
       std::lock_guard lock(stats_mu);
       stats.seconds_sending += now_seconds() - busy_since;
     }
+    // Last: a flush waiting on this transfer may return and read stats() at once.
+    finish(transfer_id, size, status);
   }
 
   void finish(uint64_t transfer_id, size_t size, const Status& st) {
