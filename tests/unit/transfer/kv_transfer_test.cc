@@ -125,6 +125,47 @@ TEST(KvTransfer, ManyTransfersInterleavedFromSeveralThreads) {
   for (auto& [id, n] : next) EXPECT_EQ(n, kMessages) << "transfer " << id;
 }
 
+// One sender, several decode peers: each gets its own messages in order, and a peer that goes
+// away does not hold up the others.
+TEST(KvTransfer, OneSenderManyPeersAndOneGoesAway) {
+  constexpr int kPeers = 3, kMessages = 10;
+  std::vector<Inbox> inboxes(kPeers);
+  std::vector<std::unique_ptr<KvReceiver>> receivers;
+  std::vector<std::string> addresses;
+  for (auto& inbox : inboxes) {
+    receivers.push_back(make_receiver(inbox));
+    ASSERT_TRUE(receivers.back());
+    addresses.push_back(receivers.back()->address());
+  }
+  auto sender = make_sender();
+  ASSERT_TRUE(sender);
+  for (int i = 0; i < kMessages; ++i)
+    for (int p = 0; p < kPeers; ++p)
+      sender->send(addresses[p], 10 + p, make_message(10 + p, i, 40000 + p));
+  for (int p = 0; p < kPeers; ++p) {
+    Status st = sender->flush(10 + p, 30s);
+    EXPECT_TRUE(st.is_ok()) << st.message();
+  }
+  for (int p = 0; p < kPeers; ++p) {
+    ASSERT_TRUE(inboxes[p].wait_for(kMessages, 30s)) << "peer " << p;
+    std::lock_guard lock(inboxes[p].mu);
+    ASSERT_EQ(inboxes[p].got.size(), size_t{kMessages});
+    for (int i = 0; i < kMessages; ++i) {
+      EXPECT_EQ(inboxes[p].got[i].first, uint64_t(10 + p));
+      EXPECT_EQ(check_message(10 + p, i, 40000 + p, inboxes[p].got[i].second), "");
+    }
+  }
+  receivers[1].reset();
+  sender->send(addresses[1], 21, make_message(21, 0, 1 << 20));
+  for (int p : {0, 2}) sender->send(addresses[p], 20 + p, make_message(20 + p, 0, 1 << 20));
+  for (int p : {0, 2}) {
+    Status st = sender->flush(20 + p, 30s);
+    EXPECT_TRUE(st.is_ok()) << st.message();
+    EXPECT_TRUE(inboxes[p].wait_for(kMessages + 1, 30s));
+  }
+  EXPECT_FALSE(sender->flush(21, 1s).is_ok());
+}
+
 TEST(KvTransfer, StatsCountMessagesBytesAndFailures) {
   Inbox inbox;
   auto receiver = make_receiver(inbox);
