@@ -290,6 +290,7 @@ int run_bench(BenchFlags& f) {
     KvTransferBenchOptions o;
     o.message_bytes.assign(sizes->begin(), sizes->end());
     o.messages = f.transfer_messages;
+    o.repeat = f.repeat;
     return run_kv_transfer_bench(o);
   }
   if (f.mode == "spec") {
@@ -417,7 +418,7 @@ Subcommand make_bench_command() {
     cmd->add_option("--prompt-len", f->prompt_len,
                     "Prompt tokens per sequence; prefill and decode take a comma list and sweep it (e.g. 1024,4096)");
     cmd->add_option("--gen-len", f->gen_len, "Generated tokens per sequence (decode)")->check(CLI::Range(2, 1 << 20));
-    cmd->add_option("--repeat", f->repeat, "Measurements per batch size (schema-compile: compiles per file)")->check(CLI::Range(1, 100));
+    cmd->add_option("--repeat", f->repeat, "Measurements per batch size (schema-compile: compiles per file; kv-transfer: per message size)")->check(CLI::Range(1, 100));
     cmd->add_option("--plot", f->plot, "Draw per-sequence vs total throughput to FILE.svg or FILE.png");
     return cmd;
   };

@@ -247,6 +247,21 @@ Result<double> perftest_gb_per_s(const std::string& binary, size_t bytes, int n)
   return std::stod(fields[6]) * 1048576.0 / kGB;
 }
 
+// ucx_perftest's figure for the same size and our ratio to it, or why there is none.
+void add_perftest_figure(const std::string& perftest, size_t bytes, int n, nlohmann::json& j) {
+  if (perftest.empty()) {
+    j["perftest"] = "ucx_perftest not found on PATH";
+    return;
+  }
+  auto pt = perftest_gb_per_s(perftest, bytes, n);
+  if (!pt.is_ok()) {
+    j["perftest"] = pt.status().message();
+    return;
+  }
+  j["perftest_gb_per_s"] = *pt;
+  j["ratio_to_perftest"] = j["gb_per_s"].get<double>() / *pt;
+}
+
 }  // namespace
 
 int run_kv_transfer_bench(const KvTransferBenchOptions& opts) {
@@ -259,31 +274,24 @@ int run_kv_transfer_bench(const KvTransferBenchOptions& opts) {
   int exit_code = kExitOk;
   uint64_t transfer_id = 1;
   for (size_t bytes : opts.message_bytes) {
-    const int n = messages_for(bytes, opts.messages);
-    // Warm-up: connection setup and the first rendezvous stay out of the figure.
-    auto warm = measure(**sender, receiver->address, transfer_id++, bytes, 2);
-    auto gbs = warm.is_ok() ? measure(**sender, receiver->address, transfer_id++, bytes, n) : warm;
-    if (!gbs.is_ok()) {
-      exit_code = report_error(gbs.status());
-      break;
-    }
-    sent += n + 2;
-    sent_bytes += bytes * (n + 2);
-    nlohmann::json j = {
-        {"mode", "kv-transfer"}, {"message_bytes", bytes}, {"messages", n}, {"gb_per_s", *gbs}};
-    if (perftest.empty()) {
-      j["perftest"] = "ucx_perftest not found on PATH";
-    } else {
-      auto pt = perftest_gb_per_s(perftest, bytes, n);
-      if (pt.is_ok()) {
-        j["perftest_gb_per_s"] = *pt;
-        j["ratio_to_perftest"] = *gbs / *pt;
-      } else {
-        j["perftest"] = pt.status().message();
+    for (int rep = 0; rep < opts.repeat && exit_code == kExitOk; ++rep) {
+      const int n = messages_for(bytes, opts.messages);
+      // Warm-up: connection setup and the first rendezvous stay out of the figure.
+      auto warm = measure(**sender, receiver->address, transfer_id++, bytes, 2);
+      auto gbs =
+          warm.is_ok() ? measure(**sender, receiver->address, transfer_id++, bytes, n) : warm;
+      if (!gbs.is_ok()) {
+        exit_code = report_error(gbs.status());
+        break;
       }
+      sent += n + 2;
+      sent_bytes += bytes * (n + 2);
+      nlohmann::json j = {
+          {"mode", "kv-transfer"}, {"message_bytes", bytes}, {"messages", n}, {"gb_per_s", *gbs}};
+      add_perftest_figure(perftest, bytes, n, j);
+      std::printf("%s\n", j.dump().c_str());
+      std::fflush(stdout);
     }
-    std::printf("%s\n", j.dump().c_str());
-    std::fflush(stdout);
   }
   write_line(receiver->to_child, fmt::format("done {}", sent));
   const std::string got = read_line(receiver->from_child, 30s);

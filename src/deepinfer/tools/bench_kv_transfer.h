@@ -10,9 +10,10 @@ namespace deepinfer::tools {
 struct KvTransferBenchOptions {
   std::vector<size_t> message_bytes = {4 << 20};  // one measurement per size
   int messages = 0;  // per size; 0 = about 256 MiB worth (16 to 4096 messages)
+  int repeat = 1;    // measurements (lines) per size
 };
 
-// Prints one JSON line per size; returns the exit status.
+// Prints one JSON line per measurement; returns the exit status.
 int run_kv_transfer_bench(const KvTransferBenchOptions& opts);
 
 }  // namespace deepinfer::tools
