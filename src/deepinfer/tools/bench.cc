@@ -24,6 +24,7 @@
 #include "deepinfer/tools/bench_kvstore.h"
 #include "deepinfer/tools/bench_prefix_restore.h"
 #include "deepinfer/tools/bench_kvstore_io.h"
+#include "deepinfer/tools/bench_kv_transfer.h"
 #include "deepinfer/tools/bench_matmul.h"
 #include "deepinfer/tools/bench_plot.h"
 #include "deepinfer/tools/bench_schema_compile.h"
@@ -57,6 +58,8 @@ struct BenchFlags {
   double prefill_ms = 0;
   std::string prompt_lens = "2000,8000";
   int megabytes = 1;
+  std::string transfer_bytes = "4194304";  // kv-transfer: message sizes, comma list
+  int transfer_messages = 0;               // kv-transfer: per size, 0 = about 256 MiB worth
 };
 
 // Structured outputs: compile time and per-token mask time over JSONSchemaBench.
@@ -282,6 +285,15 @@ int run_bench(BenchFlags& f) {
   if (f.mode == "tokenize") return run_tokenize_bench({f.engine.model, f.megabytes, f.repeat});
   if (f.mode == "kvstore-io")
     return run_kvstore_io_bench({f.engine.kv_store, f.block_kib, static_cast<size_t>(f.megabytes)});
+  if (f.mode == "kv-transfer") {
+    auto sizes = parse_int_list(f.transfer_bytes, "--transfer-bytes", 1 << 30);
+    if (!sizes.is_ok()) return report_error(sizes.status());
+    KvTransferBenchOptions o;
+    o.message_bytes.assign(sizes->begin(), sizes->end());
+    o.messages = f.transfer_messages;
+    o.repeat = f.repeat;
+    return run_kv_transfer_bench(o);
+  }
   if (f.mode == "spec") {
     if (!f.plot.empty()) return report_error(invalid_argument("--plot: not drawn for --mode spec yet (the table is the output)"));
     auto b = parse_int_list(f.batches.empty() ? "1,8,32" : f.batches, "--batch", 4096);
@@ -290,7 +302,7 @@ int run_bench(BenchFlags& f) {
   }
   if (f.mode != "prefill" && f.mode != "decode" && f.mode != "serve" && f.mode != "matmul")
     return report_error(invalid_argument(
-        "bench: unknown --mode '{}' (prefill|decode|serve|spec|tokenize|membw|matmul|mask|schema-compile|kvstore|kvstore-io|prefix-restore)",
+        "bench: unknown --mode '{}' (prefill|decode|serve|spec|tokenize|membw|matmul|mask|schema-compile|kvstore|kvstore-io|kv-transfer|prefix-restore)",
         f.mode));
   const std::string default_batches = f.mode == "matmul" ? "1,256" : "1";
   auto batches = parse_int_list(f.batches.empty() ? default_batches : f.batches, "--batch", 4096);
@@ -371,6 +383,8 @@ Subcommand make_bench_command() {
                     "schema-compile (JSON Schema to grammar IR only, --repeat times per file of --data) | "
                     "kvstore (time to first token cold vs a hit in each KV tier; needs --kv-store) | "
                     "kvstore-io (the KV store's put/get GB/s next to raw direct I/O of the same files) | "
+                    "kv-transfer (the UCX KV transfer from this process to a forked receiver, GB/s per "
+                    "--transfer-bytes, next to ucx_perftest -t tag_bw on 127.0.0.1 when it is on PATH) | "
                     "prefix-restore (DeepSeek-V4: restore time of a cached prefix, bounded replay vs "
                     "exact vs full prefill, and the bounded restore's drift; --prompt-lens, --gen-len, --repeat)");
     cmd->add_option("--matmul-shape", f->matmul_shapes,
@@ -378,6 +392,11 @@ Subcommand make_bench_command() {
                     "formats) (default: SmolLM2-135M's q4_1:1536x576, q4_1:576x1536 and q8_0:49152x576)");
     cmd->add_option("--block-kib", f->block_kib, "kvstore-io: KiB per KV block (default 1024)")
         ->check(CLI::Range(16, 1 << 20));
+    cmd->add_option("--transfer-bytes", f->transfer_bytes,
+                    "kv-transfer: message sizes in bytes, comma-separated (default 4194304 = 4 MiB)");
+    cmd->add_option("--transfer-messages", f->transfer_messages,
+                    "kv-transfer: messages per size (default 0 = about 256 MiB worth, 16 to 4096)")
+        ->check(CLI::Range(0, 1000000));
     cmd->add_option("--prompt-lens", f->prompt_lens,
                     "kvstore, prefix-restore: prompt lengths in tokens, comma-separated (default 2000,8000)");
     cmd->add_option("--data", f->data, "mask: JSONSchemaBench directory; schema-compile: that or one schema file");
@@ -408,7 +427,7 @@ Subcommand make_bench_command() {
     cmd->add_option("--prompt-len", f->prompt_len,
                     "Prompt tokens per sequence; prefill and decode take a comma list and sweep it (e.g. 1024,4096)");
     cmd->add_option("--gen-len", f->gen_len, "Generated tokens per sequence (decode)")->check(CLI::Range(2, 1 << 20));
-    cmd->add_option("--repeat", f->repeat, "Measurements per batch size (schema-compile: compiles per file)")->check(CLI::Range(1, 100));
+    cmd->add_option("--repeat", f->repeat, "Measurements per batch size (schema-compile: compiles per file; kv-transfer: per message size)")->check(CLI::Range(1, 100));
     cmd->add_option("--plot", f->plot, "Draw per-sequence vs total throughput to FILE.svg or FILE.png");
     cmd->add_option("--disaggregated", f->disaggregated,
                     "--mode serve: P,D also measures P prefill + D decode engines (deepinfer cluster, each on half "

@@ -29,7 +29,9 @@ Result<std::vector<uint8_t>> hex_decode(const std::string& text) {
   std::vector<uint8_t> out(text.size() / 2);
   for (size_t i = 0; i < out.size(); ++i) {
     const int hi = nibble(text[2 * i]), lo = nibble(text[2 * i + 1]);
-    if (hi < 0 || lo < 0) return invalid_argument("hex address: character {} is not a hex digit", 2 * i + (hi < 0 ? 0 : 1));
+    if (hi < 0 || lo < 0)
+      return invalid_argument("hex address: character {} is not a hex digit",
+                              2 * i + (hi < 0 ? 0 : 1));
     out[i] = static_cast<uint8_t>(hi << 4 | lo);
   }
   return out;

@@ -15,10 +15,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Idle: nothing pending, sleep until an event (or a signal from the destructor).
-constexpr auto kIdleWait = 100ms;
-// Receives in progress: rendezvous reads may progress without waking the event fd.
-constexpr auto kBusyWait = 1ms;
+// Longest sleep with nothing being received: an arriving message or the destructor wakes the
+// thread through the event fd; the bound only matters should a transport not signal it.
+constexpr auto kIdleSleep = 10ms;
+// Longest sleep with receives in progress.
+constexpr auto kBusySleep = 1ms;
 // How long the destructor lets cancelled receives finish before the worker goes away.
 constexpr double kShutdownGraceSeconds = 1.0;
 
@@ -60,7 +61,7 @@ struct KvReceiver::Impl {
       bool busy = worker->progress();
       busy |= receive_probed();
       busy |= deliver_completed();
-      if (!busy) worker->wait(pending.empty() ? kIdleWait : kBusyWait);
+      worker->pace(busy, pending.empty() ? kIdleSleep : kBusySleep);
     }
     cancel_pending();
   }
@@ -79,7 +80,8 @@ struct KvReceiver::Impl {
       param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
       param.cb.recv = on_received;
       param.user_data = in.get();
-      ucs_status_ptr_t r = ucp_tag_msg_recv_nbx(worker->handle(), in->bytes.data(), info.length, msg, &param);
+      ucs_status_ptr_t r =
+          ucp_tag_msg_recv_nbx(worker->handle(), in->bytes.data(), info.length, msg, &param);
       if (r == nullptr) {
         in->done = true;
       } else if (UCS_PTR_IS_ERR(r)) {
@@ -127,8 +129,7 @@ struct KvReceiver::Impl {
         if (!in->done) return true;
       return false;
     };
-    while (unfinished() && now_seconds() < deadline)
-      if (!worker->progress()) worker->wait(kBusyWait);
+    while (unfinished() && now_seconds() < deadline) worker->pace(worker->progress(), kBusySleep);
   }
 };
 

@@ -17,8 +17,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr auto kIdleWait = 100ms;  // nothing in flight: sleep until an event or a send()
-constexpr auto kBusyWait = 1ms;    // in flight: completions may not wake the event fd
+// Longest sleep with nothing in flight; send() and the destructor wake the thread at once.
+constexpr auto kIdleSleep = 100ms;
+// Longest sleep with messages in flight, should a completion not wake the event fd.
+constexpr auto kBusySleep = 1ms;
 // How long the destructor lets messages in flight finish before failing them.
 constexpr double kShutdownGraceSeconds = 1.0;
 
@@ -34,8 +36,8 @@ struct Peer {
   std::string label;
   ucp_ep_h ep = nullptr;
   Status error;
+  int in_flight = 0;  // posted sends not finished
 };
-
 
 // One posted send; owns the bytes until UCX is done with them.
 struct InFlight {
@@ -82,7 +84,7 @@ struct KvSender::Impl {
       bool busy = post_queued();
       busy |= worker->progress();
       busy |= close_failed_endpoints();
-      if (!busy) worker->wait(in_flight.empty() ? kIdleWait : kBusyWait);
+      worker->pace(busy, in_flight.empty() ? kIdleSleep : kBusySleep);
     }
     shut_down();
   }
@@ -149,6 +151,7 @@ struct KvSender::Impl {
     }
     if (in_flight.empty()) busy_since = now_seconds();
     in_flight.emplace(f, std::move(owned));
+    peer.in_flight++;
   }
 
   static Status send_status(const Peer& peer, ucs_status_t st) {
@@ -159,12 +162,17 @@ struct KvSender::Impl {
 
   // A posted send ended (UCX callback, or the destructor giving up on it).
   void sent(InFlight* f, ucs_status_t st) {
-    finish(f->transfer_id, f->bytes.size(), send_status(*f->peer, st));
-    in_flight.erase(f);
+    const uint64_t transfer_id = f->transfer_id;
+    const size_t size = f->bytes.size();
+    const Status status = send_status(*f->peer, st);
+    f->peer->in_flight--;
+    in_flight.erase(f);  // frees f
     if (in_flight.empty()) {
       std::lock_guard lock(stats_mu);
       stats.seconds_sending += now_seconds() - busy_since;
     }
+    // Last: a flush waiting on this transfer may return and read stats() at once.
+    finish(transfer_id, size, status);
   }
 
   void finish(uint64_t transfer_id, size_t size, const Status& st) {
@@ -206,8 +214,8 @@ struct KvSender::Impl {
     if (r != nullptr && !UCS_PTR_IS_ERR(r)) closing.push_back(r);
   }
 
-  // Queued messages fail; live endpoints close gracefully (their messages in flight may still
-  // be delivered) and failed ones by force; what has not finished after the grace time fails.
+  // Queued messages fail; messages in flight get the grace time to finish; then endpoints
+  // close, gracefully where nothing is outstanding and by force (failing what is) elsewhere.
   void shut_down() {
     std::vector<Outgoing> left;
     {
@@ -216,12 +224,19 @@ struct KvSender::Impl {
     }
     const Status gone = io_error("the KV sender shut down before the message was sent");
     for (Outgoing& m : left) finish(m.transfer_id, m.bytes.size(), gone);
+    double deadline = now_seconds() + kShutdownGraceSeconds;
+    while (!in_flight.empty() && now_seconds() < deadline) {
+      const bool progressed = worker->progress();
+      worker->pace(close_failed_endpoints() || progressed, kBusySleep);
+    }
     for (auto& [address, peer] : peers)
-      if (peer->ep) close_endpoint(*peer, peer->error.is_ok() ? 0 : UCP_EP_CLOSE_FLAG_FORCE);
-    const double deadline = now_seconds() + kShutdownGraceSeconds;
+      if (peer->ep)
+        close_endpoint(*peer,
+                       peer->in_flight == 0 && peer->error.is_ok() ? 0 : UCP_EP_CLOSE_FLAG_FORCE);
+    deadline = now_seconds() + kShutdownGraceSeconds;
     while ((!in_flight.empty() || !closing.empty()) && now_seconds() < deadline) {
-      close_failed_endpoints();  // frees finished close requests
-      if (!worker->progress()) worker->wait(kBusyWait);
+      const bool progressed = worker->progress();
+      worker->pace(close_failed_endpoints() || progressed, kBusySleep);
     }
     while (!in_flight.empty()) {
       InFlight* f = in_flight.begin()->first;
@@ -260,7 +275,8 @@ KvSender::~KvSender() {
   impl_->thread.join();
 }
 
-void KvSender::send(const std::string& peer_address, uint64_t transfer_id, std::vector<uint8_t> message) {
+void KvSender::send(const std::string& peer_address, uint64_t transfer_id,
+                    std::vector<uint8_t> message) {
   impl_->ledger.add(transfer_id, peer_label(peer_address));
   {
     std::lock_guard lock(impl_->queue_mu);

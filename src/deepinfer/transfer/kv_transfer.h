@@ -21,11 +21,14 @@
 // The bytes the handler sees are exactly the bytes passed to send(): the transfer id travels in
 // the UCX tag, nothing is prepended.
 //
-// Failure: endpoints use UCP_ERR_HANDLING_MODE_PEER. A peer that dies (or is destroyed) fails its
-// endpoint; every message in flight to it completes with that error, the endpoint is closed, and
+// Failure: endpoints use UCP_ERR_HANDLING_MODE_PEER. A peer process that dies fails its endpoint
+// (over TCP at once; over shared memory when keepalive finds the process gone, within about a
+// second); every message in flight to it completes with that error, the endpoint is closed, and
 // later sends to the same address fail at once. flush() names the transfer, the peer and the
-// error, or says how many messages were still undelivered when its timeout ran out. Nothing here
-// waits without a bound: destructors force-close endpoints and give up after a short grace time.
+// error, or says how many messages were still undelivered when its timeout ran out (the only
+// signal when a receiver is destroyed inside a process that lives on and the link is shared
+// memory). Nothing here waits without a bound: destructors give messages in flight a short grace
+// time, then force-close endpoints.
 #pragma once
 
 #include <chrono>
@@ -56,9 +59,9 @@ struct KvReceiverStats {
 };
 
 struct KvSenderStats {
-  uint64_t messages = 0;  // delivered (matched by the receiver)
-  uint64_t bytes = 0;     // of delivered messages
-  uint64_t failures = 0;  // messages that failed (peer gone, bad address, sender shut down)
+  uint64_t messages = 0;       // delivered (matched by the receiver)
+  uint64_t bytes = 0;          // of delivered messages
+  uint64_t failures = 0;       // messages that failed (peer gone, bad address, sender shut down)
   double seconds_sending = 0;  // wall time with at least one message in flight
 };
 

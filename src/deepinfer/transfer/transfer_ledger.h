@@ -32,8 +32,8 @@ class TransferLedger {
     int64_t in_flight = 0;  // added and not finished
     int64_t failed = 0;
     Status first_error;
-    std::string peer;       // the peer of the latest message
-    bool waited = false;    // a wait returned while messages were in flight: drop when idle
+    std::string peer;     // the peer of the latest message
+    bool waited = false;  // a wait returned while messages were in flight: drop when idle
   };
   mutable std::mutex mu_;
   std::condition_variable cv_;

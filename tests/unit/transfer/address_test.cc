@@ -1,7 +1,7 @@
 // Worker addresses as hex text and their short labels.
-#include <gtest/gtest.h>
-
 #include "deepinfer/transfer/address.h"
+
+#include <gtest/gtest.h>
 
 namespace deepinfer::transfer {
 namespace {
@@ -28,7 +28,8 @@ TEST(Address, BadHexIsAnInvalidArgumentThatSaysWhere) {
   EXPECT_NE(odd.status().message().find("length 3"), std::string::npos) << odd.status().message();
   auto bad = hex_decode("00zz");
   ASSERT_FALSE(bad.is_ok());
-  EXPECT_NE(bad.status().message().find("character 2"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("character 2"), std::string::npos)
+      << bad.status().message();
   EXPECT_FALSE(hex_decode("").is_ok());
 }
 

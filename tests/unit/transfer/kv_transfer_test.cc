@@ -1,5 +1,7 @@
 // KvSender and KvReceiver in one process: sizes from 16 KiB to 64 MiB, order, interleaved
 // transfers from several threads, stats, bad addresses, and a receiver that goes away.
+#include "deepinfer/transfer/kv_transfer.h"
+
 #include <gtest/gtest.h>
 
 #include <condition_variable>
@@ -8,7 +10,6 @@
 #include <thread>
 
 #include "deepinfer/transfer/address.h"
-#include "deepinfer/transfer/kv_transfer.h"
 #include "test_messages.h"
 
 namespace deepinfer::transfer {
@@ -69,9 +70,10 @@ TEST(KvTransfer, SizesFrom16KiBTo64MiBArriveIntactAndInOrder) {
   ASSERT_TRUE(receiver && sender);
   // Eager and rendezvous sizes mixed, a big one followed by a small one (which must not
   // overtake it), odd sizes.
-  const std::vector<size_t> sizes = {16 << 10, (16 << 10) + 1, 256 << 10, 1 << 20, (8 << 20) + 7,
-                                     64 << 20, 16 << 10, 3 << 20};
-  for (size_t i = 0; i < sizes.size(); ++i) sender->send(receiver->address(), 1, make_message(1, i, sizes[i]));
+  const std::vector<size_t> sizes = {16 << 10,      (16 << 10) + 1, 256 << 10, 1 << 20,
+                                     (8 << 20) + 7, 64 << 20,       16 << 10,  3 << 20};
+  for (size_t i = 0; i < sizes.size(); ++i)
+    sender->send(receiver->address(), 1, make_message(1, i, sizes[i]));
   Status st = sender->flush(1, 60s);
   ASSERT_TRUE(st.is_ok()) << st.message();
   // Delivered means matched: the handler may still be copying the last one in.
@@ -90,7 +92,9 @@ TEST(KvTransfer, ManyTransfersInterleavedFromSeveralThreads) {
   auto sender = make_sender();
   ASSERT_TRUE(receiver && sender);
   constexpr int kThreads = 4, kTransfersPerThread = 3, kMessages = 10;
-  auto size_of = [](uint64_t id, int i) { return size_t{16 << 10} + (id * 7919 + i * 104729) % (300 << 10); };
+  auto size_of = [](uint64_t id, int i) {
+    return size_t{16 << 10} + (id * 7919 + i * 104729) % (300 << 10);
+  };
   std::vector<std::thread> threads;
   std::vector<Status> results(kThreads * kTransfersPerThread);
   for (int t = 0; t < kThreads; ++t) {
@@ -102,7 +106,8 @@ TEST(KvTransfer, ManyTransfersInterleavedFromSeveralThreads) {
           sender->send(receiver->address(), id, make_message(id, i, size_of(id, i)));
         }
       for (int k = 0; k < kTransfersPerThread; ++k)
-        results[t * kTransfersPerThread + k] = sender->flush(100 + t * kTransfersPerThread + k, 60s);
+        results[t * kTransfersPerThread + k] =
+            sender->flush(100 + t * kTransfersPerThread + k, 60s);
     });
   }
   for (auto& th : threads) th.join();
@@ -120,6 +125,47 @@ TEST(KvTransfer, ManyTransfersInterleavedFromSeveralThreads) {
   for (auto& [id, n] : next) EXPECT_EQ(n, kMessages) << "transfer " << id;
 }
 
+// One sender, several decode peers: each gets its own messages in order, and a peer that goes
+// away does not hold up the others.
+TEST(KvTransfer, OneSenderManyPeersAndOneGoesAway) {
+  constexpr int kPeers = 3, kMessages = 10;
+  std::vector<Inbox> inboxes(kPeers);
+  std::vector<std::unique_ptr<KvReceiver>> receivers;
+  std::vector<std::string> addresses;
+  for (auto& inbox : inboxes) {
+    receivers.push_back(make_receiver(inbox));
+    ASSERT_TRUE(receivers.back());
+    addresses.push_back(receivers.back()->address());
+  }
+  auto sender = make_sender();
+  ASSERT_TRUE(sender);
+  for (int i = 0; i < kMessages; ++i)
+    for (int p = 0; p < kPeers; ++p)
+      sender->send(addresses[p], 10 + p, make_message(10 + p, i, 40000 + p));
+  for (int p = 0; p < kPeers; ++p) {
+    Status st = sender->flush(10 + p, 30s);
+    EXPECT_TRUE(st.is_ok()) << st.message();
+  }
+  for (int p = 0; p < kPeers; ++p) {
+    ASSERT_TRUE(inboxes[p].wait_for(kMessages, 30s)) << "peer " << p;
+    std::lock_guard lock(inboxes[p].mu);
+    ASSERT_EQ(inboxes[p].got.size(), size_t{kMessages});
+    for (int i = 0; i < kMessages; ++i) {
+      EXPECT_EQ(inboxes[p].got[i].first, uint64_t(10 + p));
+      EXPECT_EQ(check_message(10 + p, i, 40000 + p, inboxes[p].got[i].second), "");
+    }
+  }
+  receivers[1].reset();
+  sender->send(addresses[1], 21, make_message(21, 0, 1 << 20));
+  for (int p : {0, 2}) sender->send(addresses[p], 20 + p, make_message(20 + p, 0, 1 << 20));
+  for (int p : {0, 2}) {
+    Status st = sender->flush(20 + p, 30s);
+    EXPECT_TRUE(st.is_ok()) << st.message();
+    EXPECT_TRUE(inboxes[p].wait_for(kMessages + 1, 30s));
+  }
+  EXPECT_FALSE(sender->flush(21, 1s).is_ok());
+}
+
 TEST(KvTransfer, StatsCountMessagesBytesAndFailures) {
   Inbox inbox;
   auto receiver = make_receiver(inbox);
@@ -127,7 +173,8 @@ TEST(KvTransfer, StatsCountMessagesBytesAndFailures) {
   ASSERT_TRUE(receiver && sender);
   EXPECT_EQ(sender->stats().messages, 0u);
   const std::vector<size_t> sizes = {16 << 10, 100000, 1 << 20};
-  for (size_t i = 0; i < sizes.size(); ++i) sender->send(receiver->address(), 7, make_message(7, i, sizes[i]));
+  for (size_t i = 0; i < sizes.size(); ++i)
+    sender->send(receiver->address(), 7, make_message(7, i, sizes[i]));
   sender->send("not hex", 8, make_message(8, 0, 4096));
   ASSERT_TRUE(sender->flush(7, 30s).is_ok());
   EXPECT_FALSE(sender->flush(8, 30s).is_ok());
@@ -166,8 +213,11 @@ TEST(KvTransfer, FlushOfAnUnknownTransferIsOk) {
   EXPECT_TRUE(sender->flush(12345, 0ms).is_ok());
 }
 
-// The decode side goes away while the prefill side keeps sending: the sender reports errors
-// (or, for what was already matched, success) and never crashes or hangs.
+// The decode side goes away while the prefill side keeps sending: the sender's flushes end in
+// errors within their timeouts and the sender shuts down promptly; nothing crashes or hangs.
+// (In one process the peer's death cannot be seen on shared memory, where UCX learns of it by
+// checking that the peer process still exists: here the errors are timeouts. Between processes
+// see KvTransferTwoProcesses.FlushToAKilledReceiverFailsWithinTheTimeout.)
 TEST(KvTransfer, ReceiverDestroyedWhileSenderSends) {
   Inbox inbox;
   auto receiver = make_receiver(inbox);
@@ -188,16 +238,19 @@ TEST(KvTransfer, ReceiverDestroyedWhileSenderSends) {
   std::this_thread::sleep_for(50ms);
   done = true;
   pump.join();
-  const auto t0 = std::chrono::steady_clock::now();
-  Status st = sender->flush(2, 10s);
+  auto t0 = std::chrono::steady_clock::now();
+  Status st = sender->flush(2, 2s);
   EXPECT_FALSE(st.is_ok());
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 11s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
   EXPECT_NE(st.message().find(peer_label(address)), std::string::npos) << st.message();
-  // Once the failure is known, later messages to that address fail without waiting.
   sender->send(address, 3, make_message(3, 0, 16 << 10));
-  Status again = sender->flush(3, 10s);
+  Status again = sender->flush(3, 1s);
   EXPECT_FALSE(again.is_ok());
-  EXPECT_GE(sender->stats().failures, 1u);
+  EXPECT_NE(again.message().find(peer_label(address)), std::string::npos) << again.message();
+  // Messages still in flight are failed by the destructor after its grace time.
+  t0 = std::chrono::steady_clock::now();
+  sender.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
 }
 
 }  // namespace

@@ -2,12 +2,12 @@
 // drawn from a generator seeded by it, so a swapped, cut or corrupted message is caught.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace deepinfer::transfer::testing {
 
@@ -32,12 +32,14 @@ inline std::vector<uint8_t> make_message(uint64_t transfer_id, uint64_t index, s
 // Empty when `m` is message `index` of `transfer_id` with `size` bytes, byte for byte.
 inline std::string check_message(uint64_t transfer_id, uint64_t index, size_t size,
                                  const std::vector<uint8_t>& m) {
-  if (m.size() != size) return fmt::format("transfer {} message {}: {} bytes, expected {}", transfer_id, index, m.size(), size);
+  if (m.size() != size)
+    return fmt::format("transfer {} message {}: {} bytes, expected {}", transfer_id, index,
+                       m.size(), size);
   uint64_t header[3];
   std::memcpy(header, m.data(), sizeof header);
   if (header[0] != transfer_id || header[1] != index)
-    return fmt::format("transfer {}: got message {} of transfer {} where message {} was due", transfer_id,
-                       header[1], header[0], index);
+    return fmt::format("transfer {}: got message {} of transfer {} where message {} was due",
+                       transfer_id, header[1], header[0], index);
   const std::vector<uint8_t> want = make_message(transfer_id, index, size);
   if (m != want) {
     size_t at = 0;

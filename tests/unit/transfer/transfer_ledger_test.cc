@@ -1,9 +1,9 @@
 // The per-transfer bookkeeping behind KvSender::flush, without UCX.
+#include "deepinfer/transfer/transfer_ledger.h"
+
 #include <gtest/gtest.h>
 
 #include <thread>
-
-#include "deepinfer/transfer/transfer_ledger.h"
 
 namespace deepinfer::transfer {
 namespace {
@@ -40,7 +40,8 @@ TEST(TransferLedger, TimeoutNamesTransferPeerAndCount) {
   l.finish(42, Status::ok());
   Status s = l.wait(42, 30ms);
   ASSERT_FALSE(s.is_ok());
-  EXPECT_EQ(s.message(), "kv transfer 42: 1 of 2 messages to peer 0badf00d not delivered after 30 ms");
+  EXPECT_EQ(s.message(),
+            "kv transfer 42: 1 of 2 messages to peer 0badf00d not delivered after 30 ms");
   // The abandoned message finishing later drops the record; nothing leaks.
   l.finish(42, Status::ok());
   EXPECT_EQ(l.transfers_tracked(), 0u);
@@ -55,7 +56,8 @@ TEST(TransferLedger, FirstFailureIsReportedOnceEverythingEnded) {
   Status s = l.wait(5, 1s);
   ASSERT_FALSE(s.is_ok());
   EXPECT_EQ(s.code(), StatusCode::kIoError);
-  EXPECT_EQ(s.message(), "kv transfer 5: 2 of 3 messages failed; first error: peer x: connection failed: boom");
+  EXPECT_EQ(s.message(),
+            "kv transfer 5: 2 of 3 messages failed; first error: peer x: connection failed: boom");
   EXPECT_EQ(l.transfers_tracked(), 0u);
   EXPECT_TRUE(l.wait(5, 0ms).is_ok());  // reported once
 }

@@ -1,11 +1,14 @@
-// KvSender here, KvReceiver in a child process: 200 messages byte-exact, and a receiver that
-// is killed while the sender still has messages for it.
+// Peers in two processes: 200 messages byte-exact to a child receiver, a child receiver killed
+// while the sender still has messages for it, and a child sender killed mid-stream.
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <condition_variable>
+#include <mutex>
+
+#include "child_process.h"
 #include "deepinfer/transfer/address.h"
 #include "deepinfer/transfer/kv_transfer.h"
-#include "receiver_child.h"
 #include "test_messages.h"
 
 namespace deepinfer::transfer::testing {
@@ -15,7 +18,7 @@ using namespace std::chrono_literals;
 
 TEST(KvTransferTwoProcesses, TwoHundredMessagesArriveByteExact) {
   constexpr int kMessages = 200;
-  ReceiverChild child = spawn_receiver_child(kMessages);
+  ChildProcess child = spawn_receiver_child(kMessages);
   ASSERT_FALSE(child.address.empty()) << "the receiver process did not report its address";
   auto sender = KvSender::create();
   ASSERT_TRUE(sender.is_ok()) << sender.status().message();
@@ -39,7 +42,7 @@ TEST(KvTransferTwoProcesses, TwoHundredMessagesArriveByteExact) {
 }
 
 TEST(KvTransferTwoProcesses, FlushToAKilledReceiverFailsWithinTheTimeout) {
-  ReceiverChild child = spawn_receiver_child(0);
+  ChildProcess child = spawn_receiver_child(0);
   ASSERT_FALSE(child.address.empty()) << "the receiver process did not report its address";
   auto sender = KvSender::create();
   ASSERT_TRUE(sender.is_ok()) << sender.status().message();
@@ -60,6 +63,44 @@ TEST(KvTransferTwoProcesses, FlushToAKilledReceiverFailsWithinTheTimeout) {
   EXPECT_NE(st.message().find("kv transfer 2"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find(peer_label(child.address)), std::string::npos) << st.message();
   EXPECT_GE((*sender)->stats().failures, 1u);
+}
+
+// A prefill process dies while sending big messages: the decode side's receiver drops what it
+// cannot finish, hands over only whole messages, and keeps serving other senders.
+TEST(KvTransferTwoProcesses, ReceiverSurvivesASenderKilledMidStream) {
+  constexpr size_t kBytes = 8 << 20;
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t next_from_child = 0;
+  int from_us = 0;
+  std::string problem;
+  auto receiver = KvReceiver::create([&](uint64_t id, std::vector<uint8_t> m) {
+    std::lock_guard lock(mu);
+    std::string bad = id == kSenderChildTransfer ? check_message(id, next_from_child++, kBytes, m)
+                                                 : check_message(id, from_us++, 20000, m);
+    if (problem.empty()) problem = bad;
+    cv.notify_all();
+  });
+  ASSERT_TRUE(receiver.is_ok()) << receiver.status().message();
+  ChildProcess child = spawn_sender_child((*receiver)->address(), 40, kBytes);
+  ASSERT_GT(child.pid, 0);
+  ASSERT_EQ(read_line(child.from_child, 20s), "queued");
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 30s, [&] { return next_from_child >= 1; }));
+  }
+  ::kill(child.pid, SIGKILL);
+  reap_child(child, 10s);
+
+  auto sender = KvSender::create();
+  ASSERT_TRUE(sender.is_ok()) << sender.status().message();
+  for (int i = 0; i < 3; ++i) (*sender)->send((*receiver)->address(), 5, make_message(5, i, 20000));
+  Status st = (*sender)->flush(5, 30s);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  std::unique_lock lock(mu);
+  EXPECT_TRUE(cv.wait_for(lock, 30s, [&] { return from_us == 3; }));
+  EXPECT_EQ(problem, "");
+  EXPECT_EQ((*receiver)->stats().messages, next_from_child + from_us);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// A receiver in another process: this test binary started again (fork + exec) to run only
-// TransferChild.DISABLED_Receiver, which reports its address and results on a pipe.
+// Peers in another process: this test binary started again (fork + exec) to run only one
+// TransferChild.DISABLED_* test, which reports on a pipe: a receiver (its address, then what it
+// got) or a sender (sends to a given address until killed).
 #pragma once
 
 #include <sys/types.h>
@@ -15,17 +16,21 @@ constexpr uint64_t kFirstTransfer = 1000;
 constexpr int kTransfers = 4;
 size_t message_size(int i);
 
-struct ReceiverChild {
+struct ChildProcess {
   pid_t pid = -1;
   int from_child = -1;  // the child's report lines
-  std::string address;  // empty when the child did not start
+  std::string address;  // a receiver's; empty when it did not start
 };
 
 // Starts a receiver process that expects `messages` messages (0: receive until killed).
-ReceiverChild spawn_receiver_child(int messages);
+ChildProcess spawn_receiver_child(int messages);
+// Starts a sender process that sends `messages` messages of `bytes` as transfer
+// kSenderChildTransfer to `address`, reporting "queued" once they are, and "flushed <status>".
+constexpr uint64_t kSenderChildTransfer = 77;
+ChildProcess spawn_sender_child(const std::string& address, int messages, size_t bytes);
 // One line from the child without its newline; empty on EOF or after `timeout`.
 std::string read_line(int fd, std::chrono::milliseconds timeout);
 // Waits for the child to exit (killing it after `timeout`); its exit status as waitpid gives it.
-int reap_child(ReceiverChild& child, std::chrono::milliseconds timeout);
+int reap_child(ChildProcess& child, std::chrono::milliseconds timeout);
 
 }  // namespace deepinfer::transfer::testing
