@@ -116,3 +116,15 @@ def test_decode_bench_sweeps_prompt_lengths_and_plots_one_curve_each(model, tmp_
     assert r.returncode == 2 and "--kv-cache-gb" in r.stderr
     r = run("bench", "--model", model, "--mode", "serve", "--prompt-len", "8,16")
     assert r.returncode == 2 and "one length" in r.stderr
+
+
+def test_serve_bench_measures_a_disaggregated_cluster_beside_the_all_in_one_server(model):
+    r = run("bench", "--model", model, "--mode", "serve", "--batch", "1,2", "--prompt-len", "48", "--gen-len", "6",
+            "--threads", "2", "--kv-cache-gb", "0.25", "--disaggregated", "1,1", timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+    by = {(l["deployment"], l["batch"]) for l in lines}
+    assert by == {("all-in-one", 1), ("all-in-one", 2), ("disaggregated 1P+1D", 1), ("disaggregated 1P+1D", 2)}, lines
+    assert all(l["tokens_per_s"] > 0 and l["ttft_ms_p99"] >= l["ttft_ms_p50"] > 0 for l in lines)
+    bad = run("bench", "--model", model, "--mode", "serve", "--disaggregated", "1")
+    assert bad.returncode != 0 and "--disaggregated" in bad.stderr

@@ -11,7 +11,7 @@ from conftest import MODEL, run
 def test_help_everywhere(binary):
     r = run("--help")
     assert r.returncode == 0 and "generate" in r.stdout
-    for sub in ["generate", "chat", "tokenize", "detokenize", "pull", "bench", "serve"]:
+    for sub in ["generate", "chat", "tokenize", "detokenize", "pull", "bench", "serve", "cluster"]:
         r = run(sub, "--help")
         assert r.returncode == 0, (sub, r.stderr)
         assert "--" in r.stdout
@@ -132,8 +132,8 @@ def test_bad_model_files_one_clear_line(binary, tmp_path):
 
 
 def test_serve_unbuilt_roles_are_clear_errors(binary):
-    r = run("serve", "--role", "prefill")
-    assert r.returncode == 1 and "--role prefill" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = run("serve", "--role", "vision")
+    assert r.returncode == 1 and "--role vision" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     r = run("serve", "--ep", "4")
     assert r.returncode == 1 and "--ep 4" in r.stderr
 

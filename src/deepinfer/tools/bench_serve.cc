@@ -170,12 +170,7 @@ int start_cluster(const ServeBenchOptions& opts, const std::string& model, pid_t
   char dir[] = "/tmp/deepinfer-bench-cluster-XXXXXX";
   if (mkdtemp(dir) == nullptr) return -1;
   log = std::string(dir) + "/cluster.out";
-  const int port = [] {
-    httplib::Server probe;
-    const int p = probe.bind_to_any_port("127.0.0.1");
-    probe.stop();
-    return p;
-  }();
+  const int port = free_loopback_port();
   const int threads = std::max(1, (opts.engine.threads > 0 ? opts.engine.threads : int(std::thread::hardware_concurrency())) / 2);
   std::vector<std::string> args = {"deepinfer", "cluster", "--prefill", std::to_string(opts.disaggregated_prefill),
                                     "--decode", std::to_string(opts.disaggregated_decode), "--port", std::to_string(port),
@@ -256,13 +251,7 @@ int run_serve_bench(const ServeBenchOptions& opts) {
     const int cport = start_cluster(opts, model, pid, log);
     if (cport < 0)
       return report_error(io_error("bench --mode serve: the disaggregated cluster did not start (see {})", log));
-    ClientResult cwarm = run_client(cport, model, synthetic_prompt(16, 77'778, vocab), 4, Timer());
-    if (!cwarm.error.empty()) {
-      std::fprintf(stderr, "bench --mode serve: cluster warm-up request: %s\n", cwarm.error.c_str());
-      exit_code = kExitRuntimeError;
-    }
-    if (exit_code == kExitOk)
-      exit_code = measure(cport, model, vocab, opts,
+    exit_code = measure(cport, model, vocab, opts,
                           fmt::format("disaggregated {}P+{}D", opts.disaggregated_prefill, opts.disaggregated_decode),
                           seq, records);
     kill(pid, SIGINT);

@@ -1,5 +1,9 @@
 #include "deepinfer/tools/cli_common.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -165,6 +169,21 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
     config.kv_store_namespace = loaded.model->config().name + "|weights=" + digest;
   }
   return engine::Engine::create(std::move(loaded.model), loaded.tokenizer, config);
+}
+
+int free_loopback_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a = {};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
 }
 
 Result<std::vector<int32_t>> encode_prompt(const recipe::Tokenizer& tok, std::string_view architecture,

@@ -64,6 +64,10 @@ struct EngineFlags {
 void add_engine_flags(CLI::App& app, EngineFlags& flags);
 Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const EngineFlags& flags);
 
+// A TCP port free on 127.0.0.1 right now (bound, read back and closed): for processes this
+// one starts. -1 when none could be bound.
+int free_loopback_port();
+
 // Token ids for a user prompt: through the chat template when `chat`, else plain text (with
 // BOS when the tokenizer asks for it). User text never produces control tokens.
 // `architecture` (the model's registry name) picks the chat encoding when `chat` is set.

@@ -4,10 +4,8 @@
 // (engines first, each waited for until /health answers), stopped together on SIGINT/SIGTERM.
 // deploy/ holds the same roles as Kubernetes manifests.
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,22 +54,6 @@ struct Child {
 
 volatile sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
-
-int free_port(const std::string& host) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a = {};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  (void)host;
-  int port = -1;
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
 
 std::string tail_of(const std::string& path, size_t bytes = 2000) {
   std::ifstream in(path, std::ios::binary);
@@ -155,7 +137,7 @@ int run_cluster(ClusterFlags& f) {
   const int counts[2] = {f.prefill, f.decode};
   for (int r = 0; r < 2; ++r) {
     for (int i = 0; i < counts[r]; ++i) {
-      const int port = free_port(f.host);
+      const int port = free_loopback_port();
       const std::string name = fmt::format("{}-{}", roles[r], i);
       std::vector<std::string> args = {"deepinfer", "serve", "--role", roles[r], "--host", f.host,
                                         "--port", std::to_string(port)};
