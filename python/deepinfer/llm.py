@@ -123,12 +123,14 @@ class LLM:
     directory or a catalogue name; None is the default model (smollm2-135m-instruct)."""
 
     def __init__(self, model: Optional[str] = None, threads: int = 0, max_num_seqs: int = 64,
-                 batch_invariant: bool = False, enable_prefix_caching: bool = True, **kwargs) -> None:
+                 batch_invariant: bool = False, enable_prefix_caching: bool = True,
+                 kv_cache_dtype: str = "auto", **kwargs) -> None:
         unknown = set(kwargs) - {"tokenizer", "dtype", "seed", "trust_remote_code"}
         if unknown:
             raise ValueError(f"LLM(): unknown arguments {sorted(unknown)}")
         self._engine = _C.Engine(model or "", int(threads), int(max_num_seqs),
-                                 bool(batch_invariant), bool(enable_prefix_caching))
+                                 bool(batch_invariant), bool(enable_prefix_caching),
+                                 str(kv_cache_dtype))
         self._tokenizer = Tokenizer(self._engine)
         self._pending: Dict[int, _Pending] = {}
         self._lock = threading.RLock()

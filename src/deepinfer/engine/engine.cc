@@ -63,7 +63,9 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
   std::unique_ptr<Engine> e(new Engine());
   e->config_ = config;
   e->tokenizer_ = std::move(tokenizer);
-  const model::KvCacheSpec spec = model->kv_cache_spec();
+  model::KvCacheSpec spec = model->kv_cache_spec();
+  DI_ASSIGN_OR_RETURN(spec.dtype, model::resolve_kv_cache_dtype(config.kv_cache_dtype, spec,
+                                                                model->config().architecture));
   KvCachePlanInput pin;
   pin.kv_cache_bytes = config.kv_cache_bytes;
   pin.block_size = config.block_size;
@@ -81,6 +83,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
   rc.num_recent_slabs = plan.num_recent_slabs;
   rc.batch_invariant = config.batch_invariant;
   rc.int8_activations = config.int8_activations;
+  rc.kv_dtype = spec.dtype;
   e->runner_ = std::make_unique<ModelRunner>(std::move(model), rc);
   const model::ModelConfig& mc = e->runner_->model_config();
   KvCacheConfig kv;

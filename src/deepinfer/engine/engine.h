@@ -46,6 +46,10 @@ struct EngineConfig {
   bool enable_prefix_caching = true;
   bool batch_invariant = false;
   bool int8_activations = false;  // see model::ForwardContext
+  // Element type of the K/V pools (--kv-cache-dtype): auto | f32 | bf16 | f16; auto = f32
+  // (model::resolve_kv_cache_dtype). 16-bit halves the bytes per block, so twice the blocks fit
+  // in kv_cache_bytes.
+  std::string kv_cache_dtype = "auto";
   // While step N's forward runs, a worker thread finishes step N-1's outputs (scheduler update,
   // detokenize, stop strings) and schedules and builds step N+1 (SGLang/vLLM "zero-overhead"
   // scheduling with a one-step lag). Same tokens as without it; outputs arrive one step() later.

@@ -50,14 +50,16 @@ bool KvStoreTier::gather(int32_t block, uint8_t* dst) const {
     }
     return true;
   }
-  const size_t k_floats = size_t(storage_.block_size) * storage_.k_token_stride();
-  const size_t v_floats = size_t(storage_.block_size) * storage_.v_token_stride();
-  for (int l = 0; l < storage_.spec.num_layers; ++l) {
-    std::memcpy(dst, storage_.k[l].data() + block * k_floats, k_floats * sizeof(float));
-    dst += k_floats * sizeof(float);
-    if (v_floats == 0) continue;  // MLA caches have no V pool (null data)
-    std::memcpy(dst, storage_.v[l].data() + block * v_floats, v_floats * sizeof(float));
-    dst += v_floats * sizeof(float);
+  // The pools' bytes as they are (f32, f16 or bf16: the namespace names the dtype).
+  const size_t eb = spec.kv_elem_bytes();
+  const size_t k_bytes = size_t(storage_.block_size) * storage_.k_token_stride() * eb;
+  const size_t v_bytes = size_t(storage_.block_size) * storage_.v_token_stride() * eb;
+  for (int l = 0; l < spec.num_layers; ++l) {
+    std::memcpy(dst, storage_.k[l].data() + block * k_bytes, k_bytes);
+    dst += k_bytes;
+    if (v_bytes == 0) continue;  // MLA caches have no V pool (null data)
+    std::memcpy(dst, storage_.v[l].data() + block * v_bytes, v_bytes);
+    dst += v_bytes;
   }
   return true;
 }
@@ -79,14 +81,15 @@ void KvStoreTier::scatter(const uint8_t* src, int32_t block) {
     }
     return;
   }
-  const size_t k_floats = size_t(storage_.block_size) * storage_.k_token_stride();
-  const size_t v_floats = size_t(storage_.block_size) * storage_.v_token_stride();
-  for (int l = 0; l < storage_.spec.num_layers; ++l) {
-    std::memcpy(storage_.k[l].data() + block * k_floats, src, k_floats * sizeof(float));
-    src += k_floats * sizeof(float);
-    if (v_floats == 0) continue;
-    std::memcpy(storage_.v[l].data() + block * v_floats, src, v_floats * sizeof(float));
-    src += v_floats * sizeof(float);
+  const size_t eb = spec.kv_elem_bytes();
+  const size_t k_bytes = size_t(storage_.block_size) * storage_.k_token_stride() * eb;
+  const size_t v_bytes = size_t(storage_.block_size) * storage_.v_token_stride() * eb;
+  for (int l = 0; l < spec.num_layers; ++l) {
+    std::memcpy(storage_.k[l].data() + block * k_bytes, src, k_bytes);
+    src += k_bytes;
+    if (v_bytes == 0) continue;
+    std::memcpy(storage_.v[l].data() + block * v_bytes, src, v_bytes);
+    src += v_bytes;
   }
 }
 
@@ -265,7 +268,9 @@ Result<std::unique_ptr<KvStoreTier>> make_kv_store_tier(const KvStoreTierOptions
                                storage.bytes_per_block(), storage.bytes_per_recent_slab(),
                                s.recent_tokens);
   ns.kv_layout_version = kKvStoreLayoutVersion;
-  ns.dtype = "f32";
+  // An f32 block is never served to a 16-bit cache, nor the other way round (hybrid state is
+  // f32 only, so its dtype is the cache's).
+  ns.dtype = std::string(dtype_name(s.dtype));
   ns.block_tokens = static_cast<uint32_t>(storage.block_size);
 
   kvstore::KvStoreConfig cfg = opts.store_overrides;

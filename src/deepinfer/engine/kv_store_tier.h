@@ -121,9 +121,9 @@ class KvStoreTier : public KvTierHook {
   KvExportSink* export_sink_ = nullptr;
 };
 
-// Opens (creating if needed) the store over opts.dirs (none: a RAM-only store) for blocks of `storage`. The namespace is
-// opts.model_namespace plus everything that changes a block's bytes (layout version, f32, block
-// size, layer/head shapes).
+// Opens (creating if needed) the store over opts.dirs (none: a RAM-only store) for blocks of
+// `storage`. The namespace is opts.model_namespace plus everything that changes a block's bytes
+// (layout version, the KV dtype, block size, layer/head shapes).
 Result<std::unique_ptr<KvStoreTier>> make_kv_store_tier(const KvStoreTierOptions& opts,
                                                         model::KvCache& storage);
 

@@ -29,8 +29,9 @@ std::string non_finite_message(int bad, int32_t vocab, int position) {
 
 ModelRunner::ModelRunner(std::unique_ptr<model::Model> model, const ModelRunnerConfig& config)
     : config_(config), model_(std::move(model)), pool_(std::make_unique<ThreadPool>(config.num_threads)) {
-  kv_ = model::KvCache::allocate(model_->kv_cache_spec(), config.num_kv_blocks, config.block_size,
-                                 config.num_recent_slabs);
+  model::KvCacheSpec spec = model_->kv_cache_spec();
+  spec.dtype = config.kv_dtype;
+  kv_ = model::KvCache::allocate(spec, config.num_kv_blocks, config.block_size, config.num_recent_slabs);
 }
 
 Status ModelRunner::execute(const RunnerInput& in) {

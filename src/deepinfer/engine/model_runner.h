@@ -28,6 +28,7 @@ struct ModelRunnerConfig {
   int num_recent_slabs = 0;  // hybrid caches (model::KvCacheSpec::has_recent)
   bool batch_invariant = false;
   bool int8_activations = false;  // see model::ForwardContext
+  DType kv_dtype = DType::kF32;   // the K/V pools' elements (model::KvCacheSpec::dtype)
 };
 
 class ModelRunner {

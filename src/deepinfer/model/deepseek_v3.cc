@@ -162,14 +162,13 @@ Status DeepseekV3::check_batch(const ForwardBatch& batch, const KvCache& cache, 
   return kernels::check_token_ids(batch.token_ids.data(), batch.num_tokens(), config_.vocab_size);
 }
 
-void DeepseekV3::layer_forward(const DeepseekLayer& L, int stats_row, const ForwardBatch& batch, float* kv_cache,
-                               int block_size, ForwardContext& ctx) {
+void DeepseekV3::layer_forward(const DeepseekLayer& L, int stats_row, const ForwardBatch& batch,
+                               const MlaCache& kv_cache, ForwardContext& ctx) {
   const int64_t T = batch.num_tokens(), H = config_.hidden_size;
   const float eps = config_.rms_norm_eps;
   const double t0 = now_seconds();
   rms_norm_rows(x_.data(), H, L.attn_norm, h_.data(), H, T, H, eps);
-  Status st = mla_forward(L.attn, mla_, mla_mode_, batch, h_.data(), kv_cache, block_size, mla_scratch_, ctx,
-                          tmp_.data());
+  Status st = mla_forward(L.attn, mla_, mla_mode_, batch, h_.data(), kv_cache, mla_scratch_, ctx, tmp_.data());
   DI_CHECK(st.is_ok(), "mla_forward: {}", st.message());
   kernels::add(x_.data(), tmp_.data(), x_.data(), T * H);
   const double t1 = now_seconds();
@@ -216,7 +215,7 @@ Status DeepseekV3::forward(const ForwardBatch& batch, KvCache& cache, ForwardCon
   grow(tmp_, T * H);
   embed_tokens(embedding_, H, batch.token_ids.data(), T, x_.data());
   for (int l = 0; l < config_.num_layers; ++l)
-    layer_forward(layers_[l], l, batch, cache.k[l].data(), cache.block_size, ctx);
+    layer_forward(layers_[l], l, batch, {cache.k[l].data(), cache.dtype(), cache.block_size}, ctx);
   if (keep_hidden_) {
     final_hidden_.resize(T * H);
     rms_norm_rows(x_.data(), H, output_norm_, final_hidden_.data(), H, T, H, config_.rms_norm_eps);
@@ -241,7 +240,8 @@ Status DeepseekV3::mtp_forward(const ForwardBatch& batch, const float* prev_hidd
   rms_norm_rows(h_.data(), H, mtp_enorm_, tmp_.data(), 2 * H, T, H, eps);
   rms_norm_rows(prev_hidden, H, mtp_hnorm_, tmp_.data() + H, 2 * H, T, H, eps);
   linear_forward(mtp_eh_proj_, tmp_.data(), T, 2 * H, x_.data(), H, ctx);
-  layer_forward(mtp_layer_, config_.num_layers, batch, mtp_cache.k[0].data(), mtp_cache.block_size, ctx);
+  layer_forward(mtp_layer_, config_.num_layers, batch, {mtp_cache.k[0].data(), mtp_cache.dtype(), mtp_cache.block_size},
+                ctx);
   head(batch, mtp_head_norm_, mtp_head_, ctx, logits);
   return Status::ok();
 }

@@ -78,8 +78,8 @@ class DeepseekV3 final : public Model {
   Status load_weights(const WeightSource& source);
   Result<DeepseekLayer> load_layer(const DeepseekWeights& w, int index) const;
   Status check_batch(const ForwardBatch& batch, const KvCache& cache, int layers) const;
-  void layer_forward(const DeepseekLayer& layer, int stats_row, const ForwardBatch& batch, float* kv_cache,
-                     int block_size, ForwardContext& ctx);
+  void layer_forward(const DeepseekLayer& layer, int stats_row, const ForwardBatch& batch,
+                     const MlaCache& kv_cache, ForwardContext& ctx);
   void head(const ForwardBatch& batch, const Tensor& norm, const LinearWeight& out, ForwardContext& ctx,
             float* logits);
 

@@ -150,8 +150,8 @@ class Llama final : public Model {
     for (int l = 0; l < c.num_layers; ++l) {
       const LlamaLayer& L = layers_[l];
       rms_norm_rows(ws_.x.data(), H, L.attn_norm, ws_.h.data(), H, T, H, c.rms_norm_eps);
-      gqa_attention_forward(L.attn, attn_, batch, seqs, ws_.h.data(), H, cache.k[l].data(), cache.v[l].data(),
-                            cache.block_size, attn_buf, ctx, ws_.h.data());
+      const GqaCache layer_cache{cache.k[l].data(), cache.v[l].data(), cache.dtype(), cache.block_size};
+      gqa_attention_forward(L.attn, attn_, batch, seqs, ws_.h.data(), H, layer_cache, attn_buf, ctx, ws_.h.data());
       kernels::add(ws_.x.data(), ws_.h.data(), ws_.x.data(), T * H);
       rms_norm_rows(ws_.x.data(), H, L.ffn_norm, ws_.h.data(), H, T, H, c.rms_norm_eps);
       swiglu_mlp_forward(L.mlp, ws_.h.data(), T, H, ws_.h.data(), ws_.gate.data(), ws_.up.data(), ctx);

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "deepinfer/base/check.h"
 #include "deepinfer/kernels/cpu/attention.h"
+#include "deepinfer/tensor/quant.h"
 
 namespace deepinfer::model {
 namespace {
@@ -21,8 +23,9 @@ void grow(std::vector<T>& v, size_t n) {
 // one MQA pass attends over the cached [latent | k_pe] rows with the latent itself as the value,
 // and the latent output goes through W_UV.
 void attend_absorbed(const MlaWeights& w, const MlaDims& d, const ForwardBatch& batch,
-                     const std::vector<int>& seq_ids, const float* kv_cache, int block_size, MlaScratch& s,
+                     const std::vector<int>& seq_ids, const MlaCache& cache, MlaScratch& s,
                      ForwardContext& ctx) {
+  const int block_size = cache.block_size;
   const int H = d.n_heads, L = d.latent(), R = d.kv_lora_rank, qk = d.qk();
   const int64_t qs = int64_t{H} * qk;
   // Gather the rows of these sequences into a compact block.
@@ -60,9 +63,9 @@ void attend_absorbed(const MlaWeights& w, const MlaDims& d, const ForwardBatch& 
   kernels::AttentionParams ap{};
   ap.q = s.q_abs.data();
   ap.q_stride = int64_t{H} * L;
-  ap.k_cache = kv_cache;
-  ap.v_cache = kv_cache;  // the value is the latent: the first kv_lora_rank floats of a row
-  ap.kv_type = DType::kF32;
+  ap.k_cache = cache.data;
+  ap.v_cache = cache.data;  // the value is the latent: the first kv_lora_rank elements of a row
+  ap.kv_type = cache.dtype;
   ap.block_stride = int64_t{block_size} * L;
   ap.token_stride = L;
   ap.block_size = block_size;
@@ -90,15 +93,19 @@ void attend_absorbed(const MlaWeights& w, const MlaDims& d, const ForwardBatch& 
 // Prefill form for one sequence: its whole context's latents go through kv_b_proj into per-head
 // K (k_nope | shared k_pe) and V, then ordinary causal attention over them.
 void attend_expanded(const MlaWeights& w, const MlaDims& d, const ForwardBatch& batch, int sid,
-                     const float* kv_cache, int block_size, MlaScratch& s, ForwardContext& ctx) {
+                     const MlaCache& cache, MlaScratch& s, ForwardContext& ctx) {
+  const int block_size = cache.block_size;
   const int H = d.n_heads, L = d.latent(), R = d.kv_lora_rank, qk = d.qk();
   const int64_t C = batch.seq_context_len[sid];
   const int32_t start = batch.seq_token_start[sid], n = batch.seq_token_start[sid + 1] - start;
   const int32_t* bt = batch.block_table.data() + batch.block_table_indptr[sid];
   grow(s.ctx_lat, C * L);
+  const size_t row_bytes = deepinfer::row_bytes(cache.dtype, L);
   for (int64_t p = 0; p < C; ++p) {
     const int64_t slot = int64_t{bt[p / block_size]} * block_size + p % block_size;
-    std::memcpy(s.ctx_lat.data() + p * L, kv_cache + slot * L, sizeof(float) * L);
+    const Status st = dequantize_row(cache.dtype, static_cast<const std::byte*>(cache.data) + slot * row_bytes,
+                                     s.ctx_lat.data() + p * L, L);
+    DI_CHECK(st.is_ok(), "MLA latent read: {}", st.message());
   }
   const int64_t kvb_stride = int64_t{H} * (d.nope + d.v);
   grow(s.kvb, C * kvb_stride);
@@ -176,8 +183,7 @@ Result<MlaWeights> load_mla(const DeepseekWeights& ws, const std::string& prefix
 }
 
 Status mla_forward(const MlaWeights& w, const MlaDims& d, MlaMode mode, const ForwardBatch& batch,
-                   const float* x, float* kv_cache, int block_size, MlaScratch& s, ForwardContext& ctx,
-                   float* out) {
+                   const float* x, const MlaCache& cache, MlaScratch& s, ForwardContext& ctx, float* out) {
   const int64_t T = batch.num_tokens();
   const int H = d.n_heads, L = d.latent(), R = d.kv_lora_rank;
   const int64_t qs = int64_t{H} * d.qk();
@@ -213,10 +219,22 @@ Status mla_forward(const MlaWeights& w, const MlaDims& d, MlaMode mode, const Fo
   rp.token_stride = L;
   kernels::rope(rp);
 
-  for (int64_t t = 0; t < T; ++t) {
-    const int32_t slot = batch.slot_mapping[t];
-    if (slot >= 0) std::memcpy(kv_cache + int64_t{slot} * L, s.kv.data() + t * L, sizeof(float) * L);
-  }
+  kernels::KvWriteParams kw{};  // one latent row per token; no separate V
+  kw.k = s.kv.data();
+  kw.k_stride = L;
+  kw.v = s.kv.data();
+  kw.v_stride = L;
+  kw.n_tokens = T;
+  kw.slot_mapping = batch.slot_mapping.data();
+  kw.k_cache = cache.data;
+  kw.v_cache = cache.data;
+  kw.kv_type = cache.dtype;
+  kw.block_size = cache.block_size;
+  kw.block_stride = int64_t{cache.block_size} * L;
+  kw.token_stride = L;
+  kw.k_row_elems = L;
+  kw.v_row_elems = 0;
+  kernels::kv_cache_write(kw);
 
   std::vector<int> absorbed;
   for (int sid = 0; sid < batch.num_seqs(); ++sid) {
@@ -231,10 +249,10 @@ Status mla_forward(const MlaWeights& w, const MlaDims& d, MlaMode mode, const Fo
         (mode == MlaMode::kAuto && (n == 1 || expanded_bytes > kMaxExpandedBytes))) {
       absorbed.push_back(sid);
     } else {
-      attend_expanded(w, d, batch, sid, kv_cache, block_size, s, ctx);
+      attend_expanded(w, d, batch, sid, cache, s, ctx);
     }
   }
-  if (!absorbed.empty()) attend_absorbed(w, d, batch, absorbed, kv_cache, block_size, s, ctx);
+  if (!absorbed.empty()) attend_absorbed(w, d, batch, absorbed, cache, s, ctx);
   linear_forward(w.o_proj, s.attn.data(), T, int64_t{H} * d.v, out, d.hidden, ctx);
   return Status::ok();
 }

@@ -1,6 +1,6 @@
 // Multi-head latent attention (DeepSeek-V2/V3): per token the cache holds only the normalized KV
 // latent (kv_lora_rank) and the shared RoPE key (qk_rope_head_dim), one "KV head" of
-// kv_lora_rank + qk_rope_head_dim floats in the engine's paged layout. Prefill expands the
+// kv_lora_rank + qk_rope_head_dim elements (f32, f16 or bf16) in the engine's paged layout. Prefill expands the
 // latents through kv_b_proj into per-head K/V; decode absorbs kv_b_proj into the query and the
 // output and attends in latent space (one paged MQA pass over the cache).
 #pragma once
@@ -52,16 +52,22 @@ Result<MlaWeights> load_mla(const DeepseekWeights& w, const std::string& prefix,
 // expanded otherwise. The forced modes exist to test the two against each other.
 enum class MlaMode { kAuto, kExpanded, kAbsorbed };
 
+// One layer's latent pool: [blocks, block_size, latent] elements of `dtype`.
+struct MlaCache {
+  void* data = nullptr;
+  DType dtype = DType::kF32;  // kF32, kF16 or kBF16
+  int block_size = 0;
+};
+
 // Activations of one call, grown and reused.
 struct MlaScratch {
   std::vector<float> qa, q, kv, q_abs, lat_out, attn, ctx_lat, kvb, k_exp, v_exp;
 };
 
-// x: normalized hidden states [T, hidden]; writes this layer's latents into `kv_cache` (the
-// layer's pool, [blocks, block_size, latent]) and the attention output (after o_proj) to out
-// [T, hidden].
+// x: normalized hidden states [T, hidden]; writes this layer's latents into `cache` (rounded to
+// its dtype; both attention forms then read every latent, the new ones included, from the
+// cache) and the attention output (after o_proj) to out [T, hidden].
 Status mla_forward(const MlaWeights& w, const MlaDims& d, MlaMode mode, const ForwardBatch& batch,
-                   const float* x, float* kv_cache, int block_size, MlaScratch& s, ForwardContext& ctx,
-                   float* out);
+                   const float* x, const MlaCache& cache, MlaScratch& s, ForwardContext& ctx, float* out);
 
 }  // namespace deepinfer::model

@@ -47,7 +47,7 @@ T unwrap(Result<T> r) {
 class PyEngine {
  public:
   PyEngine(const std::string& model, int threads, int max_num_seqs, bool batch_invariant,
-           bool enable_prefix_caching) {
+           bool enable_prefix_caching, const std::string& kv_cache_dtype) {
     engine::LoadedModel loaded = unwrap(engine::load_model_with_tokenizer(model));
     name_ = loaded.name;
     architecture_ = loaded.model->config().architecture;
@@ -59,6 +59,7 @@ class PyEngine {
     config.max_num_seqs = max_num_seqs;
     config.batch_invariant = batch_invariant;
     config.enable_prefix_caching = enable_prefix_caching;
+    config.kv_cache_dtype = kv_cache_dtype;  // checked by Engine::create (ValueError)
     engine_ = unwrap(engine::Engine::create(std::move(loaded.model), tokenizer_, config));
   }
 
@@ -241,9 +242,10 @@ PYBIND11_MODULE(_C, m) {
     return out;
   });
   py::class_<PyEngine>(m, "Engine")
-      .def(py::init<const std::string&, int, int, bool, bool>(), py::arg("model"),
+      .def(py::init<const std::string&, int, int, bool, bool, const std::string&>(), py::arg("model"),
            py::arg("threads") = 0, py::arg("max_num_seqs") = 64,
-           py::arg("batch_invariant") = false, py::arg("enable_prefix_caching") = true)
+           py::arg("batch_invariant") = false, py::arg("enable_prefix_caching") = true,
+           py::arg("kv_cache_dtype") = "auto")
       .def("add_request", &PyEngine::add_request, py::arg("prompt_ids"), py::arg("params"))
       .def("step", &PyEngine::step)
       .def("has_unfinished", &PyEngine::has_unfinished)

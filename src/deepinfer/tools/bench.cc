@@ -351,6 +351,7 @@ int run_bench(BenchFlags& f) {
         nlohmann::json j = measure(**eng, f.mode, b, len, f.gen_len);
         if (j.contains("error")) return report_error(invalid_argument("bench: {}", j["error"].get<std::string>()));
         j["model"] = loaded->name;
+        j["kv_cache_dtype"] = f.engine.kv_cache_dtype;
         std::printf("%s\n", j.dump().c_str());
         std::fflush(stdout);
         results.push_back(j);

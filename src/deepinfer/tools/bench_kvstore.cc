@@ -89,7 +89,9 @@ int run_kvstore_ttft_bench(const KvStoreBenchOptions& opts) {
     EngineFlags e = ef;
     if (e.kv_store_ram_gb <= 0) {
       // The store's RAM tier must hold the longest prompt twice over (prefetch uses half).
-      const model::KvCacheSpec spec = loaded.model->kv_cache_spec();
+      model::KvCacheSpec spec = loaded.model->kv_cache_spec();
+      DI_ASSIGN_OR_RETURN(spec.dtype, model::resolve_kv_cache_dtype(e.kv_cache_dtype, spec,
+                                                                    loaded.model->config().architecture));
       const double per_token = double(model::KvCache::bytes_per_block(spec, 16) +
                                       model::KvCache::bytes_per_recent_slab(spec, 16)) / 16;
       e.kv_store_ram_gb = std::max(0.25, 2.5 * per_token * max_len / double(size_t{1} << 30));

@@ -88,6 +88,12 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                  "high: float32 activations, matches the float reference (default); int8: 8-bit "
                  "activations like llama.cpp, faster decode, logits differ by up to ~1")
       ->check(CLI::IsMember({"high", "int8"}));
+  app.add_option("--kv-cache-dtype", f.kv_cache_dtype,
+                 "KV cache element type: auto (= f32, default), f32, bf16 or f16. 16-bit halves the "
+                 "KV memory and the bytes attention reads (twice the tokens fit in --kv-cache-gb); "
+                 "logits then move by up to ~0.03 (f16) or ~0.4 (bf16) on the default model (docs/benchmarks.md). "
+                 "DeepSeek-V4 models: f32 only")
+      ->check(CLI::IsMember({"auto", "f32", "bf16", "f16"}));
   app.add_option("--overlap", f.overlap,
                  "Overlap scheduling: schedule the next step and finish the previous one's "
                  "outputs while the forward runs (same results either way)")
@@ -133,6 +139,7 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
   config.batch_invariant = f.batch_invariant;
   config.enable_prefix_caching = f.enable_prefix_caching;
   config.int8_activations = f.matmul_precision == "int8";
+  config.kv_cache_dtype = f.kv_cache_dtype;
   config.overlap_scheduling = f.overlap == "on";
   config.speculative.method = f.speculative;
   config.speculative.num_draft_tokens = f.num_draft_tokens;

@@ -49,6 +49,7 @@ struct EngineFlags {
   bool batch_invariant = false;
   bool enable_prefix_caching = true;  // no flag: bench turns it off
   std::string matmul_precision = "high";
+  std::string kv_cache_dtype = "auto";  // EngineConfig::kv_cache_dtype
   std::string overlap = "off";  // overlap scheduling: on | off
   std::vector<std::string> kv_store;
   double kv_store_ram_gb = 0;         // 0 = the store's default (256 MiB)

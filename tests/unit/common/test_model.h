@@ -39,14 +39,18 @@ inline bool in_ci() {
 // blocks 0..n-1 in order; hybrid caches: recent slab i with block i).
 // Logits at every position of `ids` in one forward; with `embed_rows`, input embeddings
 // `embeds` [rows * hidden] replace those rows' token embeddings (multimodal models).
+// `kv_dtype` is the K/V pools' element type (--kv-cache-dtype).
 inline std::vector<float> all_position_logits(model::Model& m, const std::vector<int32_t>& ids,
                                               ThreadPool& pool,
                                               const std::vector<int32_t>& embed_rows = {},
-                                              const std::vector<float>& embeds = {}) {
+                                              const std::vector<float>& embeds = {},
+                                              DType kv_dtype = DType::kF32) {
   const int block_size = 16;
   const int n = static_cast<int>(ids.size());
   const int blocks = (n + block_size - 1) / block_size;
-  model::KvCache cache = model::KvCache::allocate(m.kv_cache_spec(), blocks, block_size, blocks);
+  model::KvCacheSpec spec = m.kv_cache_spec();
+  spec.dtype = kv_dtype;
+  model::KvCache cache = model::KvCache::allocate(spec, blocks, block_size, blocks);
   ForwardBatch b;
   b.token_ids = ids;
   for (int i = 0; i < n; ++i) {

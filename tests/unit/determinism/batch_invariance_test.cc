@@ -1,10 +1,15 @@
 // Determinism you can rely on: a "needle" request gives bitwise-identical tokens and logprobs
 // alone and inside random batches of other requests; the same seed gives the same output
 // across engine instances and --max-num-seqs settings; prefix caching does not change results.
+// The same holds with a 16-bit KV cache (--kv-cache-dtype bf16 / f16): every K/V row is
+// rounded once when written and read from the cache alike, whether computed in the same step,
+// an earlier chunk, a prefix-cache hit or a KV-store load.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <random>
+#include <string>
 
 #include "../common/default_engine.h"
 #include "needle_run.h"
@@ -26,8 +31,12 @@ class Determinism : public ::testing::Test {
   }
 
   std::unique_ptr<engine::Engine> make_engine(int max_num_seqs, bool batch_invariant,
-                                              bool prefix_caching = true, int budget = 512) {
+                                              bool prefix_caching = true, int budget = 512,
+                                              const std::string& kv_dtype = "auto",
+                                              const std::string& kv_store_dir = "") {
     engine::EngineConfig cfg;
+    cfg.kv_cache_dtype = kv_dtype;
+    if (!kv_store_dir.empty()) cfg.kv_store_dirs = {kv_store_dir};
     cfg.num_threads = 2;
     cfg.max_num_seqs = max_num_seqs;
     cfg.batch_invariant = batch_invariant;
@@ -83,6 +92,29 @@ TEST_F(Determinism, NeedleIsBitwiseIdenticalAloneAndInRandomBatches) {
   }
 }
 
+TEST_F(Determinism, NeedleIsBitwiseIdenticalInRandomBatchesWith16BitKvCache) {
+  for (const char* dtype : {"bf16", "f16"}) {
+    std::mt19937 rng(43);
+    auto e = make_engine(64, /*batch_invariant=*/true, true, 512, dtype);
+    const Output alone = run(*e, needle(), {}, rng);
+    ASSERT_EQ(alone.tokens.size(), 24u);
+    for (int batch : {5, 40}) {
+      const Output mixed = run(*e, needle(), random_batch(batch, rng), rng);
+      EXPECT_TRUE(mixed == alone) << "KV " << dtype << ": needle differs inside a batch of " << batch + 1;
+    }
+  }
+}
+
+// Chunked prefill (8-token chunks) reads the earlier chunks' rows back from the 16-bit cache
+// exactly as a one-chunk prefill reads its own: same tokens, same logprobs.
+TEST_F(Determinism, ChunkedPrefillMatchesOneChunkWithBf16KvCache) {
+  std::mt19937 rng(8);
+  auto a = make_engine(64, false, false, 512, "bf16");
+  auto b = make_engine(3, false, false, /*budget=*/8, "bf16");
+  const auto others = random_batch(4, rng);
+  EXPECT_TRUE(run(*a, needle(), others, rng) == run(*b, needle(), others, rng));
+}
+
 TEST_F(Determinism, SameSeedSameOutputAcrossEnginesAndMaxNumSeqs) {
   std::mt19937 rng(7);
   auto a = make_engine(64, false);
@@ -107,6 +139,54 @@ TEST_F(Determinism, PrefixCacheHitGivesIdenticalOutputAndCountsCachedTokens) {
   EXPECT_EQ(cold.cached, 0);
   EXPECT_EQ(warm.cached, 48);
   EXPECT_TRUE(warm == cold);
+}
+
+TEST_F(Determinism, PrefixCacheHitGivesIdenticalOutputWith16BitKvCache) {
+  for (const char* dtype : {"bf16", "f16"}) {
+    std::mt19937 rng(3);
+    auto e = make_engine(8, false, true, 512, dtype);
+    engine::GenerationRequest r = needle();
+    for (int i = 0; i < 40; ++i) r.prompt_ids.push_back(300 + i);  // 57 tokens: 3 full blocks
+    auto fresh = make_engine(8, false, /*prefix_caching=*/false, 512, dtype);
+    const Output computed = run(*fresh, r, {}, rng);
+    const Output cold = run(*e, r, {}, rng);
+    const Output warm = run(*e, r, {}, rng);
+    EXPECT_EQ(warm.cached, 48) << dtype;
+    EXPECT_TRUE(cold == computed) << dtype;
+    EXPECT_TRUE(warm == computed) << dtype;
+  }
+}
+
+// A 16-bit cache's blocks written to the KV store and loaded by a fresh engine ("another
+// process") give the tokens of computing the prompt; an engine with another KV dtype on the same
+// store finds nothing (the store's namespace holds the dtype).
+TEST_F(Determinism, KvStoreRoundTripWithBf16KvCacheGivesIdenticalOutput) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("deepinfer_kv16_store_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::mt19937 rng(5);
+  engine::GenerationRequest r = needle();
+  for (int i = 0; i < 40; ++i) r.prompt_ids.push_back(500 + i);  // 57 tokens: 3 full blocks
+  Output computed;
+  {
+    auto writer = make_engine(8, false, true, 512, "bf16", dir.string());
+    computed = run(*writer, r, {}, rng);
+    EXPECT_EQ(computed.cached, 0);
+    writer->flush_kv_store();
+  }
+  {
+    auto other_dtype = make_engine(8, false, true, 512, "f32", dir.string());
+    EXPECT_EQ(run(*other_dtype, r, {}, rng).cached, 0) << "an f32 cache was served bf16 blocks";
+  }
+  auto reader = make_engine(8, false, true, 512, "bf16", dir.string());
+  const Output loaded = run(*reader, r, {}, rng);
+  EXPECT_EQ(loaded.cached, 48);
+  EXPECT_GE(reader->kv_store_tier()->stats().loaded_blocks, 3);
+  EXPECT_TRUE(loaded == computed);
+  reader.reset();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

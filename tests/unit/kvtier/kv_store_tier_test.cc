@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "deepinfer/base/fp16.h"
 #include "deepinfer/engine/kv_store_tier.h"
 #include "deepinfer/engine/scheduler.h"
 #include "deepinfer/kvstore/admin.h"
@@ -25,11 +26,34 @@ constexpr int kBlockSize = 4;
 
 model::KvCacheSpec tiny_spec() { return {/*layers*/ 3, /*kv_heads*/ 2, /*k dim*/ 4, /*v dim*/ 3}; }
 
+size_t f32_block_bytes() { return model::KvCache::bytes_per_block(tiny_spec(), kBlockSize); }
+
 // KV "computed" for token `tok` at `pos`: depends on the whole identity, so a wrong block,
 // layer, position or K/V swap shows.
 float pattern(int layer, bool is_v, int pos, int32_t tok, int channel) {
   return static_cast<float>(tok) * 0.5f + pos * 1000.0f + layer * 100000.0f + (is_v ? 0.25f : 0) +
          channel * 0.001f;
+}
+
+// The pattern as the cache stores it (rounded to nearest even for f16/bf16), as raw bits.
+uint32_t stored_bits(float x, DType t) {
+  if (t == DType::kBF16) return f32_to_bf16(x);
+  if (t == DType::kF16) return f32_to_f16(x);
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits;
+}
+
+void put(std::byte* pool, int64_t i, DType t, float x) {
+  const uint32_t bits = stored_bits(x, t);
+  if (t == DType::kF32) std::memcpy(pool + i * 4, &bits, 4);
+  else std::memcpy(pool + i * 2, &bits, 2);  // little-endian: the low half
+}
+
+uint32_t get(const std::byte* pool, int64_t i, DType t) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, pool + i * (t == DType::kF32 ? 4 : 2), t == DType::kF32 ? 4 : 2);
+  return bits;
 }
 
 // Fabricated forward pass: writes the pattern for tokens [first, first + n) of `seq`.
@@ -38,13 +62,15 @@ void fake_forward(model::KvCache& c, const Sequence& seq, int first, int n) {
   for (int p = first; p < first + n; ++p) {
     const int64_t slot = int64_t{seq.block_table[p / c.block_size]} * c.block_size + p % c.block_size;
     for (int l = 0; l < c.spec.num_layers; ++l) {
-      for (int ch = 0; ch < ks; ++ch) c.k[l].data()[slot * ks + ch] = pattern(l, false, p, seq.token_at(p), ch);
-      for (int ch = 0; ch < vs; ++ch) c.v[l].data()[slot * vs + ch] = pattern(l, true, p, seq.token_at(p), ch);
+      for (int ch = 0; ch < ks; ++ch)
+        put(c.k[l].data(), slot * ks + ch, c.dtype(), pattern(l, false, p, seq.token_at(p), ch));
+      for (int ch = 0; ch < vs; ++ch)
+        put(c.v[l].data(), slot * vs + ch, c.dtype(), pattern(l, true, p, seq.token_at(p), ch));
     }
   }
 }
 
-// Counts tokens [0, n) of `seq` whose KV in `c` is bit-exact the pattern.
+// Counts tokens [0, n) of `seq` whose KV in `c` is bit-exact the (stored) pattern.
 int count_exact(const model::KvCache& c, const Sequence& seq, int n) {
   const int64_t ks = c.k_token_stride(), vs = c.v_token_stride();
   int ok = 0;
@@ -52,14 +78,12 @@ int count_exact(const model::KvCache& c, const Sequence& seq, int n) {
     const int64_t slot = int64_t{seq.block_table[p / c.block_size]} * c.block_size + p % c.block_size;
     bool good = true;
     for (int l = 0; l < c.spec.num_layers; ++l) {
-      for (int ch = 0; ch < ks; ++ch) {
-        float want = pattern(l, false, p, seq.token_at(p), ch);
-        good &= std::memcmp(&c.k[l].data()[slot * ks + ch], &want, sizeof want) == 0;
-      }
-      for (int ch = 0; ch < vs; ++ch) {
-        float want = pattern(l, true, p, seq.token_at(p), ch);
-        good &= std::memcmp(&c.v[l].data()[slot * vs + ch], &want, sizeof want) == 0;
-      }
+      for (int ch = 0; ch < ks; ++ch)
+        good &= get(c.k[l].data(), slot * ks + ch, c.dtype()) ==
+                stored_bits(pattern(l, false, p, seq.token_at(p), ch), c.dtype());
+      for (int ch = 0; ch < vs; ++ch)
+        good &= get(c.v[l].data(), slot * vs + ch, c.dtype()) ==
+                stored_bits(pattern(l, true, p, seq.token_at(p), ch), c.dtype());
     }
     ok += good ? 1 : 0;
   }
@@ -88,9 +112,12 @@ struct Process {
   std::unique_ptr<KvStoreTier> tier;
   std::unique_ptr<KvCacheManager> kv;
 
-  Process(const std::vector<std::string>& dirs, int num_blocks, std::string ns = "test/tiny") {
+  Process(const std::vector<std::string>& dirs, int num_blocks, std::string ns = "test/tiny",
+          DType dtype = DType::kF32) {
     for (const std::string& d : dirs) fs::create_directories(d);  // the store wants them to exist
-    cache = model::KvCache::allocate(tiny_spec(), num_blocks, kBlockSize);
+    model::KvCacheSpec spec = tiny_spec();
+    spec.dtype = dtype;
+    cache = model::KvCache::allocate(spec, num_blocks, kBlockSize);
     KvStoreTierOptions o;
     o.dirs = dirs;
     o.model_namespace = std::move(ns);
@@ -204,6 +231,33 @@ TEST_F(KvStoreTierTest, OtherNamespaceNeverSeesBlocks) {
   Process b(dirs_, 8, "test/other-model");
   Sequence s = make_seq(2, tokens(9, 1));
   EXPECT_EQ(b.kv->get_computed_blocks(s).num_tokens(kBlockSize), 0);
+}
+
+// A 16-bit cache's blocks come back bit-exact to a 16-bit cache of the same dtype, and are
+// never served to an f32 cache or one of the other 16-bit dtype (the namespace holds the dtype).
+TEST_F(KvStoreTierTest, SixteenBitBlocksRoundTripAndNeverCrossDtypes) {
+  const std::vector<int32_t> prompt = tokens(14, 7);  // 3 full blocks
+  {
+    Process a(dirs_, 8, "test/tiny", DType::kBF16);
+    EXPECT_EQ(a.cache.bytes_per_block(), f32_block_bytes() / 2);
+    Sequence s = make_seq(1, prompt);
+    a.admit_and_compute(s);
+    a.tier->flush();
+    a.kv->free(s);
+  }
+  for (DType other : {DType::kF32, DType::kF16}) {
+    Process b(dirs_, 8, "test/tiny", other);
+    Sequence s = make_seq(2, prompt);
+    EXPECT_EQ(b.kv->get_computed_blocks(s).num_tokens(kBlockSize), 0) << dtype_name(other);
+  }
+  Process c(dirs_, 8, "test/tiny", DType::kBF16);
+  Sequence s = make_seq(3, prompt);
+  PrefixMatch m = c.kv->get_computed_blocks(s);
+  EXPECT_EQ(m.num_tier_blocks, 3);
+  ASSERT_TRUE(c.kv->allocate_slots(s, s.num_tokens() - 12, &m).has_value());
+  EXPECT_EQ(s.num_computed_tokens, 12);
+  EXPECT_EQ(count_exact(c.cache, s, 12), 12);
+  c.kv->free(s);
 }
 
 TEST_F(KvStoreTierTest, CorruptEntryIsAMissNotGarbage) {

@@ -75,7 +75,7 @@ struct KvWriteParams {
   int64_t block_stride;           // elements, as in AttentionParams
   int64_t token_stride;
   int64_t k_row_elems;            // n_kv_heads * head_dim
-  int64_t v_row_elems;            // n_kv_heads * v_head_dim
+  int64_t v_row_elems;            // n_kv_heads * v_head_dim; 0 = no V rows (v, v_cache unused)
 };
 
 // Converts and stores the rows (round to nearest even for f16/bf16).

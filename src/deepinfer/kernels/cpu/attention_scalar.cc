@@ -93,6 +93,7 @@ void kv_cache_write(const KvWriteParams& p) {
            "kv_cache_write: kv_type {} unsupported", dtype_name(p.kv_type));
   const size_t eb = elem_bytes(p.kv_type);
   auto store = [&](void* cache, int64_t off, const float* src, int64_t n) {
+    if (n == 0) return;  // no V rows (MLA's latent cache)
     char* dst = static_cast<char*>(cache) + off * eb;
     if (p.kv_type == DType::kF32) {
       std::memcpy(dst, src, n * 4);

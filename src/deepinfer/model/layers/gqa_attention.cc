@@ -19,8 +19,8 @@ std::vector<kernels::AttentionSeq> attention_seqs(const ForwardBatch& batch) {
 
 void gqa_attention_forward(const GqaWeights& w, const GqaDims& d, const ForwardBatch& batch,
                            const std::vector<kernels::AttentionSeq>& seqs, const float* x, int64_t hidden,
-                           float* k_cache, float* v_cache, int block_size, const GqaBuffers& buf,
-                           ForwardContext& ctx, float* out) {
+                           const GqaCache& cache, const GqaBuffers& buf, ForwardContext& ctx, float* out) {
+  const int block_size = cache.block_size;
   const int64_t T = batch.num_tokens();
   const int64_t q_dim = d.q_dim(), kv_dim = d.kv_dim();
   linear_forward(w.wq, x, T, hidden, buf.q, q_dim, ctx);
@@ -51,9 +51,9 @@ void gqa_attention_forward(const GqaWeights& w, const GqaDims& d, const ForwardB
   kw.v_stride = kv_dim;
   kw.n_tokens = T;
   kw.slot_mapping = batch.slot_mapping.data();
-  kw.k_cache = k_cache;
-  kw.v_cache = v_cache;
-  kw.kv_type = DType::kF32;
+  kw.k_cache = cache.k;
+  kw.v_cache = cache.v;
+  kw.kv_type = cache.dtype;
   kw.block_size = block_size;
   kw.block_stride = kv_dim * block_size;
   kw.token_stride = kv_dim;
@@ -64,9 +64,9 @@ void gqa_attention_forward(const GqaWeights& w, const GqaDims& d, const ForwardB
   kernels::AttentionParams ap;
   ap.q = buf.q;
   ap.q_stride = q_dim;
-  ap.k_cache = k_cache;
-  ap.v_cache = v_cache;
-  ap.kv_type = DType::kF32;
+  ap.k_cache = cache.k;
+  ap.v_cache = cache.v;
+  ap.kv_type = cache.dtype;
   ap.block_size = block_size;
   ap.token_stride = kv_dim;
   ap.block_stride = kv_dim * block_size;

@@ -1,4 +1,4 @@
-// Grouped-query attention with RoPE over the paged f32 KV cache (multi-head and multi-query
+// Grouped-query attention with RoPE over the paged KV cache (f32, f16 or bf16) (multi-head and multi-query
 // attention are the cases n_kv_heads == n_heads and n_kv_heads == 1): Q/K/V projections (with
 // optional biases), RoPE on Q and K, the new K/V written into the layer's pools, paged causal
 // attention, output projection.
@@ -42,14 +42,22 @@ struct GqaBuffers {
   float* attn = nullptr;
 };
 
+// One layer's K and V pools ([blocks, block_size, n_kv_heads, head_dim] of `dtype` elements).
+struct GqaCache {
+  void* k = nullptr;
+  void* v = nullptr;
+  DType dtype = DType::kF32;  // kF32, kF16 or kBF16
+  int block_size = 0;
+};
+
 // The batch's sequences as the attention kernel sees them (built once per forward).
 std::vector<kernels::AttentionSeq> attention_seqs(const ForwardBatch& batch);
 
 // x: normalized hidden states [T, hidden] -> out [T, hidden]; writes the batch's K/V into the
-// layer's pools k_cache / v_cache ([blocks, block_size, n_kv_heads, head_dim]).
+// layer's pools (rounded to the cache's dtype) and attends over what the pools hold, so a token's
+// own K/V and a cached prefix's are read alike.
 void gqa_attention_forward(const GqaWeights& w, const GqaDims& d, const ForwardBatch& batch,
                            const std::vector<kernels::AttentionSeq>& seqs, const float* x, int64_t hidden,
-                           float* k_cache, float* v_cache, int block_size, const GqaBuffers& buf,
-                           ForwardContext& ctx, float* out);
+                           const GqaCache& cache, const GqaBuffers& buf, ForwardContext& ctx, float* out);
 
 }  // namespace deepinfer::model
