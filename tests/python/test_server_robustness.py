@@ -37,7 +37,10 @@ CHAT = {"model": MODEL, "messages": [{"role": "user", "content": "Hi"}], "max_to
     ({**CHAT, "messages": "hello"}, "messages"),
     ({**CHAT, "messages": []}, "messages"),
     ({**CHAT, "messages": [{"role": "user"}]}, "messages[0].content"),
+    # Image parts are understood (issue 26): what is wrong here is the URL.
     ({**CHAT, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
+     "messages[0].content[0].image_url"),
+    ({**CHAT, "messages": [{"role": "user", "content": [{"type": "audio", "audio": "x"}]}]},
      "messages[0].content[0].type"),
     ({**CHAT, "n": 0}, "n"),
     ({**CHAT, "logit_bias": {"abc": 1}}, "logit_bias.abc"),
