@@ -238,7 +238,6 @@ def test_a_decode_engine_killed_mid_stream_ends_only_its_streams(cluster):
             break
         time.sleep(0.1)
     assert victim, cluster.metrics()
-    other_url = cluster.url
     os.kill(cluster.children[victim][0], signal.SIGKILL)
     with pytest.raises(Exception) as info:
         for _ in it:
@@ -247,8 +246,7 @@ def test_a_decode_engine_killed_mid_stream_ends_only_its_streams(cluster):
     # New requests go to the live decode engine.
     r = oa.chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": "Say hi."}], max_tokens=4, temperature=0)
     assert r.choices[0].message.content is not None
-    assert 'deepinfer_pd_decode_failures_total' in cluster.metrics() and cluster.metrics()['deepinfer_pd_decode_failures_total'] >= 1
-    _ = other_url
+    assert cluster.metrics()["deepinfer_pd_decode_failures_total"] >= 1
 
 
 def test_entrypoint_refuses_what_it_cannot_serve(model, binary):

@@ -21,6 +21,8 @@ using Clock = std::chrono::steady_clock;
 // were delivered before the prefill engine answered, so this only covers the receiver
 // thread's import); past it the request runs and computes what is missing.
 constexpr auto kBlockWait = std::chrono::seconds(10);
+// Transfers a decode engine keeps arrival counts for at once.
+constexpr size_t kMaxPendingTransfers = 4096;
 // How long a prefill engine waits for its blocks to be delivered.
 constexpr auto kDeliveryTimeout = std::chrono::seconds(60);
 
@@ -189,8 +191,8 @@ RoleHooks PrefillRole::hooks() {
         res.set_content(dump_json(handle_prefill(parse_internal_body(req))), "application/json");
       } catch (const ApiError& e) {
         reply_error(res, e);
-      } catch (const std::exception& e) {
-        reply_error(res, ApiError(500, "", std::string("prefill: ") + e.what(), "server_error"));
+      } catch (const std::exception& e) {  // a field of the wrong JSON type
+        reply_error(res, ApiError(400, "", std::string("prefill: ") + e.what()));
       }
     });
   };
@@ -226,6 +228,9 @@ void DecodeRole::on_message(uint64_t transfer_id, std::vector<uint8_t> message) 
   }
   {
     std::lock_guard lock(mu_);
+    // Counts of transfers whose generate request never came (the entrypoint retried elsewhere)
+    // would pile up; a count only matters for seconds, so a full table starts over.
+    if (arrived_.size() >= kMaxPendingTransfers && !arrived_.count(transfer_id)) arrived_.clear();
     arrived_[transfer_id] += 1;  // counted either way: the wait is for arrival, not success
   }
   cv_.notify_all();
@@ -266,6 +271,9 @@ RoleHooks DecodeRole::hooks() {
         stream = std::move(submitted).value();
       } catch (const ApiError& e) {
         reply_error(res, e);
+        return;
+      } catch (const std::exception& e) {  // a field of the wrong JSON type
+        reply_error(res, ApiError(400, "", std::string("generate: ") + e.what()));
         return;
       }
       res.set_chunked_content_provider("application/x-ndjson", [stream](size_t, httplib::DataSink& sink) {

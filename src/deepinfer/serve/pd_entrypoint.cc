@@ -115,7 +115,7 @@ bool DisaggregatedBackend::ready(std::string& why) const {
 
 EngineGauges DisaggregatedBackend::gauges() const {
   EngineGauges g;
-  std::lock_guard lock(const_cast<std::mutex&>(mu_));
+  std::lock_guard lock(mu_);
   g.in_flight = active_;
   return g;
 }

@@ -78,7 +78,7 @@ class DisaggregatedBackend : public RequestBackend {
   ServerMetrics metrics_;
   std::string kv_namespace_;  // health thread only
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
   std::atomic<bool> stop_requested_{false};  // jobs drop their engine connections
