@@ -87,22 +87,33 @@ Result<std::unique_ptr<SsdTier>> SsdTier::open(SsdTierOptions o) {
   }
   DI_RETURN_IF_ERROR(check_unusable(o, why));
   if (!mc.store) {
+    // Several processes may create the store at the same moment. The first usable target
+    // decides: write_manifest publishes with link(), first writer wins, so every creator reads
+    // the winner's store id back from there and writes that one to the other targets (a mix of
+    // ids across targets would be refused as "different stores").
     StoreManifest m{new_store_id(), n, 0, o.data_shards, o.parity_shards};
-    for (int t = 0; t < n; ++t) {
+    for (int t = 0; t < n && !mc.store; ++t) {
       if (!why[t].empty()) continue;
       m.position = t;
-      if (Status s = write_manifest(o.targets[t], m); !s.is_ok()) why[t] = s.message();
+      if (Status s = write_manifest(o.targets[t], m); !s.is_ok()) {
+        why[t] = s.message();
+        continue;
+      }
+      DI_ASSIGN_OR_RETURN(mc, check_manifests(o.targets));
     }
-    // Another process may have created the store at the same moment: adopt the winner's.
-    DI_ASSIGN_OR_RETURN(mc, check_manifests(o.targets));
     if (!mc.store) return io_error("kvstore: no target could hold the store manifest");
-  } else {
-    for (int t = 0; t < n; ++t) {
-      if (!why[t].empty() || mc.state[t] != TargetState::kNoManifest) continue;
-      StoreManifest m = *mc.store;
-      m.position = t;  // a replaced (empty) disk joins the store in its slot
-      if (Status s = write_manifest(o.targets[t], m); !s.is_ok()) why[t] = s.message();
+    if (mc.store->data_shards != o.data_shards || mc.store->parity_shards != o.parity_shards) {
+      return invalid_argument("kvstore: another process created the store on these targets with "
+                              "{}+{} coding at the same moment, {}+{} asked",
+                              mc.store->data_shards, mc.store->parity_shards, o.data_shards,
+                              o.parity_shards);
     }
+  }
+  for (int t = 0; t < n; ++t) {
+    if (!why[t].empty() || mc.state[t] != TargetState::kNoManifest) continue;
+    StoreManifest m = *mc.store;
+    m.position = t;  // the other targets of a new store, or a replaced (empty) disk in its slot
+    if (Status s = write_manifest(o.targets[t], m); !s.is_ok()) why[t] = s.message();
   }
   DI_RETURN_IF_ERROR(check_unusable(o, why));
   int unusable = 0;

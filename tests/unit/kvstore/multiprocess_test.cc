@@ -15,6 +15,7 @@
 #include "deepinfer/kvstore/admin.h"
 #include "deepinfer/kvstore/kv_store.h"
 #include "deepinfer/kvstore/layout.h"
+#include "deepinfer/kvstore/manifest.h"
 #include "test_util.h"
 
 namespace deepinfer::kvstore {
@@ -176,6 +177,42 @@ TEST(KvMultiProcess, KillNineWritersFiftyTimes) {
   }
   s->reset();
   ::_exit(0);
+}
+
+// Processes that create the same new store at the same moment agree on one store: before the
+// first usable target decided, each wrote its own id to every target and some targets got one
+// id, some the other, so every opener was refused ("belong to different stores").
+TEST(KvMultiProcess, SimultaneousCreatorsAgreeOnOneStore) {
+  constexpr int kProcesses = 6;
+  for (int round = 0; round < 25; ++round) {
+    TempDir dir;
+    const KvStoreConfig c = config(dir);
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    pid_t pids[kProcesses];
+    for (int p = 0; p < kProcesses; ++p) {
+      pids[p] = ::fork();
+      ASSERT_GE(pids[p], 0);
+      if (pids[p] == 0) {
+        ::close(go[1]);
+        char byte;
+        (void)!::read(go[0], &byte, 1);  // returns at EOF: every child starts together
+        auto s = KvStore::open(c);
+        ::_exit(s.is_ok() ? 0 : 2);
+      }
+    }
+    ::close(go[0]);
+    ::close(go[1]);
+    for (int p = 0; p < kProcesses; ++p) {
+      int status = 0;
+      ASSERT_EQ(::waitpid(pids[p], &status, 0), pids[p]);
+      ASSERT_TRUE(WIFEXITED(status));
+      EXPECT_EQ(WEXITSTATUS(status), 0) << "round " << round << " process " << p;
+    }
+    auto check = check_manifests(c.targets);
+    ASSERT_TRUE(check.is_ok()) << check.status().message();
+    EXPECT_EQ(check->missing() + check->without_manifest(), 0) << "round " << round;
+  }
 }
 
 TEST(KvMultiProcess, TwoProcessesShareTargets) {
