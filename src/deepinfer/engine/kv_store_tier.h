@@ -92,6 +92,9 @@ class KvStoreTier : public KvTierHook {
   const KvStoreTierStats& stats() const { return stats_; }
   kvstore::KvStoreStats store_stats() const { return store_->stats(); }
   const kvstore::Namespace& key_namespace() const { return ns_; }
+  // The shared store's id ("" when the tier is RAM only): engines with the same id read each
+  // other's blocks.
+  std::string store_id() const { return store_->store_id(); }
 
  private:
   // Extends seq.tier_keys to cover its first `n` full blocks.

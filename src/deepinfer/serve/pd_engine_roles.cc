@@ -33,10 +33,6 @@ std::string hex(std::span<const uint8_t> bytes) {
   return out;
 }
 
-std::string namespace_id(const engine::KvStoreTier* tier) {
-  if (tier == nullptr) return "";
-  return hex(kvstore::root_key(tier->key_namespace()));
-}
 
 // The tag a prefill request carries: "<transfer id>@<decode engine's UCX address>".
 std::string make_tag(uint64_t transfer_id, const std::string& peer) {
@@ -88,10 +84,20 @@ std::string counters_text(const std::string& role, const PdEngineCounters& c) {
 
 }  // namespace
 
-json engine_role_info(const std::string& role, const std::string& model_name, const std::string& kv_namespace,
+EngineKvIdentity engine_kv_identity(const engine::KvStoreTier* tier) {
+  EngineKvIdentity id;
+  if (tier == nullptr) return id;
+  id.kv_namespace = hex(kvstore::root_key(tier->key_namespace()));
+  id.block_tokens = static_cast<int>(tier->key_namespace().block_tokens);
+  id.store_id = tier->store_id();
+  return id;
+}
+
+json engine_role_info(const std::string& role, const std::string& model_name, const EngineKvIdentity& kv,
                       const std::string& kv_address) {
   return {{"role", role}, {"protocol", pd::kProtocolVersion}, {"model", model_name},
-          {"kv_namespace", kv_namespace}, {"kv_address", kv_address}};
+          {"kv_namespace", kv.kv_namespace}, {"kv_block_tokens", kv.block_tokens},
+          {"kv_store_id", kv.store_id}, {"kv_address", kv_address}};
 }
 
 // ---------------------------------------------------------------- prefill
@@ -100,7 +106,7 @@ Result<std::unique_ptr<PrefillRole>> PrefillRole::create(engine::Engine& engine)
   std::unique_ptr<PrefillRole> role(new PrefillRole());
   DI_ASSIGN_OR_RETURN(role->sender_, transfer::KvSender::create());
   DI_RETURN_IF_ERROR(engine.set_kv_export_sink(role.get()));
-  role->kv_namespace_ = namespace_id(engine.kv_store_tier());
+  role->kv_ = engine_kv_identity(engine.kv_store_tier());
   return role;
 }
 
@@ -140,6 +146,7 @@ json PrefillRole::handle_prefill(const json& body) {
   request.prompt_logprobs = -1;
   request.speculative = false;
   request.kv_export_tag = make_tag(transfer_id, peer);
+  const auto started = Clock::now();
   auto stream = loop_->submit(request);
   if (!stream.is_ok()) throw api_error_from_status(stream.status());
   engine::RequestOutput out, last;
@@ -154,6 +161,9 @@ json PrefillRole::handle_prefill(const json& body) {
     }
   }
   const auto computed = Clock::now();
+  // This pool's time to first token: the prompt computed (queue included), before the transfer.
+  loop_->metrics().ttft().observe(std::chrono::duration<double>(computed - started).count());
+  loop_->metrics().add_prompt_tokens(last.prompt_tokens);
   int blocks = 0;
   {
     std::unique_lock lock(mu_);
@@ -183,7 +193,7 @@ RoleHooks PrefillRole::hooks() {
   h.install_routes = [this](httplib::Server& server, const auto& declare) {
     declare("GET", "/internal/v1/info");
     server.Get("/internal/v1/info", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(dump_json(engine_role_info("prefill", model_name_, kv_namespace_, "")), "application/json");
+      res.set_content(dump_json(engine_role_info("prefill", model_name_, kv_, "")), "application/json");
     });
     declare("POST", "/internal/v1/prefill");
     server.Post("/internal/v1/prefill", [this](const httplib::Request& req, httplib::Response& res) {
@@ -202,11 +212,38 @@ RoleHooks PrefillRole::hooks() {
 
 // ---------------------------------------------------------------- decode
 
+namespace {
+// The decode pool's own latency view of one generate request: time to first token from the
+// request's arrival (the wait for its blocks included) and the time per output token after it.
+struct StreamTiming {
+  Clock::time_point arrived, last;
+  bool first_seen = false;
+  void observe(const engine::RequestOutput& out, ServerMetrics& metrics) {
+    const auto now = Clock::now();
+    if (!out.new_token_ids.empty()) {
+      if (!first_seen) {
+        metrics.ttft().observe(std::chrono::duration<double>(now - arrived).count());
+        first_seen = true;
+      } else {
+        metrics.inter_token().observe(std::chrono::duration<double>(now - last).count() /
+                                      double(out.new_token_ids.size()));
+      }
+      last = now;
+      metrics.add_generation_tokens(int64_t(out.new_token_ids.size()));
+    }
+    if (out.finished) {
+      metrics.add_prompt_tokens(out.prompt_tokens);
+      metrics.e2e().observe(std::chrono::duration<double>(now - arrived).count());
+    }
+  }
+};
+}  // namespace
+
 Result<std::unique_ptr<DecodeRole>> DecodeRole::create(engine::Engine& engine) {
   std::unique_ptr<DecodeRole> role(new DecodeRole());
   role->tier_ = engine.kv_import_tier();
   if (role->tier_ == nullptr) return invalid_argument("serve --role decode: the engine has no KV store tier");
-  role->kv_namespace_ = namespace_id(role->tier_);
+  role->kv_ = engine_kv_identity(role->tier_);
   DecodeRole* self = role.get();
   DI_ASSIGN_OR_RETURN(role->receiver_, transfer::KvReceiver::create([self](uint64_t id, std::vector<uint8_t> m) {
                         self->on_message(id, std::move(m));
@@ -241,17 +278,19 @@ RoleHooks DecodeRole::hooks() {
   h.install_routes = [this](httplib::Server& server, const auto& declare) {
     declare("GET", "/internal/v1/info");
     server.Get("/internal/v1/info", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(dump_json(engine_role_info("decode", model_name_, kv_namespace_, kv_address())),
+      res.set_content(dump_json(engine_role_info("decode", model_name_, kv_, kv_address())),
                       "application/json");
     });
     declare("POST", "/internal/v1/generate");
     server.Post("/internal/v1/generate", [this](const httplib::Request& req, httplib::Response& res) {
       std::shared_ptr<RequestStream> stream;
+      auto timing = std::make_shared<StreamTiming>();
       try {
         counters_.requests += 1;
         const json body = parse_internal_body(req);
         auto parsed = pd::request_from_json(body.value("request", json::object()));
         if (!parsed.is_ok()) throw ApiError(400, "request", parsed.status().message());
+        timing->arrived = Clock::now();
         const uint64_t transfer_id = body.value("transfer_id", uint64_t{0});
         const int expected = body.value("expected_blocks", 0);
         const std::string request_id = body.value("request_id", "");
@@ -276,7 +315,8 @@ RoleHooks DecodeRole::hooks() {
         reply_error(res, ApiError(400, "", std::string("generate: ") + e.what()));
         return;
       }
-      res.set_chunked_content_provider("application/x-ndjson", [stream](size_t, httplib::DataSink& sink) {
+      ServerMetrics& metrics = loop_->metrics();
+      res.set_chunked_content_provider("application/x-ndjson", [stream, timing, &metrics](size_t, httplib::DataSink& sink) {
         engine::RequestOutput out;
         const auto next = stream->next(out, std::chrono::milliseconds(500));
         if (next == RequestStream::Next::kClosed) {
@@ -290,6 +330,7 @@ RoleHooks DecodeRole::hooks() {
           }
           return true;
         }
+        timing->observe(out, metrics);
         const std::string line = dump_json(pd::output_to_json(out)) + "\n";
         if (!sink.write(line.data(), line.size())) {
           stream->cancel();

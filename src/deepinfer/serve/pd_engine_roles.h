@@ -12,7 +12,9 @@
 //   runs the request as usual: its admission finds the blocks as a prefix hit and computes only
 //   the prompt's last partial block, samples the first token and decodes. The answer is chunked
 //   NDJSON, one engine output per line (pd_protocol.h), so tokens stream back as they come.
-// Both answer GET /internal/v1/info {role, protocol, model, kv_namespace, kv_address}.
+// Both answer GET /internal/v1/info {role, protocol, model, kv_namespace, kv_block_tokens,
+// kv_store_id, kv_address}: the entrypoint checks that the engines agree on the namespace and
+// uses the rest for its own lookup of the shared KV store.
 #pragma once
 
 #include <condition_variable>
@@ -29,6 +31,16 @@
 #include "deepinfer/transfer/kv_transfer.h"
 
 namespace deepinfer::serve {
+
+// What an engine's KV blocks are keyed by, for the entrypoint: the hex root key of the chain
+// (every setting that changes a block's bytes), tokens per block, and the shared store's id
+// ("" without --kv-store).
+struct EngineKvIdentity {
+  std::string kv_namespace;
+  int block_tokens = 0;
+  std::string store_id;
+};
+EngineKvIdentity engine_kv_identity(const engine::KvStoreTier* tier);
 
 // Counters both engine roles export on /metrics.
 struct PdEngineCounters {
@@ -61,7 +73,8 @@ class PrefillRole : public engine::KvExportSink {
 
   std::unique_ptr<transfer::KvSender> sender_;
   EngineLoop* loop_ = nullptr;
-  std::string model_name_, kv_namespace_;
+  std::string model_name_;
+  EngineKvIdentity kv_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, int> exported_;  // tag -> blocks handed over (export_done seen)
@@ -85,7 +98,8 @@ class DecodeRole {
   engine::KvStoreTier* tier_ = nullptr;
   std::unique_ptr<transfer::KvReceiver> receiver_;
   EngineLoop* loop_ = nullptr;
-  std::string model_name_, kv_namespace_;
+  std::string model_name_;
+  EngineKvIdentity kv_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<uint64_t, int> arrived_;  // transfer id -> blocks imported so far
@@ -94,6 +108,6 @@ class DecodeRole {
 
 // "role" info both engines answer on GET /internal/v1/info.
 nlohmann::json engine_role_info(const std::string& role, const std::string& model_name,
-                                const std::string& kv_namespace, const std::string& kv_address);
+                                const EngineKvIdentity& kv, const std::string& kv_address);
 
 }  // namespace deepinfer::serve

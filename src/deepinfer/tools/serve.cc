@@ -27,6 +27,7 @@ int run_entrypoint(ServeFlags& f) {
   serve::EntrypointOptions eo;
   eo.prefill_urls = f.prefill_urls;
   eo.decode_urls = f.decode_urls;
+  eo.kv_store_dirs = f.engine.kv_store;  // the engines' shared store: the entrypoint's lookups
   eo.max_queued_requests = f.server.loop.max_queued_requests;
   auto backend = serve::DisaggregatedBackend::create(std::move(recipe).value(), eo);
   if (!backend.is_ok()) return report_error(backend.status());
