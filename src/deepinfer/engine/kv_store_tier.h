@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <unordered_map>
@@ -67,7 +68,15 @@ class KvStoreTier : public KvTierHook {
   // Prefill/decode disaggregation: a sequence with a kv_export_tag whose prompt is computed
   // hands its full prompt blocks (up to the first image) to the export sink, once.
   void before_sequence_freed(Sequence& seq) override;
-  void set_export_sink(KvExportSink* sink) { export_sink_ = sink; }
+  void set_export_sink(KvExportSink* sink, bool by_layer = true) {
+    export_sink_ = sink;
+    export_by_layer_ = by_layer;
+  }
+  // Layer-by-layer export (kv_layer_export.h) in the step about to run, for the sequences whose
+  // prompt it completes: the callable for the forward's after_layer, or null when none of them
+  // carries an export tag or the cache cannot be cut by layer (those export whole blocks when
+  // freed, as above).
+  std::function<void(int layer)> layer_exporter(const std::vector<Sequence*>& completing);
   // A block computed by another engine (its store key and KvStoreTier bytes) into the store's
   // RAM tier, where admissions find it like any stored block. Thread-safe (the store is).
   // False when `bytes` is not block_bytes() long or the store did not take it.
@@ -97,6 +106,8 @@ class KvStoreTier : public KvTierHook {
   std::string store_id() const { return store_->store_id(); }
 
  private:
+  // Full prompt blocks an export sends: up to the first image, allocated, cacheable.
+  int exportable_blocks(const Sequence& seq) const;
   // Extends seq.tier_keys to cover its first `n` full blocks.
   void ensure_keys(Sequence& seq, int n) const;
 
@@ -122,6 +133,7 @@ class KvStoreTier : public KvTierHook {
   std::unordered_map<int64_t, Prefetched> prefetched_;
   std::chrono::milliseconds prefetch_timeout_;
   KvExportSink* export_sink_ = nullptr;
+  bool export_by_layer_ = true;
 };
 
 // Opens (creating if needed) the store over opts.dirs (none: a RAM-only store) for blocks of

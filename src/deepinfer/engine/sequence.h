@@ -78,6 +78,7 @@ struct Sequence {
   // computed, its full prompt blocks go to the engine's KvExportSink under this tag, once.
   std::string kv_export_tag;
   bool kv_exported = false;
+  int kv_layer_exported_blocks = -1;  // >= 0: its blocks went layer by layer (this many)
   // Speculative decoding: tokens proposed to follow the known ones (Scheduler::set_draft); the
   // next schedule() verifies them when the sequence decodes, and clears them either way.
   std::vector<int32_t> draft;

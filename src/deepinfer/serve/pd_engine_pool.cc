@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -134,6 +135,8 @@ void EnginePool::refresh(std::string& kv_namespace) {
       e->kv_namespace = info.value("kv_namespace", "");
       e->kv_block_tokens = info.value("kv_block_tokens", 0);
       e->kv_store_id = info.value("kv_store_id", "");
+      e->kv_cache_usage = info.value("kv_cache_usage", 0.0);
+      e->running = info.value("running", 0);
       e->down_reason.clear();
       e->healthy = true;
       if (!was) log::info("entrypoint: {} engine {} is up", role_, e->address);
@@ -173,6 +176,17 @@ std::string EnginePool::kv_address(const RemoteEngine& e) const {
 std::string EnginePool::kv_store_id(const RemoteEngine& e) const {
   std::lock_guard lock(mu_);
   return e.kv_store_id;
+}
+
+std::shared_ptr<RemoteEngine> least_loaded_decode(const std::vector<std::shared_ptr<RemoteEngine>>& candidates) {
+  auto key = [](const RemoteEngine& e) {
+    const double usage = e.kv_cache_usage.load();
+    return std::tuple(usage >= kKvUsageFull, e.in_flight.load(), usage);
+  };
+  std::shared_ptr<RemoteEngine> best;
+  for (const auto& e : candidates)
+    if (!best || key(*e) < key(*best)) best = e;
+  return best;
 }
 
 std::string pool_metrics_text(const std::vector<const EnginePool*>& pools) {

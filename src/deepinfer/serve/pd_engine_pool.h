@@ -27,6 +27,9 @@ struct RemoteEngine {
   std::string kv_address, kv_namespace, down_reason;
   int kv_block_tokens = 0;
   std::string kv_store_id;  // "" when the engine has no shared KV store
+  // Its load at the last health check (every few seconds).
+  std::atomic<double> kv_cache_usage{0};  // KV blocks held by running sequences / all
+  std::atomic<int> running{0};            // sequences in its batch (ours and others')
 };
 
 struct EngineUrl {
@@ -35,6 +38,14 @@ struct EngineUrl {
 };
 // "http://host:port[/]" (the scheme may be left out; the port is required).
 Result<EngineUrl> parse_engine_url(const std::string& url);
+
+// The decode balancer: an engine whose KV cache is nearly full (>= kKvUsageFull held by
+// running sequences) would preempt or queue the request, so it is avoided while another has
+// room; then the fewest requests in flight (this entrypoint's, counted live), then the emptier
+// KV cache (as its last health check said: other entrypoints' requests count there). Null
+// when `candidates` is empty.
+inline constexpr double kKvUsageFull = 0.9;
+std::shared_ptr<RemoteEngine> least_loaded_decode(const std::vector<std::shared_ptr<RemoteEngine>>& candidates);
 
 class EnginePool;
 // Prometheus text of the pools' engines: health, in-flight requests, queued prompt tokens,

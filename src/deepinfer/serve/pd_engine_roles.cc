@@ -1,6 +1,7 @@
 #include "deepinfer/serve/pd_engine_roles.h"
 
 #include <chrono>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -77,9 +78,11 @@ std::string counters_text(const std::string& role, const PdEngineCounters& c) {
       "# HELP deepinfer_pd_kv_wait_timeouts_total Decode requests that started with blocks still missing.\n"
       "# TYPE deepinfer_pd_kv_wait_timeouts_total counter\ndeepinfer_pd_kv_wait_timeouts_total{{role=\"{0}\"}} {5}\n"
       "# HELP deepinfer_pd_kv_transfer_seconds_total Prefill: time from prompt computed to blocks delivered.\n"
-      "# TYPE deepinfer_pd_kv_transfer_seconds_total counter\ndeepinfer_pd_kv_transfer_seconds_total{{role=\"{0}\"}} {6:.6f}\n",
+      "# TYPE deepinfer_pd_kv_transfer_seconds_total counter\ndeepinfer_pd_kv_transfer_seconds_total{{role=\"{0}\"}} {6:.6f}\n"
+      "# HELP deepinfer_pd_kv_layer_messages_total KV messages of one layer of a prompt's blocks (layer-by-layer transfer).\n"
+      "# TYPE deepinfer_pd_kv_layer_messages_total counter\ndeepinfer_pd_kv_layer_messages_total{{role=\"{0}\"}} {7}\n",
       role, c.requests.load(), c.blocks.load(), c.bytes.load(), c.failures.load(), c.wait_timeouts.load(),
-      double(c.transfer_micros.load()) / 1e6);
+      double(c.transfer_micros.load()) / 1e6, c.layer_messages.load());
 }
 
 }  // namespace
@@ -94,10 +97,12 @@ EngineKvIdentity engine_kv_identity(const engine::KvStoreTier* tier) {
 }
 
 json engine_role_info(const std::string& role, const std::string& model_name, const EngineKvIdentity& kv,
-                      const std::string& kv_address) {
+                      const std::string& kv_address, const EngineGauges& load) {
+  const double usage = load.kv_blocks > 0 ? double(load.kv_blocks_in_use) / double(load.kv_blocks) : 0.0;
   return {{"role", role}, {"protocol", pd::kProtocolVersion}, {"model", model_name},
           {"kv_namespace", kv.kv_namespace}, {"kv_block_tokens", kv.block_tokens},
-          {"kv_store_id", kv.store_id}, {"kv_address", kv_address}};
+          {"kv_store_id", kv.store_id}, {"kv_address", kv_address},
+          {"running", load.running}, {"waiting", load.waiting}, {"kv_cache_usage", usage}};
 }
 
 // ---------------------------------------------------------------- prefill
@@ -118,6 +123,17 @@ void PrefillRole::export_block(const std::string& tag, int index, const std::arr
   sender_->send(peer, transfer_id, pd::encode_kv_block(index, key, bytes));
   counters_.blocks += 1;
   counters_.bytes += bytes.size();
+}
+
+void PrefillRole::export_layer(const std::string& tag, int layer, int num_layers,
+                               std::span<const std::array<uint8_t, 32>> keys, std::span<const uint8_t> bytes) {
+  uint64_t transfer_id = 0;
+  std::string peer;
+  if (!parse_tag(tag, transfer_id, peer)) return;
+  sender_->send(peer, transfer_id, pd::encode_kv_layer(layer, num_layers, keys, bytes));
+  if (layer == num_layers - 1) counters_.blocks += keys.size();
+  counters_.bytes += bytes.size();
+  counters_.layer_messages += 1;
 }
 
 void PrefillRole::export_done(const std::string& tag, int blocks) {
@@ -193,7 +209,7 @@ RoleHooks PrefillRole::hooks() {
   h.install_routes = [this](httplib::Server& server, const auto& declare) {
     declare("GET", "/internal/v1/info");
     server.Get("/internal/v1/info", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(dump_json(engine_role_info("prefill", model_name_, kv_, "")), "application/json");
+      res.set_content(dump_json(engine_role_info("prefill", model_name_, kv_, "", loop_->gauges())), "application/json");
     });
     declare("POST", "/internal/v1/prefill");
     server.Post("/internal/v1/prefill", [this](const httplib::Request& req, httplib::Response& res) {
@@ -251,7 +267,66 @@ Result<std::unique_ptr<DecodeRole>> DecodeRole::create(engine::Engine& engine) {
   return role;
 }
 
+void DecodeRole::count_arrival(uint64_t transfer_id, int blocks) {
+  {
+    std::lock_guard lock(mu_);
+    // Counts of transfers whose generate request never came (the entrypoint retried elsewhere)
+    // would pile up; a count only matters for seconds, so a full table starts over.
+    if (arrived_.size() >= kMaxPendingTransfers && !arrived_.count(transfer_id)) arrived_.clear();
+    arrived_[transfer_id] += blocks;  // counted either way: the wait is for arrival, not success
+  }
+  cv_.notify_all();
+}
+
+int DecodeRole::on_layer(uint64_t transfer_id, std::span<const uint8_t> message) {
+  auto m = pd::decode_kv_layer(message);
+  if (!m.is_ok()) {
+    counters_.failures += 1;
+    log::warn("decode: KV transfer {}: layer message dropped: {}", transfer_id, m.status().message());
+    return 0;
+  }
+  counters_.layer_messages += 1;
+  const size_t n = m->keys.size(), block_bytes = tier_->block_bytes();
+  const size_t slice = m->slices.size() / n;
+  if (slice * size_t(m->num_layers) != block_bytes) {
+    counters_.failures += 1;
+    log::warn("decode: KV transfer {}: {} layers of {} bytes do not make this engine's {}-byte blocks",
+              transfer_id, m->num_layers, slice, block_bytes);
+    return 0;
+  }
+  if (assembling_.size() >= kMaxPendingTransfers && !assembling_.count(transfer_id)) assembling_.clear();
+  LayerAssembly& a = assembling_[transfer_id];
+  if (a.num_layers != m->num_layers || a.keys != m->keys) {  // new, or a retried prefill of other blocks
+    a = LayerAssembly{m->num_layers, m->keys, std::vector<uint8_t>(n * block_bytes),
+                      std::vector<bool>(size_t(m->num_layers)), 0};
+  }
+  for (size_t i = 0; i < n; ++i)
+    std::memcpy(a.bytes.data() + i * block_bytes + size_t(m->layer) * slice, m->slices.data() + i * slice, slice);
+  if (!a.layer_seen[size_t(m->layer)]) {
+    a.layer_seen[size_t(m->layer)] = true;
+    a.layers += 1;
+  }
+  if (a.layers < a.num_layers) return 0;
+  int imported = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (tier_->import_block(a.keys[i], std::span(a.bytes.data() + i * block_bytes, block_bytes))) {
+      imported += 1;
+      counters_.blocks += 1;
+      counters_.bytes += block_bytes;
+    } else {
+      counters_.failures += 1;
+    }
+  }
+  if (imported < int(n)) log::warn("decode: KV transfer {}: the RAM tier refused {} of {} blocks", transfer_id, int(n) - imported, n);
+  assembling_.erase(transfer_id);
+  return int(n);  // arrived, whether or not the tier kept them
+}
+
 void DecodeRole::on_message(uint64_t transfer_id, std::vector<uint8_t> message) {
+  if (pd::is_kv_layer_message(message)) {
+    if (const int blocks = on_layer(transfer_id, message); blocks > 0) count_arrival(transfer_id, blocks);
+    return;
+  }
   auto block = pd::decode_kv_block(message);
   bool ok = block.is_ok() && tier_->import_block(block->key, block->bytes);
   if (!ok) {
@@ -263,14 +338,7 @@ void DecodeRole::on_message(uint64_t transfer_id, std::vector<uint8_t> message) 
     counters_.blocks += 1;
     counters_.bytes += block->bytes.size();
   }
-  {
-    std::lock_guard lock(mu_);
-    // Counts of transfers whose generate request never came (the entrypoint retried elsewhere)
-    // would pile up; a count only matters for seconds, so a full table starts over.
-    if (arrived_.size() >= kMaxPendingTransfers && !arrived_.count(transfer_id)) arrived_.clear();
-    arrived_[transfer_id] += 1;  // counted either way: the wait is for arrival, not success
-  }
-  cv_.notify_all();
+  count_arrival(transfer_id, 1);
 }
 
 RoleHooks DecodeRole::hooks() {
@@ -278,7 +346,7 @@ RoleHooks DecodeRole::hooks() {
   h.install_routes = [this](httplib::Server& server, const auto& declare) {
     declare("GET", "/internal/v1/info");
     server.Get("/internal/v1/info", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(dump_json(engine_role_info("decode", model_name_, kv_, kv_address())),
+      res.set_content(dump_json(engine_role_info("decode", model_name_, kv_, kv_address(), loop_->gauges())),
                       "application/json");
     });
     declare("POST", "/internal/v1/generate");

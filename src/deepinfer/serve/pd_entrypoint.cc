@@ -249,13 +249,13 @@ Result<std::shared_ptr<RequestStream>> DisaggregatedBackend::submit(const engine
 
 std::shared_ptr<RemoteEngine> DisaggregatedBackend::pick_decode(const std::vector<std::string>& exclude,
                                                                 const std::string& store_id) {
-  std::shared_ptr<RemoteEngine> best;
+  std::vector<std::shared_ptr<RemoteEngine>> candidates;
   for (auto& e : decode_pool_->healthy()) {
     if (std::find(exclude.begin(), exclude.end(), e->address) != exclude.end()) continue;
     if (!store_id.empty() && decode_pool_->kv_store_id(*e) != store_id) continue;
-    if (!best || e->in_flight < best->in_flight) best = e;
+    candidates.push_back(e);
   }
-  return best;
+  return least_loaded_decode(candidates);
 }
 
 std::shared_ptr<RemoteEngine> DisaggregatedBackend::pick_prefill(const Job& job, const std::vector<std::string>& exclude) {

@@ -1,7 +1,8 @@
 // `serve --role entrypoint`: the public APIs (every route of the all-in-one server) over the
 // prefill and decode pools of a disaggregated deployment (docs/pd.md). The routes turn each
 // request into tokens exactly as before and submit it here; for each request this backend
-//   1. picks a decode engine (fewest requests in flight) and a prefill engine (the one that
+//   1. picks a decode engine (not one whose KV cache is nearly full while another has room;
+//      then fewest requests in flight, then the emptier KV cache) and a prefill engine (the one that
 //      last computed the same prompt head, unless it is much busier; else the least queued
 //      prompt tokens),
 //   2. asks the prefill engine to compute the prompt and send its blocks to the decode engine
