@@ -107,10 +107,10 @@ json engine_role_info(const std::string& role, const std::string& model_name, co
 
 // ---------------------------------------------------------------- prefill
 
-Result<std::unique_ptr<PrefillRole>> PrefillRole::create(engine::Engine& engine) {
+Result<std::unique_ptr<PrefillRole>> PrefillRole::create(engine::Engine& engine, bool by_layer) {
   std::unique_ptr<PrefillRole> role(new PrefillRole());
   DI_ASSIGN_OR_RETURN(role->sender_, transfer::KvSender::create());
-  DI_RETURN_IF_ERROR(engine.set_kv_export_sink(role.get()));
+  DI_RETURN_IF_ERROR(engine.set_kv_export_sink(role.get(), by_layer));
   role->kv_ = engine_kv_identity(engine.kv_store_tier());
   return role;
 }

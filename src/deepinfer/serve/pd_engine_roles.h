@@ -58,7 +58,8 @@ struct PdEngineCounters {
 class PrefillRole : public engine::KvExportSink {
  public:
   // `loop` runs the engine whose export sink this becomes (set before the loop starts).
-  static Result<std::unique_ptr<PrefillRole>> create(engine::Engine& engine);
+  // `by_layer`: send each layer's KV as the forward computes it (where the cache allows it).
+  static Result<std::unique_ptr<PrefillRole>> create(engine::Engine& engine, bool by_layer = true);
   void attach(EngineLoop* loop, std::string model_name) {
     loop_ = loop;
     model_name_ = std::move(model_name);

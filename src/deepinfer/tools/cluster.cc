@@ -43,6 +43,7 @@ struct ClusterFlags {
   std::vector<std::string> kv_store;
   double kv_cache_gb = 0;
   std::string kv_cache_dtype;  // every engine must use the same (it is part of the KV namespace)
+  std::string kv_transfer;     // prefill engines: by-layer | by-block
   int start_timeout_s = 600;
 };
 
@@ -144,6 +145,7 @@ int run_cluster(ClusterFlags& f) {
       std::vector<std::string> args = {"deepinfer", "serve", "--role", roles[r], "--host", f.host,
                                         "--port", std::to_string(port)};
       args.insert(args.end(), engine_args.begin(), engine_args.end());
+      if (r == 0 && !f.kv_transfer.empty()) args.insert(args.end(), {"--kv-transfer", f.kv_transfer});
       auto c = spawn(name, args, f.log_dir + "/" + name + ".log", port);
       if (!c.is_ok()) {
         stop_all(children);
@@ -219,6 +221,8 @@ Subcommand make_cluster_command() {
     cmd->add_option("--kv-cache-gb", f->kv_cache_gb, "KV cache per engine in GiB");
     cmd->add_option("--kv-cache-dtype", f->kv_cache_dtype, "KV cache element type of every engine: auto, f32, bf16, f16")
         ->check(CLI::IsMember({"auto", "f32", "bf16", "f16"}));
+    cmd->add_option("--kv-transfer", f->kv_transfer, "Prefill engines: by-layer (default) or by-block")
+        ->check(CLI::IsMember({"by-layer", "by-block"}));
     cmd->add_option("--start-timeout", f->start_timeout_s, "Seconds to wait for each engine to load (default 600)")
         ->check(CLI::Range(1, 86400));
     return cmd;
