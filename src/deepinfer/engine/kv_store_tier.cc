@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "deepinfer/base/check.h"
+#include "deepinfer/engine/image_block_keys.h"
 
 namespace deepinfer::engine {
 namespace {
@@ -100,7 +101,8 @@ void KvStoreTier::ensure_keys(Sequence& seq, int n) const {
   std::vector<int32_t> tokens(bs);
   for (int i = static_cast<int>(seq.tier_keys.size()); i < n; ++i) {
     for (int t = 0; t < bs; ++t) tokens[t] = seq.token_at(i * bs + t);
-    seq.tier_keys.push_back(kvstore::chain_key(i == 0 ? root_ : seq.tier_keys[i - 1], tokens));
+    seq.tier_keys.push_back(kvstore::chain_key(i == 0 ? root_ : seq.tier_keys[i - 1], tokens,
+                                               image_block_extra(seq, i * bs, bs)));
   }
 }
 
@@ -200,7 +202,7 @@ void KvStoreTier::before_sequence_freed(Sequence& seq) {
   if (export_sink_ == nullptr || seq.kv_export_tag.empty() || seq.kv_exported) return;
   const bool finishing = seq.finish_reason != FinishReason::kNone;  // else a preemption
   if (seq.num_computed_tokens < seq.num_prompt_tokens() && !finishing) return;  // export later
-  const int prompt = std::min(seq.num_prompt_tokens(), seq.prefix_cacheable_tokens());
+  const int prompt = seq.num_prompt_tokens();
   seq.kv_exported = true;
   int sent = 0;
   if (seq.num_computed_tokens >= seq.num_prompt_tokens()) {

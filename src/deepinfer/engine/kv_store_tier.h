@@ -65,7 +65,7 @@ class KvStoreTier : public KvTierHook {
   bool prefetch_done(Sequence& seq) override;
   void on_sequence_released(const Sequence& seq) override;
   // Prefill/decode disaggregation: a sequence with a kv_export_tag whose prompt is computed
-  // hands its full prompt blocks (up to the first image) to the export sink, once.
+  // hands its full prompt blocks to the export sink, once.
   void before_sequence_freed(Sequence& seq) override;
   void set_export_sink(KvExportSink* sink) { export_sink_ = sink; }
   // A block computed by another engine (its store key and KvStoreTier bytes) into the store's
