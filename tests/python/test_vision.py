@@ -342,3 +342,28 @@ def test_the_same_pixels_in_other_bytes_are_another_key(bi_servers):
     again = ask(warm, image_turn(reencoded))
     assert again[2].prompt_tokens_details.cached_tokens == before_image
     assert again[:2] == first[:2]  # the same pixels: the same output
+
+
+def test_the_kv_store_serves_image_blocks_by_image_after_a_restart(tmp_path):
+    store = tmp_path / "kv"
+    big = (IMAGES / "big.png").read_bytes()
+
+    def start():
+        s = Server(MODEL_DIR, "--served-model-name", MODEL, "--batch-invariant", "--kv-store", store)
+        return s, openai.OpenAI(base_url=s.url + "/v1", api_key="none", max_retries=0, timeout=120)
+
+    s, client = start()
+    try:
+        first = ask(client, image_turn(big))
+    finally:
+        assert s.stop() == 0
+    s, client = start()  # an empty prefix cache in RAM: hits come from the store
+    try:
+        again = ask(client, image_turn(big))
+        before_image = text_prefix_hit(client)
+        other = ask(client, image_turn(png_variant("big.png", 0x33)))
+    finally:
+        assert s.stop() == 0
+    assert again[2].prompt_tokens_details.cached_tokens >= before_image + EXPECTED["tokens_per_image"]
+    assert again[:2] == first[:2]
+    assert other[2].prompt_tokens_details.cached_tokens == before_image
