@@ -367,3 +367,24 @@ def test_the_kv_store_serves_image_blocks_by_image_after_a_restart(tmp_path):
     assert again[2].prompt_tokens_details.cached_tokens >= before_image + EXPECTED["tokens_per_image"]
     assert again[:2] == first[:2]
     assert other[2].prompt_tokens_details.cached_tokens == before_image
+
+
+def test_bench_vision_mode_reports_encode_rate_and_ttft_by_cache_state(model):
+    from conftest import run
+    r = run("bench", "--mode", "vision", "--model", MODEL_DIR, "--image", IMAGES / "big.png", "--repeat", "2",
+            "--threads", "1")
+    assert r.returncode == 0, r.stderr
+    rows = {j["phase"]: j for j in map(json.loads, r.stdout.splitlines())}
+    assert list(rows) == ["encode", "text_only", "image_cold", "image_embedding_cached", "image_prefix_cached"]
+    assert rows["encode"]["images"] == 8 and rows["encode"]["images_per_s"] > 0
+    assert rows["encode"]["tokens_per_image"] == EXPECTED["tokens_per_image"]
+    n = rows["image_cold"]["prompt_tokens"]
+    assert n == rows["text_only"]["prompt_tokens"] + EXPECTED["tokens_per_image"]
+    assert rows["image_cold"]["cached_tokens"] < 16  # at most the chat header before the nonce
+    assert rows["image_embedding_cached"]["cached_tokens"] == rows["image_cold"]["cached_tokens"]
+    assert rows["image_prefix_cached"]["cached_tokens"] >= n - 16  # through the image
+    assert all(j["mode"] == "vision" and j["ttft_ms"] > 0 for p, j in rows.items() if p != "encode")
+    r = run("bench", "--mode", "vision", "--model", MODEL_DIR)
+    assert r.returncode != 0 and "needs --image FILE" in r.stderr
+    r = run("bench", "--mode", "vision", "--model", model, "--image", IMAGES / "big.png")
+    assert r.returncode != 0 and "has no vision encoder" in r.stderr
