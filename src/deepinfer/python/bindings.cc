@@ -19,8 +19,7 @@
 #include "deepinfer/engine/sampling_fields.h"
 #include "deepinfer/recipe/chat.h"
 #include "deepinfer/recipe/deepseek_v4_chat.h"
-#include "deepinfer/serve/api_error.h"
-#include "deepinfer/serve/image_input.h"
+#include "deepinfer/vision/data_url.h"
 #include "deepinfer/vision/image_service.h"
 
 namespace py = pybind11;
@@ -95,21 +94,20 @@ class PyEngine {
         const auto& [kind, payload] = msgs[i].second[j];
         const std::string where = "messages[" + std::to_string(i) + "].content[" + std::to_string(j) + "]";
         if (kind == "text") {
-          serve::add_text_part(msg, payload);
+          msg.content += payload;
+          msg.parts.push_back({false, payload});
         } else if (kind == "url") {
-          try {
-            serve::add_image_part(msg, serve::image_bytes_from_url(payload, where + ".image_url"));
-          } catch (const serve::ApiError& e) {
-            throw py::value_error(e.what());
-          }
+          msg.parts.push_back({true, unwrap(vision::bytes_from_data_url(payload, where + ".image_url"))});
         } else if (kind == "bytes") {
           if (payload.empty()) throw py::value_error(where + ": the image is empty (0 bytes)");
-          serve::add_image_part(msg, payload);
+          msg.parts.push_back({true, payload});
         } else {
           throw py::value_error(where + ": unknown part kind '" + kind + "'");
         }
       }
-      serve::drop_text_only_parts(msg);
+      bool has_image = false;
+      for (const recipe::ChatPart& p : msg.parts) has_image = has_image || p.image;
+      if (!has_image) msg.parts.clear();  // plain string content, which every template handles
       messages.push_back(std::move(msg));
     }
     std::vector<const std::string*> image_bytes;
