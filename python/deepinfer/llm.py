@@ -226,11 +226,15 @@ class LLM:
         items = []
         for conv in conversations:
             if _has_parts(conv):
-                if thinking:
-                    raise ValueError("chat_template_kwargs: thinking is not available with content parts")
-                prepared = self._engine.prepare_chat(_part_messages(conv), add_generation_prompt)
-                items.append((prepared.text or None, list(prepared.prompt_ids), prepared))
-                continue
+                parted = _part_messages(conv)
+                if any(kind != "text" for _, parts in parted for kind, _ in parts):
+                    if thinking:
+                        raise ValueError("chat_template_kwargs: thinking is not available with images")
+                    prepared = self._engine.prepare_chat(parted, add_generation_prompt)
+                    items.append((prepared.text or None, list(prepared.prompt_ids), prepared))
+                    continue
+                # Text parts only: their concatenation, as the server reads them.
+                conv = [{"role": role, "content": "".join(text for _, text in parts)} for role, parts in parted]
             pairs = _message_pairs(conv)
             ids = self._engine.encode_chat(pairs, add_generation_prompt, thinking)
             items.append((self._engine.render_chat(pairs, add_generation_prompt, thinking), ids))

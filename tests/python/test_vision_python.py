@@ -2,7 +2,8 @@
 random LLaVA checkpoint: greedy tokens equal transformers' LlavaForConditionalGeneration.generate
 with images as data: URLs, raw bytes and file paths; a second turn reuses the prefix cache through
 the image with output equal to an engine without the cache (logprobs bitwise, batch-invariant);
-bad parts are ValueErrors that name the part. Needs the package (`pip install .`), as
+a prefix hit ending inside an image equals a cold run; bad parts are ValueErrors that name the
+part. Needs the package (`pip install .`), as
 test_python_api.py does."""
 import base64
 import json
@@ -123,3 +124,23 @@ def test_text_only_parts_work_on_any_model(llm):
     a = llm.chat(user({"type": "text", "text": "Hello "}, {"type": "text", "text": "there"}), GREEDY)
     b = llm.chat([{"role": "user", "content": "Hello there"}], GREEDY)
     assert a[0].outputs[0].token_ids == b[0].outputs[0].token_ids
+
+
+def test_a_hit_that_ends_inside_an_image_feeds_the_rest_of_its_rows(llm):
+    # Texts of several lengths before the image: some second requests hit up to a block boundary
+    # that falls inside the image, so the remaining image rows come from its embeddings.
+    sp = SamplingParams(max_tokens=4, temperature=0.0, logprobs=2)
+    cold_llm = LLM(model=str(MODEL_DIR), batch_invariant=True, enable_prefix_caching=False)
+    inside = 0
+    for n in range(1, 17):
+        conv = user({"type": "text", "text": "word " * n}, {"type": "image", "image": IMAGES / "grey.jpg"},
+                    {"type": "text", "text": "Hi"})
+        llm.chat(conv, sp)
+        got = llm.chat(conv, sp)[0]
+        start = got.prompt_token_ids.index(EXPECTED["image_token_id"])
+        if start < got.num_cached_tokens < start + EXPECTED["tokens_per_image"]:
+            inside += 1
+            cold = cold_llm.chat(conv, sp)[0]
+            assert (got.outputs[0].token_ids, got.outputs[0].logprobs) == \
+                (cold.outputs[0].token_ids, cold.outputs[0].logprobs), n
+    assert inside > 0
