@@ -3,8 +3,7 @@ random LLaVA checkpoint: greedy tokens equal transformers' LlavaForConditionalGe
 with images as data: URLs, raw bytes and file paths; a second turn reuses the prefix cache through
 the image with output equal to an engine without the cache (logprobs bitwise, batch-invariant);
 a prefix hit ending inside an image equals a cold run; bad parts are ValueErrors that name the
-part. Needs the package (`pip install .`), as
-test_python_api.py does."""
+part. Needs the package (`pip install .`), as test_python_api.py does."""
 import base64
 import json
 import pathlib
