@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "deepinfer/base/check.h"
+#include "deepinfer/engine/image_block_keys.h"
 #include "deepinfer/engine/kv_layer_export.h"
 
 namespace deepinfer::engine {
@@ -101,7 +102,8 @@ void KvStoreTier::ensure_keys(Sequence& seq, int n) const {
   std::vector<int32_t> tokens(bs);
   for (int i = static_cast<int>(seq.tier_keys.size()); i < n; ++i) {
     for (int t = 0; t < bs; ++t) tokens[t] = seq.token_at(i * bs + t);
-    seq.tier_keys.push_back(kvstore::chain_key(i == 0 ? root_ : seq.tier_keys[i - 1], tokens));
+    seq.tier_keys.push_back(kvstore::chain_key(i == 0 ? root_ : seq.tier_keys[i - 1], tokens,
+                                               image_block_extra(seq, i * bs, bs)));
   }
 }
 
@@ -198,8 +200,7 @@ void KvStoreTier::wait_for_prefetch(std::chrono::milliseconds timeout) {
 }
 
 int KvStoreTier::exportable_blocks(const Sequence& seq) const {
-  const int prompt = std::min(seq.num_prompt_tokens(), seq.prefix_cacheable_tokens());
-  return std::min({prompt / storage_.block_size, static_cast<int>(seq.block_table.size()), seq.cache_limit_block});
+  return std::min({seq.num_prompt_tokens() / storage_.block_size, static_cast<int>(seq.block_table.size()), seq.cache_limit_block});
 }
 
 std::function<void(int)> KvStoreTier::layer_exporter(const std::vector<Sequence*>& completing) {

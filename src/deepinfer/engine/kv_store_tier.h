@@ -66,7 +66,7 @@ class KvStoreTier : public KvTierHook {
   bool prefetch_done(Sequence& seq) override;
   void on_sequence_released(const Sequence& seq) override;
   // Prefill/decode disaggregation: a sequence with a kv_export_tag whose prompt is computed
-  // hands its full prompt blocks (up to the first image) to the export sink, once.
+  // hands its full prompt blocks to the export sink, once.
   void before_sequence_freed(Sequence& seq) override;
   void set_export_sink(KvExportSink* sink, bool by_layer = true) {
     export_sink_ = sink;
@@ -106,7 +106,7 @@ class KvStoreTier : public KvTierHook {
   std::string store_id() const { return store_->store_id(); }
 
  private:
-  // Full prompt blocks an export sends: up to the first image, allocated, cacheable.
+  // Full prompt blocks an export sends: allocated and cacheable ones.
   int exportable_blocks(const Sequence& seq) const;
   // Extends seq.tier_keys to cover its first `n` full blocks.
   void ensure_keys(Sequence& seq, int n) const;
