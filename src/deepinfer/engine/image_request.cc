@@ -1,5 +1,7 @@
 #include "deepinfer/engine/image_request.h"
 
+#include <fmt/format.h>
+
 #include "deepinfer/vision/image_prompt.h"
 
 namespace deepinfer::engine {
@@ -11,15 +13,16 @@ Status add_prompt_images(vision::ImageService& service, const std::vector<const 
   if (n > service.options().max_images_per_request)
     return invalid_argument("{} images in one request; at most {} are accepted", n,
                             service.options().max_images_per_request);
-  const vision::VisionEncoder& enc = service.encoder();
+  const vision::ImageEncoderInfo& enc = service.info();
   Result<vision::ExpandedPrompt> ex =
-      vision::expand_image_placeholders(request.prompt_ids, enc.image_token_id(), enc.tokens_per_image(), n);
+      vision::expand_image_placeholders(request.prompt_ids, enc.image_token_id, enc.tokens_per_image, n);
   if (!ex.is_ok())
     return invalid_argument("the model's chat template did not place the images: {}", ex.status().message());
   std::vector<PromptImage> out;
   for (const vision::ImageSpan& span : ex->spans) {
     Result<vision::EncodedImage> e = service.encode(*images[static_cast<size_t>(span.image)]);
-    if (!e.is_ok()) return invalid_argument("image {}: {}", span.image + 1, e.status().message());
+    if (!e.is_ok())  // a bad image stays a 400; an encoder pool out of reach a 503
+      return Status(e.status().code(), fmt::format("image {}: {}", span.image + 1, e.status().message()));
     PromptImage img;
     img.start = span.start;
     img.length = span.length;

@@ -55,4 +55,18 @@ Result<ModelRecipe> load_tokenizer_and_config(const std::string& model_arg) {
   return out;
 }
 
+Result<VisionOnly> load_vision_encoder(const std::string& model_arg) {
+  DI_ASSIGN_OR_RETURN(model::ResolvedModel resolved, model::resolve_model(model_arg));
+  if (resolved.kind == model::ResolvedModel::Kind::kGguf || !vision::is_llava_config(resolved.path + "/config.json"))
+    return invalid_argument("{}: not a multimodal model (a LLaVA-layout Hugging Face directory is needed for a "
+                            "vision encoder)", resolved.path);
+  DI_ASSIGN_OR_RETURN(auto st, format::SafetensorsModel::open(resolved.path));
+  VisionOnly out;
+  out.name = resolved.name;
+  out.path = resolved.path;
+  DI_ASSIGN_OR_RETURN(auto enc, vision::VisionEncoder::load(resolved.path, st));
+  out.encoder = std::move(enc);
+  return out;
+}
+
 }  // namespace deepinfer::engine

@@ -33,4 +33,13 @@ struct ModelRecipe {
 };
 Result<ModelRecipe> load_tokenizer_and_config(const std::string& model_arg);
 
+// `serve --role vision`: only a LLaVA-layout model's vision tower and projector (the language
+// model's weights stay unread). An error names the model when it has no vision tower.
+struct VisionOnly {
+  std::string name;
+  std::string path;  // the Hugging Face directory
+  std::shared_ptr<const vision::VisionEncoder> encoder;
+};
+Result<VisionOnly> load_vision_encoder(const std::string& model_arg);
+
 }  // namespace deepinfer::engine

@@ -89,7 +89,8 @@ Status run_http_server(std::unique_ptr<RequestBackend> backend, const ServeOptio
   ctx.responses = &responses;
   ThreadPool vision_pool(options.vision ? 0 : 1);
   std::unique_ptr<vision::ImageService> images;
-  if (options.vision) images = std::make_unique<vision::ImageService>(options.vision, &vision_pool, options.images);
+  if (options.image_encoder) images = std::make_unique<vision::ImageService>(options.image_encoder, options.images);
+  else if (options.vision) images = std::make_unique<vision::ImageService>(options.vision, &vision_pool, options.images);
   ctx.images = images.get();
 
   httplib::Server server;

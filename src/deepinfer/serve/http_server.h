@@ -32,6 +32,8 @@ struct ServeOptions {
   EngineLoopOptions loop;
   // Multimodal models: their vision encoder (LoadedModel::vision); image parts need it.
   std::shared_ptr<const vision::VisionEncoder> vision;
+  // --vision-encoder: a vision-encoder pool that encodes the images instead (takes precedence).
+  std::shared_ptr<vision::ImageEncoder> image_encoder;
   vision::ImageServiceOptions images;
 };
 

@@ -84,7 +84,10 @@ void attach_chat_images(const ServerContext& ctx, const ChatTurn& turn, engine::
   if (ctx.images == nullptr)
     bad_request("messages", "model '{}' does not accept images (it has no vision encoder)", ctx.model_name);
   const Status st = engine::add_prompt_images(*ctx.images, images, request);
-  if (!st.is_ok()) throw ApiError(400, "messages", st.message());
+  if (!st.is_ok()) {  // a bad image: 400; the vision-encoder pool out of reach: 503
+    if (st.code() == StatusCode::kResourceExhausted) throw api_error_from_status(st);
+    throw ApiError(400, "messages", st.message());
+  }
 }
 
 }  // namespace deepinfer::serve

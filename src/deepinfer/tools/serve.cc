@@ -5,6 +5,8 @@
 #include "deepinfer/serve/http_server.h"
 #include "deepinfer/serve/pd_engine_roles.h"
 #include "deepinfer/serve/pd_entrypoint.h"
+#include "deepinfer/serve/remote_image_encoder.h"
+#include "deepinfer/serve/vision_role.h"
 #include "deepinfer/tools/cli_common.h"
 #include "deepinfer/tools/subcommands.h"
 
@@ -18,6 +20,7 @@ struct ServeFlags {
   int ep = 1;
   std::vector<std::string> prefill_urls, decode_urls;  // --role entrypoint
   std::string kv_transfer = "by-layer";                 // --role prefill
+  std::vector<std::string> vision_encoder_urls;         // --role all: a vision-encoder pool
 };
 
 // --role entrypoint: the public APIs over remote prefill and decode engines; no weights.
@@ -37,6 +40,21 @@ int run_entrypoint(ServeFlags& f) {
   hooks.ready = [b](std::string& why) { return b->ready(why); };
   hooks.extra_metrics = [b] { return b->extra_metrics(); };
   Status st = serve::run_http_server(std::move(backend).value(), f.server, nullptr, hooks);
+  if (!st.is_ok()) return report_error(st);
+  return kExitOk;
+}
+
+// --role vision: a vision-encoder pool member (serve/vision_role.h); no language model.
+int run_vision(ServeFlags& f) {
+  if (!f.prefill_urls.empty() || !f.decode_urls.empty() || !f.vision_encoder_urls.empty() || f.ep != 1)
+    return report_error(invalid_argument("serve --role vision takes --model, --host, --port and --threads only"));
+  serve::VisionRoleOptions o;
+  o.model = f.engine.model;
+  o.host = f.server.host;
+  o.port = f.server.port;
+  o.threads = f.engine.threads;
+  o.limits = f.server.images.limits;
+  Status st = serve::run_vision_role(o);
   if (!st.is_ok()) return report_error(st);
   return kExitOk;
 }
@@ -74,10 +92,10 @@ int run_engine_role(ServeFlags& f, LoadedModel& loaded) {
 }
 
 int run_serve(ServeFlags& f) {
-  if (f.role == "vision")
-    return report_error(unsupported(
-        "serve: --role vision (a separate vision-encoder pool) is not built yet; multimodal models "
-        "encode images in --role all"));
+  if (f.role == "vision") return run_vision(f);
+  if (f.role != "all" && !f.vision_encoder_urls.empty())
+    return report_error(unsupported("serve: --vision-encoder with --role {}: images through the disaggregated "
+                                    "deployment are not built yet (use it with --role all)", f.role));
   const bool pd = f.role == "entrypoint" || f.role == "prefill" || f.role == "decode";
   if (f.role != "entrypoint" && (!f.prefill_urls.empty() || !f.decode_urls.empty()))
     return report_error(invalid_argument("serve: --prefill and --decode are for --role entrypoint"));
@@ -100,6 +118,20 @@ int run_serve(ServeFlags& f) {
                                     "deployment yet; serve this model with --role all", f.role));
   if (pd) return run_engine_role(f, *loaded);
   f.server.vision = loaded->vision;
+  if (!f.vision_encoder_urls.empty()) {
+    if (!loaded->vision)
+      return report_error(invalid_argument("serve --vision-encoder: {} is a text-only model", loaded->path));
+    auto remote = serve::RemoteImageEncoder::create(f.vision_encoder_urls);
+    if (!remote.is_ok()) return report_error(remote.status());
+    const vision::ImageEncoderInfo& ri = (*remote)->info();
+    if (ri.image_token_id != loaded->vision->image_token_id() || ri.tokens_per_image != loaded->vision->tokens_per_image() ||
+        ri.embedding_size != loaded->vision->embedding_size())
+      return report_error(invalid_argument(
+          "serve --vision-encoder: the encoder's images ({} tokens of {} floats, placeholder {}) do not fit {} ({} of {}, "
+          "placeholder {})", ri.tokens_per_image, ri.embedding_size, ri.image_token_id, loaded->path,
+          loaded->vision->tokens_per_image(), loaded->vision->embedding_size(), loaded->vision->image_token_id()));
+    f.server.image_encoder = std::move(remote).value();
+  }
   auto eng = make_engine(*loaded, f.engine);
   if (!eng.is_ok()) return report_error(eng.status());
   Status st = serve::run_http_server(std::move(eng).value(), f.server, nullptr);
@@ -137,7 +169,8 @@ Subcommand make_serve_command() {
     cmd->add_option("--role", f->role,
                     "all (default: one process serves everything); prefill or decode: an engine of a "
                     "disaggregated deployment (internal API, docs/pd.md); entrypoint: the public APIs over "
-                    "those engines (--prefill, --decode; loads no weights). vision is not built yet")
+                    "those engines (--prefill, --decode; loads no weights); vision: a vision-encoder pool member "
+                    "(a LLaVA-layout model's tower only) for --vision-encoder")
         ->check(CLI::IsMember({"all", "entrypoint", "prefill", "decode", "vision"}));
     cmd->add_option("--prefill", f->prefill_urls,
                     "--role entrypoint: prefill engines, http://host:port (comma-separated or repeated; a "
@@ -145,6 +178,10 @@ Subcommand make_serve_command() {
         ->delimiter(',');
     cmd->add_option("--decode", f->decode_urls,
                     "--role entrypoint: decode engines, http://host:port (comma-separated or repeated)")
+        ->delimiter(',');
+    cmd->add_option("--vision-encoder", f->vision_encoder_urls,
+                    "Multimodal models: encode images in a vision-encoder pool (serve --role vision), "
+                    "http://host:port, comma-separated or repeated, instead of in this process")
         ->delimiter(',');
     cmd->add_option("--kv-transfer", f->kv_transfer,
                     "--role prefill: by-layer (default: each layer's KV leaves as soon as the forward computed "

@@ -8,11 +8,20 @@
 namespace deepinfer::vision {
 
 ImageService::ImageService(std::shared_ptr<const VisionEncoder> encoder, ThreadPool* pool, ImageServiceOptions options)
-    : encoder_(std::move(encoder)), pool_(pool), options_(options) {}
+    : encoder_(std::make_shared<LocalImageEncoder>(std::move(encoder), pool, options.limits)), options_(options) {}
+
+ImageService::ImageService(std::shared_ptr<ImageEncoder> encoder, ImageServiceOptions options)
+    : encoder_(std::move(encoder)), options_(options) {}
 
 Result<EncodedImage> ImageService::encode(std::string_view bytes) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
+  if (const std::string& id = encoder_->info().identity; !id.empty()) {
+    std::string salted = id;  // another tower's embeddings (and KV) must never be taken for ours
+    salted.push_back('\0');
+    salted.append(reinterpret_cast<const char*>(digest), sizeof(digest));
+    SHA256(reinterpret_cast<const unsigned char*>(salted.data()), salted.size(), digest);
+  }
   Key key;
   std::memcpy(key.data(), digest, sizeof(key));
   {
@@ -24,18 +33,14 @@ Result<EncodedImage> ImageService::encode(std::string_view bytes) {
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
-  DI_ASSIGN_OR_RETURN(Image img, decode_image(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()),
-                                                                      bytes.size()),
-                                              options_.limits));
-  const std::vector<float> pixels = preprocess_image(img, encoder_->processor());
+  DI_ASSIGN_OR_RETURN(std::vector<float> emb, encoder_->encode(bytes));
+  const ImageEncoderInfo& info = encoder_->info();
+  if (emb.size() != size_t(info.tokens_per_image) * size_t(info.embedding_size))
+    return corrupt("the image encoder returned {} floats, {} x {} expected", emb.size(),
+                          info.tokens_per_image, info.embedding_size);
   EncodedImage out;
   out.hash = key;
-  {
-    std::lock_guard<std::mutex> lock(encode_mu_);
-    model::ForwardContext ctx{pool_, false};
-    DI_ASSIGN_OR_RETURN(std::vector<float> emb, encoder_->encode(pixels, ctx));
-    out.embeddings = std::make_shared<const std::vector<float>>(std::move(emb));
-  }
+  out.embeddings = std::make_shared<const std::vector<float>>(std::move(emb));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.encoded;

@@ -1,7 +1,7 @@
-// Images in, prompt embeddings out, for every API surface: decode (with limits), preprocess,
-// encode, with an LRU cache of embeddings keyed by the SHA-256 of the image bytes so the same
-// image in a later turn (or another request) is not encoded again. Thread-safe; encodings run
-// one at a time.
+// Images in, prompt embeddings out, for every API surface: an ImageEncoder (this process's
+// tower, or a vision-encoder pool) behind an LRU cache of embeddings keyed by the SHA-256 of the
+// image bytes (and the encoder's identity), so the same image in a later turn (or another
+// request) is not encoded again. Thread-safe.
 #pragma once
 
 #include <array>
@@ -16,12 +16,14 @@
 #include "deepinfer/base/status.h"
 #include "deepinfer/base/thread_pool.h"
 #include "deepinfer/vision/image.h"
+#include "deepinfer/vision/image_encoder.h"
 #include "deepinfer/vision/vision_encoder.h"
 
 namespace deepinfer::vision {
 
 struct EncodedImage {
-  std::array<uint64_t, 2> hash{};  // the first 128 bits of SHA-256(bytes)
+  // The first 128 bits of SHA-256(bytes); with a remote encoder, of SHA-256(its identity, that).
+  std::array<uint64_t, 2> hash{};
   std::shared_ptr<const std::vector<float>> embeddings;  // [tokens_per_image * embedding_size]
 };
 
@@ -39,9 +41,11 @@ struct ImageServiceStats {
 
 class ImageService {
  public:
+  // This process's tower (a LocalImageEncoder with options.limits).
   ImageService(std::shared_ptr<const VisionEncoder> encoder, ThreadPool* pool, ImageServiceOptions options = {});
+  ImageService(std::shared_ptr<ImageEncoder> encoder, ImageServiceOptions options = {});
 
-  const VisionEncoder& encoder() const { return *encoder_; }
+  const ImageEncoderInfo& info() const { return encoder_->info(); }
   const ImageServiceOptions& options() const { return options_; }
   // Embeddings of one image given as encoded bytes (JPEG / PNG / WebP). Bad images are errors
   // from the decoder (corrupt, unsupported, too large).
@@ -49,11 +53,9 @@ class ImageService {
   ImageServiceStats stats() const;
 
  private:
-  std::shared_ptr<const VisionEncoder> encoder_;
-  ThreadPool* pool_;
+  std::shared_ptr<ImageEncoder> encoder_;
   ImageServiceOptions options_;
   mutable std::mutex mu_;
-  std::mutex encode_mu_;  // one encoding at a time (the tower's buffers are per call, but the pool is shared)
   using Key = std::array<uint64_t, 2>;
   struct KeyHash {
     size_t operator()(const Key& k) const { return static_cast<size_t>(k[0] ^ (k[1] * 0x9E3779B97F4A7C15ull)); }
