@@ -3,7 +3,9 @@ checkpoint, and an LLM server started with `--vision-encoder URL` that sends it 
 Greedy tokens through the pool equal transformers' LlavaForConditionalGeneration.generate (1 and
 3 images, Chat Completions and Messages); bad images come back as 400s; the pool's metrics count
 the encodings; with the pool gone, image requests get 503 naming it while text requests are still
-served; wrong flags and a text-only model are refused with one line."""
+served; wrong flags and a text-only model are refused with one line. And images through the
+disaggregated deployment: the entrypoint gets the embeddings from the pool and carries them to the
+prefill and decode engines (same greedy tokens)."""
 import subprocess
 import time
 import urllib.error
@@ -14,6 +16,7 @@ import openai
 import pytest
 
 from conftest import BINARY
+from pd_util import MODEL_NAME as PD_MODEL_NAME, Cluster
 from server_util import Server, free_port
 from test_vision import EXPECTED, MODEL, MODEL_DIR, expected_text, image_b64, media, openai_messages, truncated_jpeg
 
@@ -130,6 +133,23 @@ def test_wrong_uses_are_refused_with_one_line(model, pool):
     r = run("--model", model, "--vision-encoder", pool.url, "--port", free_port())
     assert r.returncode != 0 and "text-only model" in r.stderr
     r = run("--role", "prefill", "--model", MODEL_DIR, "--vision-encoder", pool.url)
-    assert r.returncode != 0 and "--vision-encoder with --role prefill" in r.stderr
+    assert r.returncode != 0 and "--vision-encoder is for --role all or entrypoint" in r.stderr
     r = run("--model", MODEL_DIR, "--vision-encoder", f"http://127.0.0.1:{free_port()}", "--port", free_port())
     assert r.returncode != 0 and "no encoder answered" in r.stderr
+
+
+def test_images_through_the_disaggregated_deployment_equal_transformers(pool):
+    c = Cluster(MODEL_DIR, prefill=1, decode=1, extra=("--vision-encoder", pool.url))
+    try:
+        oai = openai.OpenAI(base_url=c.url + "/v1", api_key="none", max_retries=0, timeout=120)
+        for case in EXPECTED["cases"]:
+            for _ in range(2):  # the second time the prefix (image blocks included) is cached
+                r = oai.chat.completions.create(model=PD_MODEL_NAME, messages=openai_messages(case), max_tokens=8,
+                                                temperature=0, logprobs=True)
+                got = [bytes(t.bytes) for t in r.choices[0].logprobs.content]
+                assert got == [bytes(b) for b in case["greedy_bytes"]], case["name"]
+        prefill_port = c.children["prefill-0"][1]
+        m = c.metrics(f"http://127.0.0.1:{prefill_port}")
+        assert m['deepinfer_pd_kv_blocks_total{role="prefill"}'] > 0  # image blocks moved too
+    finally:
+        c.stop()

@@ -215,9 +215,6 @@ std::string DisaggregatedBackend::extra_metrics() const {
 }
 
 Result<std::shared_ptr<RequestStream>> DisaggregatedBackend::submit(const engine::GenerationRequest& request) {
-  if (!request.images.empty())
-    return unsupported("image inputs are not carried by the disaggregated deployment yet; serve this model "
-                       "with --role all");
   DI_RETURN_IF_ERROR(engine::validate_generation_request(request, recipe_.config));
   auto job = std::make_shared<Job>();
   job->id = next_id_++;

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "deepinfer/vision/data_url.h"
+
 namespace deepinfer::serve::pd {
 namespace {
 
@@ -68,6 +70,17 @@ json request_to_json(const engine::GenerationRequest& r) {
   }
   if (r.traffic_class) j["traffic_class"] = std::string(kvstore::traffic_class_name(*r.traffic_class));
   if (r.swa_restore) j["swa_restore"] = *r.swa_restore == engine::SwaRestore::kExact ? "exact" : "bounded";
+  if (!r.images.empty()) {
+    json images = json::array();
+    for (const engine::PromptImage& img : r.images) {
+      const std::string_view raw = img.embeddings ? std::string_view(reinterpret_cast<const char*>(img.embeddings->data()),
+                                                                     img.embeddings->size() * sizeof(float))
+                                                  : std::string_view();
+      images.push_back({{"start", img.start}, {"length", img.length}, {"hash", {img.hash[0], img.hash[1]}},
+                        {"embeddings", vision::base64_from_bytes(raw)}});
+    }
+    j["images"] = std::move(images);
+  }
   return j;
 }
 
@@ -116,6 +129,21 @@ Result<engine::GenerationRequest> request_from_json(const json& j) {
     if (j.contains("swa_restore")) {
       r.swa_restore = engine::swa_restore_from_name(j["swa_restore"].get<std::string>());
       if (!r.swa_restore) return invalid_argument("request.swa_restore: unknown value");
+    }
+    if (j.contains("images")) {
+      for (const json& im : j.at("images")) {
+        engine::PromptImage img;
+        img.start = im.at("start").get<int32_t>();
+        img.length = im.at("length").get<int32_t>();
+        img.hash = {im.at("hash").at(0).get<uint64_t>(), im.at("hash").at(1).get<uint64_t>()};
+        DI_ASSIGN_OR_RETURN(std::string raw, vision::bytes_from_base64(im.at("embeddings").get<std::string>(),
+                                                                       "request.images[].embeddings"));
+        if (raw.size() % sizeof(float) != 0) return invalid_argument("request.images[].embeddings: not float32 rows");
+        auto emb = std::make_shared<std::vector<float>>(raw.size() / sizeof(float));
+        std::memcpy(emb->data(), raw.data(), raw.size());
+        img.embeddings = std::move(emb);  // sizes are checked against the model by the engine
+        r.images.push_back(std::move(img));
+      }
     }
   } catch (const json::exception& e) {
     return invalid_argument("internal request: {}", e.what());

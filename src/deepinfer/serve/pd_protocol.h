@@ -19,8 +19,8 @@ namespace deepinfer::serve::pd {
 
 inline constexpr int kProtocolVersion = 1;
 
-// Engine requests and outputs as JSON (every field; images are not carried: the entrypoint
-// refuses image prompts). Decoding validates types and names the field that is wrong.
+// Engine requests and outputs as JSON (every field; an image as its span, its hash and its
+// embeddings, float32 rows in base64, as the entrypoint's vision encoder made them). Decoding validates types and names the field that is wrong.
 nlohmann::json request_to_json(const engine::GenerationRequest& r);
 Result<engine::GenerationRequest> request_from_json(const nlohmann::json& j);
 nlohmann::json output_to_json(const engine::RequestOutput& o);

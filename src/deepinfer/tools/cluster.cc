@@ -44,6 +44,7 @@ struct ClusterFlags {
   double kv_cache_gb = 0;
   std::string kv_cache_dtype;  // every engine must use the same (it is part of the KV namespace)
   std::string kv_transfer;     // prefill engines: by-layer | by-block
+  std::vector<std::string> vision_encoder;  // the entrypoint's vision-encoder pool (images)
   int start_timeout_s = 600;
 };
 
@@ -168,6 +169,7 @@ int run_cluster(ClusterFlags& f) {
   if (!f.model.empty()) args.insert(args.end(), {"--model", f.model});
   if (!f.served_model_name.empty()) args.insert(args.end(), {"--served-model-name", f.served_model_name});
   for (const auto& d : f.kv_store) args.insert(args.end(), {"--kv-store", d});  // its store lookups
+  for (const auto& u : f.vision_encoder) args.insert(args.end(), {"--vision-encoder", u});
   auto entry = spawn("entrypoint", args, f.log_dir + "/entrypoint.log", f.port);
   if (!entry.is_ok()) {
     stop_all(children);
@@ -221,6 +223,9 @@ Subcommand make_cluster_command() {
     cmd->add_option("--kv-cache-gb", f->kv_cache_gb, "KV cache per engine in GiB");
     cmd->add_option("--kv-cache-dtype", f->kv_cache_dtype, "KV cache element type of every engine: auto, f32, bf16, f16")
         ->check(CLI::IsMember({"auto", "f32", "bf16", "f16"}));
+    cmd->add_option("--vision-encoder", f->vision_encoder,
+                    "Multimodal models: the vision-encoder pool (serve --role vision) the entrypoint sends images to")
+        ->delimiter(',');
     cmd->add_option("--kv-transfer", f->kv_transfer, "Prefill engines: by-layer (default) or by-block")
         ->check(CLI::IsMember({"by-layer", "by-block"}));
     cmd->add_option("--start-timeout", f->start_timeout_s, "Seconds to wait for each engine to load (default 600)")

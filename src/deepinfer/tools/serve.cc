@@ -32,6 +32,14 @@ int run_entrypoint(ServeFlags& f) {
   eo.prefill_urls = f.prefill_urls;
   eo.decode_urls = f.decode_urls;
   eo.kv_store_dirs = f.engine.kv_store;  // the engines' shared store: the entrypoint's lookups
+  if (!f.vision_encoder_urls.empty()) {  // images: embeddings from the pool, carried to the engines
+    auto remote = serve::RemoteImageEncoder::create(f.vision_encoder_urls);
+    if (!remote.is_ok()) return report_error(remote.status());
+    if ((*remote)->info().embedding_size != recipe->config.hidden_size)
+      return report_error(invalid_argument("serve --vision-encoder: the encoder makes {}-float rows, the model's hidden "
+                                           "size is {}", (*remote)->info().embedding_size, recipe->config.hidden_size));
+    f.server.image_encoder = std::move(remote).value();
+  }
   eo.max_queued_requests = f.server.loop.max_queued_requests;
   auto backend = serve::DisaggregatedBackend::create(std::move(recipe).value(), eo);
   if (!backend.is_ok()) return report_error(backend.status());
@@ -93,9 +101,9 @@ int run_engine_role(ServeFlags& f, LoadedModel& loaded) {
 
 int run_serve(ServeFlags& f) {
   if (f.role == "vision") return run_vision(f);
-  if (f.role != "all" && !f.vision_encoder_urls.empty())
-    return report_error(unsupported("serve: --vision-encoder with --role {}: images through the disaggregated "
-                                    "deployment are not built yet (use it with --role all)", f.role));
+  if (f.role != "all" && f.role != "entrypoint" && !f.vision_encoder_urls.empty())
+    return report_error(invalid_argument("serve: --vision-encoder is for --role all or entrypoint (the engines of a "
+                                         "disaggregated deployment get the images' embeddings from the entrypoint)"));
   const bool pd = f.role == "entrypoint" || f.role == "prefill" || f.role == "decode";
   if (f.role != "entrypoint" && (!f.prefill_urls.empty() || !f.decode_urls.empty()))
     return report_error(invalid_argument("serve: --prefill and --decode are for --role entrypoint"));
@@ -113,9 +121,6 @@ int run_serve(ServeFlags& f) {
   auto loaded = load_model_for_cli(f.engine.model);
   if (!loaded.is_ok()) return report_error(loaded.status());
   if (f.server.served_model_name.empty()) f.server.served_model_name = loaded->name;
-  if (pd && loaded->vision)
-    return report_error(unsupported("serve --role {}: image inputs are not carried by the disaggregated "
-                                    "deployment yet; serve this model with --role all", f.role));
   if (pd) return run_engine_role(f, *loaded);
   f.server.vision = loaded->vision;
   if (!f.vision_encoder_urls.empty()) {

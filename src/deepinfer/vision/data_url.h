@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "deepinfer/base/status.h"
 
@@ -11,6 +12,8 @@ namespace deepinfer::vision {
 
 // Standard base64 (padding optional, no whitespace inside) -> bytes.
 Result<std::string> bytes_from_base64(const std::string& data, const std::string& path);
+// Bytes -> standard base64 with padding (the inverse of bytes_from_base64).
+std::string base64_from_bytes(std::string_view bytes);
 // The bytes of a base64 data: URL.
 Result<std::string> bytes_from_data_url(const std::string& url, const std::string& path);
 

@@ -4,6 +4,7 @@
 // only the prompt's last partial block. Plus the internal protocol's codec.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -207,6 +208,12 @@ TEST(PdProtocol, RequestsAndOutputsRoundTrip) {
   r.prompt_logprobs = 2;
   r.swa_restore = engine::SwaRestore::kExact;
   r.speculative = false;
+  engine::PromptImage img;
+  img.start = 1;
+  img.length = 2;
+  img.hash = {0xFFFFFFFFFFFFFFFFull, 42};
+  img.embeddings = std::make_shared<const std::vector<float>>(std::vector<float>{1.5f, -0.0f, 3e-38f, 7.25f, -1e9f});
+  r.images.push_back(img);
   auto back = pd::request_from_json(nlohmann::json::parse(pd::request_to_json(r).dump()));
   ASSERT_TRUE(back.is_ok()) << back.status().message();
   EXPECT_EQ(back->prompt_ids, r.prompt_ids);
@@ -222,6 +229,12 @@ TEST(PdProtocol, RequestsAndOutputsRoundTrip) {
   EXPECT_EQ(back->prompt_logprobs, 2);
   EXPECT_FALSE(back->speculative);
   EXPECT_TRUE(back->ignore_eos);
+  ASSERT_EQ(back->images.size(), 1u);  // the image's span, hash and embeddings, bit for bit
+  EXPECT_EQ(back->images[0].start, 1);
+  EXPECT_EQ(back->images[0].length, 2);
+  EXPECT_EQ(back->images[0].hash, img.hash);
+  ASSERT_EQ(back->images[0].embeddings->size(), img.embeddings->size());
+  EXPECT_EQ(std::memcmp(back->images[0].embeddings->data(), img.embeddings->data(), 5 * sizeof(float)), 0);
   EXPECT_EQ(pd::request_to_json(*back), pd::request_to_json(r));
 
   engine::RequestOutput o;
