@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "child_process.h"
 #include "deepinfer/transfer/address.h"
@@ -99,6 +100,14 @@ TEST(KvTransferTwoProcesses, ReceiverSurvivesASenderKilledMidStream) {
   EXPECT_TRUE(st.is_ok()) << st.message();
   std::unique_lock lock(mu);
   EXPECT_TRUE(cv.wait_for(lock, 30s, [&] { return from_us == 3; }));
+  // A message of the killed child that had fully arrived may still be on its way to the handler
+  // (counted by the receiver, then handed over, which waits for this lock): let it land.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while ((*receiver)->stats().messages != next_from_child + from_us && std::chrono::steady_clock::now() < deadline) {
+    lock.unlock();
+    std::this_thread::sleep_for(10ms);
+    lock.lock();
+  }
   EXPECT_EQ(problem, "");
   EXPECT_EQ((*receiver)->stats().messages, next_from_child + from_us);
 }
