@@ -90,8 +90,8 @@ void EpBackend::rank_lost(int rank, const std::string& why) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!failure_.empty()) return;
     failure_ = fmt::format(
-        "expert-parallel rank {} of {} {}; this server cannot generate until it is restarted", rank,
-        group_.size(), why);
+        "{}expert-parallel rank {} of {} {}; this server cannot generate until it is restarted",
+        kServiceUnavailable, rank, group_.size(), why);
     end_all(failure_, StatusCode::kResourceExhausted);
   }
   cv_.notify_all();

@@ -1,8 +1,6 @@
 #include "deepinfer/serve/ep_rank.h"
 
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <thread>
 
 #include "deepinfer/base/check.h"
@@ -32,9 +30,6 @@ std::optional<std::vector<RankReport>> EpRank::iterate(const Control& control) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   any_work_ = group_.step_barrier(engine_.has_unfinished());
-  if (std::getenv("DEEPINFER_EP_DEBUG"))
-    std::fprintf(stderr, "rank %d: add %zu abort %zu outputs %zu unfinished %d any %d\n", group_.rank(), c->add.size(),
-                 c->abort.size(), outputs.size(), int(engine_.has_unfinished()), int(any_work_));
   report = finish_step(std::move(outputs), std::move(report));
   const std::vector<std::string> parts = group_.gather_to_root(encode_report(report));
   std::vector<RankReport> reports;

@@ -85,8 +85,14 @@ int wait_forwarding(pid_t pid, const std::string& pidfile, const sigset_t& forwa
     const int sig = sigtimedwait(&forwarded, nullptr, &tick);
     if (sig > 0) kill(forward_target(pidfile, pid), sig);
   }
-  if (!pidfile.empty()) std::remove(pidfile.c_str());
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  // mpirun --enable-recovery may exit 0 after rank 0 exited 1 over a lost rank: rank 0 leaves
+  // this mark then (serve_ep.cc).
+  bool lost = false;
+  if (!pidfile.empty()) {
+    lost = std::remove((pidfile + ".lost").c_str()) == 0;
+    std::remove(pidfile.c_str());
+  }
+  if (WIFEXITED(status)) return lost && WEXITSTATUS(status) == 0 ? kExitRuntimeError : WEXITSTATUS(status);
   return report_error(io_error("mpirun ended by signal {}", WTERMSIG(status)));
 }
 

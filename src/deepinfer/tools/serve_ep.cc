@@ -23,6 +23,8 @@ int fail(const Status& st) {
 }
 
 [[noreturn]] void exit_lost(const char* when) {
+  if (const char* pidfile = std::getenv("DEEPINFER_EP_RANK0_PIDFILE"))  // for the launcher's status
+    std::ofstream(std::string(pidfile) + ".lost") << "lost\n";
   std::fprintf(stderr, "deepinfer serve: exiting with status 1 %s: an expert-parallel rank was lost\n", when);
   std::fflush(stderr);
   std::fflush(stdout);
