@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -114,12 +115,16 @@ Result<std::unique_ptr<EpLiveness>> EpLiveness::connect(EpGroup& group, LostFn l
       const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
       Hello h{};
       if (fd < 0) continue;
+      timeval patience{5, 0};  // a stranger that connects and says nothing cannot hold us up
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience));
       if (recv(fd, &h, sizeof(h), MSG_WAITALL) != ssize_t(sizeof(h)) || h.token != token || h.rank <= 0 ||
           h.rank >= l->size_ || l->fds_[size_t(h.rank)] >= 0) {
         close(fd);  // a stranger on the port, not one of ours
         continue;
       }
       keepalive(fd);
+      timeval forever{0, 0};
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof(forever));
       l->fds_[size_t(h.rank)] = fd;
       ++joined;
     }

@@ -60,8 +60,11 @@ void EpBackend::shutdown() {
   }
   cv_.notify_all();
   if (!thread_.joinable()) return;
-  if (failed())
-    thread_.detach();  // may wait forever in a collective with the lost rank
+  // After a lost rank the loop may wait forever in a collective with it: give it a moment to
+  // notice (when it was idle it returns at once), else leave it behind; the process exits soon.
+  for (int i = 0; i < 100 && failed() && !loop_done_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (failed() && !loop_done_)
+    thread_.detach();
   else
     thread_.join();
 }
@@ -150,7 +153,10 @@ bool EpBackend::take_control(ep::Control& c) {
 void EpBackend::run() {
   for (;;) {
     ep::Control c;
-    if (!take_control(c)) return;  // a rank was lost: no collective can complete
+    if (!take_control(c)) {  // a rank was lost: no collective can complete
+      loop_done_ = true;
+      return;
+    }
     if (c.stop && liveness_) liveness_->set_stopping();
     std::optional<std::vector<ep::RankReport>> reports = rank_.iterate(c);
     if (!reports) break;
@@ -158,6 +164,7 @@ void EpBackend::run() {
   }
   std::lock_guard<std::mutex> lock(mu_);
   end_all(kShuttingDown, StatusCode::kResourceExhausted);
+  loop_done_ = true;
 }
 
 void EpBackend::handle(const std::vector<ep::RankReport>& reports) {

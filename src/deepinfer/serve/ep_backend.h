@@ -7,6 +7,7 @@
 // dead rank then, so it is left behind, never joined.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <future>
@@ -90,6 +91,7 @@ class EpBackend : public RequestBackend {
   bool stopping_ = false;
   std::string failure_;  // non-empty once a rank was lost
   EngineGauges gauges_;
+  std::atomic<bool> loop_done_{false};
   std::thread thread_;
 };
 

@@ -85,14 +85,19 @@ int wait_forwarding(pid_t pid, const std::string& pidfile, const sigset_t& forwa
     const int sig = sigtimedwait(&forwarded, nullptr, &tick);
     if (sig > 0) kill(forward_target(pidfile, pid), sig);
   }
-  // mpirun --enable-recovery may exit 0 after rank 0 exited 1 over a lost rank: rank 0 leaves
-  // this mark then (serve_ep.cc).
-  bool lost = false;
+  // mpirun --enable-recovery exits 0 even when its ranks failed: a rank 0 that started (wrote
+  // its pid) says how it ended in "<pidfile>.status" (serve_ep.cc); none means it was killed.
+  int rank0 = -1;
   if (!pidfile.empty()) {
-    lost = std::remove((pidfile + ".lost").c_str()) == 0;
+    const bool started = std::ifstream(pidfile).good();
+    std::ifstream in(pidfile + ".status");
+    if (!(in >> rank0) && started) rank0 = kExitRuntimeError;
+    if (!in && started)
+      std::fprintf(stderr, "deepinfer: expert-parallel rank 0 ended without a clean stop (killed?)\n");
+    std::remove((pidfile + ".status").c_str());
     std::remove(pidfile.c_str());
   }
-  if (WIFEXITED(status)) return lost && WEXITSTATUS(status) == 0 ? kExitRuntimeError : WEXITSTATUS(status);
+  if (WIFEXITED(status)) return WEXITSTATUS(status) == 0 && rank0 > 0 ? rank0 : WEXITSTATUS(status);
   return report_error(io_error("mpirun ended by signal {}", WTERMSIG(status)));
 }
 

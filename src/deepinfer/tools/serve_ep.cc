@@ -22,9 +22,16 @@ int fail(const Status& st) {
   return st.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitRuntimeError;
 }
 
+// Rank 0's exit status, for a launcher that started mpirun (whose own status is 0 with
+// --enable-recovery, however the ranks ended).
+int tell_launcher(int status) {
+  if (const char* pidfile = std::getenv("DEEPINFER_EP_RANK0_PIDFILE"))
+    std::ofstream(std::string(pidfile) + ".status") << status << "\n";
+  return status;
+}
+
 [[noreturn]] void exit_lost(const char* when) {
-  if (const char* pidfile = std::getenv("DEEPINFER_EP_RANK0_PIDFILE"))  // for the launcher's status
-    std::ofstream(std::string(pidfile) + ".lost") << "lost\n";
+  tell_launcher(kExitRuntimeError);
   std::fprintf(stderr, "deepinfer serve: exiting with status 1 %s: an expert-parallel rank was lost\n", when);
   std::fflush(stderr);
   std::fflush(stdout);
@@ -65,8 +72,8 @@ int serve_rank0(std::unique_ptr<engine::Engine> engine, parallel::EpGroup& group
   const Status st = serve::run_http_server(std::move(backend), server, nullptr, hooks);
   lost.backend = nullptr;
   if (lost.lost) exit_lost("after a stop signal");
-  if (!st.is_ok()) return report_error(st);
-  return kExitOk;
+  if (!st.is_ok()) return tell_launcher(report_error(st));
+  return tell_launcher(kExitOk);
 }
 
 }  // namespace
