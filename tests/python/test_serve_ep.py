@@ -1,7 +1,8 @@
 """`deepinfer serve --ep 2` (expert parallelism over MPI, docs/parallel.md) through the official
 `openai` SDK, on the tiny random DeepSeek-V3 fixture the generate --ep tests use: mixed requests
 (chat and completions, streaming and not, a JSON-schema response_format) from concurrent clients
-give the same greedy text as `serve` without EP; in batch-invariant mode logprobs and seeded
+give the same greedy text as `serve` without EP, and a client that leaves mid-stream has its
+request aborted on its rank; in batch-invariant mode logprobs and seeded
 samples are bitwise equal (that server started by `mpirun -n 2` itself); the prefix cache works
 on a rank; a rank killed with -9 makes the server answer 503 (in-flight streams end with an
 error, /health says why) and exit 1 instead of hanging; a rank count that does not divide the
@@ -166,12 +167,24 @@ def test_greedy_outputs_equal_serve_without_ep(model_dir):
         assert m["deepinfer_ep_ranks"] == 2 and m['deepinfer_ep_rank_up{rank="1"}'] == 1
         assert all(m[f'deepinfer_ep_rank_moe_rows_total{{rank="{r}"}}'] > 0 for r in (0, 1)), m
         assert 1.0 <= m["deepinfer_ep_moe_imbalance"] <= 2.0
-        assert m["deepinfer_ep_rank_running_sequences{rank=\"0\"}"] == 0
         # Prefix cache: the same long prompt twice (both on the least-loaded rank 0 when idle).
         prompt = "a long shared prefix that fills more than one KV block " * 3
         usage = [two.client.completions.create(model="m", prompt=prompt, max_tokens=2).usage for _ in range(2)]
         assert usage[0].prompt_tokens_details.cached_tokens == 0
         assert usage[1].prompt_tokens_details.cached_tokens >= 16
+        # A client that goes away mid-stream: its request is aborted on its rank.
+        with two.client.completions.create(model="m", prompt="going away", max_tokens=450, stream=True,
+                                           extra_body={"ignore_eos": True}) as stream:
+            next(iter(stream))
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            m = two.metrics()
+            if m["deepinfer_aborted_requests_total"] == 1 and m["deepinfer_num_requests_in_flight"] == 0 and \
+                    m['deepinfer_ep_rank_running_sequences{rank="0"}'] == 0:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"the abandoned request is still running: {m}")
     finally:
         assert two.stop() == 0, two.output()
 
