@@ -2,6 +2,7 @@
 batching) and return results in input order; generate_stream yields text deltas."""
 from __future__ import annotations
 
+import os
 import threading
 from collections import deque
 from typing import Dict, Iterator, List, Optional, Sequence, Union
@@ -71,6 +72,63 @@ def _message_pairs(messages) -> List[tuple]:
             raise ValueError(f"messages[{i}]: expected a dict with string 'role' and 'content'")
         pairs.append((m["role"], m["content"]))
     return pairs
+
+
+def _has_parts(conv) -> bool:
+    return isinstance(conv, (list, tuple)) and any(
+        isinstance(m, dict) and isinstance(m.get("content"), (list, tuple)) for m in conv)
+
+
+def _image_source(part: Dict, where: str):
+    """An image part -> ("url", data URL) or ("bytes", encoded image)."""
+    kind = part.get("type")
+    if kind == "image_url":
+        iu = part.get("image_url")
+        url = iu.get("url") if isinstance(iu, dict) else iu
+        if not isinstance(url, str):
+            raise ValueError(f"{where}.image_url: expected a data: URL string or {{'url': ...}}")
+        if isinstance(iu, dict) and iu.get("detail", "auto") not in ("auto", "low", "high"):
+            raise ValueError(f"{where}.image_url.detail must be auto, low or high")
+        return ("url", url)
+    # {"type": "image", "image": bytes | path} or {"type": "image", "path": path}
+    img = part.get("image", part.get("path"))
+    if isinstance(img, (bytes, bytearray, memoryview)):
+        return ("bytes", bytes(img))
+    if isinstance(img, (str, os.PathLike)):
+        try:
+            with open(img, "rb") as f:
+                return ("bytes", f.read())
+        except OSError as e:
+            raise ValueError(f"{where}: cannot read image file {os.fspath(img)!r}: {e.strerror}") from None
+    raise ValueError(f"{where}: an image part needs 'image' (bytes or a file path) or 'path', "
+                     f"got {type(img).__name__}")
+
+
+def _part_messages(messages) -> List[tuple]:
+    """Messages whose content may be a list of OpenAI-style parts -> [(role, [(kind, payload)])]."""
+    out = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise ValueError(f"messages[{i}]: expected a dict with a string 'role'")
+        content = m.get("content")
+        if isinstance(content, str):
+            out.append((m["role"], [("text", content)]))
+            continue
+        if not isinstance(content, (list, tuple)):
+            raise ValueError(f"messages[{i}].content: expected a string or a list of parts")
+        parts = []
+        for j, part in enumerate(content):
+            where = f"messages[{i}].content[{j}]"
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "text" and isinstance(part.get("text"), str):
+                parts.append(("text", part["text"]))
+            elif kind in ("image_url", "image"):
+                parts.append(_image_source(part, where))
+            else:
+                raise ValueError(f"{where}: a part must be {{'type': 'text', 'text'}}, {{'type': 'image_url', "
+                                 f"'image_url': {{'url': 'data:...'}}}} or {{'type': 'image', 'image': bytes or path}}")
+        out.append((m["role"], parts))
+    return out
 
 
 class _Pending:
@@ -156,7 +214,10 @@ class LLM:
              chat_template_kwargs: Optional[Dict] = None) -> List[RequestOutput]:
         """One conversation (a list of message dicts) or a list of them, through the model's chat
         encoding (DeepSeek-V4: its own format; chat_template_kwargs={"thinking": True} for
-        thinking mode)."""
+        thinking mode). A message's content may be a list of parts, as in the OpenAI API:
+        {"type": "text", "text": ...}, {"type": "image_url", "image_url": {"url": "data:..."}}
+        and, for local images, {"type": "image", "image": bytes or a file path} (multimodal
+        models only; docs/vision.md)."""
         if isinstance(messages, (list, tuple)) and messages and isinstance(messages[0], (list, tuple)):
             conversations = list(messages)
         else:
@@ -164,6 +225,16 @@ class LLM:
         thinking = _thinking(chat_template_kwargs)
         items = []
         for conv in conversations:
+            if _has_parts(conv):
+                parted = _part_messages(conv)
+                if any(kind != "text" for _, parts in parted for kind, _ in parts):
+                    if thinking:
+                        raise ValueError("chat_template_kwargs: thinking is not available with images")
+                    prepared = self._engine.prepare_chat(parted, add_generation_prompt)
+                    items.append((prepared.text or None, list(prepared.prompt_ids), prepared))
+                    continue
+                # Text parts only: their concatenation, as the server reads them.
+                conv = [{"role": role, "content": "".join(text for _, text in parts)} for role, parts in parted]
             pairs = _message_pairs(conv)
             ids = self._engine.encode_chat(pairs, add_generation_prompt, thinking)
             items.append((self._engine.render_chat(pairs, add_generation_prompt, thinking), ids))
@@ -238,8 +309,9 @@ class LLM:
         return params
 
     def _add(self, index: int, item: tuple, params: SamplingParams) -> int:
-        prompt, ids = item
-        rid = self._engine.add_request(ids, params._to_engine(_UNLIMITED_MAX_TOKENS))
+        prompt, ids = item[0], item[1]
+        images = item[2] if len(item) > 2 else None
+        rid = self._engine.add_request(ids, params._to_engine(_UNLIMITED_MAX_TOKENS), images)
         self._pending[rid] = _Pending(index, prompt, ids, params.logprobs is not None)
         return rid
 

@@ -11,80 +11,15 @@ import os
 import re
 import signal
 import subprocess
-import tempfile
 import time
-import urllib.request
 
 import pytest
 
-from conftest import BINARY
-from server_util import Server, free_port
+from pd_util import ENGINE_FLAGS, MODEL_NAME, NAME_FLAGS, Cluster
+from server_util import Server
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
-
-MODEL_NAME = "smollm2-135m-instruct"
-ENGINE_FLAGS = ["--batch-invariant", "--threads", "1", "--kv-cache-gb", "0.25"]
-NAME_FLAGS = ["--served-model-name", "smollm2-135m-instruct"]
-
-
-class Cluster:
-    def __init__(self, model, prefill=2, decode=2, extra=()):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.logdir = tempfile.mkdtemp(prefix="deepinfer-pd-test-")
-        self.store = tempfile.mkdtemp(prefix="deepinfer-pd-store-")
-        self.out = open(os.path.join(self.logdir, "cluster.out"), "w+")
-        self.proc = subprocess.Popen(
-            [str(BINARY), "cluster", "--model", str(model), "--prefill", str(prefill), "--decode", str(decode),
-             "--port", str(self.port), "--log-dir", self.logdir, "--kv-store", self.store, *ENGINE_FLAGS, *NAME_FLAGS, *extra],
-            stdout=self.out, stderr=subprocess.STDOUT, text=True, env={**os.environ, "DEEPINFER_LOG": "info"})
-        self.children = {}
-        deadline = time.time() + 300
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("cluster exited: " + self.output())
-            text = self.output()
-            if "Ctrl-C stops them all" in text:
-                for name, pid, port in re.findall(r"^\s+(\S+)\s+pid (\d+)\s+http://127\.0\.0\.1:(\d+)", text, re.M):
-                    self.children[name] = (int(pid), int(port))
-                return
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError("cluster did not start in 300 s: " + self.output())
-
-    def output(self):
-        self.out.flush()
-        with open(self.out.name) as f:
-            return f.read()
-
-    def log(self, name):
-        with open(os.path.join(self.logdir, name + ".log")) as f:
-            return f.read()
-
-    def metrics(self, url=None):
-        out = {}
-        with urllib.request.urlopen((url or self.url) + "/metrics", timeout=10) as r:
-            for line in r.read().decode().splitlines():
-                if line and not line.startswith("#"):
-                    key, value = line.rsplit(" ", 1)
-                    out[key] = float(value)
-        return out
-
-    def engine_counter(self, pool, name, counter):
-        port = self.children[name][1]
-        key = f'deepinfer_pd_engine_{counter}{{pool="{pool}",engine="127.0.0.1:{port}"}}'
-        return self.metrics().get(key, 0)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
 
 
 @pytest.fixture(scope="module")

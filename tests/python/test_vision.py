@@ -2,10 +2,14 @@
 (tests/reference/make_tiny_llava.py), with the official `openai` and `anthropic` SDKs: greedy
 tokens equal transformers' LlavaForConditionalGeneration.generate for prompts with 1 and 3
 images in Chat Completions, Responses and Messages; bad images are 400s in each API's shape and
-the server keeps serving; the embedding cache is hit by a repeated image."""
+the server keeps serving; the embedding cache is hit by a repeated image; the prefix cache reuses
+KV through an image only for the same image bytes at the same place (batch-invariant outputs equal
+a cold server's bitwise)."""
 import base64
 import json
 import pathlib
+import struct
+import zlib
 
 import anthropic
 import openai
@@ -228,20 +232,159 @@ def test_generate_jsonl_bad_image_names_the_line(tmp_path):
     assert "bad.jsonl:1" in r.stderr and "image 1" in r.stderr
 
 
-def long_prefix_request(oai, image):
-    # 4 blocks' worth of text before the image: those blocks may be shared, the image's may not.
-    system = "You describe pictures carefully, one word at a time, and nothing else. " * 3
-    msgs = [{"role": "system", "content": system},
-            {"role": "user", "content": [{"type": "image_url", "image_url": {
-                "url": f"data:{media(image)};base64,{image_b64(image)}"}}, {"type": "text", "text": "Describe."}]}]
-    r = oai.chat.completions.create(model=MODEL, messages=msgs, max_tokens=6, temperature=0, logprobs=True)
-    return [bytes(t.bytes) for t in r.choices[0].logprobs.content], r.usage
+def png_chunks(data):
+    """(type, body) of each chunk of a PNG file."""
+    out, i = [], 8
+    while i < len(data):
+        n = struct.unpack(">I", data[i:i + 4])[0]
+        out.append((data[i + 4:i + 8], data[i + 8:i + 8 + n]))
+        i += 12 + n
+    return out
 
 
-def test_a_cached_text_prefix_is_reused_but_another_images_blocks_are_not(oai):
-    b_first, _ = long_prefix_request(oai, "lossy.webp")
-    long_prefix_request(oai, "big.png")  # same text, same placeholder tokens, another image
-    b_again, usage = long_prefix_request(oai, "lossy.webp")
-    assert b_again == b_first
-    cached = usage.prompt_tokens_details.cached_tokens
-    assert 0 < cached < usage.prompt_tokens - EXPECTED["tokens_per_image"]
+def png_from_chunks(chunks):
+    body = b"".join(struct.pack(">I", len(b)) + t + b + struct.pack(">I", zlib.crc32(t + b)) for t, b in chunks)
+    return b"\x89PNG\r\n\x1a\n" + body
+
+
+def png_variant(name, flip=0):
+    """The PNG re-encoded (its pixel stream recompressed at another zlib level): the same pixels in
+    other bytes; with flip, every sample byte also XORed with it: another image of the same size."""
+    chunks = png_chunks((IMAGES / name).read_bytes())
+    ihdr = chunks[0][1]
+    width, _, depth, color = struct.unpack(">IIBB", ihdr[:10])
+    stride = 1 + (width * {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}[color] * depth + 7) // 8
+    raw = bytearray(zlib.decompress(b"".join(b for t, b in chunks if t == b"IDAT")))
+    if flip:
+        for i in range(len(raw)):
+            if i % stride:  # not the row's filter byte
+                raw[i] ^= flip
+    rest = [(t, b) for t, b in chunks if t not in (b"IDAT", b"IEND")]
+    return png_from_chunks(rest + [(b"IDAT", zlib.compress(bytes(raw), 1)), (b"IEND", b"")])
+
+
+SYSTEM = "You describe pictures carefully, one word at a time, and nothing else. " * 3
+AFTER = "Describe the picture in detail: its colours, its shapes and what it could be."
+
+
+def image_turn(image_bytes, mime="image/png"):
+    url = f"data:{mime};base64,{base64.b64encode(image_bytes).decode()}"
+    return [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
+                                         {"type": "text", "text": AFTER}]}]
+
+
+def ask(client, msgs, max_tokens=6):
+    r = client.chat.completions.create(model=MODEL, messages=msgs, max_tokens=max_tokens, temperature=0,
+                                       logprobs=True, top_logprobs=3)
+    lps = [(t.token, t.logprob, [(x.token, x.logprob) for x in t.top_logprobs]) for t in r.choices[0].logprobs.content]
+    return r.choices[0].message.content, lps, r.usage
+
+
+@pytest.fixture(scope="module")
+def bi_servers():
+    """Two batch-invariant servers: one whose prefix cache the tests warm, one kept cold."""
+    warm = Server(MODEL_DIR, "--served-model-name", MODEL, "--batch-invariant")
+    cold = Server(MODEL_DIR, "--served-model-name", MODEL, "--batch-invariant")
+    clients = [openai.OpenAI(base_url=s.url + "/v1", api_key="none", max_retries=0, timeout=120)
+               for s in (warm, cold)]
+    yield clients
+    warm.stop()
+    cold.stop()
+
+
+_unseen = iter(range(1, 256))
+
+
+def text_prefix_hit(client):
+    """Cached tokens of a request with SYSTEM then an image this server never saw: the text
+    prefix before the image, rounded down to a block (the request warms that prefix first)."""
+    ask(client, image_turn(png_variant("palette.png", next(_unseen))), 1)
+    _, _, u = ask(client, image_turn(png_variant("rgba.png", next(_unseen))), 1)
+    return u.prompt_tokens_details.cached_tokens
+
+
+def test_a_second_turn_reuses_the_prefix_through_the_image_and_equals_a_cold_run(bi_servers):
+    warm, cold = bi_servers
+    before_image = text_prefix_hit(warm)
+    big = (IMAGES / "big.png").read_bytes()
+    text1, _, u1 = ask(warm, image_turn(big))
+    turn2 = image_turn(big) + [{"role": "assistant", "content": text1},
+                               {"role": "user", "content": "And what else is in it?"}]
+    got = ask(warm, turn2)
+    want = ask(cold, turn2)
+    cached = got[2].prompt_tokens_details.cached_tokens
+    assert cached >= before_image + EXPECTED["tokens_per_image"], (cached, before_image)
+    assert cached >= u1.prompt_tokens - 16  # all of turn 1's full blocks
+    assert want[2].prompt_tokens_details.cached_tokens == 0
+    assert got[:2] == want[:2]  # text, tokens and logprobs, bitwise
+
+
+def test_another_image_of_the_same_size_at_the_same_place_does_not_hit_past_it(bi_servers):
+    warm, cold = bi_servers
+    before_image = text_prefix_hit(warm)
+    ask(warm, image_turn((IMAGES / "big.png").read_bytes()))
+    other = image_turn(png_variant("big.png", 0x5A))  # 75x50 too, other pixels
+    got = ask(warm, other)
+    assert got[2].prompt_tokens_details.cached_tokens == before_image
+    assert got[:2] == ask(cold, other)[:2]
+
+
+def test_the_same_pixels_in_other_bytes_are_another_key(bi_servers):
+    # Keys (the embedding cache's and the KV blocks') are over the encoded bytes: a re-encoded PNG
+    # with identical pixels is encoded again and recomputed from the image on (docs/vision.md).
+    warm, cold = bi_servers
+    before_image = text_prefix_hit(warm)
+    original = (IMAGES / "big.png").read_bytes()
+    reencoded = png_variant("big.png")
+    assert reencoded != original
+    first = ask(warm, image_turn(original))
+    again = ask(warm, image_turn(reencoded))
+    assert again[2].prompt_tokens_details.cached_tokens == before_image
+    assert again[:2] == first[:2]  # the same pixels: the same output
+
+
+def test_the_kv_store_serves_image_blocks_by_image_after_a_restart(tmp_path):
+    store = tmp_path / "kv"
+    big = (IMAGES / "big.png").read_bytes()
+
+    def start():
+        s = Server(MODEL_DIR, "--served-model-name", MODEL, "--batch-invariant", "--kv-store", store)
+        return s, openai.OpenAI(base_url=s.url + "/v1", api_key="none", max_retries=0, timeout=120)
+
+    s, client = start()
+    try:
+        first = ask(client, image_turn(big))
+    finally:
+        assert s.stop() == 0
+    s, client = start()  # an empty prefix cache in RAM: hits come from the store
+    try:
+        again = ask(client, image_turn(big))
+        before_image = text_prefix_hit(client)
+        other = ask(client, image_turn(png_variant("big.png", 0x33)))
+    finally:
+        assert s.stop() == 0
+    assert again[2].prompt_tokens_details.cached_tokens >= before_image + EXPECTED["tokens_per_image"]
+    assert again[:2] == first[:2]
+    assert other[2].prompt_tokens_details.cached_tokens == before_image
+
+
+def test_bench_vision_mode_reports_encode_rate_and_ttft_by_cache_state(model):
+    from conftest import run
+    r = run("bench", "--mode", "vision", "--model", MODEL_DIR, "--image", IMAGES / "big.png", "--repeat", "2",
+            "--threads", "1")
+    assert r.returncode == 0, r.stderr
+    rows = {j["phase"]: j for j in map(json.loads, r.stdout.splitlines())}
+    assert list(rows) == ["encode", "text_only", "image_cold", "image_embedding_cached", "image_prefix_cached"]
+    assert rows["encode"]["images"] == 8 and rows["encode"]["images_per_s"] > 0
+    assert rows["encode"]["tokens_per_image"] == EXPECTED["tokens_per_image"]
+    n = rows["image_cold"]["prompt_tokens"]
+    assert n == rows["text_only"]["prompt_tokens"] + EXPECTED["tokens_per_image"]
+    assert rows["image_cold"]["cached_tokens"] < 16  # at most the chat header before the nonce
+    assert rows["image_embedding_cached"]["cached_tokens"] == rows["image_cold"]["cached_tokens"]
+    assert rows["image_prefix_cached"]["cached_tokens"] >= n - 16  # through the image
+    assert all(j["mode"] == "vision" and j["ttft_ms"] > 0 for p, j in rows.items() if p != "encode")
+    r = run("bench", "--mode", "vision", "--model", MODEL_DIR)
+    assert r.returncode != 0 and "needs --image FILE" in r.stderr
+    r = run("bench", "--mode", "vision", "--model", model, "--image", IMAGES / "big.png")
+    assert r.returncode != 0 and "has no vision encoder" in r.stderr

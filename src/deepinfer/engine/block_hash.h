@@ -27,7 +27,10 @@ struct BlockHashHasher {
 BlockHash root_block_hash(std::string_view cache_namespace);
 
 // Key of the block holding `tokens` (exactly block_size of them) after the prefix named by
-// `parent`.
-BlockHash chain_block_hash(const BlockHash& parent, std::span<const int32_t> tokens);
+// `parent`. `extra`: what else decides the block's KV besides its token ids (the content hash
+// and span of each image it holds, engine/image_block_keys.h); empty for text, whose keys are
+// then exactly those of a chain without it.
+BlockHash chain_block_hash(const BlockHash& parent, std::span<const int32_t> tokens,
+                           std::span<const uint64_t> extra = {});
 
 }  // namespace deepinfer::engine

@@ -205,9 +205,9 @@ void Engine::abort(int64_t request_id) {
   requests_.erase(request_id);
 }
 
-Status Engine::set_kv_export_sink(KvExportSink* sink) {
+Status Engine::set_kv_export_sink(KvExportSink* sink, bool by_layer) {
   if (!kv_tier_) return invalid_argument("exporting KV blocks needs a KV store tier (kv_store_ram_only)");
-  kv_tier_->set_export_sink(sink);
+  kv_tier_->set_export_sink(sink, by_layer);
   return Status::ok();
 }
 
@@ -344,8 +344,20 @@ std::unique_ptr<Engine::Prepared> Engine::prepare_step() {
     for (int pos = rs.first_position; pos < end; ++pos) rs.score_tokens.push_back(prompt[static_cast<size_t>(pos) + 1]);
     rs.score_top_n = it->second->request.prompt_logprobs;
   }
+  if (kv_tier_) p->input.after_layer = layer_export_for(sched);
   p->sched = std::move(sched);
   return p;
+}
+
+std::function<void(int)> Engine::layer_export_for(const ScheduleOutput& sched) {
+  std::vector<Sequence*> completing;  // sequences with an export tag whose prompt this step completes
+  for (const ScheduledSeq& s : sched.seqs) {
+    Sequence* seq = scheduler_->get_mutable(s.seq_id);
+    if (seq == nullptr || seq->kv_export_tag.empty()) continue;
+    const int prompt = seq->num_prompt_tokens();
+    if (s.first_position < prompt && s.first_position + s.num_new_tokens >= prompt) completing.push_back(seq);
+  }
+  return completing.empty() ? nullptr : kv_tier_->layer_exporter(completing);
 }
 
 Status Engine::run_forward(Prepared& p) {

@@ -134,7 +134,9 @@ class Engine {
   // import_block is thread-safe), and the sink that requests with a kv_export_tag hand their
   // prompt blocks to (engine thread). Both need a tier (kv_store_dirs or kv_store_ram_only).
   KvStoreTier* kv_import_tier() { return kv_tier_.get(); }
-  Status set_kv_export_sink(KvExportSink* sink);
+  // `by_layer`: where the cache allows it, send each layer as the forward computes it
+  // (KvExportSink::export_layer); false: whole blocks when the sequence is freed.
+  Status set_kv_export_sink(KvExportSink* sink, bool by_layer = true);
   // Drops every cached prefix block nobody uses from the in-memory prefix cache (the KV store
   // keeps its copies). Like vLLM's reset_prefix_cache; benchmarks use it to measure the tiers.
   // Returns how many blocks were dropped.
@@ -176,6 +178,8 @@ class Engine {
   Engine();
 
   std::unique_ptr<Prepared> prepare_step();
+  // Prefill/decode disaggregation: the after-layer export of the prompts this step completes.
+  std::function<void(int)> layer_export_for(const ScheduleOutput& sched);
   Status run_forward(Prepared& p);
   void prepare_sampling(Prepared& p);
   Sampled sample_step(Prepared&& p);

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "deepinfer/base/check.h"
+#include "deepinfer/engine/image_block_keys.h"
 
 namespace deepinfer::engine {
 
@@ -70,7 +71,7 @@ void KvCacheManager::ensure_block_hashes(Sequence& seq, int num_full_blocks) con
   for (int i = static_cast<int>(seq.block_hashes.size()); i < num_full_blocks; ++i) {
     for (int t = 0; t < bs; ++t) tokens[t] = seq.token_at(i * bs + t);
     const BlockHash& parent = i == 0 ? root_hash_ : seq.block_hashes[i - 1];
-    seq.block_hashes.push_back(chain_block_hash(parent, tokens));
+    seq.block_hashes.push_back(chain_block_hash(parent, tokens, image_block_extra(seq, i * bs, bs)));
   }
 }
 
@@ -80,7 +81,7 @@ PrefixMatch KvCacheManager::get_computed_blocks(Sequence& seq) {
       seq.skip_prefix_cache)
     return match;
   // Never the whole sequence: the last token must run through the model to give logits.
-  const int max_blocks = std::min((seq.num_tokens() - 1), seq.prefix_cacheable_tokens()) / block_size();
+  const int max_blocks = (seq.num_tokens() - 1) / block_size();
   if (max_blocks <= 0) return match;
   if (slabs_.enabled() && seq.allow_bounded_replay && copier_ != nullptr) {
     // A bounded replay when the whole hit lacks its last rows and is longer than the replay;
@@ -117,7 +118,7 @@ bool KvCacheManager::prefetch_ready(Sequence& seq) {
     return true;
   }
   if (seq.tier_prefetch == TierPrefetch::kNotStarted) {
-    const int max_blocks = std::min((seq.num_tokens() - 1), seq.prefix_cacheable_tokens()) / block_size();
+    const int max_blocks = (seq.num_tokens() - 1) / block_size();
     int in_memory = 0;
     if (max_blocks > 0) in_memory = static_cast<int>(match_in_memory(seq, max_blocks).size());
     if (in_memory >= max_blocks) {
@@ -354,7 +355,7 @@ void KvCacheManager::cache_full_blocks(Sequence& seq) {
 
 void KvCacheManager::commit_full_blocks(Sequence& seq, int write_from) {
   if (!config_.enable_prefix_caching) return;
-  const int full = std::min({std::min(seq.num_computed_tokens, seq.prefix_cacheable_tokens()) / block_size(),
+  const int full = std::min({seq.num_computed_tokens / block_size(),
                              static_cast<int>(seq.block_table.size()), seq.cache_limit_block});
   if (full <= seq.num_committed_blocks) return;
   ensure_block_hashes(seq, full);

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include "deepinfer/base/check.h"
+#include "deepinfer/engine/image_block_keys.h"
+#include "deepinfer/engine/kv_layer_export.h"
 
 namespace deepinfer::engine {
 namespace {
@@ -100,7 +102,8 @@ void KvStoreTier::ensure_keys(Sequence& seq, int n) const {
   std::vector<int32_t> tokens(bs);
   for (int i = static_cast<int>(seq.tier_keys.size()); i < n; ++i) {
     for (int t = 0; t < bs; ++t) tokens[t] = seq.token_at(i * bs + t);
-    seq.tier_keys.push_back(kvstore::chain_key(i == 0 ? root_ : seq.tier_keys[i - 1], tokens));
+    seq.tier_keys.push_back(kvstore::chain_key(i == 0 ? root_ : seq.tier_keys[i - 1], tokens,
+                                               image_block_extra(seq, i * bs, bs)));
   }
 }
 
@@ -196,16 +199,39 @@ void KvStoreTier::wait_for_prefetch(std::chrono::milliseconds timeout) {
   prefetches_.begin()->second.done.wait_for(timeout);
 }
 
+int KvStoreTier::exportable_blocks(const Sequence& seq) const {
+  return std::min({seq.num_prompt_tokens() / storage_.block_size, static_cast<int>(seq.block_table.size()), seq.cache_limit_block});
+}
+
+std::function<void(int)> KvStoreTier::layer_exporter(const std::vector<Sequence*>& completing) {
+  if (export_sink_ == nullptr || !export_by_layer_ || !can_export_by_layer(storage_)) return nullptr;
+  std::vector<LayerExportPlan> plans;
+  for (Sequence* seq : completing) {
+    if (seq->kv_export_tag.empty() || seq->kv_exported || seq->kv_layer_exported_blocks >= 0) continue;
+    const int n = exportable_blocks(*seq);
+    ensure_keys(*seq, n);
+    LayerExportPlan plan{seq->kv_export_tag, {}, {}};
+    plan.keys.assign(seq->tier_keys.begin(), seq->tier_keys.begin() + n);
+    plan.blocks.assign(seq->block_table.begin(), seq->block_table.begin() + n);
+    seq->kv_layer_exported_blocks = n;
+    if (n > 0) plans.push_back(std::move(plan));
+  }
+  if (plans.empty()) return nullptr;
+  return make_layer_exporter(storage_, *export_sink_, std::move(plans));
+}
+
 void KvStoreTier::before_sequence_freed(Sequence& seq) {
   if (export_sink_ == nullptr || seq.kv_export_tag.empty() || seq.kv_exported) return;
   const bool finishing = seq.finish_reason != FinishReason::kNone;  // else a preemption
   if (seq.num_computed_tokens < seq.num_prompt_tokens() && !finishing) return;  // export later
-  const int prompt = std::min(seq.num_prompt_tokens(), seq.prefix_cacheable_tokens());
   seq.kv_exported = true;
+  if (seq.kv_layer_exported_blocks >= 0) {  // sent during the forward that completed the prompt
+    export_sink_->export_done(seq.kv_export_tag, seq.kv_layer_exported_blocks);
+    return;
+  }
   int sent = 0;
   if (seq.num_computed_tokens >= seq.num_prompt_tokens()) {
-    const int bs = storage_.block_size;
-    const int n = std::min({prompt / bs, static_cast<int>(seq.block_table.size()), seq.cache_limit_block});
+    const int n = exportable_blocks(seq);
     ensure_keys(seq, n);
     staging_.resize(block_bytes_);
     for (; sent < n; ++sent) {

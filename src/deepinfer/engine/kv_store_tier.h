@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <unordered_map>
@@ -65,9 +66,17 @@ class KvStoreTier : public KvTierHook {
   bool prefetch_done(Sequence& seq) override;
   void on_sequence_released(const Sequence& seq) override;
   // Prefill/decode disaggregation: a sequence with a kv_export_tag whose prompt is computed
-  // hands its full prompt blocks (up to the first image) to the export sink, once.
+  // hands its full prompt blocks to the export sink, once.
   void before_sequence_freed(Sequence& seq) override;
-  void set_export_sink(KvExportSink* sink) { export_sink_ = sink; }
+  void set_export_sink(KvExportSink* sink, bool by_layer = true) {
+    export_sink_ = sink;
+    export_by_layer_ = by_layer;
+  }
+  // Layer-by-layer export (kv_layer_export.h) in the step about to run, for the sequences whose
+  // prompt it completes: the callable for the forward's after_layer, or null when none of them
+  // carries an export tag or the cache cannot be cut by layer (those export whole blocks when
+  // freed, as above).
+  std::function<void(int layer)> layer_exporter(const std::vector<Sequence*>& completing);
   // A block computed by another engine (its store key and KvStoreTier bytes) into the store's
   // RAM tier, where admissions find it like any stored block. Thread-safe (the store is).
   // False when `bytes` is not block_bytes() long or the store did not take it.
@@ -92,8 +101,13 @@ class KvStoreTier : public KvTierHook {
   const KvStoreTierStats& stats() const { return stats_; }
   kvstore::KvStoreStats store_stats() const { return store_->stats(); }
   const kvstore::Namespace& key_namespace() const { return ns_; }
+  // The shared store's id ("" when the tier is RAM only): engines with the same id read each
+  // other's blocks.
+  std::string store_id() const { return store_->store_id(); }
 
  private:
+  // Full prompt blocks an export sends: allocated and cacheable ones.
+  int exportable_blocks(const Sequence& seq) const;
   // Extends seq.tier_keys to cover its first `n` full blocks.
   void ensure_keys(Sequence& seq, int n) const;
 
@@ -119,6 +133,7 @@ class KvStoreTier : public KvTierHook {
   std::unordered_map<int64_t, Prefetched> prefetched_;
   std::chrono::milliseconds prefetch_timeout_;
   KvExportSink* export_sink_ = nullptr;
+  bool export_by_layer_ = true;
 };
 
 // Opens (creating if needed) the store over opts.dirs (none: a RAM-only store) for blocks of

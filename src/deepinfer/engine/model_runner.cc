@@ -42,7 +42,7 @@ Status ModelRunner::execute(const RunnerInput& in) {
   b.batch.slot_mapping = std::move(b.slot_mapping);
   const int64_t vocab = model_->config().vocab_size;
   logits_.resize(b.batch.logits_rows.size() * static_cast<size_t>(vocab));
-  model::ForwardContext ctx{pool_.get(), config_.batch_invariant, config_.int8_activations};
+  model::ForwardContext ctx{pool_.get(), config_.batch_invariant, config_.int8_activations, in.after_layer};
   DI_RETURN_IF_ERROR(model_->forward(b.batch, kv_, ctx, logits_.data()));
   // Rows come per sequence in input order: its scored positions, then its sampling row.
   sample_row_.clear();

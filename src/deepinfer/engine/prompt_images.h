@@ -21,9 +21,10 @@ struct PromptImage {
 
 // What the prompt holds at position k of an image instead of the placeholder id: an id outside
 // every vocabulary (>= 2^30) derived from the image hash, so nothing keyed by prompt tokens can
-// confuse it with text. KV safety does not rest on these 30 bits: the prefix cache matches and
-// publishes only the blocks before a prompt's first image (Sequence::prefix_cacheable_tokens),
-// so blocks holding image tokens are never shared between requests.
+// confuse it with text. KV safety does not rest on these 30 bits: the key of every block that
+// holds image positions also covers each such image's full 128-bit hash and span
+// (image_block_keys.h), so blocks through an image are shared only by the same image bytes at
+// the same place.
 inline int32_t image_key_token(const PromptImage& img, int k) {
   uint64_t x = img.hash[0] ^ (img.hash[1] * 0x9E3779B97F4A7C15ull) ^ (static_cast<uint64_t>(k) * 0xD6E8FEB86659FD93ull);
   x ^= x >> 31;

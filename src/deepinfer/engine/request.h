@@ -53,8 +53,8 @@ struct GenerationRequest {
   // Speculative decoding (when the engine has a drafter): false opts this request out. Its
   // output is the same either way; only the speed differs.
   bool speculative = true;
-  // Multimodal prompts: the images' placeholder positions and their input embeddings. The prefix
-  // cache serves and keeps only the blocks before the first image (see prompt_images.h).
+  // Multimodal prompts: the images' placeholder positions and their input embeddings. Prefix
+  // cache keys of blocks holding image positions cover the image hashes (image_block_keys.h).
   std::vector<PromptImage> images;
   // Prefill/decode disaggregation: non-empty = once the prompt is computed, the engine hands
   // its full prompt blocks to its KvExportSink (kv_export.h) under this tag (a prefill engine

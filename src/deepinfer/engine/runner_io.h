@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@ struct RunnerSeq {
 
 struct RunnerInput {
   std::vector<RunnerSeq> seqs;  // [scheduled seqs] in ScheduleOutput order
+  // Layer-by-layer KV export (model::ForwardContext::after_layer); null: none this step.
+  std::function<void(int layer)> after_layer = nullptr;
   int num_sampling() const {
     int n = 0;
     for (const auto& s : seqs) n += s.samples ? 1 : 0;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "deepinfer/base/status.h"
@@ -58,6 +59,8 @@ class Scheduler {
   void set_draft(int64_t seq_id, std::vector<int32_t> draft);
 
   const Sequence* get(int64_t seq_id) const;
+  // The same, for the engine's per-step bookkeeping of a sequence's KV export (KvStoreTier).
+  Sequence* get_mutable(int64_t seq_id) { return const_cast<Sequence*>(std::as_const(*this).get(seq_id)); }
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
   int num_running() const { return static_cast<int>(running_.size()); }
   bool has_unfinished() const { return !seqs_.empty(); }

@@ -78,6 +78,7 @@ struct Sequence {
   // computed, its full prompt blocks go to the engine's KvExportSink under this tag, once.
   std::string kv_export_tag;
   bool kv_exported = false;
+  int kv_layer_exported_blocks = -1;  // >= 0: its blocks went layer by layer (this many)
   // Speculative decoding: tokens proposed to follow the known ones (Scheduler::set_draft); the
   // next schedule() verifies them when the sequence decodes, and clears them either way.
   std::vector<int32_t> draft;
@@ -85,11 +86,6 @@ struct Sequence {
   static constexpr int32_t kPendingToken = -1;  // a token an in-flight step is sampling
 
   int num_prompt_tokens() const { return static_cast<int>(prompt.size()); }
-  // Tokens the prefix cache may match or publish: all, or those before the first image (blocks
-  // holding image tokens are never shared, so two images never share KV; prompt_images.h).
-  int prefix_cacheable_tokens() const {
-    return images && !images->empty() ? images->front().start : std::numeric_limits<int>::max();
-  }
   int num_known_tokens() const { return static_cast<int>(prompt.size() + output.size()); }
   int num_tokens() const { return num_known_tokens() + num_pending_samples; }
   // Tokens computed or being computed: where the next scheduled chunk starts.

@@ -55,11 +55,21 @@ BlockKey root_key(const Namespace& ns) {
   return h.finish();
 }
 
-BlockKey chain_key(const BlockKey& parent, std::span<const int32_t> tokens) {
+BlockKey chain_key(const BlockKey& parent, std::span<const int32_t> tokens,
+                   std::span<const uint64_t> extra) {
   Sha256 h;
   h.update(parent.data(), parent.size());
   h.update_u32(static_cast<uint32_t>(tokens.size()));
   for (int32_t t : tokens) h.update_u32(static_cast<uint32_t>(t));
+  if (!extra.empty()) {
+    static const char kDomain[] = "deepinfer.kvstore.extra.v1";
+    h.update(kDomain, sizeof(kDomain) - 1);
+    h.update_u32(static_cast<uint32_t>(extra.size()));
+    for (uint64_t w : extra) {
+      h.update_u32(static_cast<uint32_t>(w));
+      h.update_u32(static_cast<uint32_t>(w >> 32));
+    }
+  }
   return h.finish();
 }
 

@@ -28,9 +28,12 @@ struct Namespace {
 // Key of the empty prefix: a digest of the namespace alone. The first block's parent.
 BlockKey root_key(const Namespace& ns);
 
-// SHA-256(parent || token ids as little-endian int32). The parent already carries the
-// namespace (via root_key), so a chain started from root_key(ns) is namespaced end to end.
-BlockKey chain_key(const BlockKey& parent, std::span<const int32_t> tokens);
+// SHA-256(parent || token count || token ids as little-endian int32 [|| extra]). The parent
+// already carries the namespace (via root_key), so a chain started from root_key(ns) is
+// namespaced end to end. `extra`: words that decide the block's KV besides its tokens (the
+// engine passes each image's content hash and span); empty gives the text-only key.
+BlockKey chain_key(const BlockKey& parent, std::span<const int32_t> tokens,
+                   std::span<const uint64_t> extra = {});
 
 // Convenience: keys of every full block of `tokens` (block_tokens from ns); a trailing partial
 // block gets no key.

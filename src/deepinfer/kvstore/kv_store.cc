@@ -158,6 +158,8 @@ int64_t KvStore::now() const {
   return cfg_.clock ? cfg_.clock() : static_cast<int64_t>(::time(nullptr));
 }
 
+std::string KvStore::store_id() const { return impl_->ssd ? impl_->ssd->store_id() : std::string(); }
+
 size_t KvStore::batch_exists(std::span<const BlockKey> keys) {
   const int64_t t = now();
   size_t i = 0;

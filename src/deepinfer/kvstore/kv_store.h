@@ -67,6 +67,9 @@ class KvStore {
   const KvStoreConfig& config() const { return cfg_; }
   int data_shards() const;
   int parity_shards() const;
+  // The SSD store's identity (its manifest's store id; every process opening the same targets
+  // sees the same one); "" for a RAM-only store.
+  std::string store_id() const;
 
   // Length of the longest prefix of `keys` that is cached (host or SSD).
   size_t batch_exists(std::span<const BlockKey> keys);

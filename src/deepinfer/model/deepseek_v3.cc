@@ -214,8 +214,10 @@ Status DeepseekV3::forward(const ForwardBatch& batch, KvCache& cache, ForwardCon
   grow(h_, T * H);
   grow(tmp_, T * H);
   embed_tokens(embedding_, H, batch.token_ids.data(), T, x_.data());
-  for (int l = 0; l < config_.num_layers; ++l)
+  for (int l = 0; l < config_.num_layers; ++l) {
     layer_forward(layers_[l], l, batch, {cache.k[l].data(), cache.dtype(), cache.block_size}, ctx);
+    if (ctx.after_layer) ctx.after_layer(l);
+  }
   if (keep_hidden_) {
     final_hidden_.resize(T * H);
     rms_norm_rows(x_.data(), H, output_norm_, final_hidden_.data(), H, T, H, config_.rms_norm_eps);

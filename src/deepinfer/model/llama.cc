@@ -156,6 +156,7 @@ class Llama final : public Model {
       rms_norm_rows(ws_.x.data(), H, L.ffn_norm, ws_.h.data(), H, T, H, c.rms_norm_eps);
       swiglu_mlp_forward(L.mlp, ws_.h.data(), T, H, ws_.h.data(), ws_.gate.data(), ws_.up.data(), ctx);
       kernels::add(ws_.x.data(), ws_.h.data(), ws_.x.data(), T * H);
+      if (ctx.after_layer) ctx.after_layer(l);
     }
 
     // Only the rows whose logits are wanted go through the final norm and the LM head.

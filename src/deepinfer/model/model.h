@@ -29,6 +29,10 @@ struct ForwardContext {
   // Quantized weights: float32 activations (matches the float reference to ~1e-4), or 8-bit
   // activations with integer dot products (llama.cpp's arithmetic: faster, logits move ~1).
   bool int8_activations = false;
+  // Layer-by-layer KV export (prefill/decode disaggregation): called after layer l of the batch
+  // wrote its K/V, so those rows can leave while later layers run. Null: nothing to call.
+  // Architectures whose cache is one [K, V] slice per layer call it; others may ignore it.
+  std::function<void(int layer)> after_layer = nullptr;
 };
 
 class Model {

@@ -11,12 +11,16 @@
 #include <pybind11/stl.h>
 
 #include "deepinfer/base/check.h"
+#include "deepinfer/base/thread_pool.h"
 #include "deepinfer/engine/engine.h"
+#include "deepinfer/engine/image_request.h"
 #include "deepinfer/engine/loaded_model.h"
 #include "deepinfer/engine/request.h"
 #include "deepinfer/engine/sampling_fields.h"
 #include "deepinfer/recipe/chat.h"
 #include "deepinfer/recipe/deepseek_v4_chat.h"
+#include "deepinfer/vision/data_url.h"
+#include "deepinfer/vision/image_service.h"
 
 namespace py = pybind11;
 
@@ -42,6 +46,18 @@ T unwrap(Result<T> r) {
   return std::move(*r);
 }
 
+// A chat prompt with images, ready for add_request: its token ids (each image's placeholder
+// expanded) and the images' positions, hashes and embeddings.
+struct ImagePrompt {
+  std::vector<int32_t> prompt_ids;
+  std::vector<engine::PromptImage> images;
+  std::string text;  // the rendered chat prompt, one placeholder per image
+};
+
+// One message part from Python: ("text", text) | ("url", a data: URL) | ("bytes", encoded image).
+using PyPart = std::pair<std::string, std::string>;
+using PyMessage = std::pair<std::string, std::vector<PyPart>>;
+
 // One loaded model + engine. The mutex serializes Python threads sharing it; step() runs with
 // the GIL released so other Python threads keep going during the forward pass.
 class PyEngine {
@@ -61,13 +77,71 @@ class PyEngine {
     config.enable_prefix_caching = enable_prefix_caching;
     config.kv_cache_dtype = kv_cache_dtype;  // checked by Engine::create (ValueError)
     engine_ = unwrap(engine::Engine::create(std::move(loaded.model), tokenizer_, config));
+    if (loaded.vision) {
+      vision_pool_ = std::make_unique<ThreadPool>(threads);
+      images_ = std::make_unique<vision::ImageService>(loaded.vision, vision_pool_.get());
+    }
+  }
+
+  // A conversation whose messages are lists of parts (messages[i].content[j] in errors) through
+  // the chat template, then its images decoded and encoded (the embedding cache keys them by the
+  // SHA-256 of their bytes, as the server does). Bad input is a ValueError naming the part.
+  ImagePrompt prepare_chat(const std::vector<PyMessage>& msgs, bool add_generation_prompt) {
+    std::vector<recipe::ChatMessage> messages;
+    for (size_t i = 0; i < msgs.size(); ++i) {
+      recipe::ChatMessage msg{msgs[i].first, ""};
+      for (size_t j = 0; j < msgs[i].second.size(); ++j) {
+        const auto& [kind, payload] = msgs[i].second[j];
+        const std::string where = "messages[" + std::to_string(i) + "].content[" + std::to_string(j) + "]";
+        if (kind == "text") {
+          msg.content += payload;
+          msg.parts.push_back({false, payload});
+        } else if (kind == "url") {
+          msg.parts.push_back({true, unwrap(vision::bytes_from_data_url(payload, where + ".image_url"))});
+        } else if (kind == "bytes") {
+          if (payload.empty()) throw py::value_error(where + ": the image is empty (0 bytes)");
+          msg.parts.push_back({true, payload});
+        } else {
+          throw py::value_error(where + ": unknown part kind '" + kind + "'");
+        }
+      }
+      bool has_image = false;
+      for (const recipe::ChatPart& p : msg.parts) has_image = has_image || p.image;
+      if (!has_image) msg.parts.clear();  // plain string content, which every template handles
+      messages.push_back(std::move(msg));
+    }
+    std::vector<const std::string*> image_bytes;
+    for (const auto& m : messages)
+      for (const auto& p : m.parts)
+        if (p.image) image_bytes.push_back(&p.text);
+    if (!image_bytes.empty() && !images_)
+      throw py::value_error("messages: " + name_ + " does not accept images (it has no vision encoder)");
+    recipe::ChatOptions opts;
+    opts.add_generation_prompt = add_generation_prompt;
+    engine::GenerationRequest r;
+    r.prompt_ids = unwrap(recipe::encode_chat_for_model(*tokenizer_, architecture_, messages, opts));
+    if (!image_bytes.empty()) {
+      Status st = Status::ok();
+      {
+        py::gil_scoped_release release;  // the vision tower runs here
+        st = engine::add_prompt_images(*images_, image_bytes, r);
+      }
+      if (!st.is_ok()) raise(st);
+    }
+    ImagePrompt out{std::move(r.prompt_ids), std::move(r.images), {}};
+    if (auto text = recipe::render_chat(*tokenizer_, messages, opts); text.is_ok()) out.text = text->text.text;
+    return out;
   }
 
   // `p`: SamplingParams._to_engine(): the Python fields of engine/sampling_fields.h (None or
   // absent keeps the default), plus stop and logit_bias.
-  int64_t add_request(std::vector<int32_t> prompt_ids, const py::dict& p) {
+  int64_t add_request(std::vector<int32_t> prompt_ids, const py::dict& p, const ImagePrompt* images) {
     engine::GenerationRequest r = engine::default_request(engine::Defaults::kApi);
     r.prompt_ids = std::move(prompt_ids);
+    if (images != nullptr) {
+      if (images->prompt_ids != r.prompt_ids) throw py::value_error("prompt_ids differ from the image prompt's");
+      r.images = images->images;
+    }
     for (const engine::SamplingField& f : engine::sampling_fields()) {
       const py::str key(std::string(f.name));
       if (!(f.surfaces & engine::kPython) || !p.contains(key) || p[key].is_none()) continue;
@@ -184,6 +258,13 @@ class PyEngine {
   }
 
   const std::string& name() const { return name_; }
+  bool accepts_images() const { return images_ != nullptr; }
+  // (images encoded, embedding cache hits)
+  std::pair<uint64_t, uint64_t> image_stats() const {
+    if (!images_) return {0, 0};
+    const vision::ImageServiceStats st = images_->stats();
+    return {st.encoded, st.cache_hits};
+  }
   const std::string& architecture() const { return architecture_; }
   const recipe::Tokenizer& tokenizer() const { return *tokenizer_; }
 
@@ -209,6 +290,8 @@ class PyEngine {
   std::string architecture_;
   std::shared_ptr<const recipe::Tokenizer> tokenizer_;
   std::unique_ptr<engine::Engine> engine_;
+  std::unique_ptr<ThreadPool> vision_pool_;          // multimodal models only
+  std::unique_ptr<vision::ImageService> images_;     // multimodal models only
   std::mutex mu_;
 };
 
@@ -241,12 +324,21 @@ PYBIND11_MODULE(_C, m) {
     }
     return out;
   });
+  using deepinfer::python::ImagePrompt;
+  py::class_<ImagePrompt>(m, "ImagePrompt")
+      .def_readonly("prompt_ids", &ImagePrompt::prompt_ids)
+      .def_readonly("text", &ImagePrompt::text)
+      .def_property_readonly("num_images", [](const ImagePrompt& p) { return p.images.size(); });
   py::class_<PyEngine>(m, "Engine")
       .def(py::init<const std::string&, int, int, bool, bool, const std::string&>(), py::arg("model"),
            py::arg("threads") = 0, py::arg("max_num_seqs") = 64,
            py::arg("batch_invariant") = false, py::arg("enable_prefix_caching") = true,
            py::arg("kv_cache_dtype") = "auto")
-      .def("add_request", &PyEngine::add_request, py::arg("prompt_ids"), py::arg("params"))
+      .def("add_request", &PyEngine::add_request, py::arg("prompt_ids"), py::arg("params"),
+           py::arg("images") = nullptr)
+      .def("prepare_chat", &PyEngine::prepare_chat, py::arg("messages"), py::arg("add_generation_prompt") = true)
+      .def_property_readonly("accepts_images", &PyEngine::accepts_images)
+      .def_property_readonly("image_stats", &PyEngine::image_stats)
       .def("step", &PyEngine::step)
       .def("has_unfinished", &PyEngine::has_unfinished)
       .def("abort", &PyEngine::abort, py::arg("request_id"))

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -132,6 +133,10 @@ void EnginePool::refresh(std::string& kv_namespace) {
     if (why.empty()) {
       e->kv_address = info.value("kv_address", "");
       e->kv_namespace = info.value("kv_namespace", "");
+      e->kv_block_tokens = info.value("kv_block_tokens", 0);
+      e->kv_store_id = info.value("kv_store_id", "");
+      e->kv_cache_usage = info.value("kv_cache_usage", 0.0);
+      e->running = info.value("running", 0);
       e->down_reason.clear();
       e->healthy = true;
       if (!was) log::info("entrypoint: {} engine {} is up", role_, e->address);
@@ -168,18 +173,51 @@ std::string EnginePool::kv_address(const RemoteEngine& e) const {
   return e.kv_address;
 }
 
-std::string EnginePool::metrics_text() const {
+std::string EnginePool::kv_store_id(const RemoteEngine& e) const {
   std::lock_guard lock(mu_);
+  return e.kv_store_id;
+}
+
+std::shared_ptr<RemoteEngine> least_loaded_decode(const std::vector<std::shared_ptr<RemoteEngine>>& candidates) {
+  auto key = [](const RemoteEngine& e) {
+    const double usage = e.kv_cache_usage.load();
+    return std::tuple(usage >= kKvUsageFull, e.in_flight.load(), usage);
+  };
+  std::shared_ptr<RemoteEngine> best;
+  for (const auto& e : candidates)
+    if (!best || key(*e) < key(*best)) best = e;
+  return best;
+}
+
+std::string pool_metrics_text(const std::vector<const EnginePool*>& pools) {
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+  };
+  static constexpr Family kFamilies[] = {
+      {"up", "gauge", "Whether the entrypoint's last health check of the engine passed."},
+      {"in_flight", "gauge", "Requests the entrypoint has at the engine now."},
+      {"queued_prompt_tokens", "gauge", "Prefill: prompt tokens the engine is computing for the entrypoint."},
+      {"requests_total", "counter", "Requests the entrypoint sent to the engine."},
+      {"failures_total", "counter", "Requests that failed to reach the engine or that it failed."},
+  };
   std::string out;
-  for (const auto& e : engines_)
-    out += fmt::format(
-        "deepinfer_pd_engine_up{{pool=\"{0}\",engine=\"{1}\"}} {2}\n"
-        "deepinfer_pd_engine_in_flight{{pool=\"{0}\",engine=\"{1}\"}} {3}\n"
-        "deepinfer_pd_engine_queued_prompt_tokens{{pool=\"{0}\",engine=\"{1}\"}} {4}\n"
-        "deepinfer_pd_engine_requests_total{{pool=\"{0}\",engine=\"{1}\"}} {5}\n"
-        "deepinfer_pd_engine_failures_total{{pool=\"{0}\",engine=\"{1}\"}} {6}\n",
-        role_, e->address, e->healthy ? 1 : 0, e->in_flight.load(), e->queued_prompt_tokens.load(),
-        e->requests.load(), e->failures.load());
+  for (const Family& f : kFamilies) {  // one family's samples together, as Prometheus expects
+    out += fmt::format("# HELP deepinfer_pd_engine_{0} {1}\n# TYPE deepinfer_pd_engine_{0} {2}\n", f.name, f.help, f.type);
+    for (const EnginePool* pool : pools) {
+      std::lock_guard lock(pool->mu_);
+      for (const auto& e : pool->engines_) {
+        const std::string n = f.name;
+        const uint64_t v = n == "up" ? (e->healthy ? 1 : 0)
+                           : n == "in_flight" ? uint64_t(std::max(0, e->in_flight.load()))
+                           : n == "queued_prompt_tokens" ? uint64_t(std::max<int64_t>(0, e->queued_prompt_tokens.load()))
+                           : n == "requests_total" ? e->requests.load()
+                                                   : e->failures.load();
+        out += fmt::format("deepinfer_pd_engine_{}{{pool=\"{}\",engine=\"{}\"}} {}\n", f.name, pool->role_, e->address, v);
+      }
+    }
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "deepinfer/serve/pd_engine_roles.h"
 
 #include <chrono>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -33,10 +34,6 @@ std::string hex(std::span<const uint8_t> bytes) {
   return out;
 }
 
-std::string namespace_id(const engine::KvStoreTier* tier) {
-  if (tier == nullptr) return "";
-  return hex(kvstore::root_key(tier->key_namespace()));
-}
 
 // The tag a prefill request carries: "<transfer id>@<decode engine's UCX address>".
 std::string make_tag(uint64_t transfer_id, const std::string& peer) {
@@ -81,26 +78,40 @@ std::string counters_text(const std::string& role, const PdEngineCounters& c) {
       "# HELP deepinfer_pd_kv_wait_timeouts_total Decode requests that started with blocks still missing.\n"
       "# TYPE deepinfer_pd_kv_wait_timeouts_total counter\ndeepinfer_pd_kv_wait_timeouts_total{{role=\"{0}\"}} {5}\n"
       "# HELP deepinfer_pd_kv_transfer_seconds_total Prefill: time from prompt computed to blocks delivered.\n"
-      "# TYPE deepinfer_pd_kv_transfer_seconds_total counter\ndeepinfer_pd_kv_transfer_seconds_total{{role=\"{0}\"}} {6:.6f}\n",
+      "# TYPE deepinfer_pd_kv_transfer_seconds_total counter\ndeepinfer_pd_kv_transfer_seconds_total{{role=\"{0}\"}} {6:.6f}\n"
+      "# HELP deepinfer_pd_kv_layer_messages_total KV messages of one layer of a prompt's blocks (layer-by-layer transfer).\n"
+      "# TYPE deepinfer_pd_kv_layer_messages_total counter\ndeepinfer_pd_kv_layer_messages_total{{role=\"{0}\"}} {7}\n",
       role, c.requests.load(), c.blocks.load(), c.bytes.load(), c.failures.load(), c.wait_timeouts.load(),
-      double(c.transfer_micros.load()) / 1e6);
+      double(c.transfer_micros.load()) / 1e6, c.layer_messages.load());
 }
 
 }  // namespace
 
-json engine_role_info(const std::string& role, const std::string& model_name, const std::string& kv_namespace,
-                      const std::string& kv_address) {
+EngineKvIdentity engine_kv_identity(const engine::KvStoreTier* tier) {
+  EngineKvIdentity id;
+  if (tier == nullptr) return id;
+  id.kv_namespace = hex(kvstore::root_key(tier->key_namespace()));
+  id.block_tokens = static_cast<int>(tier->key_namespace().block_tokens);
+  id.store_id = tier->store_id();
+  return id;
+}
+
+json engine_role_info(const std::string& role, const std::string& model_name, const EngineKvIdentity& kv,
+                      const std::string& kv_address, const EngineGauges& load) {
+  const double usage = load.kv_blocks > 0 ? double(load.kv_blocks_in_use) / double(load.kv_blocks) : 0.0;
   return {{"role", role}, {"protocol", pd::kProtocolVersion}, {"model", model_name},
-          {"kv_namespace", kv_namespace}, {"kv_address", kv_address}};
+          {"kv_namespace", kv.kv_namespace}, {"kv_block_tokens", kv.block_tokens},
+          {"kv_store_id", kv.store_id}, {"kv_address", kv_address},
+          {"running", load.running}, {"waiting", load.waiting}, {"kv_cache_usage", usage}};
 }
 
 // ---------------------------------------------------------------- prefill
 
-Result<std::unique_ptr<PrefillRole>> PrefillRole::create(engine::Engine& engine) {
+Result<std::unique_ptr<PrefillRole>> PrefillRole::create(engine::Engine& engine, bool by_layer) {
   std::unique_ptr<PrefillRole> role(new PrefillRole());
   DI_ASSIGN_OR_RETURN(role->sender_, transfer::KvSender::create());
-  DI_RETURN_IF_ERROR(engine.set_kv_export_sink(role.get()));
-  role->kv_namespace_ = namespace_id(engine.kv_store_tier());
+  DI_RETURN_IF_ERROR(engine.set_kv_export_sink(role.get(), by_layer));
+  role->kv_ = engine_kv_identity(engine.kv_store_tier());
   return role;
 }
 
@@ -112,6 +123,17 @@ void PrefillRole::export_block(const std::string& tag, int index, const std::arr
   sender_->send(peer, transfer_id, pd::encode_kv_block(index, key, bytes));
   counters_.blocks += 1;
   counters_.bytes += bytes.size();
+}
+
+void PrefillRole::export_layer(const std::string& tag, int layer, int num_layers,
+                               std::span<const std::array<uint8_t, 32>> keys, std::span<const uint8_t> bytes) {
+  uint64_t transfer_id = 0;
+  std::string peer;
+  if (!parse_tag(tag, transfer_id, peer)) return;
+  sender_->send(peer, transfer_id, pd::encode_kv_layer(layer, num_layers, keys, bytes));
+  if (layer == num_layers - 1) counters_.blocks += keys.size();
+  counters_.bytes += bytes.size();
+  counters_.layer_messages += 1;
 }
 
 void PrefillRole::export_done(const std::string& tag, int blocks) {
@@ -140,6 +162,7 @@ json PrefillRole::handle_prefill(const json& body) {
   request.prompt_logprobs = -1;
   request.speculative = false;
   request.kv_export_tag = make_tag(transfer_id, peer);
+  const auto started = Clock::now();
   auto stream = loop_->submit(request);
   if (!stream.is_ok()) throw api_error_from_status(stream.status());
   engine::RequestOutput out, last;
@@ -154,6 +177,9 @@ json PrefillRole::handle_prefill(const json& body) {
     }
   }
   const auto computed = Clock::now();
+  // This pool's time to first token: the prompt computed (queue included), before the transfer.
+  loop_->metrics().ttft().observe(std::chrono::duration<double>(computed - started).count());
+  loop_->metrics().add_prompt_tokens(last.prompt_tokens);
   int blocks = 0;
   {
     std::unique_lock lock(mu_);
@@ -183,7 +209,7 @@ RoleHooks PrefillRole::hooks() {
   h.install_routes = [this](httplib::Server& server, const auto& declare) {
     declare("GET", "/internal/v1/info");
     server.Get("/internal/v1/info", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(dump_json(engine_role_info("prefill", model_name_, kv_namespace_, "")), "application/json");
+      res.set_content(dump_json(engine_role_info("prefill", model_name_, kv_, "", loop_->gauges())), "application/json");
     });
     declare("POST", "/internal/v1/prefill");
     server.Post("/internal/v1/prefill", [this](const httplib::Request& req, httplib::Response& res) {
@@ -202,11 +228,38 @@ RoleHooks PrefillRole::hooks() {
 
 // ---------------------------------------------------------------- decode
 
+namespace {
+// The decode pool's own latency view of one generate request: time to first token from the
+// request's arrival (the wait for its blocks included) and the time per output token after it.
+struct StreamTiming {
+  Clock::time_point arrived, last;
+  bool first_seen = false;
+  void observe(const engine::RequestOutput& out, ServerMetrics& metrics) {
+    const auto now = Clock::now();
+    if (!out.new_token_ids.empty()) {
+      if (!first_seen) {
+        metrics.ttft().observe(std::chrono::duration<double>(now - arrived).count());
+        first_seen = true;
+      } else {
+        metrics.inter_token().observe(std::chrono::duration<double>(now - last).count() /
+                                      double(out.new_token_ids.size()));
+      }
+      last = now;
+      metrics.add_generation_tokens(int64_t(out.new_token_ids.size()));
+    }
+    if (out.finished) {
+      metrics.add_prompt_tokens(out.prompt_tokens);
+      metrics.e2e().observe(std::chrono::duration<double>(now - arrived).count());
+    }
+  }
+};
+}  // namespace
+
 Result<std::unique_ptr<DecodeRole>> DecodeRole::create(engine::Engine& engine) {
   std::unique_ptr<DecodeRole> role(new DecodeRole());
   role->tier_ = engine.kv_import_tier();
   if (role->tier_ == nullptr) return invalid_argument("serve --role decode: the engine has no KV store tier");
-  role->kv_namespace_ = namespace_id(role->tier_);
+  role->kv_ = engine_kv_identity(role->tier_);
   DecodeRole* self = role.get();
   DI_ASSIGN_OR_RETURN(role->receiver_, transfer::KvReceiver::create([self](uint64_t id, std::vector<uint8_t> m) {
                         self->on_message(id, std::move(m));
@@ -214,7 +267,66 @@ Result<std::unique_ptr<DecodeRole>> DecodeRole::create(engine::Engine& engine) {
   return role;
 }
 
+void DecodeRole::count_arrival(uint64_t transfer_id, int blocks) {
+  {
+    std::lock_guard lock(mu_);
+    // Counts of transfers whose generate request never came (the entrypoint retried elsewhere)
+    // would pile up; a count only matters for seconds, so a full table starts over.
+    if (arrived_.size() >= kMaxPendingTransfers && !arrived_.count(transfer_id)) arrived_.clear();
+    arrived_[transfer_id] += blocks;  // counted either way: the wait is for arrival, not success
+  }
+  cv_.notify_all();
+}
+
+int DecodeRole::on_layer(uint64_t transfer_id, std::span<const uint8_t> message) {
+  auto m = pd::decode_kv_layer(message);
+  if (!m.is_ok()) {
+    counters_.failures += 1;
+    log::warn("decode: KV transfer {}: layer message dropped: {}", transfer_id, m.status().message());
+    return 0;
+  }
+  counters_.layer_messages += 1;
+  const size_t n = m->keys.size(), block_bytes = tier_->block_bytes();
+  const size_t slice = m->slices.size() / n;
+  if (slice * size_t(m->num_layers) != block_bytes) {
+    counters_.failures += 1;
+    log::warn("decode: KV transfer {}: {} layers of {} bytes do not make this engine's {}-byte blocks",
+              transfer_id, m->num_layers, slice, block_bytes);
+    return 0;
+  }
+  if (assembling_.size() >= kMaxPendingTransfers && !assembling_.count(transfer_id)) assembling_.clear();
+  LayerAssembly& a = assembling_[transfer_id];
+  if (a.num_layers != m->num_layers || a.keys != m->keys) {  // new, or a retried prefill of other blocks
+    a = LayerAssembly{m->num_layers, m->keys, std::vector<uint8_t>(n * block_bytes),
+                      std::vector<bool>(size_t(m->num_layers)), 0};
+  }
+  for (size_t i = 0; i < n; ++i)
+    std::memcpy(a.bytes.data() + i * block_bytes + size_t(m->layer) * slice, m->slices.data() + i * slice, slice);
+  if (!a.layer_seen[size_t(m->layer)]) {
+    a.layer_seen[size_t(m->layer)] = true;
+    a.layers += 1;
+  }
+  if (a.layers < a.num_layers) return 0;
+  int imported = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (tier_->import_block(a.keys[i], std::span(a.bytes.data() + i * block_bytes, block_bytes))) {
+      imported += 1;
+      counters_.blocks += 1;
+      counters_.bytes += block_bytes;
+    } else {
+      counters_.failures += 1;
+    }
+  }
+  if (imported < int(n)) log::warn("decode: KV transfer {}: the RAM tier refused {} of {} blocks", transfer_id, int(n) - imported, n);
+  assembling_.erase(transfer_id);
+  return int(n);  // arrived, whether or not the tier kept them
+}
+
 void DecodeRole::on_message(uint64_t transfer_id, std::vector<uint8_t> message) {
+  if (pd::is_kv_layer_message(message)) {
+    if (const int blocks = on_layer(transfer_id, message); blocks > 0) count_arrival(transfer_id, blocks);
+    return;
+  }
   auto block = pd::decode_kv_block(message);
   bool ok = block.is_ok() && tier_->import_block(block->key, block->bytes);
   if (!ok) {
@@ -226,14 +338,7 @@ void DecodeRole::on_message(uint64_t transfer_id, std::vector<uint8_t> message) 
     counters_.blocks += 1;
     counters_.bytes += block->bytes.size();
   }
-  {
-    std::lock_guard lock(mu_);
-    // Counts of transfers whose generate request never came (the entrypoint retried elsewhere)
-    // would pile up; a count only matters for seconds, so a full table starts over.
-    if (arrived_.size() >= kMaxPendingTransfers && !arrived_.count(transfer_id)) arrived_.clear();
-    arrived_[transfer_id] += 1;  // counted either way: the wait is for arrival, not success
-  }
-  cv_.notify_all();
+  count_arrival(transfer_id, 1);
 }
 
 RoleHooks DecodeRole::hooks() {
@@ -241,17 +346,19 @@ RoleHooks DecodeRole::hooks() {
   h.install_routes = [this](httplib::Server& server, const auto& declare) {
     declare("GET", "/internal/v1/info");
     server.Get("/internal/v1/info", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(dump_json(engine_role_info("decode", model_name_, kv_namespace_, kv_address())),
+      res.set_content(dump_json(engine_role_info("decode", model_name_, kv_, kv_address(), loop_->gauges())),
                       "application/json");
     });
     declare("POST", "/internal/v1/generate");
     server.Post("/internal/v1/generate", [this](const httplib::Request& req, httplib::Response& res) {
       std::shared_ptr<RequestStream> stream;
+      auto timing = std::make_shared<StreamTiming>();
       try {
         counters_.requests += 1;
         const json body = parse_internal_body(req);
         auto parsed = pd::request_from_json(body.value("request", json::object()));
         if (!parsed.is_ok()) throw ApiError(400, "request", parsed.status().message());
+        timing->arrived = Clock::now();
         const uint64_t transfer_id = body.value("transfer_id", uint64_t{0});
         const int expected = body.value("expected_blocks", 0);
         const std::string request_id = body.value("request_id", "");
@@ -276,7 +383,8 @@ RoleHooks DecodeRole::hooks() {
         reply_error(res, ApiError(400, "", std::string("generate: ") + e.what()));
         return;
       }
-      res.set_chunked_content_provider("application/x-ndjson", [stream](size_t, httplib::DataSink& sink) {
+      ServerMetrics& metrics = loop_->metrics();
+      res.set_chunked_content_provider("application/x-ndjson", [stream, timing, &metrics](size_t, httplib::DataSink& sink) {
         engine::RequestOutput out;
         const auto next = stream->next(out, std::chrono::milliseconds(500));
         if (next == RequestStream::Next::kClosed) {
@@ -290,6 +398,7 @@ RoleHooks DecodeRole::hooks() {
           }
           return true;
         }
+        timing->observe(out, metrics);
         const std::string line = dump_json(pd::output_to_json(out)) + "\n";
         if (!sink.write(line.data(), line.size())) {
           stream->cancel();

@@ -58,6 +58,7 @@ struct DisaggregatedBackend::Job {
   engine::GenerationRequest request;
   std::shared_ptr<RequestStream> stream;
   Clock::time_point submitted, last_token;
+  int stored_tokens = 0;  // of the prompt, found in the shared KV store by the entrypoint
   bool got_first_token = false;
   bool finished = false;
 };
@@ -69,8 +70,23 @@ Result<std::unique_ptr<DisaggregatedBackend>> DisaggregatedBackend::create(engin
   b->options_ = options;
   DI_ASSIGN_OR_RETURN(b->prefill_pool_, EnginePool::create("prefill", options.prefill_urls));
   DI_ASSIGN_OR_RETURN(b->decode_pool_, EnginePool::create("decode", options.decode_urls));
+  if (!options.kv_store_dirs.empty()) {
+    kvstore::KvStoreConfig c;
+    c.targets = options.kv_store_dirs;
+    // The entrypoint only asks which blocks exist (batch_exists reads no value), so the value
+    // size is not used; it keeps no RAM tier and leaves sweeping to the engines.
+    c.block_bytes = 1;
+    c.host_tier_bytes = 0;
+    c.sweep_interval_s = 0;
+    auto store = kvstore::KvStore::open(std::move(c));
+    if (!store.is_ok())
+      return Status(store.status().code(), "entrypoint --kv-store: " + store.status().message());
+    b->store_ = std::move(store).value();
+    b->store_id_ = b->store_->store_id();
+  }
   b->prefill_pool_->refresh(b->kv_namespace_);
   b->decode_pool_->refresh(b->kv_namespace_);
+  b->update_lookup_keys();
   DisaggregatedBackend* self = b.get();
   b->health_ = std::thread([self] { self->health_loop(); });
   return b;
@@ -86,6 +102,7 @@ void DisaggregatedBackend::health_loop() {
     lock.unlock();
     prefill_pool_->refresh(kv_namespace_);
     decode_pool_->refresh(kv_namespace_);
+    update_lookup_keys();
     lock.lock();
   }
 }
@@ -99,11 +116,61 @@ void DisaggregatedBackend::shutdown() {
   stop_requested_ = true;
   cv_.notify_all();
   if (health_.joinable()) health_.join();
-  // Jobs see stopping_ / their cancelled stream at their next output; wait for them (bounded:
-  // a job blocked on an engine that stopped answering ends with its read timeout).
+  // Jobs see stop_requested_ at their next output; one waiting on an engine (a prefill still
+  // computing, a decode engine that stopped answering) is woken by stopping its connection.
+  // The backend is destroyed only after every job thread is done with it.
   std::unique_lock lock(mu_);
-  if (!cv_.wait_for(lock, std::chrono::seconds(30), [&] { return active_ == 0; }))
-    log::warn("entrypoint: {} requests still running at shutdown", active_);
+  while (active_ > 0) {
+    for (httplib::Client* c : clients_) c->stop();
+    if (!cv_.wait_for(lock, std::chrono::seconds(5), [&] { return active_ == 0; }))
+      log::warn("entrypoint: waiting for {} requests to stop", active_);
+  }
+}
+
+void DisaggregatedBackend::track(httplib::Client* client, bool add) {
+  std::lock_guard lock(mu_);
+  if (add) {
+    clients_.push_back(client);
+    if (stopping_) client->stop();
+  } else {
+    clients_.erase(std::find(clients_.begin(), clients_.end(), client));
+  }
+}
+
+void DisaggregatedBackend::update_lookup_keys() {
+  if (!store_) return;
+  // Every healthy engine shares kv_namespace_ (the pools mark the others down); the block size
+  // and the store come from one that has this store.
+  for (const auto& e : decode_pool_->healthy()) {
+    if (decode_pool_->kv_store_id(*e) != store_id_) continue;
+    kvstore::BlockKey root{};
+    if (!kvstore::from_hex(kv_namespace_, &root) || e->kv_block_tokens <= 0) continue;
+    std::lock_guard lock(mu_);
+    lookup_root_ = root;
+    lookup_block_tokens_ = e->kv_block_tokens;
+    lookup_ready_ = true;
+    return;
+  }
+}
+
+int DisaggregatedBackend::stored_prefix_tokens(const std::vector<int32_t>& prompt) {
+  kvstore::BlockKey key{};
+  int block = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (!store_ || !lookup_ready_) return 0;
+    key = lookup_root_;
+    block = lookup_block_tokens_;
+  }
+  store_lookups_ += 1;
+  int stored = 0;
+  for (size_t end = size_t(block); end <= prompt.size(); end += size_t(block)) {
+    key = kvstore::chain_key(key, std::span(prompt).subspan(end - size_t(block), size_t(block)));
+    if (store_->batch_exists(std::span(&key, 1)) != 1) break;
+    stored += block;
+  }
+  store_hit_tokens_ += uint64_t(stored);
+  return stored;
 }
 
 bool DisaggregatedBackend::ready(std::string& why) const {
@@ -121,14 +188,30 @@ EngineGauges DisaggregatedBackend::gauges() const {
 }
 
 std::string DisaggregatedBackend::extra_metrics() const {
-  return "# HELP deepinfer_pd_engine_up Whether the entrypoint's last health check of the engine passed.\n"
-         "# TYPE deepinfer_pd_engine_up gauge\n" +
-         prefill_pool_->metrics_text() + decode_pool_->metrics_text() +
-         fmt::format("# HELP deepinfer_pd_prefill_retries_total Prompts sent to another prefill engine after one failed.\n"
-                     "# TYPE deepinfer_pd_prefill_retries_total counter\ndeepinfer_pd_prefill_retries_total {}\n"
-                     "# HELP deepinfer_pd_decode_failures_total Requests ended by a decode engine that failed.\n"
-                     "# TYPE deepinfer_pd_decode_failures_total counter\ndeepinfer_pd_decode_failures_total {}\n",
-                     prefill_retries_.load(), decode_failures_.load());
+  std::string out = pool_metrics_text({prefill_pool_.get(), decode_pool_.get()});
+  auto counter = [&out](const char* name, const char* help, uint64_t value) {
+    out += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n{0} {2}\n", name, help, value);
+  };
+  counter("deepinfer_pd_prefill_retries_total", "Prompts sent to another prefill engine after one failed.",
+          prefill_retries_.load());
+  counter("deepinfer_pd_decode_failures_total", "Requests ended by a decode engine that failed.",
+          decode_failures_.load());
+  counter("deepinfer_pd_refused_total", "Requests refused with 503 because a pool had no healthy engine.",
+          refused_.load());
+  counter("deepinfer_pd_store_lookups_total", "Prompts the entrypoint looked up in the shared KV store.",
+          store_lookups_.load());
+  counter("deepinfer_pd_store_hit_tokens_total", "Prompt tokens those lookups found stored.",
+          store_hit_tokens_.load());
+  counter("deepinfer_pd_prefill_skipped_total",
+          "Requests sent straight to a decode engine: every full block of the prompt was in the store.",
+          prefill_skipped_.load());
+  prefill_seconds_.render("deepinfer_pd_prefill_seconds",
+                          "Prefill pool: the prefill call as the entrypoint sees it (queue, compute, KV transfer).", out);
+  decode_first_token_seconds_.render("deepinfer_pd_decode_first_token_seconds",
+                                     "Decode pool: from asking the decode engine to its first token.", out);
+  decode_tpot_seconds_.render("deepinfer_pd_decode_time_per_output_token_seconds",
+                              "Decode pool: time per output token after the first.", out);
+  return out;
 }
 
 Result<std::shared_ptr<RequestStream>> DisaggregatedBackend::submit(const engine::GenerationRequest& request) {
@@ -164,13 +247,15 @@ Result<std::shared_ptr<RequestStream>> DisaggregatedBackend::submit(const engine
   return job->stream;
 }
 
-std::shared_ptr<RemoteEngine> DisaggregatedBackend::pick_decode(const std::vector<std::string>& exclude) {
-  std::shared_ptr<RemoteEngine> best;
+std::shared_ptr<RemoteEngine> DisaggregatedBackend::pick_decode(const std::vector<std::string>& exclude,
+                                                                const std::string& store_id) {
+  std::vector<std::shared_ptr<RemoteEngine>> candidates;
   for (auto& e : decode_pool_->healthy()) {
     if (std::find(exclude.begin(), exclude.end(), e->address) != exclude.end()) continue;
-    if (!best || e->in_flight < best->in_flight) best = e;
+    if (!store_id.empty() && decode_pool_->kv_store_id(*e) != store_id) continue;
+    candidates.push_back(e);
   }
-  return best;
+  return least_loaded_decode(candidates);
 }
 
 std::shared_ptr<RemoteEngine> DisaggregatedBackend::pick_prefill(const Job& job, const std::vector<std::string>& exclude) {
@@ -196,11 +281,13 @@ std::shared_ptr<RemoteEngine> DisaggregatedBackend::pick_prefill(const Job& job,
 
 bool DisaggregatedBackend::prefill(Job& job, const std::shared_ptr<RemoteEngine>& decode, uint64_t transfer_id,
                                    int& blocks, int& cached, bool& decode_unreachable, std::string& error) {
+  const auto started = Clock::now();
   const json body = {{"protocol", pd::kProtocolVersion}, {"request_id", job.request_id},
                      {"request", pd::request_to_json(job.request)}, {"transfer_id", transfer_id},
                      {"kv_peer", decode_pool_->kv_address(*decode)}};
   const std::string text = dump_json(body);
-  const int64_t prompt_tokens = static_cast<int64_t>(job.request.prompt_ids.size());
+  // The load it puts on a prefill engine: what the store does not already hold.
+  const int64_t prompt_tokens = static_cast<int64_t>(job.request.prompt_ids.size()) - job.stored_tokens;
   std::vector<std::string> tried;
   while (!job.stream->cancelled()) {
     auto engine = pick_prefill(job, tried);
@@ -216,7 +303,9 @@ bool DisaggregatedBackend::prefill(Job& job, const std::shared_ptr<RemoteEngine>
     httplib::Client cli(engine->host, engine->port);
     cli.set_connection_timeout(2, 0);
     cli.set_read_timeout(kReadTimeoutSeconds, 0);
+    track(&cli, true);
     auto res = cli.Post("/internal/v1/prefill", text, "application/json");
+    track(&cli, false);
     engine->in_flight -= 1;
     engine->queued_prompt_tokens -= prompt_tokens;
     if (!res) {
@@ -229,6 +318,7 @@ bool DisaggregatedBackend::prefill(Job& job, const std::shared_ptr<RemoteEngine>
       const json reply = json::parse(res->body, nullptr, false);
       blocks = reply.is_object() ? reply.value("blocks", 0) : 0;
       cached = reply.is_object() ? reply.value("cached_tokens", 0) : 0;
+      prefill_seconds_.observe(std::chrono::duration<double>(Clock::now() - started).count());
       std::lock_guard lock(mu_);
       if (affinity_.size() >= kMaxAffinityEntries) affinity_.clear();
       affinity_[prompt_head_hash(job.request.prompt_ids)] = engine->address;
@@ -265,6 +355,8 @@ void DisaggregatedBackend::decode(Job& job, const std::shared_ptr<RemoteEngine>&
                      {"expected_blocks", blocks}};
   engine->in_flight += 1;
   engine->requests += 1;
+  const auto asked = Clock::now();
+  bool decode_first_seen = false;
   httplib::Client cli(engine->host, engine->port);
   cli.set_connection_timeout(2, 0);
   cli.set_read_timeout(kReadTimeoutSeconds, 0);
@@ -300,6 +392,13 @@ void DisaggregatedBackend::decode(Job& job, const std::shared_ptr<RemoteEngine>&
       if (o.prompt_tokens > 0 && transfer_id != 0) o.cached_tokens = cached;  // what prefill reused
       const auto now = Clock::now();
       if (!o.new_token_ids.empty()) {
+        if (!decode_first_seen) {
+          decode_first_token_seconds_.observe(std::chrono::duration<double>(now - asked).count());
+          decode_first_seen = true;
+        } else {
+          decode_tpot_seconds_.observe(std::chrono::duration<double>(now - job.last_token).count() /
+                                       double(o.new_token_ids.size()));
+        }
         if (!job.got_first_token) {
           metrics_.ttft().observe(std::chrono::duration<double>(now - job.submitted).count());
           job.got_first_token = true;
@@ -322,7 +421,9 @@ void DisaggregatedBackend::decode(Job& job, const std::shared_ptr<RemoteEngine>&
   };
   httplib::Response res;
   httplib::Error err = httplib::Error::Success;
+  track(&cli, true);
   const bool ok = cli.send(req, res, err);
+  track(&cli, false);
   engine->in_flight -= 1;
   if (job.finished) return;
   if (job.stream->cancelled()) return finish_with_error(job, "cancelled");
@@ -344,13 +445,25 @@ void DisaggregatedBackend::decode(Job& job, const std::shared_ptr<RemoteEngine>&
 void DisaggregatedBackend::run(const std::shared_ptr<Job>& job_ptr) {
   Job& job = *job_ptr;
   std::vector<std::string> bad_decoders;
-  const bool needs_prefill = job.request.prompt_logprobs < 0;  // prompt logprobs: decode computes all
+  const bool prompt_logprobs = job.request.prompt_logprobs >= 0;  // then decode computes all
+  int block_tokens = 0;
+  if (!prompt_logprobs) {
+    job.stored_tokens = stored_prefix_tokens(job.request.prompt_ids);
+    std::lock_guard lock(mu_);
+    block_tokens = lookup_block_tokens_;
+  }
+  const int prompt_len = static_cast<int>(job.request.prompt_ids.size());
+  // Every full block stored: a decode engine on the same store needs nothing from prefill.
+  const bool all_stored = job.stored_tokens > 0 && prompt_len - job.stored_tokens < block_tokens;
   for (int attempt = 0; attempt < kMaxDecodeAttempts && !job.stream->cancelled(); ++attempt) {
-    auto decoder = pick_decode(bad_decoders);
+    auto decoder = all_stored ? pick_decode(bad_decoders, store_id_) : nullptr;
+    if (!decoder) decoder = pick_decode(bad_decoders);
     if (!decoder) return finish_with_error(job, "no healthy decode engine (" + decode_pool_->describe() + ")");
     int blocks = 0, cached = 0;
     uint64_t transfer_id = 0;
-    if (needs_prefill) {
+    const bool skip_prefill = all_stored && decode_pool_->kv_store_id(*decoder) == store_id_;
+    if (skip_prefill) prefill_skipped_ += 1;
+    if (!prompt_logprobs && !skip_prefill) {
       transfer_id = random_transfer_id();
       bool unreachable = false;
       std::string error;

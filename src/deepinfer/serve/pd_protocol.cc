@@ -9,6 +9,9 @@ using nlohmann::json;
 
 constexpr uint32_t kMagic = 0x4b564231;  // "KVB1"
 constexpr size_t kHeaderBytes = 4 + 4 + 4 + 32;
+constexpr uint32_t kLayerMagic = 0x4b564c31;  // "KVL1"
+constexpr size_t kLayerHeaderBytes = 4 * 5;   // magic, version, layer, layers, blocks
+constexpr uint32_t kMaxLayerMessageBlocks = 1u << 20;
 
 json logprob_to_json(const engine::LogprobEntry& e) {
   json top = json::array();
@@ -179,6 +182,52 @@ Result<KvBlockMessage> decode_kv_block(std::span<const uint8_t> message) {
   std::memcpy(&out.index, message.data() + 8, 4);
   std::memcpy(out.key.data(), message.data() + 12, 32);
   out.bytes = message.subspan(kHeaderBytes);
+  return out;
+}
+
+std::vector<uint8_t> encode_kv_layer(int32_t layer, int32_t num_layers,
+                                     std::span<const std::array<uint8_t, 32>> keys,
+                                     std::span<const uint8_t> slices) {
+  std::vector<uint8_t> m(kLayerHeaderBytes + 32 * keys.size() + slices.size());
+  const uint32_t header[5] = {kLayerMagic, uint32_t(kProtocolVersion), uint32_t(layer), uint32_t(num_layers),
+                              uint32_t(keys.size())};
+  std::memcpy(m.data(), header, sizeof(header));
+  uint8_t* p = m.data() + kLayerHeaderBytes;
+  for (const auto& k : keys) {
+    std::memcpy(p, k.data(), 32);
+    p += 32;
+  }
+  if (!slices.empty()) std::memcpy(p, slices.data(), slices.size());
+  return m;
+}
+
+bool is_kv_layer_message(std::span<const uint8_t> message) {
+  uint32_t magic = 0;
+  if (message.size() >= 4) std::memcpy(&magic, message.data(), 4);
+  return magic == kLayerMagic;
+}
+
+Result<KvLayerMessage> decode_kv_layer(std::span<const uint8_t> message) {
+  if (message.size() < kLayerHeaderBytes)
+    return corrupt("KV layer message: {} bytes, shorter than its {}-byte header", message.size(), kLayerHeaderBytes);
+  uint32_t h[5];
+  std::memcpy(h, message.data(), sizeof(h));
+  if (h[0] != kLayerMagic) return corrupt("KV layer message: bad magic {:#x}", h[0]);
+  if (h[1] != uint32_t(kProtocolVersion))
+    return corrupt("KV layer message: protocol version {} (this engine speaks {})", h[1], kProtocolVersion);
+  if (h[3] == 0 || h[3] > 4096 || h[2] >= h[3])
+    return corrupt("KV layer message: layer {} of {}", h[2], h[3]);
+  if (h[4] == 0 || h[4] > kMaxLayerMessageBlocks) return corrupt("KV layer message: {} blocks", h[4]);
+  const size_t keys_end = kLayerHeaderBytes + 32 * size_t(h[4]);
+  if (message.size() < keys_end || (message.size() - keys_end) % h[4] != 0)
+    return corrupt("KV layer message: {} bytes do not hold {} keys and equal slices", message.size(), h[4]);
+  KvLayerMessage out;
+  out.layer = int32_t(h[2]);
+  out.num_layers = int32_t(h[3]);
+  out.keys.resize(h[4]);
+  for (size_t i = 0; i < out.keys.size(); ++i)
+    std::memcpy(out.keys[i].data(), message.data() + kLayerHeaderBytes + 32 * i, 32);
+  out.slices = message.subspan(keys_end);
   return out;
 }
 

@@ -38,4 +38,20 @@ std::vector<uint8_t> encode_kv_block(int32_t index, const std::array<uint8_t, 32
 // The view points into `message`. An error names what is wrong (short, bad magic or version).
 Result<KvBlockMessage> decode_kv_block(std::span<const uint8_t> message);
 
+// One layer of a prompt's blocks on the wire (layer-by-layer transfer): a header (magic,
+// protocol version, layer, layer count, block count), the blocks' store keys, then each
+// block's slice of that layer, back to back (engine::KvExportSink::export_layer).
+struct KvLayerMessage {
+  int32_t layer = 0;
+  int32_t num_layers = 0;
+  std::vector<std::array<uint8_t, 32>> keys;  // [n]
+  std::span<const uint8_t> slices;            // [n * slice bytes]
+};
+std::vector<uint8_t> encode_kv_layer(int32_t layer, int32_t num_layers,
+                                     std::span<const std::array<uint8_t, 32>> keys,
+                                     std::span<const uint8_t> slices);
+Result<KvLayerMessage> decode_kv_layer(std::span<const uint8_t> message);
+// Whether a KV message is a layer message (else a whole block, or garbage that decoding names).
+bool is_kv_layer_message(std::span<const uint8_t> message);
+
 }  // namespace deepinfer::serve::pd

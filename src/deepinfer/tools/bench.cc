@@ -30,6 +30,7 @@
 #include "deepinfer/tools/bench_schema_compile.h"
 #include "deepinfer/tools/bench_serve.h"
 #include "deepinfer/tools/bench_spec.h"
+#include "deepinfer/tools/bench_vision.h"
 #include "deepinfer/tools/cli_common.h"
 #include "deepinfer/tools/membw.h"
 #include "deepinfer/tools/subcommands.h"
@@ -60,6 +61,7 @@ struct BenchFlags {
   int megabytes = 1;
   std::string transfer_bytes = "4194304";  // kv-transfer: message sizes, comma list
   int transfer_messages = 0;               // kv-transfer: per size, 0 = about 256 MiB worth
+  std::string image;                       // vision: the image file
 };
 
 // Structured outputs: compile time and per-token mask time over JSONSchemaBench.
@@ -282,6 +284,7 @@ int run_bench(BenchFlags& f) {
     if (!lens.is_ok()) return report_error(lens.status());
     return run_prefix_restore_bench({f.engine, *lens, f.gen_len, f.repeat});
   }
+  if (f.mode == "vision") return run_vision_bench({f.engine, f.image, f.repeat});
   if (f.mode == "tokenize") return run_tokenize_bench({f.engine.model, f.megabytes, f.repeat});
   if (f.mode == "kvstore-io")
     return run_kvstore_io_bench({f.engine.kv_store, f.block_kib, static_cast<size_t>(f.megabytes)});
@@ -302,7 +305,7 @@ int run_bench(BenchFlags& f) {
   }
   if (f.mode != "prefill" && f.mode != "decode" && f.mode != "serve" && f.mode != "matmul")
     return report_error(invalid_argument(
-        "bench: unknown --mode '{}' (prefill|decode|serve|spec|tokenize|membw|matmul|mask|schema-compile|kvstore|kvstore-io|kv-transfer|prefix-restore)",
+        "bench: unknown --mode '{}' (prefill|decode|serve|spec|tokenize|membw|matmul|mask|schema-compile|kvstore|kvstore-io|kv-transfer|prefix-restore|vision)",
         f.mode));
   const std::string default_batches = f.mode == "matmul" ? "1,256" : "1";
   auto batches = parse_int_list(f.batches.empty() ? default_batches : f.batches, "--batch", 4096);
@@ -387,7 +390,10 @@ Subcommand make_bench_command() {
                     "kv-transfer (the UCX KV transfer from this process to a forked receiver, GB/s per "
                     "--transfer-bytes, next to ucx_perftest -t tag_bw on 127.0.0.1 when it is on PATH) | "
                     "prefix-restore (DeepSeek-V4: restore time of a cached prefix, bounded replay vs "
-                    "exact vs full prefill, and the bounded restore's drift; --prompt-lens, --gen-len, --repeat)");
+                    "exact vs full prefill, and the bounded restore's drift; --prompt-lens, --gen-len, --repeat) | "
+                    "vision (multimodal models: images/s through the vision encoder and the TTFT of an --image "
+                    "prompt, cold and with the embedding and prefix caches warm; --repeat)");
+    cmd->add_option("--image", f->image, "vision: the image file (JPEG, PNG or WebP)");
     cmd->add_option("--matmul-shape", f->matmul_shapes,
                     "matmul: TYPE:OUTxIN, repeatable; TYPE a GGUF type or fp8 / fp4 (DeepSeek's block-scaled "
                     "formats) (default: SmolLM2-135M's q4_1:1536x576, q4_1:576x1536 and q8_0:49152x576)");

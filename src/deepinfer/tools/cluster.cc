@@ -42,6 +42,8 @@ struct ClusterFlags {
   bool batch_invariant = false;
   std::vector<std::string> kv_store;
   double kv_cache_gb = 0;
+  std::string kv_cache_dtype;  // every engine must use the same (it is part of the KV namespace)
+  std::string kv_transfer;     // prefill engines: by-layer | by-block
   int start_timeout_s = 600;
 };
 
@@ -129,6 +131,7 @@ int run_cluster(ClusterFlags& f) {
   if (f.threads > 0) engine_args.insert(engine_args.end(), {"--threads", std::to_string(f.threads)});
   if (f.batch_invariant) engine_args.push_back("--batch-invariant");
   if (f.kv_cache_gb > 0) engine_args.insert(engine_args.end(), {"--kv-cache-gb", fmt::format("{}", f.kv_cache_gb)});
+  if (!f.kv_cache_dtype.empty()) engine_args.insert(engine_args.end(), {"--kv-cache-dtype", f.kv_cache_dtype});
   for (const auto& d : f.kv_store) engine_args.insert(engine_args.end(), {"--kv-store", d});
 
   std::vector<Child> children;
@@ -142,6 +145,7 @@ int run_cluster(ClusterFlags& f) {
       std::vector<std::string> args = {"deepinfer", "serve", "--role", roles[r], "--host", f.host,
                                         "--port", std::to_string(port)};
       args.insert(args.end(), engine_args.begin(), engine_args.end());
+      if (r == 0 && !f.kv_transfer.empty()) args.insert(args.end(), {"--kv-transfer", f.kv_transfer});
       auto c = spawn(name, args, f.log_dir + "/" + name + ".log", port);
       if (!c.is_ok()) {
         stop_all(children);
@@ -163,6 +167,7 @@ int run_cluster(ClusterFlags& f) {
                                     "--decode", fmt::format("{}", fmt::join(urls[1], ","))};
   if (!f.model.empty()) args.insert(args.end(), {"--model", f.model});
   if (!f.served_model_name.empty()) args.insert(args.end(), {"--served-model-name", f.served_model_name});
+  for (const auto& d : f.kv_store) args.insert(args.end(), {"--kv-store", d});  // its store lookups
   auto entry = spawn("entrypoint", args, f.log_dir + "/entrypoint.log", f.port);
   if (!entry.is_ok()) {
     stop_all(children);
@@ -214,6 +219,10 @@ Subcommand make_cluster_command() {
     cmd->add_flag("--batch-invariant", f->batch_invariant, "Engines in batch-invariant mode");
     cmd->add_option("--kv-store", f->kv_store, "KV store directory shared by every engine (repeatable)");
     cmd->add_option("--kv-cache-gb", f->kv_cache_gb, "KV cache per engine in GiB");
+    cmd->add_option("--kv-cache-dtype", f->kv_cache_dtype, "KV cache element type of every engine: auto, f32, bf16, f16")
+        ->check(CLI::IsMember({"auto", "f32", "bf16", "f16"}));
+    cmd->add_option("--kv-transfer", f->kv_transfer, "Prefill engines: by-layer (default) or by-block")
+        ->check(CLI::IsMember({"by-layer", "by-block"}));
     cmd->add_option("--start-timeout", f->start_timeout_s, "Seconds to wait for each engine to load (default 600)")
         ->check(CLI::Range(1, 86400));
     return cmd;

@@ -18,6 +18,7 @@ struct ServeFlags {
   std::string role = "all";
   ServeEpFlags ep;
   std::vector<std::string> prefill_urls, decode_urls;  // --role entrypoint
+  std::string kv_transfer = "by-layer";                 // --role prefill
 };
 
 // --role entrypoint: the public APIs over remote prefill and decode engines; no weights.
@@ -28,6 +29,7 @@ int run_entrypoint(ServeFlags& f) {
   serve::EntrypointOptions eo;
   eo.prefill_urls = f.prefill_urls;
   eo.decode_urls = f.decode_urls;
+  eo.kv_store_dirs = f.engine.kv_store;  // the engines' shared store: the entrypoint's lookups
   eo.max_queued_requests = f.server.loop.max_queued_requests;
   auto backend = serve::DisaggregatedBackend::create(std::move(recipe).value(), eo);
   if (!backend.is_ok()) return report_error(backend.status());
@@ -51,7 +53,7 @@ int run_engine_role(ServeFlags& f, LoadedModel& loaded) {
   std::unique_ptr<serve::PrefillRole> prefill;
   std::unique_ptr<serve::DecodeRole> decode;
   if (f.role == "prefill") {
-    auto r = serve::PrefillRole::create(*engine);
+    auto r = serve::PrefillRole::create(*engine, f.kv_transfer == "by-layer");
     if (!r.is_ok()) return report_error(r.status());
     prefill = std::move(r).value();
   } else {
@@ -80,6 +82,8 @@ int run_serve(ServeFlags& f) {
   const bool pd = f.role == "entrypoint" || f.role == "prefill" || f.role == "decode";
   if (f.role != "entrypoint" && (!f.prefill_urls.empty() || !f.decode_urls.empty()))
     return report_error(invalid_argument("serve: --prefill and --decode are for --role entrypoint"));
+  if (f.role != "prefill" && f.kv_transfer != "by-layer")
+    return report_error(invalid_argument("serve: --kv-transfer is for --role prefill"));
   if (f.role == "entrypoint" && (f.prefill_urls.empty() || f.decode_urls.empty()))
     return report_error(invalid_argument(
         "serve --role entrypoint needs --prefill URL[,URL...] and --decode URL[,URL...] (the engines' "
@@ -142,6 +146,10 @@ Subcommand make_serve_command() {
     cmd->add_option("--decode", f->decode_urls,
                     "--role entrypoint: decode engines, http://host:port (comma-separated or repeated)")
         ->delimiter(',');
+    cmd->add_option("--kv-transfer", f->kv_transfer,
+                    "--role prefill: by-layer (default: each layer's KV leaves as soon as the forward computed "
+                    "it) or by-block (whole blocks once the prompt is computed)")
+        ->check(CLI::IsMember({"by-layer", "by-block"}));
     add_serve_ep_flags(*cmd, f->ep);  // --ep N: docs/parallel.md
     return cmd;
   };

@@ -21,14 +21,35 @@ struct CapturedBlock {
   std::vector<uint8_t> bytes;
 };
 
+// Captures what an engine exports. Layer messages go through the wire codec and are put back
+// together into whole blocks, as the decode role does.
 class CapturingSink : public engine::KvExportSink {
  public:
   void export_block(const std::string& tag, int index, const std::array<uint8_t, 32>& key,
                     std::span<const uint8_t> bytes) override {
     blocks[tag].push_back({index, key, {bytes.begin(), bytes.end()}});
   }
+  void export_layer(const std::string& tag, int layer, int num_layers, std::span<const std::array<uint8_t, 32>> keys,
+                    std::span<const uint8_t> bytes) override {
+    const auto msg = pd::encode_kv_layer(layer, num_layers, keys, bytes);
+    auto m = pd::decode_kv_layer(msg);
+    ASSERT_TRUE(m.is_ok()) << m.status().message();
+    ASSERT_EQ(m->layer, layer);
+    ASSERT_EQ(layer, layers_seen[tag]) << "layers out of order";
+    layers_seen[tag] += 1;
+    const size_t n = m->keys.size(), slice = m->slices.size() / n;
+    auto& out = blocks[tag];
+    if (layer == 0) {
+      out.clear();
+      for (size_t i = 0; i < n; ++i) out.push_back({int(i), m->keys[i], std::vector<uint8_t>(slice * num_layers)});
+    }
+    ASSERT_EQ(out.size(), n);
+    for (size_t i = 0; i < n; ++i)
+      std::copy_n(m->slices.begin() + std::ptrdiff_t(i * slice), slice, out[i].bytes.begin() + std::ptrdiff_t(layer * slice));
+  }
   void export_done(const std::string& tag, int n) override { done[tag] = n; }
   std::map<std::string, std::vector<CapturedBlock>> blocks;
+  std::map<std::string, int> layers_seen;
   std::map<std::string, int> done;
 };
 
@@ -78,7 +99,13 @@ std::vector<float> logprobs_of(const std::vector<engine::RequestOutput>& outs) {
   return v;
 }
 
-TEST(PdHandoff, ImportedBlocksGiveTheSameTokensAndLogprobsAsComputingThePrompt) {
+// Both ways out of a prefill engine: layer by layer during the forward, whole blocks at the end.
+class PdHandoffBothWays : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(ByLayerOrByBlock, PdHandoffBothWays, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "ByLayer" : "ByBlock"; });
+
+TEST_P(PdHandoffBothWays, ImportedBlocksGiveTheSameTokensAndLogprobsAsComputingThePrompt) {
+  const bool by_layer = GetParam();
   for (int prompt_len : {5, 16, 47, 64, 100}) {
     SCOPED_TRACE(prompt_len);
     auto reference = make_engine(false);
@@ -86,7 +113,7 @@ TEST(PdHandoff, ImportedBlocksGiveTheSameTokensAndLogprobsAsComputingThePrompt) 
 
     auto prefill = make_engine(true);
     CapturingSink sink;
-    ASSERT_TRUE(prefill->set_kv_export_sink(&sink).is_ok());
+    ASSERT_TRUE(prefill->set_kv_export_sink(&sink, by_layer).is_ok());
     engine::GenerationRequest pre = request_of(prompt_len);
     pre.max_tokens = 1;
     pre.kv_export_tag = "7@peer";
@@ -95,6 +122,8 @@ TEST(PdHandoff, ImportedBlocksGiveTheSameTokensAndLogprobsAsComputingThePrompt) 
     const int bs = 16;
     EXPECT_EQ(sink.done["7@peer"], prompt_len / bs);
     ASSERT_EQ(sink.blocks["7@peer"].size(), size_t(prompt_len / bs));
+    // By layer: every layer went out, in order, once; by block: none did.
+    EXPECT_EQ(sink.layers_seen["7@peer"], by_layer && prompt_len >= bs ? prefill->model_config().num_layers : 0);
 
     auto decode = make_engine(true);
     for (const auto& b : sink.blocks["7@peer"]) {
@@ -225,6 +254,30 @@ TEST(PdProtocol, MalformedInputIsAnErrorNamingIt) {
   auto bad = pd::decode_kv_block(msg);
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("magic"), std::string::npos);
+}
+
+TEST(PdProtocol, LayerMessagesRoundTripAndBadOnesAreNamed) {
+  std::vector<std::array<uint8_t, 32>> keys(3);
+  for (size_t i = 0; i < keys.size(); ++i) keys[i].fill(uint8_t(i + 1));
+  std::vector<uint8_t> slices(3 * 40);
+  for (size_t i = 0; i < slices.size(); ++i) slices[i] = uint8_t(i * 7);
+  const auto msg = pd::encode_kv_layer(4, 30, keys, slices);
+  EXPECT_TRUE(pd::is_kv_layer_message(msg));
+  auto m = pd::decode_kv_layer(msg);
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  EXPECT_EQ(m->layer, 4);
+  EXPECT_EQ(m->num_layers, 30);
+  EXPECT_EQ(m->keys, keys);
+  EXPECT_TRUE(std::equal(m->slices.begin(), m->slices.end(), slices.begin(), slices.end()));
+  // A whole-block message is not a layer message; truncations and bad headers are errors.
+  std::array<uint8_t, 32> key{};
+  EXPECT_FALSE(pd::is_kv_layer_message(pd::encode_kv_block(0, key, slices)));
+  for (size_t cut : {size_t(3), size_t(19), size_t(20 + 32 * 3 - 1), msg.size() - 1}) {
+    auto bad = pd::decode_kv_layer(std::span(msg).first(cut));
+    EXPECT_FALSE(bad.is_ok()) << cut;
+  }
+  EXPECT_FALSE(pd::decode_kv_layer(pd::encode_kv_layer(30, 30, keys, slices)).is_ok());  // layer >= layers
+  EXPECT_FALSE(pd::decode_kv_layer(pd::encode_kv_layer(0, 30, {}, {})).is_ok());          // no blocks
 }
 
 }  // namespace

@@ -77,17 +77,3 @@ TEST(PromptImages, ChunkedPrefillSplitsAnImageAcrossSteps) {
 
 }  // namespace
 }  // namespace deepinfer::engine
-
-namespace deepinfer::engine {
-namespace {
-
-TEST(PromptImages, PrefixCacheStopsAtTheFirstImage) {
-  Sequence text = seq_of(40);
-  EXPECT_GE(text.prefix_cacheable_tokens(), 40);
-  Sequence s = seq_of(40);
-  ASSERT_TRUE(attach_images({image(21, 4, 5, 0), image(30, 4, 6, 0)}, kHidden, s).is_ok());
-  EXPECT_EQ(s.prefix_cacheable_tokens(), 21);
-}
-
-}  // namespace
-}  // namespace deepinfer::engine
