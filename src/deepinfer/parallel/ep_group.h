@@ -73,10 +73,17 @@ class EpGroup {
   virtual std::vector<std::string> gather_to_root(const std::string& mine) = 0;
   // True when every rank passes true.
   virtual bool all(bool mine) = 0;
+  // Rank 0's `mine` on every rank (the others' `mine` is ignored). `idle`, which every rank must
+  // pass alike: a long wait is likely (no rank has work), so ranks other than 0 poll with short
+  // sleeps (up to 5 ms) instead of MPI's busy wait, which would hold a core per idle rank.
+  virtual std::string broadcast(const std::string& mine, bool idle) = 0;
+  // (token, expert) rows this rank's experts computed so far: its MoE load.
+  uint64_t expert_rows_computed() const { return rows_computed_; }
 
  protected:
   EpPlacement placement_;
   LocalExperts local_;
+  uint64_t rows_computed_ = 0;
 };
 
 }  // namespace deepinfer::parallel

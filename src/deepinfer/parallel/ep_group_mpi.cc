@@ -6,8 +6,11 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "deepinfer/base/check.h"
 #include "deepinfer/parallel/ep_group.h"
@@ -74,6 +77,27 @@ class MpiEpGroup final : public EpGroup {
     return out == 1;
   }
 
+  std::string broadcast(const std::string& mine, bool idle) override {
+    int64_t len = rank_ == 0 ? int64_t(mine.size()) : 0;
+    MPI_Request req;
+    MPI_Ibcast(&len, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &req);
+    if (idle && rank_ != 0) {
+      auto nap = std::chrono::microseconds(50);
+      for (int done = 0;;) {
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (done) break;
+        std::this_thread::sleep_for(nap);
+        nap = std::min(nap * 2, std::chrono::microseconds(5000));
+      }
+    } else {
+      MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
+    DI_CHECK(len >= 0 && len < (int64_t{1} << 31), "expert parallel: broadcast of {} bytes", len);
+    std::string out = rank_ == 0 ? mine : std::string(size_t(len), '\0');
+    if (len > 0) MPI_Bcast(out.data(), static_cast<int>(len), MPI_CHAR, 0, MPI_COMM_WORLD);
+    return out;
+  }
+
  private:
   std::vector<Header> gather_headers(Header mine) {
     std::vector<Header> all(size_);
@@ -119,6 +143,7 @@ class MpiEpGroup final : public EpGroup {
                            rd = scaled(rdispl);
     MPI_Alltoallv(send_x.data(), sc.data(), sd.data(), MPI_FLOAT, recv_x.data(), rc.data(),
                   rd.data(), MPI_FLOAT, MPI_COMM_WORLD);
+    rows_computed_ += uint64_t(n_recv);
     if (n_recv > 0) local_(layer, recv_slots.data(), recv_x.data(), n_recv, recv_y.data());
     MPI_Alltoallv(recv_y.data(), rc.data(), rd.data(), MPI_FLOAT, send_y.data(), sc.data(),
                   sd.data(), MPI_FLOAT, MPI_COMM_WORLD);

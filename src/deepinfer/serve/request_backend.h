@@ -25,6 +25,9 @@ class RequestBackend;
 // The error of the outputs that end running requests when the server stops (SIGTERM): streams
 // end normally with what was generated. Any other error after the first token is a failure.
 inline constexpr const char* kShuttingDown = "the server is shutting down";
+// An output error that starts with this ends a request the server could not finish for want of
+// a part of itself (an expert-parallel rank was lost): answered 503 (retry elsewhere), not 500.
+inline constexpr const char* kServiceUnavailable = "service unavailable: ";
 
 // The outputs of one request, in order, as the backend produces them. Thread-safe.
 class RequestStream {

@@ -107,6 +107,12 @@ ApiError generation_error(const engine::GenerationRequest& request, bool before_
   // A grammar that fails to compile ends its request before any token: the request's fault.
   if (request.grammar && before_first_token)
     return ApiError(400, "", "the requested output format cannot be used: " + error);
+  return failed_generation(error);
+}
+
+ApiError failed_generation(const std::string& error) {
+  if (error.rfind(kServiceUnavailable, 0) == 0)
+    return ApiError(503, "", "generation failed: " + error, "overloaded_error");
   return ApiError(500, "", "generation failed: " + error, "server_error");
 }
 

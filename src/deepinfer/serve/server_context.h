@@ -71,6 +71,9 @@ void check_length(const ServerContext& ctx, const engine::GenerationRequest& req
 // The ApiError for a request the engine ended with `error`.
 ApiError generation_error(const engine::GenerationRequest& request, bool before_first_token,
                           const std::string& error);
+// A request that failed after it began: 503 when the server lacks a part of itself
+// (kServiceUnavailable), else 500.
+ApiError failed_generation(const std::string& error);
 
 // Streams of several requests read together (n > 1): next() returns the index of the request
 // that produced `out`, or -1 when all have finished. Throws ApiError when a submit fails.

@@ -83,7 +83,7 @@ void start_stream(const ServerContext& ctx, std::vector<engine::GenerationReques
             const bool ok = shared->on_error
                                 ? shared->on_error(sse, i, out.error)
                                 : sse.data(nlohmann::json::parse(openai_error_body(
-                                      ApiError(500, "", "generation failed: " + out.error, "server_error"))));
+                                      failed_generation(out.error))));
             if (!ok) return false;
             sse.done();
             return true;
@@ -160,7 +160,7 @@ void respond_when_done(const ServerContext& ctx, std::vector<engine::GenerationR
         }
         std::string body;
         if (!error->empty()) {
-          body = openai_error_body(ApiError(500, "", "generation failed: " + *error, "server_error"));
+          body = openai_error_body(failed_generation(*error));
         } else {
           try {
             body = dump_json(build(*done));

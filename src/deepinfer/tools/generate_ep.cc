@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -20,13 +22,12 @@ namespace deepinfer::tools {
 void add_ep_flags(CLI::App& app, EpFlags& f) {
   app.add_option("--ep", f.ep,
                  "Expert-parallel ranks (MoE models): run under `mpirun -n N`, or give it alone "
-                 "and generate "
-                 "starts mpirun itself; requests are spread over the ranks")
+                 "and deepinfer starts mpirun itself; requests are spread over the ranks")
       ->check(CLI::Range(1, 1024));
   app.add_option(
       "--eplb-trace", f.eplb_trace,
       "With --ep: place experts with EPLB from this expert trace (`generate --expert-trace`)");
-  app.add_option("--ep-redundant", f.redundant,
+  app.add_option("--ep-redundant,--redundant", f.redundant,
                  "With --eplb-trace: redundant expert replicas (default 0)")
       ->check(CLI::Range(0, 1 << 20));
 }
@@ -62,7 +63,47 @@ Result<parallel::EpPlacement> ep_placement(const EpFlags& f, const model::ModelC
   return parallel::placement_from_eplb(p, t.layers, layers, f.ep);
 }
 
-int spawn_mpirun(int ep) {
+namespace {
+
+// Where a signal to the launcher goes: rank 0 when it wrote its pid to `pidfile` (serve: it then
+// stops gracefully and tells the other ranks), else mpirun (which ends the job).
+pid_t forward_target(const std::string& pidfile, pid_t mpirun) {
+  std::ifstream in(pidfile);
+  long pid = 0;
+  if (!pidfile.empty() && in >> pid && pid > 0 && kill(pid_t(pid), 0) == 0) return pid_t(pid);
+  return mpirun;
+}
+
+// Waits for mpirun, forwarding SIGINT and SIGTERM (blocked in this process) as they come.
+int wait_forwarding(pid_t pid, const std::string& pidfile, const sigset_t& forwarded) {
+  int status = 0;
+  for (;;) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) return report_error(io_error("waiting for mpirun failed"));
+    timespec tick{0, 200 * 1000 * 1000};
+    const int sig = sigtimedwait(&forwarded, nullptr, &tick);
+    if (sig > 0) kill(forward_target(pidfile, pid), sig);
+  }
+  // mpirun --enable-recovery exits 0 even when its ranks failed: a rank 0 that started (wrote
+  // its pid) says how it ended in "<pidfile>.status" (serve_ep.cc); none means it was killed.
+  int rank0 = -1;
+  if (!pidfile.empty()) {
+    const bool started = std::ifstream(pidfile).good();
+    std::ifstream in(pidfile + ".status");
+    if (!(in >> rank0) && started) rank0 = kExitRuntimeError;
+    if (!in && started)
+      std::fprintf(stderr, "deepinfer: expert-parallel rank 0 ended without a clean stop (killed?)\n");
+    std::remove((pidfile + ".status").c_str());
+    std::remove(pidfile.c_str());
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status) == 0 && rank0 > 0 ? rank0 : WEXITSTATUS(status);
+  return report_error(io_error("mpirun ended by signal {}", WTERMSIG(status)));
+}
+
+}  // namespace
+
+int spawn_mpirun(int ep, const std::vector<std::string>& extra_mpirun_args, const std::string& rank0_pidfile) {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   // Containers often forbid the cross-process reads Open MPI's shared-memory transport uses for
@@ -76,6 +117,7 @@ int spawn_mpirun(int ep) {
                                    "--mca",
                                    "btl_vader_single_copy_mechanism",
                                    "none"};
+  args.insert(args.end(), extra_mpirun_args.begin(), extra_mpirun_args.end());
   if (geteuid() == 0) args.push_back("--allow-run-as-root");
   args.push_back("/proc/self/exe");
   bool first = true;
@@ -95,11 +137,18 @@ int spawn_mpirun(int ep) {
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  if (!rank0_pidfile.empty()) setenv("DEEPINFER_EP_RANK0_PIDFILE", rank0_pidfile.c_str(), 1);
+  sigset_t forwarded, old;
+  sigemptyset(&forwarded);
+  sigaddset(&forwarded, SIGINT);
+  sigaddset(&forwarded, SIGTERM);
+  sigprocmask(SIG_BLOCK, &forwarded, &old);
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t pid = fork();
   if (pid < 0) return report_error(io_error("cannot start mpirun: fork failed"));
   if (pid == 0) {
+    sigprocmask(SIG_SETMASK, &old, nullptr);
     execvp("mpirun", argv.data());
     std::fprintf(
         stderr,
@@ -108,10 +157,7 @@ int spawn_mpirun(int ep) {
         ep, ep);
     _exit(kExitRuntimeError);
   }
-  int status = 0;
-  if (waitpid(pid, &status, 0) < 0) return report_error(io_error("waiting for mpirun failed"));
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return report_error(io_error("mpirun ended by signal {}", WTERMSIG(status)));
+  return wait_forwarding(pid, rank0_pidfile, forwarded);
 }
 
 bool is_secondary_rank() {

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "deepinfer/base/status.h"
 #include "deepinfer/engine/loaded_model.h"
@@ -25,8 +26,11 @@ void add_ep_flags(CLI::App& app, EpFlags& f);
 Result<parallel::EpPlacement> ep_placement(const EpFlags& f, const model::ModelConfig& config);
 // The model supports --ep and the placement fits it (checked before starting any rank).
 Status check_ep_model(const EpFlags& f, const engine::LoadedModel& loaded);
-// Re-runs this command line under `mpirun -n ep` and returns its exit status.
-int spawn_mpirun(int ep);
+// Re-runs this command line under `mpirun -n ep [extra_mpirun_args]` and returns its exit
+// status. SIGINT and SIGTERM are forwarded: to rank 0 once it wrote its pid to `rank0_pidfile`
+// (given to the ranks as $DEEPINFER_EP_RANK0_PIDFILE; empty = none), else to mpirun.
+int spawn_mpirun(int ep, const std::vector<std::string>& extra_mpirun_args = {},
+                 const std::string& rank0_pidfile = "");
 // A rank other than 0 of an mpirun job (it keeps quiet: rank 0 prints results and errors).
 bool is_secondary_rank();
 // Joins the MPI job, sets the placement and attaches it to the model (before make_engine).

@@ -8,6 +8,7 @@
 #include "deepinfer/serve/remote_image_encoder.h"
 #include "deepinfer/serve/vision_role.h"
 #include "deepinfer/tools/cli_common.h"
+#include "deepinfer/tools/serve_ep.h"
 #include "deepinfer/tools/subcommands.h"
 
 namespace deepinfer::tools {
@@ -17,7 +18,7 @@ struct ServeFlags {
   EngineFlags engine;
   serve::ServeOptions server;
   std::string role = "all";
-  int ep = 1;
+  ServeEpFlags ep;
   std::vector<std::string> prefill_urls, decode_urls;  // --role entrypoint
   std::string kv_transfer = "by-layer";                 // --role prefill
   std::vector<std::string> vision_encoder_urls;         // --role all: a vision-encoder pool
@@ -113,11 +114,10 @@ int run_serve(ServeFlags& f) {
     return report_error(invalid_argument(
         "serve --role entrypoint needs --prefill URL[,URL...] and --decode URL[,URL...] (the engines' "
         "http://host:port, started with serve --role prefill / --role decode)"));
-  if (pd && f.ep != 1)
+  if (pd && f.ep.ep.ep != 1)
     return report_error(unsupported("serve: --ep with --role {} is not built yet", f.role));
   if (f.role == "entrypoint") return run_entrypoint(f);
-  if (f.ep != 1)
-    return report_error(unsupported("serve: --ep {}: expert parallelism across processes is not built yet; use --ep 1", f.ep));
+  if (f.ep.ep.ep != 1) return run_serve_ep(f.engine, f.server, f.ep);
   auto loaded = load_model_for_cli(f.engine.model);
   if (!loaded.is_ok()) return report_error(loaded.status());
   if (f.server.served_model_name.empty()) f.server.served_model_name = loaded->name;
@@ -192,7 +192,7 @@ Subcommand make_serve_command() {
                     "--role prefill: by-layer (default: each layer's KV leaves as soon as the forward computed "
                     "it) or by-block (whole blocks once the prompt is computed)")
         ->check(CLI::IsMember({"by-layer", "by-block"}));
-    cmd->add_option("--ep", f->ep, "Expert-parallel size (1 in this build)")->check(CLI::Range(1, 1024));
+    add_serve_ep_flags(*cmd, f->ep);  // --ep N: docs/parallel.md
     return cmd;
   };
   s.run = [f] { return run_serve(*f); };
