@@ -55,7 +55,7 @@ int run_entrypoint(ServeFlags& f) {
 
 // --role vision: a vision-encoder pool member (serve/vision_role.h); no language model.
 int run_vision(ServeFlags& f) {
-  if (!f.prefill_urls.empty() || !f.decode_urls.empty() || !f.vision_encoder_urls.empty() || f.ep != 1)
+  if (!f.prefill_urls.empty() || !f.decode_urls.empty() || !f.vision_encoder_urls.empty() || f.ep.ep.ep != 1)
     return report_error(invalid_argument("serve --role vision takes --model, --host, --port and --threads only"));
   serve::VisionRoleOptions o;
   o.model = f.engine.model;
