@@ -190,6 +190,13 @@ std::vector<Draft> DraftModelDrafter::propose(std::span<const DraftInput> seqs) 
     const auto diverge = std::mismatch(st.fed.begin(), st.fed.end(), s.tokens.begin(), s.tokens.end());
     const size_t keep = std::min(static_cast<size_t>(diverge.first - st.fed.begin()), s.tokens.size() - 1);
     st.fed.resize(keep);
+    // Ids the draft model has no embedding for (e.g. image placeholders): no drafts.
+    const int64_t vocab = model_->config().vocab_size;
+    if (std::any_of(s.tokens.begin() + static_cast<std::ptrdiff_t>(keep), s.tokens.end(),
+                    [&](int32_t t) { return t < 0 || t >= vocab; })) {
+      forget(s.seq_id);
+      continue;
+    }
     if (!reserve(s.seq_id, st, len + want - 1)) {
       forget(s.seq_id);  // the pool is full of sequences drafting now: none for this one
       continue;
