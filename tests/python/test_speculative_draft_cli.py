@@ -114,3 +114,22 @@ def test_bench_spec_chat_rows(model):
     assert len({row["generated_tokens"] for row in rows}) == 1  # the same tokens every way
     r = run("bench", "--mode", "spec", "--model", model, "--spec-task", "poetry")
     assert r.returncode == 2 and "--spec-task poetry" in r.stderr
+
+
+def test_serve_with_a_draft_model(model):
+    from server_util import Server, post_json
+    body = {"model": "m", "messages": [{"role": "user", "content": "Why is the sky blue?"}],
+            "max_tokens": 32, "temperature": 0}
+    texts = []
+    for extra in [(), ("--speculative", "draft", "--draft-model", model)]:
+        server = Server(model, "--threads", "2", "--batch-invariant", *extra)
+        try:
+            status, reply = post_json(server, "/v1/chat/completions", body)
+            assert status == 200, reply
+            texts.append(reply["choices"][0]["message"]["content"])
+            if extra:
+                m = server.metrics()
+                assert m["deepinfer_spec_accepted_tokens_total"] > 0, m
+        finally:
+            server.stop()
+    assert texts[0] == texts[1]

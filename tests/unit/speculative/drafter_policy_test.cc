@@ -154,3 +154,48 @@ TEST(Speculator, FixedKeepsEveryDraftAndCountsVerifications) {
 
 }  // namespace
 }  // namespace deepinfer::engine::speculative
+
+namespace deepinfer::engine::speculative {
+namespace {
+
+// Records what it was asked for; proposes that many tokens.
+class CountingDrafter final : public Drafter {
+ public:
+  explicit CountingDrafter(std::vector<int>* asked) : asked_(asked) {}
+  std::vector<Draft> propose(std::span<const DraftInput> seqs) override {
+    std::vector<Draft> out;
+    for (const DraftInput& s : seqs) {
+      asked_->push_back(s.max_tokens);
+      out.push_back(Draft{std::vector<int32_t>(static_cast<size_t>(s.max_tokens), 5), 0, {}});
+    }
+    return out;
+  }
+  std::string_view name() const override { return "counting"; }
+
+ private:
+  std::vector<int>* asked_;
+};
+
+TEST(Speculator, DsparkAsksADraftModelOnlyForWhatItWouldVerify) {
+  std::vector<int32_t> t{1, 2, 3};
+  std::vector<DraftRequest> reqs;
+  for (int64_t i = 0; i < 32; ++i) reqs.push_back({i, t, 100});
+  auto asked_with = [&](const std::string& method, SpecPolicy policy) {
+    std::vector<int> asked;
+    Speculator s(config(method, 8, policy, method == "draft" ? "m.gguf" : ""),
+                 std::make_unique<CountingDrafter>(&asked));
+    // A step's time grows steeply with its tokens, and drafts are rarely accepted.
+    for (int i = 0; i < 40; ++i) s.observe_forward(1 + i % 40, 0, 0.001 + 0.01 * (1 + i % 40));
+    for (int64_t i = 0; i < 32; ++i) s.observe(i, 8, 0);
+    (void)s.propose(reqs, 32);
+    int total = 0;
+    for (int a : asked) total += a;
+    return total;
+  };
+  EXPECT_EQ(asked_with("draft", SpecPolicy::kFixed), 32 * 8);
+  EXPECT_EQ(asked_with("ngram", SpecPolicy::kDspark), 32 * 8);  // n-gram drafting is free
+  EXPECT_LT(asked_with("draft", SpecPolicy::kDspark), 32 * 8 / 4);
+}
+
+}  // namespace
+}  // namespace deepinfer::engine::speculative

@@ -37,6 +37,23 @@ Result<SpecPolicy> parse_spec_policy(const std::string& name) {
 Speculator::Speculator(const SpeculativeConfig& config, std::unique_ptr<Drafter> drafter)
     : config_(config), drafter_(drafter ? std::move(drafter) : make_ngram_drafter()) {}
 
+std::vector<int> Speculator::draft_caps(const std::vector<DraftRequest>& requests, int num_running) const {
+  std::vector<int> cap(requests.size(), kMaxDraftTokens);
+  // Drafting is free for the n-gram drafter, a forward per position for a draft model: with
+  // DSpark, a draft model drafts only the positions DSpark would verify were every draft of the
+  // strongest signal (a full batch on a CPU verifies few), not k that are then mostly cut.
+  if (config_.policy != SpecPolicy::kDspark || config_.method != "draft") return cap;
+  std::vector<std::vector<double>> emit(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    double p = 1;
+    for (int j = 0; j < std::min(config_.num_draft_tokens, requests[i].max_drafts); ++j) {
+      p *= acceptance_.estimate(requests[i].seq_id, j, 4);
+      emit[i].push_back(p);
+    }
+  }
+  return dspark_select(emit, num_running, num_running, cost_);
+}
+
 std::vector<std::vector<int32_t>> Speculator::propose(const std::vector<DraftRequest>& requests,
                                                       int num_running) {
   std::vector<std::vector<int32_t>> out(requests.size());
@@ -44,9 +61,10 @@ std::vector<std::vector<int32_t>> Speculator::propose(const std::vector<DraftReq
   std::vector<std::vector<int>> signals(requests.size());
   std::vector<DraftInput> inputs;
   std::vector<size_t> index;  // [inputs.size()] the request each input is for
+  const std::vector<int> cap = draft_caps(requests, num_running);
   for (size_t i = 0; i < requests.size(); ++i) {
     const DraftRequest& r = requests[i];
-    const int k = std::min(config_.num_draft_tokens, r.max_drafts);
+    const int k = std::min({config_.num_draft_tokens, r.max_drafts, cap[i]});
     if (k <= 0) continue;
     inputs.push_back({r.seq_id, r.tokens, k});
     index.push_back(i);

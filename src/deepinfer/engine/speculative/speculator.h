@@ -81,6 +81,9 @@ class Speculator {
   const SpeculativeConfig& config() const { return config_; }
 
  private:
+  // Most drafts to ask of the drafter per request (DSpark with a draft model: see .cc).
+  std::vector<int> draft_caps(const std::vector<DraftRequest>& requests, int num_running) const;
+
   SpeculativeConfig config_;
   std::unique_ptr<Drafter> drafter_;
   AcceptanceModel acceptance_;
