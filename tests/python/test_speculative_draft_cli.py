@@ -122,7 +122,7 @@ def test_serve_with_a_draft_model(model):
             "max_tokens": 32, "temperature": 0}
     texts = []
     for extra in [(), ("--speculative", "draft", "--draft-model", model)]:
-        server = Server(model, "--threads", "2", "--batch-invariant", *extra)
+        server = Server(model, "--threads", "2", "--batch-invariant", "--served-model-name", "m", *extra)
         try:
             status, reply = post_json(server, "/v1/chat/completions", body)
             assert status == 200, reply
