@@ -73,7 +73,7 @@ def test_opt_out_per_request(model, tmp_path):
     (["--speculative", "ngram", "--num-draft-tokens", "0"], "--num-draft-tokens 0"),
     (["--speculative", "ngram", "--num-draft-tokens", "17"], "--num-draft-tokens 17"),
     (["--speculative", "mtp"], "not built"),
-    (["--speculative", "draft"], "not built"),
+    (["--speculative", "draft"], "--speculative draft needs --draft-model"),  # test_speculative_draft_cli.py
     (["--speculative", "eagle"], "unknown drafter"),
     (["--speculative", "ngram", "--spec-policy", "greedy"], "--spec-policy greedy"),
 ])

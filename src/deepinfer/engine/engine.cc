@@ -11,6 +11,7 @@
 #include "deepinfer/engine/block_state_copy.h"
 #include "deepinfer/engine/kv_cache_plan.h"
 #include "deepinfer/engine/prompt_images.h"
+#include "deepinfer/engine/speculative/draft_model_drafter.h"
 #include "deepinfer/structured/grammar_compiler.h"
 #include "deepinfer/structured/grammar_matcher.h"
 #include "deepinfer/engine/grammar_vocabulary.h"
@@ -126,7 +127,14 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
       return invalid_argument("--speculative: {} keeps hybrid KV state that rejected drafts would "
                               "corrupt; speculative decoding is not supported for this model yet",
                               mc.architecture);
-    e->speculator_ = std::make_unique<speculative::Speculator>(config.speculative);
+    std::unique_ptr<speculative::Drafter> drafter;  // null = n-gram
+    if (config.speculative.method == "draft") {
+      speculative::DraftTarget t{&mc, e->runner_->pool(), plan.block_size, plan.num_blocks, config.max_num_seqs,
+                                 config.batch_invariant, config.int8_activations, config.kv_cache_dtype,
+                                 e->tokenizer_->eos_ids()};
+      DI_ASSIGN_OR_RETURN(drafter, speculative::make_configured_draft_model_drafter(config.speculative, t));
+    }
+    e->speculator_ = std::make_unique<speculative::Speculator>(config.speculative, std::move(drafter));
   }
   e->overlap_ = config.overlap_scheduling && !e->kv_tier_ && !e->speculator_;
   if (e->overlap_) e->worker_ = std::make_unique<StepWorker>();
@@ -201,6 +209,7 @@ Result<int64_t> Engine::add_request(const GenerationRequest& request) {
 
 void Engine::abort(int64_t request_id) {
   (void)scheduler_->abort(request_id);
+  if (speculator_) speculator_->forget(request_id);  // a draft model's KV of it
   std::erase_if(pending_grammar_, [&](const auto& p) { return p.first == request_id; });
   requests_.erase(request_id);
 }

@@ -50,6 +50,8 @@ class ModelRunner {
   // The KV blocks the forwards read and write (a KV store tier copies blocks in and out).
   model::KvCache& kv_cache() { return kv_; }
   int num_threads() const { return pool_->num_threads(); }
+  // The compute threads (a draft model's forwards run on them too, between steps).
+  ThreadPool* pool() { return pool_.get(); }
   int32_t vocab_size() const { return static_cast<int32_t>(model_->config().vocab_size); }
 
  private:

@@ -49,6 +49,7 @@ struct BenchFlags {
   int gen_len = 128;
   int repeat = 1;
   std::string plot;
+  std::string spec_tasks;  // spec: comma-separated tasks; empty = all
   std::string disaggregated;  // --mode serve: "P,D" prefill and decode engines to measure too
   std::string data = "../shared/data/jsonschemabench";
   int limit = 0;
@@ -301,7 +302,7 @@ int run_bench(BenchFlags& f) {
     if (!f.plot.empty()) return report_error(invalid_argument("--plot: not drawn for --mode spec yet (the table is the output)"));
     auto b = parse_int_list(f.batches.empty() ? "1,8,32" : f.batches, "--batch", 4096);
     if (!b.is_ok()) return report_error(b.status());
-    return run_spec_bench({f.engine, *b, f.gen_len});
+    return run_spec_bench({f.engine, *b, f.gen_len, f.spec_tasks});
   }
   if (f.mode != "prefill" && f.mode != "decode" && f.mode != "serve" && f.mode != "matmul")
     return report_error(invalid_argument(
@@ -435,6 +436,9 @@ Subcommand make_bench_command() {
                     "Prompt tokens per sequence; prefill and decode take a comma list and sweep it (e.g. 1024,4096)");
     cmd->add_option("--gen-len", f->gen_len, "Generated tokens per sequence (decode)")->check(CLI::Range(2, 1 << 20));
     cmd->add_option("--repeat", f->repeat, "Measurements per batch size (schema-compile: compiles per file; kv-transfer: per message size)")->check(CLI::Range(1, 100));
+    cmd->add_option("--spec-task", f->spec_tasks,
+                    "spec: tasks to run, comma-separated: code-edit, json-extract (n-gram drafter), chat "
+                    "(draft-model drafter: --draft-model, default the model itself) (default: all)");
     cmd->add_option("--plot", f->plot, "Draw per-sequence vs total throughput to FILE.svg or FILE.png");
     cmd->add_option("--disaggregated", f->disaggregated,
                     "--mode serve: P,D also measures P prefill + D decode engines (deepinfer cluster, each on half "

@@ -38,7 +38,21 @@ def total_by_customer(orders):
     return totals
 )";
 
+// Chat questions with no text to copy: the n-gram drafter has little to go on, a draft model
+// predicts the target's wording.
+constexpr const char* kChat[] = {
+    "What are three tips for staying focused while studying?",
+    "Explain what a black hole is to a ten-year-old.",
+    "Write a short, friendly email inviting a colleague to lunch on Friday.",
+    "What is the difference between weather and climate?",
+    "Give me a simple recipe for pancakes.",
+    "Why is the sky blue?",
+    "Suggest a name for a small coffee shop and explain why.",
+    "How do I make a good first impression at a job interview?",
+};
+
 std::string task_prompt(const std::string& task, int i) {
+  if (task == "chat") return kChat[i % 8];
   if (task == "code-edit") {
     const char* names[] = {"orders", "rows", "items", "records"};
     return fmt::format("Rename the variable `orders` to `{}` in this Python file and return the whole file:\n\n{}",
@@ -65,6 +79,9 @@ Result<nlohmann::json> measure(const SpecBenchOptions& o, const Config& c, const
   ef.max_num_seqs = std::max(ef.max_num_seqs, batch);
   ef.speculative = c.speculative;
   ef.spec_policy = c.policy;
+  if (c.speculative != "draft") ef.draft_model.clear();
+  else if (ef.draft_model.empty()) ef.draft_model = loaded.path;  // the model drafting for itself
+  const std::string draft_path = ef.draft_model;
   DI_ASSIGN_OR_RETURN(auto eng, make_engine(loaded, ef));
   for (int i = 0; i < batch; ++i) {
     engine::GenerationRequest r;
@@ -109,6 +126,9 @@ Result<nlohmann::json> measure(const SpecBenchOptions& o, const Config& c, const
   if (const auto* sp = eng->spec_stats()) {
     const double s = steps > 0 ? double(steps) : 1.0;
     j["num_draft_tokens"] = ef.num_draft_tokens;
+    j["drafter"] = c.speculative;
+    if (c.speculative == "draft") j["draft_model"] = draft_path;
+    j["draft_seconds"] = sp->draft_seconds - spec_at.draft_seconds;
     j["drafted_per_step"] = double(sp->drafted - spec_at.drafted) / s;
     j["verified_per_step"] = double(sp->verified - spec_at.verified) / s;
     j["accepted_per_step"] = double(sp->accepted - spec_at.accepted) / s;
@@ -122,8 +142,20 @@ Result<nlohmann::json> measure(const SpecBenchOptions& o, const Config& c, const
 }  // namespace
 
 int run_spec_bench(const SpecBenchOptions& o) {
-  const Config configs[] = {{"off", "", "fixed"}, {"fixed", "ngram", "fixed"}, {"dspark", "ngram", "dspark"}};
-  for (const char* task : {"code-edit", "json-extract"}) {
+  const std::vector<std::string> all = {"code-edit", "json-extract", "chat"};
+  std::vector<std::string> tasks;
+  for (size_t at = 0; !o.tasks.empty() && at <= o.tasks.size();) {
+    const size_t comma = std::min(o.tasks.find(',', at), o.tasks.size());
+    tasks.push_back(o.tasks.substr(at, comma - at));
+    if (std::find(all.begin(), all.end(), tasks.back()) == all.end())
+      return report_error(invalid_argument("--spec-task {}: expected code-edit, json-extract or chat", tasks.back()));
+    at = comma + 1;
+  }
+  if (tasks.empty()) tasks = all;
+  for (const std::string& task : tasks) {
+    // The n-gram drafter on the repetitive tasks, the draft model on chat.
+    const std::string drafter = task == "chat" ? "draft" : "ngram";
+    const Config configs[] = {{"off", "", "fixed"}, {"fixed", drafter, "fixed"}, {"dspark", drafter, "dspark"}};
     for (int batch : o.batches) {
       for (const Config& c : configs) {
         auto j = measure(o, c, task, batch);

@@ -1,9 +1,11 @@
 // `deepinfer bench --mode spec`: speculative decoding side by side on the n-gram drafter's
-// home ground (editing a given code file, extracting fields into JSON): tokens/s at each
-// batch size without speculation, with fixed k and with DSpark gating, and the drafts
-// verified and accepted per step. One JSON object per measurement on stdout.
+// home ground (editing a given code file, extracting fields into JSON) and with the draft-model
+// drafter on chat: tokens/s at each batch size without speculation, with fixed k and with
+// DSpark gating, and the drafts verified and accepted per step. One JSON object per
+// measurement on stdout.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "deepinfer/tools/cli_common.h"
@@ -11,9 +13,11 @@
 namespace deepinfer::tools {
 
 struct SpecBenchOptions {
-  EngineFlags engine;       // --speculative is ignored: the bench runs off, fixed and dspark
+  EngineFlags engine;       // --speculative is ignored: the bench runs off, fixed and dspark;
+                            // --draft-model drafts the chat task (default: the model itself)
   std::vector<int> batches;  // e.g. 1, 8, 32
   int gen_len = 128;         // most tokens per sequence (sequences stop at their end too)
+  std::string tasks;         // comma-separated: code-edit, json-extract, chat; empty = all
 };
 
 int run_spec_bench(const SpecBenchOptions& opts);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "deepinfer/engine/speculative/draft_model_setup.h"
 #include "deepinfer/kvstore/content_digest.h"
 #include "deepinfer/kvstore/ttl_spec.h"
 #include "deepinfer/model/catalog.h"
@@ -122,8 +123,16 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                  "KV store lifetime per traffic class, e.g. agent=3d,chat=7d (s, m, h, d); a block "
                  "used by both classes keeps the longer one (default: agent=3d,chat=7d)");
   app.add_option("--speculative", f.speculative,
-                 "Speculative decoding with this drafter: ngram (prompt lookup, no weights); draft "
-                 "and mtp are not built yet. Output is the same as without it (docs/speculative.md)");
+                 "Speculative decoding with this drafter: ngram (prompt lookup, no weights) or draft (a "
+                 "smaller model sharing the tokenizer, --draft-model); mtp is not built yet. Output is the "
+                 "same as without it (docs/speculative.md)");
+  app.add_option("--draft-model", f.draft_model,
+                 "--speculative draft: the draft model (a .gguf file, a Hugging Face directory or a catalogue "
+                 "name) with the target's tokenizer; it drafts greedily with its own KV cache");
+  app.add_option("--draft-kv-cache-gb", f.draft_kv_cache_gb,
+                 "--speculative draft: the draft model's KV cache in GiB (default: room for as many tokens "
+                 "as --kv-cache-gb holds for the target)")
+      ->check(CLI::Range(0.0, 65536.0));
   app.add_option("--num-draft-tokens", f.num_draft_tokens,
                  "Speculative decoding: most draft tokens verified per sequence and step (1-16, default 4)");
   app.add_option("--spec-policy", f.spec_policy,
@@ -143,8 +152,14 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
   config.overlap_scheduling = f.overlap == "on";
   config.speculative.method = f.speculative;
   config.speculative.num_draft_tokens = f.num_draft_tokens;
+  config.speculative.draft_model = f.draft_model;
+  config.speculative.draft_kv_cache_bytes = static_cast<size_t>(f.draft_kv_cache_gb * double(size_t{1} << 30));
   DI_ASSIGN_OR_RETURN(config.speculative.policy, engine::speculative::parse_spec_policy(f.spec_policy));
   DI_RETURN_IF_ERROR(engine::speculative::validate(config.speculative));
+  if (config.speculative.method == "draft") {
+    DI_ASSIGN_OR_RETURN(config.speculative.draft_weights,
+                        engine::speculative::load_draft_model(f.draft_model, *loaded.tokenizer, loaded.path));
+  }
   config.kv_store_ram_only = f.kv_store_ram_only;
   if (((f.kv_store_ram_gb > 0 && !f.kv_store_ram_only) || f.kv_store_capacity_gb > 0) && f.kv_store.empty())
     return invalid_argument("{} needs at least one --kv-store directory",

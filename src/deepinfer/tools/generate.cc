@@ -314,12 +314,12 @@ int run_generate(GenerateFlags& f) {
     if (const auto* sp = engine.spec_stats()) {
       std::fprintf(stderr,
                    "stats: speculative: %lld drafted, %lld verified, %lld accepted (%.1f%% of verified) "
-                   "over %lld steps, %.2f accepted per verifying step\n",
+                   "over %lld steps, %.2f accepted per verifying step, %.2f s drafting\n",
                    static_cast<long long>(sp->drafted), static_cast<long long>(sp->verified),
                    static_cast<long long>(sp->accepted),
                    sp->verified > 0 ? 100.0 * double(sp->accepted) / double(sp->verified) : 0.0,
                    static_cast<long long>(sp->steps),
-                   sp->steps > 0 ? double(sp->accepted) / double(sp->steps) : 0.0);
+                   sp->steps > 0 ? double(sp->accepted) / double(sp->steps) : 0.0, sp->draft_seconds);
     }
   }
   if (failures) {

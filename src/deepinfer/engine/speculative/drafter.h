@@ -1,5 +1,9 @@
 // Drafters propose tokens that may follow a sequence; the target model verifies them in its
 // next step (verify.h). A drafter also reports the signals an acceptance estimate needs.
+//
+// One call proposes for every sequence of a step, so a drafter with weights (a draft model)
+// runs one forward per draft position for all of them. A drafter may keep state per sequence
+// (a draft model's KV) between calls, keyed by seq_id, until forget(seq_id).
 #pragma once
 
 #include <cstdint>
@@ -13,19 +17,30 @@ namespace deepinfer::engine::speculative {
 struct Draft {
   std::vector<int32_t> tokens;  // [<= max_tokens] proposed continuation, in order
   int match_length = 0;         // n-gram drafters: tokens of context the proposal matched
+  // Per-token confidence signal, 1 (weak) .. 4 (strong), that the acceptance estimate is kept
+  // by (dspark_policy.h). [tokens.size()], or empty: match_length for every token.
+  std::vector<int> signals;
+};
+
+struct DraftInput {
+  int64_t seq_id = 0;
+  std::span<const int32_t> tokens;  // the sequence so far: prompt then output
+  int max_tokens = 0;               // most tokens to propose; <= 0: none
 };
 
 class Drafter {
  public:
   virtual ~Drafter() = default;
-  // `tokens`: the sequence so far (prompt then output). Proposes at most max_tokens tokens;
-  // an empty draft means nothing worth verifying.
-  virtual Draft propose(std::span<const int32_t> tokens, int max_tokens) const = 0;
+  // [seqs.size()] drafts, in order; an empty draft means nothing worth verifying.
+  virtual std::vector<Draft> propose(std::span<const DraftInput> seqs) = 0;
+  // The sequence ended: drop what is kept for it.
+  virtual void forget(int64_t seq_id) { (void)seq_id; }
   virtual std::string_view name() const = 0;
 };
 
 // Prompt lookup: finds the most recent earlier occurrence of the sequence's last n tokens
 // (longest n first, from max_ngram down to min_ngram) and proposes the tokens that followed it.
+// Stateless.
 std::unique_ptr<Drafter> make_ngram_drafter(int max_ngram = 4, int min_ngram = 1);
 
 }  // namespace deepinfer::engine::speculative

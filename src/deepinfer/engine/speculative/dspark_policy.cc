@@ -15,19 +15,20 @@ int bucket_of(int match_length) { return std::clamp(match_length, 1, 4) - 1; }
 
 }  // namespace
 
-double AcceptanceModel::estimate(int64_t seq_id, int position, int match_length) const {
+double AcceptanceModel::estimate(int64_t seq_id, int position, int signal) const {
   const Counts& c = counts_[static_cast<size_t>(std::clamp(position, 0, kMaxDraftTokens - 1))]
-                           [static_cast<size_t>(bucket_of(match_length))];
+                           [static_cast<size_t>(bucket_of(signal))];
   double p = c.accepted / (c.accepted + c.rejected);
   if (auto it = recent_.find(seq_id); it != recent_.end()) p = 0.5 * p + 0.5 * it->second;
   return std::clamp(p, 0.01, 0.99);
 }
 
-void AcceptanceModel::observe(int64_t seq_id, int match_length, int verified, int accepted) {
-  const int b = bucket_of(match_length);
+void AcceptanceModel::observe(int64_t seq_id, const std::vector<int>& signals, int verified, int accepted) {
   auto [it, fresh] = recent_.try_emplace(seq_id, 0.5);
   auto record = [&](int position, bool ok) {
-    Counts& c = counts_[static_cast<size_t>(std::min(position, kMaxDraftTokens - 1))][static_cast<size_t>(b)];
+    const int signal = signals.empty() ? 1 : signals[std::min(static_cast<size_t>(position), signals.size() - 1)];
+    Counts& c = counts_[static_cast<size_t>(std::min(position, kMaxDraftTokens - 1))]
+                       [static_cast<size_t>(bucket_of(signal))];
     (ok ? c.accepted : c.rejected) += 1;
     it->second = (1 - kRecentWeight) * it->second + kRecentWeight * (ok ? 1.0 : 0.0);
   };

@@ -25,14 +25,20 @@ inline constexpr int kMaxDraftTokens = 16;  // --num-draft-tokens limit
 
 class AcceptanceModel {
  public:
-  // Conditional acceptance estimate of the draft at `position` (0 = first).
-  double estimate(int64_t seq_id, int position, int match_length) const;
-  // A verification: the first `verified` drafts were checked and `accepted` of them passed.
-  void observe(int64_t seq_id, int match_length, int verified, int accepted);
+  // Conditional acceptance estimate of the draft at `position` (0 = first). `signal`: the
+  // drafter's confidence in it, 1..4 (the n-gram match length, or a draft model's probability
+  // bucket; Draft::signals).
+  double estimate(int64_t seq_id, int position, int signal) const;
+  // A verification: the first `verified` drafts were checked and `accepted` of them passed;
+  // signals[j] was draft j's signal (the last one stands for any beyond; empty = 1).
+  void observe(int64_t seq_id, const std::vector<int>& signals, int verified, int accepted);
+  void observe(int64_t seq_id, int match_length, int verified, int accepted) {
+    observe(seq_id, std::vector<int>{match_length}, verified, accepted);
+  }
   void forget(int64_t seq_id) { recent_.erase(seq_id); }
 
  private:
-  static constexpr int kBuckets = 4;  // match length 1, 2, 3, 4+
+  static constexpr int kBuckets = 4;  // signal (match length) 1, 2, 3, 4+
   struct Counts {
     double accepted = 1;  // Beta(1, 1) prior
     double rejected = 1;

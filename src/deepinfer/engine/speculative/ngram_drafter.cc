@@ -12,7 +12,17 @@ class NgramDrafter final : public Drafter {
  public:
   NgramDrafter(int max_ngram, int min_ngram) : max_ngram_(max_ngram), min_ngram_(min_ngram) {}
 
-  Draft propose(std::span<const int32_t> tokens, int max_tokens) const override {
+  std::vector<Draft> propose(std::span<const DraftInput> seqs) override {
+    std::vector<Draft> out;
+    out.reserve(seqs.size());
+    for (const DraftInput& s : seqs) out.push_back(propose_one(s.tokens, s.max_tokens));
+    return out;
+  }
+
+  std::string_view name() const override { return "ngram"; }
+
+ private:
+  Draft propose_one(std::span<const int32_t> tokens, int max_tokens) const {
     Draft d;
     const int len = static_cast<int>(tokens.size());
     if (max_tokens <= 0) return d;
@@ -31,9 +41,6 @@ class NgramDrafter final : public Drafter {
     return d;
   }
 
-  std::string_view name() const override { return "ngram"; }
-
- private:
   int max_ngram_;
   int min_ngram_;
 };

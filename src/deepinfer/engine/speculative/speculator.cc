@@ -3,14 +3,24 @@
 
 #include <algorithm>
 
+#include "deepinfer/base/timer.h"
+
 namespace deepinfer::engine::speculative {
 
 Status validate(const SpeculativeConfig& config) {
+  if (!config.draft_model.empty() && config.method != "draft")
+    return invalid_argument("--draft-model {}: needs --speculative draft{}", config.draft_model,
+                            config.method.empty() ? "" : fmt::format(" (got --speculative {})", config.method));
+  if (config.draft_kv_cache_bytes > 0 && config.method != "draft")
+    return invalid_argument("--draft-kv-cache-gb: needs --speculative draft");
   if (config.method.empty()) return Status::ok();
-  if (config.method == "draft" || config.method == "mtp")
-    return invalid_argument("--speculative {}: this drafter is not built yet; use --speculative ngram",
+  if (config.method == "draft" && config.draft_model.empty())
+    return invalid_argument("--speculative draft needs --draft-model PATH_OR_NAME (a model sharing the "
+                            "target's tokenizer)");
+  if (config.method == "mtp")
+    return invalid_argument("--speculative {}: this drafter is not built yet; use --speculative ngram or draft",
                             config.method);
-  if (config.method != "ngram")
+  if (config.method != "ngram" && config.method != "draft")
     return invalid_argument("--speculative {}: unknown drafter (expected ngram, draft or mtp)", config.method);
   if (config.num_draft_tokens < 1 || config.num_draft_tokens > kMaxDraftTokens)
     return invalid_argument("--num-draft-tokens {}: must be between 1 and {}", config.num_draft_tokens,
@@ -24,25 +34,56 @@ Result<SpecPolicy> parse_spec_policy(const std::string& name) {
   return invalid_argument("--spec-policy {}: expected fixed or dspark", name);
 }
 
-Speculator::Speculator(const SpeculativeConfig& config) : config_(config), drafter_(make_ngram_drafter()) {}
+Speculator::Speculator(const SpeculativeConfig& config, std::unique_ptr<Drafter> drafter)
+    : config_(config), drafter_(drafter ? std::move(drafter) : make_ngram_drafter()) {}
+
+std::vector<int> Speculator::draft_caps(const std::vector<DraftRequest>& requests, int num_running) const {
+  std::vector<int> cap(requests.size(), kMaxDraftTokens);
+  // Drafting is free for the n-gram drafter, a forward per position for a draft model: with
+  // DSpark, a draft model drafts only the positions DSpark would verify were every draft of the
+  // strongest signal (a full batch on a CPU verifies few), not k that are then mostly cut.
+  if (config_.policy != SpecPolicy::kDspark || config_.method != "draft") return cap;
+  std::vector<std::vector<double>> emit(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    double p = 1;
+    for (int j = 0; j < std::min(config_.num_draft_tokens, requests[i].max_drafts); ++j) {
+      p *= acceptance_.estimate(requests[i].seq_id, j, 4);
+      emit[i].push_back(p);
+    }
+  }
+  return dspark_select(emit, num_running, num_running, cost_);
+}
 
 std::vector<std::vector<int32_t>> Speculator::propose(const std::vector<DraftRequest>& requests,
                                                       int num_running) {
   std::vector<std::vector<int32_t>> out(requests.size());
   std::vector<std::vector<double>> emit(requests.size());
-  std::vector<int> match(requests.size(), 0);
+  std::vector<std::vector<int>> signals(requests.size());
+  std::vector<DraftInput> inputs;
+  std::vector<size_t> index;  // [inputs.size()] the request each input is for
+  const std::vector<int> cap = draft_caps(requests, num_running);
   for (size_t i = 0; i < requests.size(); ++i) {
     const DraftRequest& r = requests[i];
-    const int k = std::min(config_.num_draft_tokens, r.max_drafts);
+    const int k = std::min({config_.num_draft_tokens, r.max_drafts, cap[i]});
     if (k <= 0) continue;
-    Draft d = drafter_->propose(r.tokens, k);
+    inputs.push_back({r.seq_id, r.tokens, k});
+    index.push_back(i);
+  }
+  const double t0 = now_seconds();
+  std::vector<Draft> drafts = inputs.empty() ? std::vector<Draft>{} : drafter_->propose(inputs);
+  stats_.draft_seconds += now_seconds() - t0;
+  for (size_t n = 0; n < drafts.size(); ++n) {
+    const size_t i = index[n];
+    Draft& d = drafts[n];
+    d.tokens.resize(std::min(d.tokens.size(), static_cast<size_t>(inputs[n].max_tokens)));
     stats_.drafted += static_cast<int64_t>(d.tokens.size());
-    match[i] = d.match_length;
+    if (d.signals.empty()) d.signals.assign(d.tokens.size(), d.match_length);
     double p = 1;
     for (size_t j = 0; j < d.tokens.size(); ++j) {
-      p *= acceptance_.estimate(r.seq_id, static_cast<int>(j), d.match_length);
+      p *= acceptance_.estimate(requests[i].seq_id, static_cast<int>(j), d.signals[j]);
       emit[i].push_back(p);
     }
+    signals[i] = std::move(d.signals);
     out[i] = std::move(d.tokens);
   }
   if (config_.policy == SpecPolicy::kDspark) {
@@ -50,20 +91,22 @@ std::vector<std::vector<int32_t>> Speculator::propose(const std::vector<DraftReq
     for (size_t i = 0; i < out.size(); ++i) out[i].resize(static_cast<size_t>(take[i]));
   }
   for (size_t i = 0; i < out.size(); ++i)
-    if (!out[i].empty()) match_length_[requests[i].seq_id] = match[i];
+    if (!out[i].empty()) signals_[requests[i].seq_id] = std::move(signals[i]);
   return out;
 }
 
 void Speculator::cut(int64_t seq_id, int kept) {
-  if (kept == 0) match_length_.erase(seq_id);
+  if (kept == 0) signals_.erase(seq_id);
 }
 
 void Speculator::observe(int64_t seq_id, int verified, int accepted) {
-  auto it = match_length_.find(seq_id);
-  const int match = it == match_length_.end() ? 1 : it->second;
-  if (it != match_length_.end()) match_length_.erase(it);
+  std::vector<int> signals;
+  if (auto it = signals_.find(seq_id); it != signals_.end()) {
+    signals = std::move(it->second);
+    signals_.erase(it);
+  }
   if (verified <= 0) return;
-  acceptance_.observe(seq_id, match, verified, accepted);
+  acceptance_.observe(seq_id, signals, verified, accepted);
   stats_.verified += verified;
   stats_.accepted += accepted;
   ++stats_.accepted_histogram[static_cast<size_t>(std::min(accepted, kMaxDraftTokens))];
@@ -71,8 +114,9 @@ void Speculator::observe(int64_t seq_id, int verified, int accepted) {
 }
 
 void Speculator::forget(int64_t seq_id) {
-  match_length_.erase(seq_id);
+  signals_.erase(seq_id);
   acceptance_.forget(seq_id);
+  drafter_->forget(seq_id);
 }
 
 }  // namespace deepinfer::engine::speculative

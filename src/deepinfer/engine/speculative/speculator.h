@@ -15,17 +15,30 @@
 #include "deepinfer/engine/speculative/drafter.h"
 #include "deepinfer/engine/speculative/dspark_policy.h"
 
+namespace deepinfer::model {
+class Model;
+}
+
 namespace deepinfer::engine::speculative {
 
 enum class SpecPolicy { kFixed, kDspark };
 
 struct SpeculativeConfig {
-  std::string method;        // "" = off; "ngram" (built); "draft", "mtp" (refused for now)
+  std::string method;        // "" = off; "ngram", "draft" (built); "mtp" (refused for now)
   int num_draft_tokens = 4;  // k: most drafts per sequence and step, 1..kMaxDraftTokens
   SpecPolicy policy = SpecPolicy::kDspark;
+  // method "draft": --draft-model as given (file, directory or catalogue name; for messages),
+  // and the loaded draft model (load_draft_model in draft_model_load.h checks its vocabulary
+  // against the target's tokenizer). Engine::create refuses "draft" without the weights.
+  std::string draft_model;
+  std::shared_ptr<model::Model> draft_weights;
+  // The draft model's own KV pool in bytes (--draft-kv-cache-gb); 0 = room for as many tokens
+  // as the target's pool holds, so drafting never runs short before the target does.
+  size_t draft_kv_cache_bytes = 0;
 };
 
-// Checks a config: unknown or unbuilt method, k out of range. The message is one line.
+// Checks a config's flags: unknown or unbuilt method, k out of range, --draft-model without
+// --speculative draft and the reverse. The message is one line.
 Status validate(const SpeculativeConfig& config);
 Result<SpecPolicy> parse_spec_policy(const std::string& name);
 
@@ -34,6 +47,7 @@ struct SpecStats {
   int64_t drafted = 0;    // drafts proposed by the drafter
   int64_t verified = 0;   // drafts computed and checked by the target
   int64_t accepted = 0;   // drafts accepted (emitted as output)
+  double draft_seconds = 0;  // wall time in the drafter (a draft model's forwards)
   // Sequence-steps with a verification, by how many drafts they accepted: [0..kMaxDraftTokens].
   std::array<int64_t, kMaxDraftTokens + 1> accepted_histogram{};
   // And by how many they verified.
@@ -48,7 +62,8 @@ struct DraftRequest {
 
 class Speculator {
  public:
-  explicit Speculator(const SpeculativeConfig& config);
+  // `drafter`: null = the n-gram drafter (method "ngram").
+  explicit Speculator(const SpeculativeConfig& config, std::unique_ptr<Drafter> drafter = nullptr);
   // Drafts for the step about to be scheduled: [requests.size()] (possibly empty each),
   // gated by the policy. `num_running`: sequences the step is expected to compute.
   std::vector<std::vector<int32_t>> propose(const std::vector<DraftRequest>& requests, int num_running);
@@ -66,11 +81,14 @@ class Speculator {
   const SpeculativeConfig& config() const { return config_; }
 
  private:
+  // Most drafts to ask of the drafter per request (DSpark with a draft model: see .cc).
+  std::vector<int> draft_caps(const std::vector<DraftRequest>& requests, int num_running) const;
+
   SpeculativeConfig config_;
   std::unique_ptr<Drafter> drafter_;
   AcceptanceModel acceptance_;
   StepCostModel cost_;
-  std::unordered_map<int64_t, int> match_length_;  // of each sequence's drafts in flight
+  std::unordered_map<int64_t, std::vector<int>> signals_;  // of each sequence's drafts in flight
   SpecStats stats_;
 };
 
