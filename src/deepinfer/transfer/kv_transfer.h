@@ -42,10 +42,13 @@
 
 namespace deepinfer::transfer {
 
-// UCX transports when UCX_TLS is not set: shared memory and CMA within a host, TCP across hosts
-// (and on loopback), `self` within one process. UCX_TLS overrides it (e.g. to add RDMA), as do
-// the other UCX_* variables.
-inline constexpr const char* kDefaultUcxTransports = "sm,tcp,self";
+// UCX transports when UCX_TLS is not set: TCP (loopback within a host, the network across
+// hosts) and `self` within one process. Not shared memory by default: a sender killed in the
+// middle of writing into a receiver's shared-memory FIFO can leave that FIFO stuck, and the
+// receiver (a decode engine) then never hears from any sender again (seen here about once in 30
+// kills under load; never over TCP). UCX_TLS overrides it (e.g. "sm,tcp,self" for speed on one
+// host, or RDMA transports across hosts), as do the other UCX_* variables.
+inline constexpr const char* kDefaultUcxTransports = "tcp,self";
 
 // One received message: which transfer it belongs to, and its bytes (as the sender passed them).
 // Called on the receiver's progress thread; it must not throw and should return quickly (hand

@@ -3,6 +3,8 @@
 #include <poll.h>
 
 #include <cstdlib>
+#include <string>
+#include <string_view>
 #include <thread>
 
 #include "deepinfer/base/timer.h"
@@ -38,6 +40,16 @@ bool set_in_environment(const ConfigDefault& d) {
   return false;
 }
 
+// Whether the transports in use include shared memory (MM_ERROR_HANDLING is an invalid setting,
+// and UCX warns about it, otherwise).
+bool uses_shared_memory() {
+  const char* tls = std::getenv("UCX_TLS");
+  const std::string t = tls != nullptr ? tls : kDefaultUcxTransports;
+  for (const char* mm : {"sm", "shm", "mm", "posix", "sysv", "all"})
+    if (t.find(mm) != std::string::npos) return true;
+  return false;
+}
+
 // ucp_config_read applies the UCX_* environment; our defaults only fill what it leaves unset.
 Result<ucp_config_t*> read_config() {
   ucp_config_t* config = nullptr;
@@ -45,6 +57,7 @@ Result<ucp_config_t*> read_config() {
   if (st != UCS_OK) return io_error("UCX: reading the configuration failed: {}", ucs_error(st));
   for (const ConfigDefault& d : kConfigDefaults) {
     if (set_in_environment(d)) continue;
+    if (std::string_view(d.name) == "MM_ERROR_HANDLING" && !uses_shared_memory()) continue;
     st = ucp_config_modify(config, d.name, d.value);
     if (st != UCS_OK) {
       ucp_config_release(config);
