@@ -1,7 +1,5 @@
 #include "deepinfer/engine/image_request.h"
 
-#include <fmt/format.h>
-
 #include "deepinfer/vision/image_prompt.h"
 
 namespace deepinfer::engine {
@@ -21,8 +19,11 @@ Status add_prompt_images(vision::ImageService& service, const std::vector<const 
   std::vector<PromptImage> out;
   for (const vision::ImageSpan& span : ex->spans) {
     Result<vision::EncodedImage> e = service.encode(*images[static_cast<size_t>(span.image)]);
-    if (!e.is_ok())  // a bad image stays a 400; an encoder pool out of reach a 503
-      return Status(e.status().code(), fmt::format("image {}: {}", span.image + 1, e.status().message()));
+    if (!e.is_ok()) {  // a bad image is the request's fault; an encoder pool out of reach is not
+      if (e.status().code() == StatusCode::kResourceExhausted)
+        return resource_exhausted("image {}: {}", span.image + 1, e.status().message());
+      return invalid_argument("image {}: {}", span.image + 1, e.status().message());
+    }
     PromptImage img;
     img.start = span.start;
     img.length = span.length;
