@@ -178,6 +178,7 @@ Result<StoreStat> stat_store(const std::vector<std::string>& targets, int64_t no
         out.degraded_entries++;
       }
       out.entries_by_class[static_cast<int>(h->traffic_class)]++;
+      out.entries_by_kind[static_cast<int>(h->kind)]++;
     } else {
       out.unreadable_headers++;
     }

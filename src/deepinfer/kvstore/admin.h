@@ -10,6 +10,7 @@
 
 #include "deepinfer/base/status.h"
 #include "deepinfer/kvstore/io_engine.h"
+#include "deepinfer/kvstore/shard_format.h"
 #include "deepinfer/kvstore/traffic_class.h"
 
 namespace deepinfer::kvstore {
@@ -27,6 +28,7 @@ struct StoreStat {
   std::vector<TargetUsage> targets;
   uint64_t entries = 0;  // distinct keys with at least one shard
   uint64_t entries_by_class[kNumTrafficClasses] = {};
+  uint64_t entries_by_kind[kNumEntryKinds] = {};  // KV blocks, sliding-window checkpoint parts
   uint64_t unreadable_headers = 0;
   // By shard files present (not read): fewer than k+m but at least k = degraded, awaiting
   // repair (the engines' sweepers or `verify --repair`); fewer than k = never readable.

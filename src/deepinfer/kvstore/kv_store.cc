@@ -26,6 +26,7 @@ struct KvStore::Impl {
     BlockKey key;
     BlockBytes value;
     TrafficClass traffic_class;
+    EntryKind kind;
   };
   std::mutex wq_mu;
   std::condition_variable wq_cv, wq_idle_cv;
@@ -98,7 +99,7 @@ Result<std::unique_ptr<KvStore>> KvStore::open(KvStoreConfig cfg) {
       lock.unlock();
       std::vector<PutItem> items(jobs.size());
       for (size_t i = 0; i < jobs.size(); ++i) {
-        items[i] = PutItem{jobs[i].key, jobs[i].value->data(), jobs[i].traffic_class};
+        items[i] = PutItem{jobs[i].key, jobs[i].value->data(), jobs[i].traffic_class, jobs[i].kind};
       }
       std::vector<bool> ok;
       im.ssd->put_batch(io, items, self->now(), &ok);
@@ -246,11 +247,20 @@ std::future<size_t> KvStore::prefetch(std::vector<BlockKey> keys, std::optional<
 }
 
 size_t KvStore::batch_put(std::span<const BlockKey> keys, std::span<const uint8_t* const> src,
-                          TrafficClass traffic_class) {
+                          TrafficClass traffic_class, EntryKind kind) {
   Impl& im = *impl_;
   const int64_t t = now();
   const int64_t ttl = cfg_.ttl_seconds[static_cast<int>(traffic_class)];
   size_t queued = 0;
+  // Checkpoint parts are useful only whole and only next to their blocks: they may take at
+  // most half the SSD write queue, all parts of a put or none, so a burst of them never
+  // crowds out the blocks they describe.
+  const bool checkpoint = kind == EntryKind::kSwaCheckpoint;
+  bool ssd_room = true;
+  if (checkpoint && im.ssd) {
+    std::lock_guard lock(im.wq_mu);
+    ssd_room = im.wq.size() + keys.size() <= cfg_.write_queue_depth / 2;
+  }
   for (size_t i = 0; i < keys.size() && i < src.size(); ++i) {
     auto value = std::make_shared<const std::vector<uint8_t>>(src[i], src[i] + cfg_.block_bytes);
     im.host.put(keys[i], value, ttl, t);
@@ -259,13 +269,17 @@ size_t KvStore::batch_put(std::span<const BlockKey> keys, std::span<const uint8_
       ++queued;
       continue;
     }
+    if (!ssd_room) {
+      im.puts_dropped++;
+      continue;
+    }
     {
       std::lock_guard lock(im.wq_mu);
       if (im.wq.size() >= cfg_.write_queue_depth) {
         im.puts_dropped++;
         continue;
       }
-      im.wq.push_back({keys[i], std::move(value), traffic_class});
+      im.wq.push_back({keys[i], std::move(value), traffic_class, kind});
     }
     ++queued;
     im.wq_cv.notify_one();

@@ -83,8 +83,11 @@ class KvStore {
   // Copies each block into the host tier and queues its SSD write. Never blocks on I/O; when
   // the queue is full the SSD write is dropped and counted. Returns how many were accepted
   // (queued for the SSD; or, for a store without targets, kept in RAM).
+  // `kind` is recorded in the shard headers (kvstore stat counts entries by kind). The SSD
+  // writes of a kSwaCheckpoint put are queued all or none, and only while the queue is at most
+  // half full (blocks keep the other half).
   size_t batch_put(std::span<const BlockKey> keys, std::span<const uint8_t* const> src,
-                   TrafficClass traffic_class);
+                   TrafficClass traffic_class, EntryKind kind = EntryKind::kKvBlock);
   // Loads the cached prefix of `keys` into the host tier in the background; the future gives
   // its length (then batch_get of that many keys is served from RAM unless evicted meanwhile).
   std::future<size_t> prefetch(std::vector<BlockKey> keys,

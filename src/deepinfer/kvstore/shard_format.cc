@@ -43,6 +43,7 @@ void write_shard_header(const ShardHeader& h, uint8_t* dst) {
   dst[87] = h.parity_shards;
   put<uint16_t>(dst, 88, h.num_targets);
   dst[90] = static_cast<uint8_t>(h.traffic_class);
+  dst[91] = static_cast<uint8_t>(h.kind);
   put<int64_t>(dst, 96, h.created_unix);
   put<uint64_t>(dst, kHeaderHashOffset, checksum64(dst, kHeaderHashOffset));
 }
@@ -69,6 +70,8 @@ Result<ShardHeader> parse_shard_header(const uint8_t* src, size_t len, const cha
   h.num_targets = get<uint16_t>(src, 88);
   if (src[90] >= kNumTrafficClasses) return corrupt("shard {}: traffic class {}", path, src[90]);
   h.traffic_class = static_cast<TrafficClass>(src[90]);
+  if (src[91] >= kNumEntryKinds) return corrupt("shard {}: entry kind {}", path, src[91]);
+  h.kind = static_cast<EntryKind>(src[91]);
   h.created_unix = get<int64_t>(src, 96);
   if (h.data_shards == 0 || h.shard_index >= h.data_shards + h.parity_shards ||
       h.num_targets < h.data_shards + h.parity_shards ||

@@ -14,6 +14,14 @@ namespace deepinfer::kvstore {
 inline constexpr size_t kShardHeaderBytes = 128;
 inline constexpr size_t kIoAlign = 4096;  // Direct I/O granularity (covers 512e and 4Kn disks)
 
+// What an entry holds: the store treats every kind alike (same size, keys, lifetime); the kind
+// only lets `kvstore stat` count them apart. Old files (the byte was zero) are KV blocks.
+enum class EntryKind : uint8_t {
+  kKvBlock = 0,        // one block of a prefix's KV (or paged state)
+  kSwaCheckpoint = 1,  // part of a sliding-window checkpoint at a cached prefix's end
+};
+inline constexpr int kNumEntryKinds = 2;
+
 struct ShardHeader {
   BlockKey key{};
   uint64_t write_id = 0;      // random per put: shards of one put decode together, never mixed
@@ -26,6 +34,7 @@ struct ShardHeader {
   uint8_t parity_shards = 0;
   uint16_t num_targets = 0;   // placement: shard i lives on target (key_prefix64 + i) % num_targets
   TrafficClass traffic_class = TrafficClass::kChat;
+  EntryKind kind = EntryKind::kKvBlock;
   int64_t created_unix = 0;
 };
 

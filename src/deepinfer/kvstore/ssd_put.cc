@@ -241,6 +241,7 @@ void SsdTier::put_chunk(IoEngine& io, std::span<const PutItem> items, int64_t no
     proto.block_bytes = opts_.block_bytes;
     proto.num_targets = static_cast<uint16_t>(num_targets());
     proto.traffic_class = it.traffic_class;
+    proto.kind = it.kind;
     proto.created_unix = now;
     encode_entry(code_, proto, it.data, images[j]);
     for (int i = 0; i < n; ++i) {

@@ -14,6 +14,7 @@
 #include "deepinfer/kvstore/erasure.h"
 #include "deepinfer/kvstore/io_engine.h"
 #include "deepinfer/kvstore/key.h"
+#include "deepinfer/kvstore/shard_format.h"
 #include "deepinfer/kvstore/traffic_class.h"
 
 namespace deepinfer::kvstore {
@@ -47,6 +48,7 @@ struct PutItem {
   BlockKey key;
   const uint8_t* data = nullptr;  // block_bytes
   TrafficClass traffic_class = TrafficClass::kChat;
+  EntryKind kind = EntryKind::kKvBlock;
 };
 
 struct SsdStats {

@@ -49,6 +49,8 @@ int run_stat(const KvstoreFlags& f) {
     for (int c = 0; c < kvstore::kNumTrafficClasses; ++c)
       j["entries_by_class"][std::string(kvstore::traffic_class_name(
           static_cast<kvstore::TrafficClass>(c)))] = s.entries_by_class[c];
+    j["entries_by_kind"]["kv_block"] = s.entries_by_kind[0];
+    j["entries_by_kind"]["swa_checkpoint"] = s.entries_by_kind[1];
     j["unreadable_headers"] = s.unreadable_headers;
     j["bytes"] = s.bytes;
     j["store_id"] = s.store_id;
@@ -65,6 +67,8 @@ int run_stat(const KvstoreFlags& f) {
                 t.temp_files, t.expired_shards);
   std::printf("\nentries: %" PRIu64 " (agent %" PRIu64 ", chat %" PRIu64 "), %s on disk",
               s.entries, s.entries_by_class[0], s.entries_by_class[1], human_bytes(s.bytes).c_str());
+  if (s.entries_by_kind[1] > 0)
+    std::printf("; %" PRIu64 " of them sliding-window checkpoint parts", s.entries_by_kind[1]);
   if (s.unreadable_headers > 0) std::printf(", %" PRIu64 " unreadable headers", s.unreadable_headers);
   std::printf("\n%" PRIu64 " degraded (awaiting repair), %" PRIu64 " incomplete (never readable)\n",
               s.degraded_entries, s.incomplete_entries);

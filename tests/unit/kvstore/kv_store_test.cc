@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "deepinfer/kvstore/admin.h"
 #include "test_util.h"
 
 namespace deepinfer::kvstore {
@@ -189,6 +190,38 @@ TEST(KvStore, FullWriteQueueDropsInsteadOfBlocking) {
   size_t on_ssd = 0;
   for (auto& k : ks) on_ssd += (*s)->batch_exists(std::span(&k, 1));
   EXPECT_EQ(on_ssd, queued);
+}
+
+// Sliding-window checkpoint parts reach the SSD whole or not at all, and only within half the
+// write queue: a checkpoint of more parts than that goes only to the RAM tier, one that fits is
+// written completely, with its kind in the shard headers.
+TEST(KvStore, CheckpointPartsAreQueuedWholeWithinHalfTheQueue) {
+  TempDir dir;
+  auto c = config(dir, 6);
+  c.write_queue_depth = 8;
+  const auto ks = keys(9);
+  const std::span<const BlockKey> too_many(ks.data(), 5), fitting(ks.data() + 5, 4);
+  std::vector<uint8_t> block(kBlock, 3);
+  std::vector<const uint8_t*> src(5, block.data());
+  {
+    auto s = KvStore::open(c);
+    ASSERT_TRUE(s.is_ok());
+    EXPECT_EQ((*s)->batch_put(too_many, src, TrafficClass::kChat, EntryKind::kSwaCheckpoint), 0u);
+    EXPECT_EQ((*s)->stats().puts_dropped, 5u);
+    (*s)->flush();
+    EXPECT_EQ((*s)->batch_put(fitting, std::span(src.data(), 4), TrafficClass::kChat,
+                              EntryKind::kSwaCheckpoint),
+              4u);
+    (*s)->flush();
+  }
+  auto s = KvStore::open(c);
+  ASSERT_TRUE(s.is_ok());
+  EXPECT_EQ((*s)->batch_exists(std::span(too_many.data(), 1)), 0u);
+  EXPECT_EQ((*s)->batch_exists(fitting), 4u);
+  auto stat = stat_store(c.targets);
+  ASSERT_TRUE(stat.is_ok()) << stat.status().message();
+  EXPECT_EQ(stat->entries_by_kind[int(EntryKind::kSwaCheckpoint)], 4u);
+  EXPECT_EQ(stat->entries_by_kind[int(EntryKind::kKvBlock)], 0u);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -23,6 +24,7 @@ std::vector<uint8_t> valid_file(ShardHeader* out) {
   h.shard_index = 5;
   h.num_targets = 6;
   h.traffic_class = TrafficClass::kAgent;
+  h.kind = EntryKind::kSwaCheckpoint;
   h.created_unix = 123;
   std::vector<uint8_t> file(shard_file_bytes(h.shard_bytes));
   for (size_t i = kShardHeaderBytes; i < kShardHeaderBytes + h.shard_bytes; ++i) file[i] = uint8_t(i * 7);
@@ -41,7 +43,26 @@ TEST(ShardFormat, RoundTrip) {
   EXPECT_EQ(back->write_id, 99u);
   EXPECT_EQ(back->shard_index, 5);
   EXPECT_EQ(back->traffic_class, TrafficClass::kAgent);
+  EXPECT_EQ(back->kind, EntryKind::kSwaCheckpoint);
   EXPECT_EQ(back->created_unix, 123);
+}
+
+// Files written before entry kinds existed have a zero byte there: KV blocks. An unknown kind
+// (a newer writer, or damage that kept the header checksum) is refused, not guessed.
+TEST(ShardFormat, EntryKindDefaultsToKvBlockAndUnknownKindsAreRefused) {
+  ShardHeader h;
+  auto file = valid_file(&h);
+  h.kind = EntryKind::kKvBlock;
+  write_shard_header(h, file.data());
+  auto back = parse_shard_file(file.data(), file.size(), "x");
+  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  EXPECT_EQ(back->kind, EntryKind::kKvBlock);
+  file[91] = 7;
+  const uint64_t header_hash = checksum64(file.data(), 120);  // keep the header self-consistent
+  std::memcpy(file.data() + 120, &header_hash, sizeof(header_hash));
+  auto bad = parse_shard_file(file.data(), file.size(), "x");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("entry kind 7"), std::string::npos) << bad.status().message();
 }
 
 TEST(ShardFormat, EveryFlippedBitOrTruncationIsRejected) {
