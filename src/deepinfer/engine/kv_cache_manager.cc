@@ -83,30 +83,39 @@ PrefixMatch KvCacheManager::get_computed_blocks(Sequence& seq) {
   // Never the whole sequence: the last token must run through the model to give logits.
   const int max_blocks = (seq.num_tokens() - 1) / block_size();
   if (max_blocks <= 0) return match;
-  if (slabs_.enabled() && seq.allow_bounded_replay && copier_ != nullptr) {
-    // A bounded replay when the whole hit lacks its last rows and is longer than the replay;
-    // unless the exact prefix (cut where rows remain) plus the lower tier reaches as far.
-    std::vector<int32_t> full = match_in_memory(seq, max_blocks, false);
-    const int hit = static_cast<int>(full.size()) * block_size();
-    if (hit > config_.recent_tokens && lacks_recent_rows(full)) {
-      match.blocks = match_in_memory(seq, max_blocks, true);
-      const int first = static_cast<int>(match.blocks.size());
-      if (hook_ != nullptr && !seq.skip_tier)
-        match.num_tier_blocks =
-            std::clamp(hook_->lookup_prefix(seq, first, max_blocks - first), 0, max_blocks - first);
-      if (match.num_tokens(block_size()) >= hit) return match;
-      match.blocks = std::move(full);
-      match.num_tier_blocks = 0;
-      match.num_replay_tokens = config_.recent_tokens;
-      return match;
-    }
-  }
+  if (slabs_.enabled()) return match_hybrid(seq, max_blocks);
   match.blocks = match_in_memory(seq, max_blocks);
   if (hook_ != nullptr && !seq.skip_tier && static_cast<int>(match.blocks.size()) < max_blocks) {
     const int first = static_cast<int>(match.blocks.size());
     int n = hook_->lookup_prefix(seq, first, max_blocks - first);
     match.num_tier_blocks = std::clamp(n, 0, max_blocks - static_cast<int>(match.blocks.size()));
   }
+  return match;
+}
+
+// Hybrid caches. Exact: the in-memory prefix cut where a block the next step reads has lost
+// its recent rows, then the tier's blocks up to the furthest end it holds a checkpoint for.
+// Bounded (when the sequence allows it): the longest prefix whose paged state is anywhere,
+// memory or tier, with its last recent_tokens replayed; chosen only when it reaches further
+// than the exact restore and is longer than the replay.
+PrefixMatch KvCacheManager::match_hybrid(Sequence& seq, int max_blocks) {
+  PrefixMatch match;
+  match.blocks = match_in_memory(seq, max_blocks, true);
+  const int k = static_cast<int>(match.blocks.size());
+  int tier = 0, tier_exact = 0;
+  if (hook_ != nullptr && !seq.skip_tier && k < max_blocks) {
+    tier = std::clamp(hook_->lookup_prefix(seq, k, max_blocks - k), 0, max_blocks - k);
+    if (tier > 0) tier_exact = std::clamp(hook_->checkpointed_prefix(seq, k, tier), 0, tier);
+  }
+  match.num_tier_blocks = tier_exact;
+  if (!seq.allow_bounded_replay || copier_ == nullptr) return match;
+  std::vector<int32_t> full = match_in_memory(seq, max_blocks, false);
+  const int in_memory = static_cast<int>(full.size());
+  const int reach = std::max(in_memory, k + tier);
+  if (reach * block_size() <= config_.recent_tokens || reach <= k + tier_exact) return match;
+  match.blocks = std::move(full);
+  match.num_tier_blocks = std::max(0, k + tier - in_memory);
+  match.num_replay_tokens = config_.recent_tokens;
   return match;
 }
 
@@ -232,53 +241,92 @@ std::optional<int> KvCacheManager::allocate_slots(Sequence& seq, int num_new_tok
 
 // A bounded replay: the prefix's blocks from the one holding its first replayed token on are
 // copied (paged state only) into private blocks with fresh recent slabs, which the replay
-// fills; the cached originals keep their exact state and lose nothing.
+// fills; the cached originals keep their exact state and lose nothing. Blocks from the tier
+// are loaded into fresh blocks first (paged state only); those before the replay enter the
+// prefix cache. If the tier fails to supply them, nothing is kept and the sequence is admitted
+// from its exact in-memory prefix instead.
 std::optional<int> KvCacheManager::allocate_replayed(Sequence& seq, int num_new_tokens,
                                                      const PrefixMatch& prefix) {
   const int bs = block_size();
   const int k = static_cast<int>(prefix.blocks.size());
-  DI_CHECK(prefix.num_tier_blocks == 0 && prefix.num_replay_tokens <= k * bs &&
-               copier_ != nullptr && slabs_.enabled(),
-           "seq {}: replay of {} tokens after {} blocks", seq.id, prefix.num_replay_tokens, k);
-  const int replay_start = k * bs - prefix.num_replay_tokens;
+  const int num_tier = prefix.num_tier_blocks;
+  const int end = k + num_tier;
+  DI_CHECK(prefix.num_replay_tokens <= end * bs && copier_ != nullptr && slabs_.enabled() &&
+               (num_tier == 0 || hook_ != nullptr),
+           "seq {}: replay of {} tokens after {}+{} blocks", seq.id, prefix.num_replay_tokens, k,
+           num_tier);
+  const int replay_start = end * bs - prefix.num_replay_tokens;
   const int f = replay_start / bs;
-  const int blocks_needed = std::max(k, (replay_start + num_new_tokens + bs - 1) / bs);
+  const int blocks_needed = std::max(end, (replay_start + num_new_tokens + bs - 1) / bs);
   int unreferenced = 0;
   for (int32_t b : prefix.blocks) unreferenced += pool_.ref(b) == 0 ? 1 : 0;
-  const int num_fresh = blocks_needed - f;
+  const int num_fresh = blocks_needed - k + std::max(0, k - f);
   if (num_fresh > num_available_blocks() - unreferenced) return std::nullopt;
-  if (num_fresh > slabs_.num_available()) return std::nullopt;
+  if (blocks_needed - f > slabs_.num_available()) return std::nullopt;
   // Commit: hold every matched block first, so that taking fresh ones cannot evict them.
   for (int32_t b : prefix.blocks) {
     acquire(b);
     seq.block_table.push_back(b);
   }
+  for (int i = k; i < end; ++i) seq.block_table.push_back(take_block());
+  if (num_tier > 0) {
+    std::span<const int32_t> dst(seq.block_table.data() + k, num_tier);
+    if (std::clamp(hook_->load_blocks(seq, k, dst), 0, num_tier) < num_tier) {
+      for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) release(*it);
+      seq.block_table.clear();
+      PrefixMatch exact;
+      exact.blocks = match_in_memory(seq, k, true);
+      return allocate_slots(seq, num_new_tokens, &exact);
+    }
+  }
   for (int i = f; i < blocks_needed; ++i) {
-    const int32_t fresh = take_block();
+    const int32_t fresh = i < k || i >= end ? take_block() : seq.block_table[i];
     DI_CHECK(slabs_.attach(fresh), "seq {}: no recent slab left", seq.id);
     slabs_.pin(fresh);
     if (i < k) {
       copier_->copy_block_state(seq.block_table[i], fresh);
       release(seq.block_table[i]);
       seq.block_table[i] = fresh;
-    } else {
+    } else if (i >= end) {
       seq.block_table.push_back(fresh);
     }
   }
-  seq.num_committed_blocks = f;
+  seq.num_committed_blocks = std::min(k, f);
   seq.cache_limit_block = f;
   seq.recent_from_block = f;
   seq.num_computed_tokens = replay_start;
   seq.replay_start = replay_start;
-  seq.replay_end = k * bs;
+  seq.replay_end = end * bs;
   seq.num_replayed_tokens += prefix.num_replay_tokens;
+  commit_full_blocks(seq, f);  // tier blocks before the replay: cached, not written back
+  const int from_memory = std::min(k * bs, replay_start);
   ++stats_.admissions;
   ++stats_.replays;
   stats_.admitted_tokens += seq.num_tokens();
   stats_.hit_tokens += replay_start;
-  stats_.memory_hit_tokens += replay_start;
+  stats_.memory_hit_tokens += from_memory;
+  stats_.tier_hit_tokens += replay_start - from_memory;
+  stats_.tier_loaded_blocks += num_tier;
   stats_.replayed_tokens += prefix.num_replay_tokens;
   return num_fresh;
+}
+
+// Hybrid caches with a tier: a checkpoint of the recent rows at the end of the sequence's first
+// `end_blocks` full blocks, when those blocks are cached and every block a step after them
+// reads still holds its exact rows (never rows rebuilt by a bounded replay: those lie at or
+// after cache_limit_block).
+void KvCacheManager::save_checkpoint(Sequence& seq, int end_blocks) {
+  if (!slabs_.enabled() || hook_ == nullptr || !config_.enable_prefix_caching || end_blocks <= 0 ||
+      end_blocks > seq.num_committed_blocks || end_blocks > seq.cache_limit_block ||
+      end_blocks == seq.checkpoint_end_block)
+    return;
+  const int from = first_recent_block(end_blocks * block_size());
+  for (int j = from; j < end_blocks; ++j)
+    if (slabs_.slab_of(seq.block_table[j]) < 0) return;
+  hook_->save_checkpoint(seq, end_blocks,
+                         std::span<const int32_t>(seq.block_table.data() + from, end_blocks - from));
+  seq.checkpoint_end_block = end_blocks;
+  ++stats_.checkpoints_saved;
 }
 
 void KvCacheManager::count_admission(const Sequence& seq, int memory_blocks, int tier_blocks) {
@@ -319,7 +367,7 @@ int KvCacheManager::commit_hybrid_prefix(Sequence& seq, const PrefixMatch& prefi
   if (num_tier > 0) {
     std::span<const int32_t> dst(seq.block_table.data() + k, num_tier);
     loaded = std::clamp(hook_->load_blocks(seq, k, dst), 0, num_tier);
-    if (loaded < num_tier) loaded = 0;
+    if (loaded < num_tier || !load_tier_checkpoint(seq, k, k + num_tier)) loaded = 0;
   }
   seq.num_computed_tokens = (k + loaded) * bs;
   const int keep_blocks = (seq.num_computed_tokens + num_new_tokens + bs - 1) / bs;
@@ -341,6 +389,17 @@ int KvCacheManager::commit_hybrid_prefix(Sequence& seq, const PrefixMatch& prefi
   return loaded;
 }
 
+bool KvCacheManager::load_tier_checkpoint(Sequence& seq, int first_tier_block, int end_blocks) {
+  const int from = first_recent_block(end_blocks * block_size());
+  std::vector<int32_t> blocks;  // in-memory blocks keep their own (identical) rows
+  for (int j = from; j < end_blocks; ++j)
+    blocks.push_back(j < first_tier_block ? -1 : seq.block_table[j]);
+  if (!hook_->load_checkpoint(seq, end_blocks, blocks)) return false;
+  seq.checkpoint_end_block = end_blocks;  // the tier has it: not written again
+  ++stats_.checkpoints_loaded;
+  return true;
+}
+
 void KvCacheManager::unpin_recent_before(Sequence& seq, int new_from) {
   new_from = std::min(new_from, static_cast<int>(seq.block_table.size()));
   for (int i = seq.recent_from_block; i < new_from; ++i)
@@ -350,7 +409,13 @@ void KvCacheManager::unpin_recent_before(Sequence& seq, int new_from) {
 
 void KvCacheManager::cache_full_blocks(Sequence& seq) {
   commit_full_blocks(seq, 0);
-  if (slabs_.enabled()) unpin_recent_before(seq, first_recent_block(seq.num_computed_tokens));
+  if (!slabs_.enabled()) return;
+  if (!seq.prompt_checkpointed && seq.num_computed_tokens >= seq.num_prompt_tokens()) {
+    // Where a later request with this prompt hits: its last full block before the last token.
+    seq.prompt_checkpointed = true;
+    save_checkpoint(seq, (seq.num_prompt_tokens() - 1) / block_size());
+  }
+  unpin_recent_before(seq, first_recent_block(seq.num_computed_tokens));
 }
 
 void KvCacheManager::commit_full_blocks(Sequence& seq, int write_from) {
@@ -403,6 +468,9 @@ int KvCacheManager::reset_prefix_cache() {
 }
 
 void KvCacheManager::free(Sequence& seq) {
+  // A finished sequence's end is where the next turn of its conversation hits.
+  if (seq.finish_reason != FinishReason::kNone)
+    save_checkpoint(seq, std::min(seq.num_committed_blocks, seq.cache_limit_block));
   if (hook_ != nullptr) hook_->before_sequence_freed(seq);
   if (slabs_.enabled())
     for (size_t i = seq.recent_from_block; i < seq.block_table.size(); ++i)

@@ -51,6 +51,23 @@ class KvTierHook {
   virtual void before_sequence_freed(Sequence& seq) {}
   // The sequence's blocks were released (finished, aborted or preempted): forget its prefetch.
   virtual void on_sequence_released(const Sequence& seq) {}
+
+  // Hybrid caches (recent rows): a tier may keep a checkpoint of the recent rows at the end of
+  // a cached prefix (the sliding windows and compressor tails a step after it reads), so that
+  // a later hit ending there restores exactly without recomputing.
+  // Keep one for the end of the sequence's first `end_blocks` full blocks: `blocks` are the
+  // block ids of full blocks [end_blocks - blocks.size(), end_blocks), every one with its
+  // exact recent rows in its slab.
+  virtual void save_checkpoint(Sequence& seq, int end_blocks, std::span<const int32_t> blocks) {}
+  // Of the `count` blocks from `first` that lookup_prefix offered, how many (0..count) reach the
+  // furthest prefix end the tier holds a checkpoint for.
+  virtual int checkpointed_prefix(Sequence& seq, int first, int count) { return 0; }
+  // Fills the slabs of `blocks` (full blocks [end_blocks - blocks.size(), end_blocks); -1 =
+  // leave that one alone) with the checkpoint of the prefix end `end_blocks`. False, having
+  // written nothing usable, when it is gone or unreadable.
+  virtual bool load_checkpoint(Sequence& seq, int end_blocks, std::span<const int32_t> blocks) {
+    return false;
+  }
 };
 
 // Copies a block's paged state (hybrid caches: compressed entries, indexer keys; not its
@@ -99,6 +116,8 @@ struct KvCacheStats {
   int64_t tier_written_blocks = 0; // blocks handed to KvTierHook::on_blocks_cached
   int64_t replays = 0;             // admissions restored by a bounded replay
   int64_t replayed_tokens = 0;     // tokens those replays computed again
+  int64_t checkpoints_saved = 0;   // sliding-window checkpoints handed to the tier
+  int64_t checkpoints_loaded = 0;  // prefixes from the tier restored exactly by a checkpoint
 };
 
 class KvCacheManager {
@@ -171,6 +190,13 @@ class KvCacheManager {
   int commit_hybrid_prefix(Sequence& seq, const PrefixMatch& prefix, int num_new_tokens);
   // Whether some block of the first `k` that a step after them reads has lost its recent rows.
   bool lacks_recent_rows(std::span<const int32_t> blocks) const;
+  // Hybrid caches: get_computed_blocks (exact or bounded restore, see the .cc).
+  PrefixMatch match_hybrid(Sequence& seq, int max_blocks);
+  // Hybrid caches with a tier: the recent rows at the end of a tier prefix (blocks from
+  // `first_tier_block` to `end_blocks` just loaded) from its checkpoint; false when missing.
+  bool load_tier_checkpoint(Sequence& seq, int first_tier_block, int end_blocks);
+  // Hybrid caches with a tier: hands the tier a checkpoint at that prefix end when exact.
+  void save_checkpoint(Sequence& seq, int end_blocks);
   // Hybrid caches, allocate_slots with a prefix to replay (PrefixMatch::num_replay_tokens).
   std::optional<int> allocate_replayed(Sequence& seq, int num_new_tokens,
                                        const PrefixMatch& prefix);

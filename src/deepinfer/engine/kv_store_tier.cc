@@ -1,6 +1,6 @@
 // KvStoreTier: gathers a block's K/V from every layer into one contiguous value (layer-major:
-// L0 K, L0 V, L1 K, ...; hybrid caches: L0 paged state, L1 paged state, ..., then L0 recent
-// rows, L1 recent rows, ...) for the store, and scatters it back. Staging goes in bounded chunks so a
+// L0 K, L0 V, L1 K, ...; hybrid caches: L0 paged state, L1 paged state, ...; their recent rows
+// go to checkpoints, kv_store_checkpoint.cc) for the store, and scatters it back. Staging goes in bounded chunks so a
 // long prefix never needs a prefix-sized buffer.
 #include "deepinfer/engine/kv_store_tier.h"
 
@@ -28,7 +28,7 @@ KvStoreTier::KvStoreTier(std::unique_ptr<kvstore::KvStore> store, const kvstore:
       ns_(ns),
       root_(kvstore::root_key(ns)),
       storage_(storage),
-      block_bytes_(storage.bytes_per_block() + storage.bytes_per_recent_slab()),
+      block_bytes_(storage.bytes_per_block()),
       prefetch_timeout_(prefetch_timeout) {
   DI_CHECK(store_->config().block_bytes == block_bytes_, "store block_bytes {} != KV block {}",
            store_->config().block_bytes, block_bytes_);
@@ -37,17 +37,10 @@ KvStoreTier::KvStoreTier(std::unique_ptr<kvstore::KvStore> store, const kvstore:
 bool KvStoreTier::gather(int32_t block, uint8_t* dst) const {
   DI_CHECK(block >= 0 && block < storage_.num_blocks, "block {} of {}", block, storage_.num_blocks);
   const model::KvCacheSpec& spec = storage_.spec;
-  if (spec.hybrid()) {
-    const int32_t slab = spec.has_recent() ? slabs_->slab_of(block) : -1;
-    if (spec.has_recent() && slab < 0) return false;
+  if (spec.hybrid()) {  // the paged state only: recent rows travel as checkpoints
     for (int l = 0; l < spec.num_layers; ++l) {
       const size_t n = size_t(spec.block_floats(l, storage_.block_size));
       std::memcpy(dst, storage_.block_state[l].data() + block * n, n * sizeof(float));
-      dst += n * sizeof(float);
-    }
-    for (int l = 0; l < spec.num_layers && slab >= 0; ++l) {
-      const size_t n = size_t(storage_.block_size) * spec.recent_row_floats(l);
-      std::memcpy(dst, storage_.recent[l].data() + slab * n, n * sizeof(float));
       dst += n * sizeof(float);
     }
     return true;
@@ -73,12 +66,6 @@ void KvStoreTier::scatter(const uint8_t* src, int32_t block) {
     for (int l = 0; l < spec.num_layers; ++l) {
       const size_t n = size_t(spec.block_floats(l, storage_.block_size));
       std::memcpy(storage_.block_state[l].data() + block * n, src, n * sizeof(float));
-      src += n * sizeof(float);
-    }
-    const int32_t slab = spec.has_recent() ? slabs_->slab_of(block) : -1;
-    for (int l = 0; l < spec.num_layers && slab >= 0; ++l) {
-      const size_t n = size_t(storage_.block_size) * spec.recent_row_floats(l);
-      std::memcpy(storage_.recent[l].data() + slab * n, src, n * sizeof(float));
       src += n * sizeof(float);
     }
     return;
@@ -235,10 +222,11 @@ void KvStoreTier::before_sequence_freed(Sequence& seq) {
     ensure_keys(seq, n);
     staging_.resize(block_bytes_);
     for (; sent < n; ++sent) {
-      if (!gather(seq.block_table[size_t(sent)], staging_.data())) break;  // recent rows gone
+      if (!gather(seq.block_table[size_t(sent)], staging_.data())) break;
       export_sink_->export_block(seq.kv_export_tag, sent, seq.tier_keys[size_t(sent)],
                                  std::span<const uint8_t>(staging_.data(), block_bytes_));
     }
+    if (sent == n) sent += export_checkpoint(seq, sent);
   }
   export_sink_->export_done(seq.kv_export_tag, sent);
 }
@@ -290,9 +278,10 @@ Result<std::unique_ptr<KvStoreTier>> make_kv_store_tier(const KvStoreTierOptions
   ns.revision = fmt::format("layers={},kv_heads={},k_dim={},v_dim={},compute={}", s.num_layers,
                             s.num_kv_heads, s.head_dim, s.v_head_dim, opts.compute_settings);
   if (s.hybrid())
-    ns.revision += fmt::format(",hybrid_block_bytes={},recent_slab_bytes={},recent_tokens={}",
-                               storage.bytes_per_block(), storage.bytes_per_recent_slab(),
-                               s.recent_tokens);
+    ns.revision += fmt::format(
+        ",hybrid_block_bytes={},recent_slab_bytes={},recent_tokens={},swa_checkpoints={}",
+        storage.bytes_per_block(), storage.bytes_per_recent_slab(), s.recent_tokens,
+        kSwaCheckpointVersion);
   ns.kv_layout_version = kKvStoreLayoutVersion;
   // An f32 block is never served to a 16-bit cache, nor the other way round (hybrid state is
   // f32 only, so its dtype is the cache's).
@@ -301,7 +290,7 @@ Result<std::unique_ptr<KvStoreTier>> make_kv_store_tier(const KvStoreTierOptions
 
   kvstore::KvStoreConfig cfg = opts.store_overrides;
   cfg.targets = opts.dirs;
-  cfg.block_bytes = storage.bytes_per_block() + storage.bytes_per_recent_slab();
+  cfg.block_bytes = storage.bytes_per_block();
   cfg.host_tier_bytes = opts.host_tier_bytes;
   DI_ASSIGN_OR_RETURN(std::unique_ptr<kvstore::KvStore> store, kvstore::KvStore::open(cfg));
   return std::make_unique<KvStoreTier>(std::move(store), ns, storage, opts.prefetch_timeout);

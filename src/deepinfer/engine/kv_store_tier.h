@@ -23,6 +23,9 @@ namespace deepinfer::engine {
 
 // Bumped whenever the byte layout of a stored block (gather order below) changes.
 inline constexpr uint32_t kKvStoreLayoutVersion = 1;
+// Hybrid caches: the layout of stored blocks (paged state only) and of sliding-window
+// checkpoints (kv_store_checkpoint.cc); part of a hybrid namespace's revision.
+inline constexpr uint32_t kSwaCheckpointVersion = 1;
 
 struct KvStoreTierOptions {
   std::vector<std::string> dirs;  // SSD target directories (same order in every process)
@@ -46,6 +49,9 @@ struct KvStoreTierStats {
   int64_t prefetches = 0;      // background prefix reads started for waiting sequences
   int64_t prefetched_blocks = 0;  // blocks those reads found (now in the host tier)
   int64_t prefetch_timeouts = 0;  // reads given up on: those sequences computed their prefix
+  int64_t checkpoints_written = 0;  // sliding-window checkpoints handed to the store whole
+  int64_t checkpoints_loaded = 0;   // restored into a sequence's recent slabs
+  int64_t checkpoint_misses = 0;    // offered, then gone or unreadable when loading
 };
 
 class KvStoreTier : public KvTierHook {
@@ -65,6 +71,12 @@ class KvStoreTier : public KvTierHook {
   bool start_prefetch(Sequence& seq, int first, int count) override;
   bool prefetch_done(Sequence& seq) override;
   void on_sequence_released(const Sequence& seq) override;
+  // Sliding-window checkpoints (hybrid caches; kv_store_checkpoint.cc): the recent rows of the
+  // blocks a step after a prefix end reads, stored as parts of block_bytes() (the last one
+  // zero-padded) under keys derived from the prefix's last block key, kind kSwaCheckpoint.
+  void save_checkpoint(Sequence& seq, int end_blocks, std::span<const int32_t> blocks) override;
+  int checkpointed_prefix(Sequence& seq, int first, int count) override;
+  bool load_checkpoint(Sequence& seq, int end_blocks, std::span<const int32_t> blocks) override;
   // Prefill/decode disaggregation: a sequence with a kv_export_tag whose prompt is computed
   // hands its full prompt blocks to the export sink, once.
   void before_sequence_freed(Sequence& seq) override;
@@ -90,8 +102,7 @@ class KvStoreTier : public KvTierHook {
   void set_recent_slabs(const RecentSlabs* slabs) { slabs_ = slabs; }
 
   // Copies block `block` of the storage into `dst` (block_bytes()) and back. Hybrid caches:
-  // the block's paged state, then its recent rows; gather returns false (nothing to store)
-  // when the block has lost its recent rows, scatter skips them when the block has no slab.
+  // the block's paged state only (its recent rows go into checkpoints).
   [[nodiscard]] bool gather(int32_t block, uint8_t* dst) const;
   void scatter(const uint8_t* src, int32_t block);
   size_t block_bytes() const { return block_bytes_; }
@@ -110,6 +121,17 @@ class KvStoreTier : public KvTierHook {
   int exportable_blocks(const Sequence& seq) const;
   // Extends seq.tier_keys to cover its first `n` full blocks.
   void ensure_keys(Sequence& seq, int n) const;
+  // Checkpoints: how many blocks' rows the checkpoint at prefix end `end_blocks` holds, how many
+  // store values it takes, and their keys.
+  int checkpoint_blocks(int end_blocks) const;
+  int checkpoint_parts(int num_blocks) const;
+  std::vector<kvstore::BlockKey> checkpoint_keys(Sequence& seq, int end_blocks) const;
+  // The recent rows of `blocks` (each with a slab), slab after slab, into dst.
+  void pack_checkpoint(std::span<const int32_t> blocks, uint8_t* dst) const;
+  // PD export of a computed prompt: after its blocks, the checkpoint at the end a decode
+  // engine's hit reaches, as further export_block calls (indices from `first_index`); returns
+  // how many values it sent (0 when the rows are gone or the cache has none).
+  int export_checkpoint(Sequence& seq, int first_index);
 
   std::unique_ptr<kvstore::KvStore> store_;
   kvstore::Namespace ns_;

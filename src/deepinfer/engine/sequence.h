@@ -67,6 +67,10 @@ struct Sequence {
   int replay_end = 0;
   int cache_limit_block = std::numeric_limits<int>::max();
   int num_replayed_tokens = 0;  // tokens replayed over the sequence's admissions (usage)
+  // Sliding-window checkpoints handed to the lower tier (KvCacheManager::save_checkpoint): one at
+  // the prompt's end once computed, one at the sequence's end when it finishes.
+  bool prompt_checkpointed = false;
+  int checkpoint_end_block = 0;  // the last one's end (full blocks), 0 = none
   std::vector<BlockHash> block_hashes;  // hashes of the leading full blocks of the tokens (a cache;
                                        // depends only on the tokens, so survives preemption)
   std::vector<std::array<uint8_t, 32>> tier_keys;  // the lower tier's keys of the same blocks

@@ -223,6 +223,8 @@ void EngineLoop::update_gauges() {
       engine_->kv_num_recent_slabs() - engine_->kv_num_available_recent_slabs();
   gauges_.swa_replays = engine_->kv_stats().replays;
   gauges_.swa_replayed_tokens = engine_->kv_stats().replayed_tokens;
+  gauges_.swa_checkpoints_saved = engine_->kv_stats().checkpoints_saved;
+  gauges_.swa_checkpoints_loaded = engine_->kv_stats().checkpoints_loaded;
 }
 
 void EngineLoop::run() {

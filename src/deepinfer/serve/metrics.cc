@@ -99,6 +99,13 @@ std::string ServerMetrics::render(const EngineGauges& g, const std::string& mode
             double(g.swa_replays));
     counter(out, "deepinfer_swa_replayed_tokens_total",
             "Cached prompt tokens computed again by bounded replays", double(g.swa_replayed_tokens));
+    counter(out, "deepinfer_swa_checkpoints_saved_total",
+            "Sliding-window checkpoints (window rows and compressor tails at a prefix end) written "
+            "to the KV store",
+            double(g.swa_checkpoints_saved));
+    counter(out, "deepinfer_swa_checkpoints_loaded_total",
+            "KV store prefix hits restored exactly from a sliding-window checkpoint",
+            double(g.swa_checkpoints_loaded));
   }
   counter(out, "deepinfer_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache",
           double(g.prefix_lookup_tokens));

@@ -60,6 +60,8 @@ struct EngineGauges {
   int kv_recent_slabs_in_use = 0;  // pinned by running sequences
   int64_t swa_replays = 0;          // prefix hits restored by a bounded replay (swa_restore)
   int64_t swa_replayed_tokens = 0;  // tokens those replays computed again
+  int64_t swa_checkpoints_saved = 0;   // window checkpoints written to the KV store
+  int64_t swa_checkpoints_loaded = 0;  // store hits restored exactly from one
   // MoE models (expert load balancing input): expert assignments so far, and the worst layer's
   // busiest-expert load over the mean load (1 = perfectly balanced). Absent for dense models.
   bool moe = false;

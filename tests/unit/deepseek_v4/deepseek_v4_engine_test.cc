@@ -10,22 +10,16 @@
 
 #include "deepinfer/engine/engine.h"
 #include "deepinfer/recipe/tokenizer.h"
+#include "v4_engine_run.h"
 #include "v4_fixture.h"
 
 namespace deepinfer {
 namespace {
 
-// The fixtures have no tokenizer; a byte vocabulary of the model's 128 ids is enough for the
-// engine (it only detokenizes the output).
-std::shared_ptr<const recipe::Tokenizer> byte_tokenizer() {
-  recipe::TokenizerSpec spec;
-  for (int b = 0; b < 128; ++b) spec.token_bytes.push_back(std::string(1, static_cast<char>(b)));
-  spec.bos_id = 0;
-  spec.eos_id = 1;
-  auto t = recipe::Tokenizer::build(std::move(spec));
-  EXPECT_TRUE(t.is_ok()) << t.status().message();
-  return std::shared_ptr<const recipe::Tokenizer>(std::move(t).value());
-}
+using v4test::byte_tokenizer;
+using v4test::Generated;
+using v4test::generate;
+using v4test::top_kl;
 
 std::unique_ptr<engine::Engine> make_engine(const std::string& name, int budget,
                                             bool prefix_caching, size_t kv_bytes = size_t{4} << 20,
@@ -171,52 +165,6 @@ TEST_P(DeepseekV4Engine, FewRecentSlabsStillMatchTransformers) {
   std::printf("%s: block size %d, %d recent slabs for %d blocks, %lld slab evictions\n",
               GetParam(), bs, slabs, e->kv_num_blocks(),
               static_cast<long long>(e->kv_recent_slab_evictions()));
-}
-
-struct Generated {
-  std::vector<int32_t> tokens;
-  std::vector<engine::LogprobEntry> logprobs;
-  int cached = -1, replayed = -1;
-};
-
-Generated generate(engine::Engine& e, const std::vector<int32_t>& prompt, int max_tokens,
-                   engine::SwaRestore swa) {
-  engine::GenerationRequest r;
-  r.prompt_ids = prompt;
-  r.max_tokens = max_tokens;
-  r.ignore_eos = true;
-  r.sampling.temperature = 0.0f;
-  r.sampling.logprobs = 20;
-  r.swa_restore = swa;
-  Generated g;
-  auto id = e.add_request(r);
-  EXPECT_TRUE(id.is_ok()) << id.status().message();
-  while (e.has_unfinished())
-    for (const auto& o : e.step()) {
-      EXPECT_TRUE(o.error.empty()) << o.error;
-      g.tokens.insert(g.tokens.end(), o.new_token_ids.begin(), o.new_token_ids.end());
-      g.logprobs.insert(g.logprobs.end(), o.new_logprobs.begin(), o.new_logprobs.end());
-      if (o.finished) g.cached = o.cached_tokens, g.replayed = o.replayed_tokens;
-    }
-  return g;
-}
-
-// KL(ref || got) of one position's next-token distributions over ref's top tokens, the rest
-// of each lumped in one bucket (a lower bound of the full KL; the 128-token vocabulary has
-// 20 of them here).
-double top_kl(const engine::LogprobEntry& ref, const engine::LogprobEntry& got) {
-  double kl = 0, p_top = 0, q_top = 0;
-  for (const auto& [t, lp] : ref.top) {
-    double q = std::exp(double(got.top.back().second));
-    for (const auto& [u, lq] : got.top)
-      if (u == t) q = std::exp(double(lq));
-    const double p = std::exp(double(lp));
-    p_top += p;
-    q_top += q;
-    kl += p * std::log(p / q);
-  }
-  if (p_top < 1) kl += (1 - p_top) * std::log((1 - p_top) / std::max(1e-12, 1 - q_top));
-  return kl;
 }
 
 // swa_restore "bounded": case 2's prompt is cached, its recent rows are dropped (as memory

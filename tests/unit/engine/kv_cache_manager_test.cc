@@ -215,6 +215,25 @@ class FakeTier : public KvTierHook {
                         std::span<const int32_t> blocks) override {
     for (int i : indices) written.push_back(seq.block_hashes[i]);
   }
+  // Checkpoints, by the hash of the prefix's last block.
+  void save_checkpoint(Sequence& seq, int end_blocks, std::span<const int32_t> blocks) override {
+    checkpoints.push_back(seq.block_hashes[end_blocks - 1]);
+    checkpoint_sizes.push_back(static_cast<int>(blocks.size()));
+  }
+  int checkpointed_prefix(Sequence& seq, int first, int count) override {
+    for (int m = count; m > 0; --m)
+      if (std::find(checkpoints.begin(), checkpoints.end(), seq.block_hashes[first + m - 1]) !=
+          checkpoints.end())
+        return m;
+    return 0;
+  }
+  bool load_checkpoint(Sequence& seq, int end_blocks, std::span<const int32_t> blocks) override {
+    checkpoint_loads.emplace_back(end_blocks, std::vector<int32_t>(blocks.begin(), blocks.end()));
+    return true;
+  }
+  std::vector<BlockHash> checkpoints;
+  std::vector<int> checkpoint_sizes;
+  std::vector<std::pair<int, std::vector<int32_t>>> checkpoint_loads;
   std::vector<int32_t> evicted;
   std::vector<BlockHash> stored;
   std::vector<BlockHash> written;  // keys handed over for write-through
@@ -525,6 +544,109 @@ TEST(KvCacheManagerHybrid, BoundedReplayCopiesTheLastBlocksAndCachesNothingAppro
   PrefixMatch mc = kv.get_computed_blocks(c);
   ASSERT_EQ(mc.blocks.size(), 4u);
   EXPECT_EQ(mc.blocks[3], a_blocks[3]);
+}
+
+// a computes 17 tokens (its prompt's checkpoint: after block 4) and finishes (its end's: after
+// block 4 as well, not written twice); a filler then evicts every block to the fake tier.
+void cache_in_tier_only(KvCacheManager& kv, FakeTier& tier) {
+  Sequence a = make_seq(1, iota_tokens(17));
+  ASSERT_TRUE(kv.allocate_slots(a, 17).has_value());
+  compute(kv, a, 17);
+  a.finish_reason = FinishReason::kStop;
+  kv.free(a);
+  ASSERT_EQ(tier.checkpoints.size(), 1u);
+  EXPECT_EQ(tier.checkpoints[0], a.block_hashes[3]);
+  EXPECT_EQ(tier.checkpoint_sizes[0], 1);  // recent_tokens 4: the last block's rows
+  Sequence filler = make_seq(2, iota_tokens(24, 300));
+  ASSERT_TRUE(kv.allocate_slots(filler, 24).has_value());
+  kv.free(filler);
+}
+
+TEST(KvCacheManagerHybrid, TierHitWithACheckpointRestoresItsRowsExactly) {
+  FakeTier tier;
+  FakeCopier copier;
+  KvCacheManager kv(hybrid_config(8, 6), &tier, &copier);
+  cache_in_tier_only(kv, tier);
+  Sequence c = make_seq(3, iota_tokens(17));
+  c.allow_bounded_replay = true;  // the checkpoint reaches as far: no replay
+  PrefixMatch m = kv.get_computed_blocks(c);
+  ASSERT_TRUE(m.blocks.empty());
+  ASSERT_EQ(m.num_tier_blocks, 4);
+  EXPECT_EQ(m.num_replay_tokens, 0);
+  ASSERT_TRUE(kv.allocate_slots(c, 1, &m).has_value());
+  EXPECT_EQ(c.num_computed_tokens, 16);
+  ASSERT_EQ(tier.checkpoint_loads.size(), 1u);
+  EXPECT_EQ(tier.checkpoint_loads[0].first, 4);
+  EXPECT_EQ(tier.checkpoint_loads[0].second, std::vector<int32_t>{c.block_table[3]});
+  EXPECT_GE(kv.recent_slabs().slab_of(c.block_table[3]), 0);
+  EXPECT_EQ(kv.stats().checkpoints_loaded, 1);
+  check(kv, {&c});
+  kv.free(c);
+  check(kv, {});
+}
+
+// c shares a's first 3 blocks only: the tier has them but no checkpoint at their end. Exact:
+// nothing restored. Bounded: the 3 blocks load (paged state), the last 4 tokens replay into a
+// private block, the blocks before the replay enter the prefix cache.
+TEST(KvCacheManagerHybrid, TierHitWithoutACheckpointIsReplayedOrRecomputed) {
+  FakeTier tier;
+  FakeCopier copier;
+  KvCacheManager kv(hybrid_config(8, 6), &tier, &copier);
+  cache_in_tier_only(kv, tier);
+  std::vector<int32_t> tokens = iota_tokens(13);
+  for (int32_t t : iota_tokens(8, 900)) tokens.push_back(t);
+  Sequence exact = make_seq(3, tokens);
+  PrefixMatch me = kv.get_computed_blocks(exact);
+  EXPECT_TRUE(me.blocks.empty());
+  EXPECT_EQ(me.num_tier_blocks, 0);
+  Sequence b = make_seq(4, tokens);
+  b.allow_bounded_replay = true;
+  PrefixMatch m = kv.get_computed_blocks(b);
+  ASSERT_TRUE(m.blocks.empty());
+  ASSERT_EQ(m.num_tier_blocks, 3);
+  ASSERT_EQ(m.num_replay_tokens, 4);
+  ASSERT_TRUE(kv.allocate_slots(b, 21 - 8, &m).has_value());
+  EXPECT_EQ(b.num_computed_tokens, 8);
+  EXPECT_EQ(b.replay_start, 8);
+  EXPECT_EQ(b.replay_end, 12);
+  EXPECT_EQ(b.num_committed_blocks, 2);
+  EXPECT_TRUE(kv.tree().contains(b.block_table[0]));
+  EXPECT_TRUE(kv.tree().contains(b.block_table[1]));
+  EXPECT_FALSE(kv.tree().contains(b.block_table[2]));
+  EXPECT_GT(kv.recent_slabs().pins(b.block_table[2]), 0);
+  EXPECT_EQ(kv.stats().tier_loaded_blocks, 3);
+  EXPECT_EQ(kv.stats().replays, 1);
+  EXPECT_TRUE(copier.copies.empty());  // tier blocks are private already
+  EXPECT_TRUE(tier.checkpoint_loads.empty());
+  check(kv, {&b});
+  b.finish_reason = FinishReason::kStop;
+  compute(kv, b, 21);
+  kv.free(b);  // its rows are approximate from block 2 on: no checkpoint
+  EXPECT_EQ(tier.checkpoints.size(), 1u);
+  check(kv, {});
+}
+
+// The tier fails to supply a replay's blocks: nothing is kept, the sequence computes from its
+// exact in-memory prefix (here nothing).
+TEST(KvCacheManagerHybrid, FailedTierLoadOfAReplayFallsBackToTheExactPrefix) {
+  FakeTier tier;
+  FakeCopier copier;
+  KvCacheManager kv(hybrid_config(8, 6), &tier, &copier);
+  cache_in_tier_only(kv, tier);
+  std::vector<int32_t> tokens = iota_tokens(13);
+  for (int32_t t : iota_tokens(8, 900)) tokens.push_back(t);
+  Sequence b = make_seq(4, tokens);
+  b.allow_bounded_replay = true;
+  PrefixMatch m = kv.get_computed_blocks(b);
+  ASSERT_EQ(m.num_tier_blocks, 3);
+  tier.fail_after = tier.loads + 1;
+  ASSERT_TRUE(kv.allocate_slots(b, 8, &m).has_value());
+  EXPECT_EQ(b.num_computed_tokens, 0);
+  EXPECT_EQ(b.replay_end, 0);
+  EXPECT_EQ(kv.stats().replays, 0);
+  check(kv, {&b});
+  kv.free(b);
+  check(kv, {});
 }
 
 TEST(KvCacheManagerHybrid, NoReplayForAHitNoLongerThanTheReplay) {
