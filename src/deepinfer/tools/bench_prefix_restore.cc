@@ -8,10 +8,23 @@
 //              prompt is computed (what exact costs without a checkpoint, and the reference);
 //   exact    : P + S + one token once more, "exact", its rows held: the exact restore of a
 //              prefix whose window state was kept.
+// With --kv-store the restores come from the store after a "restart" (the in-memory prefix
+// cache emptied before each run) instead:
+//   cold     : P + X (X one block and a token of other tokens): P's blocks reach the store, its
+//              checkpoints lie beyond P;
+//   bounded  : P + S, "bounded": P's blocks from the store, no checkpoint at their end, so the
+//              last recent_tokens tokens are replayed;
+//   full     : P + S, "exact": no checkpoint within the hit, so all of it is computed;
+//   exact    : P + S again, "exact": its blocks and the checkpoint full left at its prompt's end
+//              come from the store (tokens and logprobs must equal full's bitwise);
+//   exact ram: P + S once more without emptying the cache: the rows held in memory.
 // Drift of bounded against full: greedy agreement over gen_len tokens (prefix of equal tokens
 // and share of equal positions) and the KL divergence of the next-token distributions at the
 // positions before the first difference, over the reference's top-20 (the rest of both
 // distributions lumped into one bucket: a lower bound of the full KL).
+// The decoder-side rule (docs/models.md): the trailing layers whose only state is the window
+// could skip all but the last tokens of a span; the summary reports how many the model has and
+// the share of layer-token work a prefill would keep (1 when none: DeepSeek-V4).
 #include "deepinfer/tools/bench_prefix_restore.h"
 
 #include <algorithm>
@@ -91,6 +104,51 @@ double top_kl(const engine::LogprobEntry& ref, const engine::LogprobEntry& got) 
   return std::max(0.0, kl);
 }
 
+struct Drift {
+  size_t equal_prefix = 0;
+  double agreement = 0;  // share of equal positions
+  double kl_sum = 0;
+  int kl_positions = 0;
+  bool same_first = false;
+};
+
+Drift drift(const Run& full, const Run& bounded) {
+  Drift d;
+  const size_t n = std::min(bounded.tokens.size(), full.tokens.size());
+  while (d.equal_prefix < n && bounded.tokens[d.equal_prefix] == full.tokens[d.equal_prefix])
+    ++d.equal_prefix;
+  int equal = 0;
+  for (size_t i = 0; i < n; ++i) equal += bounded.tokens[i] == full.tokens[i] ? 1 : 0;
+  const size_t kl_positions = std::min(d.equal_prefix + 1, full.logprobs.size());
+  for (size_t i = 0; i < kl_positions && i < bounded.logprobs.size(); ++i)
+    d.kl_sum += top_kl(full.logprobs[i], bounded.logprobs[i]);
+  d.kl_positions = static_cast<int>(kl_positions);
+  d.agreement = full.tokens.empty() ? 0 : double(equal) / double(full.tokens.size());
+  d.same_first = n > 0 && bounded.tokens[0] == full.tokens[0];
+  return d;
+}
+
+bool bitwise_equal(const Run& a, const Run& b) {
+  if (a.tokens != b.tokens || a.logprobs.size() != b.logprobs.size()) return false;
+  for (size_t i = 0; i < a.logprobs.size(); ++i)
+    if (a.logprobs[i].logprob != b.logprobs[i].logprob || a.logprobs[i].top != b.logprobs[i].top)
+      return false;
+  return true;
+}
+
+// Trailing layers whose only state is the window (docs/models.md, decoder-side saving).
+int window_only_tail(const model::KvCacheSpec& spec) {
+  int tail = 0;
+  for (int l = spec.num_layers - 1; l >= 0; --l) {
+    bool only_window = true;
+    for (const model::StateKind& k : spec.state_kinds)
+      if (k.layer == l && k.name != "window_kv") only_window = false;
+    if (!only_window) break;
+    ++tail;
+  }
+  return tail;
+}
+
 }  // namespace
 
 int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
@@ -105,11 +163,22 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
         "bench --mode prefix-restore: {} has no sliding-window state to restore (DeepSeek-V4 "
         "models only)",
         ef.model));
+  const model::KvCacheSpec spec = loaded->model->kv_cache_spec();  // before the engine takes it
   auto eng = make_engine(*loaded, ef);
   if (!eng.is_ok()) return report_error(eng.status());
   engine::Engine& e = **eng;
   const int32_t vocab = static_cast<int32_t>(e.model_config().vocab_size);
+  const bool with_store = !ef.kv_store.empty();
+  const int tail_layers = window_only_tail(spec);
   for (int len : opts.prompt_lens) {
+    // Layer-token work the decoder-side rule keeps for a prefill of this prompt: the tail
+    // layers over at most recent_tokens tokens, the others over all of them.
+    const double tokens = len + kSuffix;
+    const double work_ratio =
+        (double(spec.num_layers - tail_layers) * tokens +
+         double(tail_layers) * std::min(tokens, double(spec.recent_tokens))) /
+        (double(spec.num_layers) * tokens);
+    bool exact_all_bitwise = true;
     double agree_sum = 0, kl_sum = 0, bounded_ms = 0, full_ms = 0, exact_ms = 0;
     int kl_n = 0, same_first = 0;
     for (int rep = 0; rep < opts.repeat; ++rep) {
@@ -118,33 +187,41 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
       std::vector<int32_t> prompt = prefix;
       const auto suffix = synthetic_prompt(kSuffix, seq + 50'000, vocab);
       prompt.insert(prompt.end(), suffix.begin(), suffix.end());
-      const Run cold = run_one(e, prefix, 1, engine::SwaRestore::kExact);
-      e.drop_cached_recent_rows();
-      const Run bounded = run_one(e, prompt, opts.gen_len, engine::SwaRestore::kBounded);
-      e.drop_cached_recent_rows();
-      const Run full = run_one(e, prompt, opts.gen_len, engine::SwaRestore::kExact);
-      std::vector<int32_t> again = prompt;
-      again.push_back(full.tokens.empty() ? 100 : full.tokens[0]);
-      const Run exact = run_one(e, again, 1, engine::SwaRestore::kExact);
-      for (const Run* r : {&cold, &bounded, &full, &exact})
+      Run cold, bounded, full, exact, exact_ram;
+      if (with_store) {
+        std::vector<int32_t> seeded = prefix;
+        const auto other = synthetic_prompt(e.kv_block_size() + 1, seq + 70'000, vocab);
+        seeded.insert(seeded.end(), other.begin(), other.end());
+        e.reset_prefix_cache();
+        cold = run_one(e, seeded, 1, engine::SwaRestore::kExact);
+        e.reset_prefix_cache();
+        bounded = run_one(e, prompt, opts.gen_len, engine::SwaRestore::kBounded);
+        e.reset_prefix_cache();
+        full = run_one(e, prompt, opts.gen_len, engine::SwaRestore::kExact);
+        e.reset_prefix_cache();
+        exact = run_one(e, prompt, opts.gen_len, engine::SwaRestore::kExact);
+        exact_ram = run_one(e, prompt, opts.gen_len, engine::SwaRestore::kExact);
+      } else {
+        cold = run_one(e, prefix, 1, engine::SwaRestore::kExact);
+        e.drop_cached_recent_rows();
+        bounded = run_one(e, prompt, opts.gen_len, engine::SwaRestore::kBounded);
+        e.drop_cached_recent_rows();
+        full = run_one(e, prompt, opts.gen_len, engine::SwaRestore::kExact);
+        std::vector<int32_t> again = prompt;
+        again.push_back(full.tokens.empty() ? 100 : full.tokens[0]);
+        exact = run_one(e, again, 1, engine::SwaRestore::kExact);
+      }
+      for (const Run* r : {&cold, &bounded, &full, &exact, &exact_ram})
         if (!r->error.empty()) return report_error(Status(StatusCode::kInternal, r->error));
-      size_t equal_prefix = 0;
-      while (equal_prefix < std::min(bounded.tokens.size(), full.tokens.size()) &&
-             bounded.tokens[equal_prefix] == full.tokens[equal_prefix])
-        ++equal_prefix;
-      int equal = 0;
-      for (size_t i = 0; i < std::min(bounded.tokens.size(), full.tokens.size()); ++i)
-        equal += bounded.tokens[i] == full.tokens[i] ? 1 : 0;
-      double kl = 0;
-      const size_t kl_positions = std::min(equal_prefix + 1, full.logprobs.size());
-      for (size_t i = 0; i < kl_positions && i < bounded.logprobs.size(); ++i)
-        kl += top_kl(full.logprobs[i], bounded.logprobs[i]);
-      const double agree = full.tokens.empty() ? 0 : double(equal) / double(full.tokens.size());
+      const Drift d = drift(full, bounded);
+      const size_t equal_prefix = d.equal_prefix;
+      const double agree = d.agreement;
+      const double kl = d.kl_sum;
+      const size_t kl_positions = size_t(d.kl_positions);
       agree_sum += agree;
       kl_sum += kl;
-      kl_n += static_cast<int>(kl_positions);
-      same_first += !bounded.tokens.empty() && !full.tokens.empty() &&
-                    bounded.tokens[0] == full.tokens[0];
+      kl_n += d.kl_positions;
+      same_first += d.same_first ? 1 : 0;
       bounded_ms += bounded.ttft_ms;
       full_ms += full.ttft_ms;
       exact_ms += exact.ttft_ms;
@@ -159,7 +236,13 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
                           {"exact_cached_tokens", exact.cached_tokens},
                           {"greedy_equal_prefix", equal_prefix}, {"greedy_agreement", agree},
                           {"mean_top20_kl", kl_positions ? kl / double(kl_positions) : 0.0},
-                          {"gen_tokens", opts.gen_len}, {"threads", e.num_threads()}};
+                          {"gen_tokens", opts.gen_len}, {"threads", e.num_threads()},
+                          {"from_kv_store", with_store}};
+      if (with_store) {
+        j["exact_from_store_bitwise_equal_to_full"] = bitwise_equal(full, exact);
+        j["exact_ram_ttft_ms"] = exact_ram.ttft_ms;
+        exact_all_bitwise = exact_all_bitwise && bitwise_equal(full, exact);
+      }
       std::printf("%s\n", j.dump().c_str());
       std::fflush(stdout);
     }
@@ -170,7 +253,11 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
                         {"bounded_over_full", full_ms > 0 ? bounded_ms / full_ms : 0.0},
                         {"first_token_agreement", same_first / n},
                         {"greedy_agreement", agree_sum / n},
-                        {"mean_top20_kl", kl_n ? kl_sum / kl_n : 0.0}};
+                        {"mean_top20_kl", kl_n ? kl_sum / kl_n : 0.0},
+                        {"from_kv_store", with_store},
+                        {"decoder_side_skippable_layers", tail_layers},
+                        {"decoder_side_prefill_work_ratio", work_ratio}};
+    if (with_store) s["exact_from_store_bitwise_equal_to_full"] = exact_all_bitwise;
     std::printf("%s\n", s.dump().c_str());
     std::fflush(stdout);
   }
