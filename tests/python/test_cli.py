@@ -236,6 +236,8 @@ def test_kv_store_traffic_class_and_tier_bench(model, tmp_path):
     assert r.returncode == 0, r.stderr
     stat = json.loads(run("kvstore", "stat", "--json", *dirs).stdout)
     assert stat["entries_by_class"]["agent"] > 0 and stat["entries_by_class"]["chat"] > 0, stat
+    # A Llama cache has no sliding-window state: every entry is a KV block.
+    assert stat["entries_by_kind"] == {"kv_block": stat["entries"], "swa_checkpoint": 0}, stat
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"prompt": "x", "traffic_class": "forever"}) + "\n")
     r = run("generate", "--model", model, "--input", bad, *flags)

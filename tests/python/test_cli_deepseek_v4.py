@@ -70,3 +70,30 @@ def test_bad_fp4_scale_exits_1_naming_file_and_tensor(binary, tmp_path, tensor, 
     assert r.returncode == 1, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and f"'{tensor}'" in lines[0] and str(path) in lines[0], r.stderr
+
+
+def test_kv_store_restores_a_prompt_in_another_process_from_its_checkpoint(binary, tmp_path):
+    """A second `generate` process on the same --kv-store restores the 37-token prompt's
+    prefix exactly (its blocks' paged state plus the sliding-window checkpoint the first process
+    wrote at the prompt's end) and continues with transformers' tokens; kvstore stat counts the
+    checkpoint parts apart from the blocks."""
+    expected = json.loads((FIXTURES / "h2_mixed" / "expected.json").read_text())
+    case = expected["cases"][2]
+    d = model_dir(tmp_path, "h2_mixed")
+    (tmp_path / "in.jsonl").write_text(json.dumps({"prompt_token_ids": case["ids"]}) + "\n")
+    store = tmp_path / "store"
+    args = ["generate", "--model", d, "--input", tmp_path / "in.jsonl", "--max-tokens", "8", "--temperature", "0",
+            "--ignore-eos", "--json", "--threads", "1", "--kv-store", store]
+    records = []
+    for _ in range(2):
+        r = run(*args, "--swa-restore", "exact")
+        assert r.returncode == 0, r.stderr
+        records.append(json.loads(r.stdout.strip().splitlines()[0]))
+    assert records[0]["token_ids"] == records[1]["token_ids"] == case["greedy"]
+    assert records[0]["usage"]["cached_tokens"] == 0
+    assert records[1]["usage"]["cached_tokens"] >= 32, records[1]
+    assert "replayed_tokens" not in records[1]["usage"]
+    stat = json.loads(run("kvstore", "stat", "--json", store).stdout)
+    kinds = stat["entries_by_kind"]
+    assert kinds["kv_block"] > 0 and kinds["swa_checkpoint"] > 0, stat
+    assert kinds["kv_block"] + kinds["swa_checkpoint"] == stat["entries"], stat
