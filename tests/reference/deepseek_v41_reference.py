@@ -296,9 +296,11 @@ class Attention(nn.Module):
                 if self.is_candidate_source:
                     shared["candidates"] = candidate_mask(scores, visible, self.tc["candidate_topk_blocks"],
                                                           self.tc["candidate_block_size"])
+                    trace("candidates", shared["candidates"])
                 elif self.uses_candidates:
                     scores = scores.masked_fill(~shared["candidates"], float("-inf"))
                 shared["topk"] = topk_finite(scores, self.tc["index_topk"])
+                trace("topk", shared["topk"])
                 shared["scores"] = scores
             picked = shared["topk"] & causal
             keys = torch.cat([kv, comp], dim=0)

@@ -14,8 +14,11 @@
 # ue8m0 scale per 32 inputs; the rest bf16. The Engram hash layout goes to engram_hash.json.
 # expected.json per prompt: logits at every position, the greedy continuation (each step a full
 # forward over prompt + continuation: the reference has no cache) with its logits and top-2
-# margins, and the Engram table rows of every position (for the C++ hash test).
+# margins, and the Engram table rows of every position (for the C++ hash test); for the longest
+# prompt also every index source's visible scores, candidate mask and picks (selection test); for
+# the 13-token prompt the streams entering and leaving each Engram layer (Engram test).
 import json
+import math
 import os
 import re
 import sys
@@ -194,11 +197,47 @@ def build(seed):
     return model, stored
 
 
+class Selections:
+    """Index sources' inputs and outputs of the top-k selection (for the C++ selection test): the
+    visible scores before the candidate mask, the candidate mask, the picked entries."""
+
+    def __init__(self, inner):
+        self.inner, self.got = inner, {}
+
+    def __call__(self, name, v):
+        self.inner(name, v)
+        if name.endswith(("index_scores", "candidates", "topk")):
+            layer, what = name.split(".")[1], name.split(".")[-1]
+            if what == "index_scores":
+                v = [[None if not math.isfinite(x) else round(float(x), 6) for x in row] for row in v]
+            else:
+                v = [[int(i) for i in row.nonzero().flatten()] for row in v]
+            self.got.setdefault(layer, {})[what] = v
+
+
+class EngramStreams:
+    """The streams entering and leaving each Engram layer (for the C++ Engram test): the previous
+    layer's output and the streams after the Engram update, [T, hc, hidden]."""
+
+    def __init__(self, inner, layers):
+        self.inner, self.got = inner, {}
+        self.before = {f"layers.{i - 1}.layer_out": str(i) for i in layers}
+
+    def __call__(self, name, v):
+        self.inner(name, v)
+        if name in self.before:
+            self.got.setdefault(self.before[name], {})["before"] = v.flatten(1).tolist()
+        elif name.endswith("after_engram"):
+            self.got.setdefault(name.split(".")[1], {})["after"] = v.flatten(1).tolist()
+
+
 def run_cases(model, trace):
     cases = []
     with torch.no_grad():
-        for ids in PROMPTS:
-            full = model(ids, trace=trace)
+        for n, ids in enumerate(PROMPTS):
+            selections = Selections(trace)
+            streams = EngramStreams(trace, TEXT["engram_layer_ids"])
+            full = model(ids, trace=selections if n == len(PROMPTS) - 1 else streams if n == 1 else trace)
             greedy, step_logits = [], []
             for _ in range(GREEDY_STEPS):
                 last = model(ids + greedy, trace=trace)[-1]
@@ -211,6 +250,11 @@ def run_cases(model, trace):
                     for layer in TEXT["engram_layer_ids"]}
             cases.append({"ids": ids, "logits": rounded(full), "greedy": greedy,
                           "greedy_logits": rounded(step_logits), "greedy_margin": margins, "engram_rows": rows})
+            if selections.got:
+                cases[-1]["selections"] = selections.got
+            if streams.got:
+                cases[-1]["engram_streams"] = {k: {w: [[round(x, 6) for x in row] for row in rows]
+                                                   for w, rows in v.items()} for k, v in streams.got.items()}
     return cases
 
 
