@@ -380,14 +380,20 @@ class Block(nn.Module):
         if self.engram is not None:
             h = self.engram(h, rows, trace)
             trace("after_engram", h)
+        trace("hc_in", h)
         attn_pre, post, comb = self.hc_attn.mixes(h)
         a_in = self.attn_norm(collapse(h, pre))
         trace("attn_in", a_in)
-        h = expand(self.attn(a_in, pos, rope, shared, trace), h, post, comb)
+        a_out = self.attn(a_in, pos, rope, shared, trace)
+        trace("attn_result", a_out)
+        h = expand(a_out, h, post, comb)
+        trace("after_attn", h)
         ffn_pre, post, comb = self.hc_ffn.mixes(h)
         f_in = self.ffn_norm(collapse(h, attn_pre))
         trace("ffn_in", f_in)
-        h = expand(self.ffn(f_in, trace), h, post, comb)
+        f_out = self.ffn(f_in, trace)
+        trace("ffn_result", f_out)
+        h = expand(f_out, h, post, comb)
         trace("layer_out", h)
         return h, ffn_pre
 

@@ -16,7 +16,8 @@
 # forward over prompt + continuation: the reference has no cache) with its logits and top-2
 # margins, and the Engram table rows of every position (for the C++ hash test); for the longest
 # prompt also every index source's visible scores, candidate mask and picks (selection test); for
-# the 13-token prompt the streams entering and leaving each Engram layer (Engram test).
+# the 13-token prompt the streams entering and leaving each Engram layer (Engram test); for the
+# 5-token prompt the mHC sites of layers 0, 1, 2 and the last (mHC test).
 import json
 import math
 import os
@@ -231,13 +232,31 @@ class EngramStreams:
             self.got.setdefault(name.split(".")[1], {})["after"] = v.flatten(1).tolist()
 
 
+class SiteTensors:
+    """The mHC sites of a few layers (for the C++ mHC test): streams in, the attention and FFN
+    sublayer inputs and results, the streams after each expansion."""
+
+    NAMES = ("hc_in", "attn_in", "attn_result", "after_attn", "ffn_in", "ffn_result", "layer_out")
+
+    def __init__(self, inner, layers):
+        self.inner, self.layers, self.got = inner, {str(i) for i in layers}, {}
+
+    def __call__(self, name, v):
+        self.inner(name, v)
+        parts = name.split(".")
+        if len(parts) == 3 and parts[1] in self.layers and parts[2] in self.NAMES:
+            self.got.setdefault(parts[1], {})[parts[2]] = [[round(x, 5) for x in row]
+                                                           for row in v.flatten(1).tolist()]
+
+
 def run_cases(model, trace):
     cases = []
     with torch.no_grad():
         for n, ids in enumerate(PROMPTS):
             selections = Selections(trace)
             streams = EngramStreams(trace, TEXT["engram_layer_ids"])
-            full = model(ids, trace=selections if n == len(PROMPTS) - 1 else streams if n == 1 else trace)
+            sites = SiteTensors(trace, [0, 1, 2, TEXT["num_hidden_layers"] - 1])
+            full = model(ids, trace=selections if n == len(PROMPTS) - 1 else streams if n == 1 else sites)
             greedy, step_logits = [], []
             for _ in range(GREEDY_STEPS):
                 last = model(ids + greedy, trace=trace)[-1]
@@ -252,6 +271,8 @@ def run_cases(model, trace):
                           "greedy_logits": rounded(step_logits), "greedy_margin": margins, "engram_rows": rows})
             if selections.got:
                 cases[-1]["selections"] = selections.got
+            if sites.got:
+                cases[-1]["hc_sites"] = sites.got
             if streams.got:
                 cases[-1]["engram_streams"] = {k: {w: [[round(x, 6) for x in row] for row in rows]
                                                    for w, rows in v.items()} for k, v in streams.got.items()}
