@@ -338,6 +338,9 @@ class MoE(nn.Module):
     def forward(self, x, trace):
         idx, w, scores = self.gate(x)
         trace("router_scores", scores)
+        order = idx.argsort(dim=-1)  # experts ascending, for comparisons
+        trace("router_idx", idx.gather(1, order))
+        trace("router_weights", w.gather(1, order))
         return self.experts(x, idx, w) + self.shared_experts(x)
 
 

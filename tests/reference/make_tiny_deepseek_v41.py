@@ -17,7 +17,7 @@
 # margins, and the Engram table rows of every position (for the C++ hash test); for the longest
 # prompt also every index source's visible scores, candidate mask and picks (selection test); for
 # the 13-token prompt the streams entering and leaving each Engram layer (Engram test); for the
-# 5-token prompt the mHC sites of layers 0, 1, 2 and the last (mHC test).
+# 5-token prompt the mHC sites and router choices of layers 0, 1, 2 and the last (mHC, router tests).
 import json
 import math
 import os
@@ -236,7 +236,8 @@ class SiteTensors:
     """The mHC sites of a few layers (for the C++ mHC test): streams in, the attention and FFN
     sublayer inputs and results, the streams after each expansion."""
 
-    NAMES = ("hc_in", "attn_in", "attn_result", "after_attn", "ffn_in", "ffn_result", "layer_out")
+    NAMES = ("hc_in", "attn_in", "attn_result", "after_attn", "ffn_in", "ffn_result", "layer_out", "router_idx",
+             "router_weights")
 
     def __init__(self, inner, layers):
         self.inner, self.layers, self.got = inner, {str(i) for i in layers}, {}
