@@ -39,7 +39,8 @@ void v41_engram_update(const DeepseekV41Config& cfg, const EngramHashLayout& lay
   }
   std::vector<float> key_value(n_tokens * (hc + 1) *
                                hidden);  // [n_tokens, hc keys + value, hidden]
-  v41_linear_forward(w.wkv, gathered.data(), n_tokens, key_value.data(), ctx);
+  linear_forward(w.wkv, gathered.data(), n_tokens, n_cols * hd, key_value.data(), (hc + 1) * hidden,
+                 ctx);
   const auto* qw = static_cast<const float*>(w.q_weight.data);
   const auto* kw = static_cast<const float*>(w.k_weight.data);
   const double eps = cfg.rms_eps;

@@ -19,10 +19,10 @@
 namespace deepinfer::model {
 
 struct V41EngramWeights {
-  Tensor embed = {};     // f32 [table_rows, engram_head_dim]: layers.N.engram.embed.weight
-  V41Linear wkv = {};    // [(hc + 1) * hidden, n_cols * engram_head_dim]: keys, then the value
-  Tensor q_weight = {};  // f32 [hc, hidden]
-  Tensor k_weight = {};  // f32 [hc, hidden]
+  Tensor embed = {};      // f32 [table_rows, engram_head_dim]: layers.N.engram.embed.weight
+  LinearWeight wkv = {};  // [(hc + 1) * hidden, n_cols * engram_head_dim]: keys, then the value
+  Tensor q_weight = {};   // f32 [hc, hidden]
+  Tensor k_weight = {};   // f32 [hc, hidden]
 };
 
 // Layer `hash.layer`'s Engram tensors, shapes checked against the config and the hash layout.

@@ -1,7 +1,5 @@
 // DeepSeek-V4.1 linear weights: FP8 e4m3 with ue8m0 scales per 32x32 block (V4.1-Flash's
-// quantization_config.weight_block_size) or plain float types. The shared LinearWeight assumes
-// 128x128 FP8 blocks (kFp8Block), so V4.1 carries its block edge here and calls the FP8 kernel,
-// which takes the edge as a parameter, itself.
+// quantization_config.weight_block_size; LinearWeight::fp8_block) or plain float types.
 #pragma once
 
 #include <string>
@@ -12,18 +10,10 @@
 
 namespace deepinfer::model {
 
-struct V41Linear {
-  LinearWeight w = {};
-  int fp8_block = 0;  // FP8 block edge when w.weight is e4m3
-};
-
 // `prefix`.weight [n_out, n_in] (and `prefix`.scale [ceil(n_out / block), ceil(n_in / block)]
-// when it is FP8). Errors name the checkpoint and the tensor.
-Result<V41Linear> load_v41_linear(const V4Names& names, const std::string& prefix, int64_t n_out,
-                                  int64_t n_in, int fp8_block);
-
-// out[r] = W in[r] for `rows` contiguous rows.
-void v41_linear_forward(const V41Linear& l, const float* in, int64_t rows, float* out,
-                        ForwardContext& ctx);
+// when it is FP8, whose block edge is then `fp8_block`). Errors name the checkpoint and the
+// tensor.
+Result<LinearWeight> load_v41_linear(const V4Names& names, const std::string& prefix, int64_t n_out,
+                                     int64_t n_in, int fp8_block);
 
 }  // namespace deepinfer::model
