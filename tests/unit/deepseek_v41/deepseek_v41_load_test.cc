@@ -53,6 +53,20 @@ TEST(DeepseekV41Load, BrokenCheckpointsNameTheProblemFirst) {
     EXPECT_NE(m.status().message().find("engram_hash.json"), std::string::npos)
         << m.status().message();
   }
+  {  // the weights are read before the refusal: a layer the config makes an index source has none
+    v41test::EditedCopy d(
+        "load_weights",
+        [](nlohmann::json& c) {
+          c["text_config"]["index_source_layer_ids"] = {2, 5, 6, 7};
+        },
+        v41test::no_edit);
+    auto m = open_dir(d.dir.string());
+    ASSERT_FALSE(m.is_ok());
+    const std::string& msg = m.status().message();
+    EXPECT_NE(msg.find("DeepSeek-V4.1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("layers.6.attn.indexer.wq_b.weight"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("not built yet"), std::string::npos) << msg;
+  }
 }
 
 }  // namespace
