@@ -233,11 +233,12 @@ class EngramStreams:
 
 
 class SiteTensors:
-    """The mHC sites of a few layers (for the C++ mHC test): streams in, the attention and FFN
-    sublayer inputs and results, the streams after each expansion."""
+    """The mHC sites of a few layers (for the C++ mHC, MoE and compressor tests): streams in, the
+    attention and FFN sublayer inputs and results, the streams after each expansion; at the KV
+    sources also the compressed entries (rotated) and, at index sources among them, the index keys."""
 
     NAMES = ("hc_in", "attn_in", "attn_result", "after_attn", "ffn_in", "ffn_result", "layer_out", "router_idx",
-             "router_weights")
+             "router_weights", "compressed", "index_keys")
 
     def __init__(self, inner, layers):
         self.inner, self.layers, self.got = inner, {str(i) for i in layers}, {}
@@ -256,7 +257,7 @@ def run_cases(model, trace):
         for n, ids in enumerate(PROMPTS):
             selections = Selections(trace)
             streams = EngramStreams(trace, TEXT["engram_layer_ids"])
-            sites = SiteTensors(trace, [0, 1, 2, TEXT["num_hidden_layers"] - 1])
+            sites = SiteTensors(trace, [0, 1, 2, 5, TEXT["num_hidden_layers"] - 1])
             full = model(ids, trace=selections if n == len(PROMPTS) - 1 else streams if n == 1 else sites)
             greedy, step_logits = [], []
             for _ in range(GREEDY_STEPS):
