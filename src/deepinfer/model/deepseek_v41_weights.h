@@ -20,14 +20,6 @@
 
 namespace deepinfer::model {
 
-// A KV source's compressor: ratio 1 projects each token (no wgate); ratio 2 pools a pair with a
-// per-feature softmax of wgate's scores. No ape in V4.1.
-struct V41Compressor {
-  LinearWeight wkv = {};    // [head_dim, hidden]
-  LinearWeight wgate = {};  // [head_dim, hidden] at ratio 2; empty at ratio 1
-  Tensor norm = {};         // f32 [head_dim]
-};
-
 // An index source's indexer: queries from the q LoRA latent; keys (at a KV source only) from the
 // compressed latent, k_norm(wk(latent)).
 struct V41Indexer {
@@ -41,8 +33,10 @@ struct V41Attention {
   LinearWeight wq_a = {}, wq_b = {}, wkv = {}, wo_a = {}, wo_b = {};
   Tensor q_norm = {}, kv_norm = {};  // f32
   Tensor sinks = {};                 // f32 [n_heads]: attn.attn_sink
-  V41Compressor compressor = {};     // KV sources
-  V41Indexer indexer = {};           // index sources
+  // KV sources: V4's compressor weights (deepseek_v4_compressor.h runs them), wkv and norm
+  // [head_dim]; wgate only at ratio 2 (a per-feature softmax over the pair); no ape.
+  V4Compressor compressor = {};
+  V41Indexer indexer = {};  // index sources
 };
 
 struct V41LayerWeights {

@@ -134,6 +134,7 @@ TEST(DeepseekV41Weights, MoeOnTheLoadedWeightsMatchesTheReference) {
                           counts.data(), scratch, ctx);
     float worst = 0, scale = 0;
     for (size_t i = 0; i < out.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(out[i])) << "layer " << layer;
       worst = std::max(worst, std::fabs(out[i] - want[i]));
       scale = std::max(scale, std::fabs(want[i]));
     }
