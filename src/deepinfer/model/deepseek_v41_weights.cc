@@ -2,8 +2,12 @@
 // it, where it goes), read by one loop; the routed experts and Engram through their own loaders.
 #include "deepinfer/model/deepseek_v41_weights.h"
 
+#include <algorithm>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "deepinfer/model/deepseek_v41_linear.h"
 #include "deepinfer/model/deepseek_v4_names.h"
@@ -178,6 +182,26 @@ Status load_experts(const V4Names& n, const DeepseekV41Config& c, const std::str
   return Status::ok();
 }
 
+// wo_a runs one group of o_lora_rank rows at a time (the grouped output projection). FP8 blocks
+// straddling two groups (o_lora_rank not a multiple of the block edge: the tiny fixture's 16 with
+// 32x32 blocks) cannot be sliced per group, so such a wo_a is widened to f32 here (small: it is
+// [o_groups * o_lora_rank, n_heads * head_dim / o_groups]).
+Status widen_straddling_wo_a(const DeepseekV41Config& c, const std::string& name, LinearWeight& w) {
+  if (w.weight.dtype != DType::kF8_E4M3 || c.o_groups <= 1 || c.o_lora_rank % w.fp8_block == 0)
+    return Status::ok();
+  DI_ASSIGN_OR_RETURN(std::vector<float> f32, linear_to_f32(w, name));
+  auto data = std::shared_ptr<float[]>(new float[f32.size()]);
+  std::copy(f32.begin(), f32.end(), data.get());
+  Tensor t = w.weight;
+  t.dtype = DType::kF32;
+  t.data = data.get();
+  t.owner = std::shared_ptr<void>(data, data.get());
+  LinearWeight wide;
+  wide.weight = t;
+  w = std::move(wide);
+  return Status::ok();
+}
+
 Result<V41LayerWeights> load_layer(const V4Names& n, const DeepseekV41Config& c,
                                    const EngramHashLayout& layout, int layer) {
   const V41Layer& L = c.layers[layer];
@@ -204,6 +228,7 @@ Result<V41LayerWeights> load_layer(const V4Names& n, const DeepseekV41Config& c,
       DI_ASSIGN_OR_RETURN(*e.tensor(w), n.get_f32(name, {rows, cols}));
     }
   }
+  DI_RETURN_IF_ERROR(widen_straddling_wo_a(c, p + "attn.wo_a.weight", w.attn.wo_a));
   DI_RETURN_IF_ERROR(load_experts(n, c, p + "ffn.experts", w.moe));
   for (const EngramLayerHash& hash : layout.layers) {
     if (hash.layer != layer) continue;

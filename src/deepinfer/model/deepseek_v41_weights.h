@@ -30,6 +30,8 @@ struct V41Indexer {
 };
 
 struct V41Attention {
+  // wo_a: FP8 only when its blocks do not straddle two groups (o_lora_rank a multiple of the
+  // block edge, or one group); else widened to f32 at load.
   LinearWeight wq_a = {}, wq_b = {}, wkv = {}, wo_a = {}, wo_b = {};
   Tensor q_norm = {}, kv_norm = {};  // f32
   Tensor sinks = {};                 // f32 [n_heads]: attn.attn_sink

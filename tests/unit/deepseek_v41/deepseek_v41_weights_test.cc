@@ -10,8 +10,11 @@
 #include <optional>
 
 #include "deepinfer/base/thread_pool.h"
+#include "deepinfer/model/deepseek_v41_linear.h"
 #include "deepinfer/model/deepseek_v4_moe.h"
+#include "deepinfer/model/deepseek_v4_names.h"
 #include "deepinfer/model/format/safetensors.h"
+#include "deepinfer/model/layers/linear.h"
 #include "v41_fixture.h"
 
 namespace deepinfer {
@@ -66,6 +69,21 @@ TEST(DeepseekV41Weights, EachLayerHoldsWhatItsRolesImply) {
     EXPECT_EQ(L.has_engram, i == 1 || i == 4) << i;
   }
   EXPECT_EQ(w.layers[7].attn.indexer.k_norm.data, nullptr);
+  // wo_a's 32x32 FP8 blocks straddle its two groups of 16 rows: widened to f32 at load, equal to
+  // the dequantized checkpoint tensor.
+  const model::V4Names names(l.source);
+  auto fp8 = model::load_v41_linear(names, "layers.3.attn.wo_a", 32, 64, 32);
+  ASSERT_TRUE(fp8.is_ok()) << fp8.status().message();
+  ASSERT_EQ(fp8->weight.dtype, DType::kF8_E4M3);
+  auto want = model::linear_to_f32(*fp8, "wo_a");
+  ASSERT_TRUE(want.is_ok());
+  const model::LinearWeight& wo_a = w.layers[3].attn.wo_a;
+  ASSERT_EQ(wo_a.weight.dtype, DType::kF32);
+  ASSERT_EQ(wo_a.n_out(), 32);
+  ASSERT_EQ(wo_a.n_in(), 64);
+  const auto* got = static_cast<const float*>(wo_a.weight.data);
+  for (size_t i = 0; i < want->size(); ++i) ASSERT_EQ(got[i], (*want)[i]) << i;
+  EXPECT_EQ(w.layers[3].attn.wo_b.weight.dtype, DType::kF8_E4M3);  // not grouped: stays FP8
   EXPECT_EQ(w.layers[2].attn.indexer.k_norm.shape[0], 16);
 }
 
