@@ -1,6 +1,7 @@
 // The compressor's pooling, scalar (a few entries per step; an entry reads r or 2r rows).
 #include "deepinfer/model/deepseek_v4_compressor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -8,8 +9,8 @@
 
 namespace deepinfer::model {
 
-void v4_compress_entry(const V4CompressorDims& d, const V4Compressor& w, const V4SeqState& st,
-                       int64_t entry_index, float* entry) {
+void v4_pool_entry(const V4CompressorDims& d, const V4Compressor& w, const V4SeqState& st,
+                   int64_t entry_index, float* entry) {
   const int r = d.ratio;
   const int64_t dim = d.dim;
   // Slots: CSA: Ca (first half of each projection) of window w-1, then Cb (second half) of
@@ -42,7 +43,11 @@ void v4_compress_entry(const V4CompressorDims& d, const V4Compressor& w, const V
   const float inv = static_cast<float>(1.0 / std::sqrt(ss / double(dim) + d.eps));
   const auto* nw = static_cast<const float*>(w.norm.data);
   for (int64_t c = 0; c < dim; ++c) entry[c] = entry[c] * inv * nw[c];
-  const int32_t pos = static_cast<int32_t>(entry_index * r);
+}
+
+void v4_rotate_entry(const V4CompressorDims& d, int64_t entry_index, float* entry) {
+  const int64_t dim = d.dim;
+  const int32_t pos = static_cast<int32_t>(entry_index * d.ratio);
   kernels::RopeParams p{};
   p.x = entry + (dim - d.rope_dim);
   p.n_tokens = 1;
@@ -57,6 +62,12 @@ void v4_compress_entry(const V4CompressorDims& d, const V4Compressor& w, const V
   kernels::rope(p);
 }
 
+void v4_compress_entry(const V4CompressorDims& d, const V4Compressor& w, const V4SeqState& st,
+                       int64_t entry_index, float* entry) {
+  v4_pool_entry(d, w, st, entry_index, entry);
+  v4_rotate_entry(d, entry_index, entry);
+}
+
 void v4_compressor_step(const V4CompressorDims& d, const V4Compressor& w, const V4SeqState& st,
                         const float* kv, const float* score, const int32_t* pos, int64_t n) {
   const int64_t width = d.width();
@@ -64,8 +75,15 @@ void v4_compressor_step(const V4CompressorDims& d, const V4Compressor& w, const 
   for (int64_t i = 0; i < n; ++i) {
     float* row = st.row(pos[i]);
     std::memcpy(row + d.kv_off, kv + i * width, sizeof(float) * width);
+    float* srow = row + d.score_off;
+    if (!score) {  // one slot a window (V4.1's ratio 1): its softmax weight is 1 whatever it is
+      std::fill_n(srow, width, 0.0f);
+      continue;
+    }
+    std::memcpy(srow, score + i * width, sizeof(float) * width);
+    if (!ape) continue;  // V4.1 has no position bias
     const float* a = ape + (pos[i] % d.ratio) * width;
-    for (int64_t c = 0; c < width; ++c) row[d.score_off + c] = score[i * width + c] + a[c];
+    for (int64_t c = 0; c < width; ++c) srow[c] += a[c];
   }
   for (int64_t i = 0; i < n; ++i)
     if ((pos[i] + 1) % d.ratio == 0 && pos[i] >= st.entries_from)

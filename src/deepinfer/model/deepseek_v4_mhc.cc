@@ -53,34 +53,48 @@ void v4_sinkhorn(float* comb, int hc, int iters, float eps) {
   }
 }
 
-void v4_hc_pre(const V4HcDims& d, const V4HyperConnection& w, const float* x, int64_t T,
-               float* collapsed, V4HcScratch& s, ForwardContext& ctx) {
+void v4_hc_mixes(const V4HcDims& d, const V4HyperConnection& w, const float* x, int64_t T,
+                 float* pre, V4HcScratch& s, ForwardContext& ctx) {
   const int hc = d.hc;
-  const int64_t H = d.hidden, m = int64_t{2 + hc} * hc;
+  const int64_t m = int64_t{2 + hc} * hc;
   s.mixes.resize(T * m);
   s.post.resize(T * hc);
   s.comb.resize(T * hc * hc);
   mixes_of(d, w.fn, x, T, s.mixes.data(), ctx);
   const auto* base = static_cast<const float*>(w.base.data);
   const auto* scale = static_cast<const float*>(w.scale.data);
-  std::vector<float> pre(hc);
   for (int64_t t = 0; t < T; ++t) {
     const float* mx = s.mixes.data() + t * m;
     for (int i = 0; i < hc; ++i) {
-      pre[i] = sigmoid(mx[i] * scale[0] + base[i]) + d.hc_eps;
+      pre[t * hc + i] = sigmoid(mx[i] * scale[0] + base[i]) + d.hc_eps;
       s.post[t * hc + i] = 2.0f * sigmoid(mx[hc + i] * scale[1] + base[hc + i]);
     }
     float* comb = s.comb.data() + t * hc * hc;
     for (int k = 0; k < hc * hc; ++k) comb[k] = mx[2 * hc + k] * scale[2] + base[2 * hc + k];
     v4_sinkhorn(comb, hc, d.sinkhorn_iters, d.hc_eps);
+  }
+}
+
+void v4_hc_collapse(const V4HcDims& d, const float* x, const float* pre, int64_t T,
+                    float* collapsed) {
+  const int hc = d.hc;
+  const int64_t H = d.hidden;
+  for (int64_t t = 0; t < T; ++t) {
     float* y = collapsed + t * H;
     const float* xs = x + t * hc * H;
     for (int64_t c = 0; c < H; ++c) {
       float acc = 0;
-      for (int i = 0; i < hc; ++i) acc += pre[i] * xs[i * H + c];
+      for (int i = 0; i < hc; ++i) acc += pre[t * hc + i] * xs[i * H + c];
       y[c] = acc;
     }
   }
+}
+
+void v4_hc_pre(const V4HcDims& d, const V4HyperConnection& w, const float* x, int64_t T,
+               float* collapsed, V4HcScratch& s, ForwardContext& ctx) {
+  std::vector<float> pre(T * d.hc);
+  v4_hc_mixes(d, w, x, T, pre.data(), s, ctx);
+  v4_hc_collapse(d, x, pre.data(), T, collapsed);
 }
 
 void v4_hc_post(const V4HcDims& d, const V4HcScratch& s, const float* out, int64_t T, float* x) {

@@ -27,6 +27,13 @@ struct V4HcScratch {
 // keeps post/comb in `s` for v4_hc_post.
 void v4_hc_pre(const V4HcDims& d, const V4HyperConnection& w, const float* x, int64_t T,
                float* collapsed, V4HcScratch& s, ForwardContext& ctx);
+// The two halves of v4_hc_pre, for DeepSeek-V4.1, which collapses a site's input with the
+// PREVIOUS site's pre: pre [T, hc] written, post/comb kept in `s`; and
+// collapsed[t] = sum_i pre[t][i] * X[t][i].
+void v4_hc_mixes(const V4HcDims& d, const V4HyperConnection& w, const float* x, int64_t T,
+                 float* pre, V4HcScratch& s, ForwardContext& ctx);
+void v4_hc_collapse(const V4HcDims& d, const float* x, const float* pre, int64_t T,
+                    float* collapsed);
 // X[t] = post * out[t] + comb^T X[t], in place.
 void v4_hc_post(const V4HcDims& d, const V4HcScratch& s, const float* out, int64_t T, float* x);
 // Final collapse of `rows` tokens (x row r at x + r * x_stride) into y [rows, hidden].

@@ -75,7 +75,7 @@ void v4_route(const V4MoeDims& d, const V4Moe& m, const float* logits, const int
   std::vector<int> order(E);
   for (int64_t t = 0; t < T; ++t) {
     for (int e = 0; e < E; ++e) {
-      s[e] = sqrt_softplus(logits[t * E + e]);
+      s[e] = sqrt_softplus(logits[t * E + e] / d.gate_temp);  // exact for V4's 1
       choice[e] = s[e] + (bias ? bias[e] : 0.0f);
     }
     int32_t* ix = idx + t * K;

@@ -1,7 +1,8 @@
-// DeepSeek-V4's MoE: scores s = sqrt(softplus(gate . x)); experts from the fixed tid2eid table
-// (hash layers) or the top-k of s + selection bias; weights s[idx] / sum * routed_scaling; each
-// expert and the shared expert a SwiGLU with gate clamped to <= limit and up to [-limit, limit].
-// Routed experts may be packed FP4 (V4Moe::fp4_experts), run by kernels::fp4_matmul.
+// DeepSeek-V4's MoE: scores s = sqrt(softplus(gate . x / gate_temp)) (gate_temp: V4.1's router
+// temperature, 1 in V4); experts from the fixed tid2eid table (hash layers) or the top-k of s +
+// selection bias; weights s[idx] / sum * routed_scaling; each expert and the shared expert a SwiGLU
+// with gate clamped to <= limit and up to [-limit, limit]. Routed experts may be packed FP4
+// (V4Moe::fp4_experts), run by kernels::fp4_matmul.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@ struct V4MoeDims {
   float routed_scaling = 1.0f;
   float swiglu_limit = 0.0f;  // 0 = no clamp
   int64_t hidden = 0;
+  float gate_temp = 1.0f;  // DeepSeek-V4.1: router logits / gate_temp before sqrt(softplus)
 };
 
 struct V4MoeScratch {

@@ -117,10 +117,17 @@ Result<ModelConfig> parse_hf_config(const nlohmann::json& j, const std::string& 
   ModelConfig c;
   std::string model_type = field(j, "model_type", std::string());
   if (model_type.empty()) return corrupt("{}: missing 'model_type'", path);
-  // V4.1 nests its sizes under text_config; say what it is rather than "inconsistent sizes".
-  if (model_type == "deepseek_v41")
-    return unsupported("{}: model_type 'deepseek_v41' (DeepSeek-V4.1) is not supported yet (supported: deepseek_v4)",
-                       path);
+  // V4.1 nests its text model under text_config; its loader (deepseek_v41.cc) reads the rest.
+  if (model_type == "deepseek_v41") {
+    if (!j.contains("text_config") || !j["text_config"].is_object())
+      return corrupt("{}: a deepseek_v41 config needs a text_config object", path);
+    nlohmann::json text = j["text_config"];
+    text["model_type"] = "deepseek_v41_text";
+    DI_ASSIGN_OR_RETURN(ModelConfig t, parse_hf_config(text, path));
+    t.architecture = "deepseek_v41";
+    t.name = "deepseek_v41";
+    return t;
+  }
   // LLaVA: the language model's sizes are text_config's (the vision tower is vision/'s).
   if (model_type == "llava") {
     if (!j.contains("text_config") || !j["text_config"].is_object())

@@ -18,6 +18,7 @@ constexpr Architecture kArchitectures[] = {
     {"llama", load_llama},
     {"deepseek_v3", load_deepseek_v3},
     {"deepseek_v4", load_deepseek_v4},
+    {"deepseek_v41", load_deepseek_v41},
     {"llava", load_llava},
 };
 

@@ -1,6 +1,7 @@
 // FP8 e4m3 block-scaled matmul: conversions against known values, and the AVX2 and AVX-512 variants and
 // the scalar reference against a double-precision dequantize-then-multiply over many shapes
-// (partial blocks in both directions, 1..9 rows).
+// (partial blocks in both directions, 1..9 rows), for DeepSeek-V3/V4's 128x128 blocks and
+// V4.1's 32x32 blocks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,6 +34,7 @@ TEST(Fp8, KnownValues) {
 
 struct Case {
   int64_t n_out, n_in, rows;
+  int block = 128;
 };
 
 TEST(Fp8Matmul, VariantsMatchDequantizedReference) {
@@ -41,8 +43,9 @@ TEST(Fp8Matmul, VariantsMatchDequantizedReference) {
   std::uniform_int_distribution<int> byte(0, 255);
   ThreadPool pool(2);
   for (Case c : {Case{1, 16, 1}, Case{130, 200, 3}, Case{256, 384, 5}, Case{7, 129, 9}, Case{129, 17, 4},
-                 Case{64, 128, 1}}) {
-    const int block = 128;
+                 Case{64, 128, 1}, Case{1, 16, 1, 32}, Case{48, 32, 2, 32}, Case{130, 200, 3, 32},
+                 Case{96, 80, 5, 32}, Case{7, 129, 9, 32}, Case{33, 17, 4, 32}}) {
+    const int block = c.block;
     const int64_t bo = (c.n_out + block - 1) / block, bi = (c.n_in + block - 1) / block;
     std::vector<uint8_t> w(c.n_out * c.n_in);
     for (auto& v : w) {
@@ -89,7 +92,7 @@ TEST(Fp8Matmul, VariantsMatchDequantizedReference) {
             mag += std::fabs(double(x[r * c.n_in + i]) * fp8_e4m3_to_float(w[o * c.n_in + i]) *
                              scale[(o / block) * bi + i / block]);
           EXPECT_LE(std::fabs(got[r * c.n_out + o] - want[r * c.n_out + o]), 1e-5 * mag + 1e-30)
-              << "isa " << isa_name(isa) << " n_out " << c.n_out << " n_in " << c.n_in << " rows " << c.rows
+              << "isa " << isa_name(isa) << " block " << block << " n_out " << c.n_out << " n_in " << c.n_in << " rows " << c.rows
               << " at (" << r << ", " << o << ")";
         }
     }

@@ -28,7 +28,7 @@ void linear_forward(const LinearWeight& w, const float* in, int64_t rows, int64_
     f.weight_row_bytes = w.weight.row_stride_bytes();
     f.scale_inv = static_cast<const float*>(w.scale_inv.data);
     f.scale_stride = w.scale_inv.shape[1];
-    f.block = static_cast<int>(kFp8Block);
+    f.block = w.fp8_block;
     f.n_out = w.n_out();
     f.n_in = w.n_in();
     f.input = in;
@@ -82,7 +82,8 @@ Result<std::vector<float>> linear_to_f32(const LinearWeight& w, const std::strin
     const int64_t bi = w.scale_inv.shape[1];
     for (int64_t o = 0; o < n_out; ++o)
       for (int64_t i = 0; i < n_in; ++i)
-        out[o * n_in + i] = kernels::fp8_e4m3_to_float(q[o * n_in + i]) * s[(o / kFp8Block) * bi + i / kFp8Block];
+        out[o * n_in + i] =
+            kernels::fp8_e4m3_to_float(q[o * n_in + i]) * s[(o / w.fp8_block) * bi + i / w.fp8_block];
     return out;
   }
   DI_ASSIGN_OR_RETURN(Tensor f, to_f32(w.weight, name));

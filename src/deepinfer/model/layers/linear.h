@@ -1,5 +1,5 @@
 // Linear layers over every weight type the kernels take: f32, f16, bf16, the GGUF quantized
-// types (kernels::matmul) and FP8 e4m3 with 128x128 block scales (kernels::fp8_matmul), with an
+// types (kernels::matmul) and FP8 e4m3 with square block scales (kernels::fp8_matmul), with an
 // optional f32 bias. One call site per projection in every architecture.
 #pragma once
 
@@ -18,12 +18,14 @@ namespace deepinfer::model {
 inline constexpr int64_t kFp8Block = 128;
 
 // A linear layer's weight [n_out, n_in]. FP8 e4m3 weights carry scale_inv, f32
-// [ceil(n_out / 128), ceil(n_in / 128)]: weight block (i, j) is fp8 * scale_inv[i][j].
-// `bias`, when not empty, is f32 [n_out] and is added after the product.
+// [ceil(n_out / fp8_block), ceil(n_in / fp8_block)]: weight block (i, j) is fp8 *
+// scale_inv[i][j] (128x128 in DeepSeek-V3/V4, 32x32 in V4.1). `bias`, when not empty, is f32
+// [n_out] and is added after the product.
 struct LinearWeight {
   Tensor weight;
   Tensor scale_inv;
   Tensor bias;
+  int fp8_block = static_cast<int>(kFp8Block);
   int64_t n_out() const { return weight.shape[0]; }
   int64_t n_in() const { return weight.shape[1]; }
 };
