@@ -242,11 +242,14 @@ Status mla_forward(const MlaWeights& w, const MlaDims& d, MlaMode mode, const Fo
     if (n == 0) continue;
     // The expanded form materializes K and V for the whole context; past a budget (long
     // contexts on wide models: 128 heads x 32k tokens would be GBs) the absorbed form, equal in
-    // value, takes over.
+    // value, takes over. Batch-invariant mode always takes the absorbed form: which form runs
+    // must not depend on how many of the sequence's tokens share the step (a chunked prompt, a
+    // decode step, a step verifying speculative drafts), or the same position would round
+    // differently.
     const int64_t expanded_bytes = int64_t{batch.seq_context_len[sid]} * 2 * H * std::max(d.qk(), d.v) *
                                    int64_t{sizeof(float)};
     if (mode == MlaMode::kAbsorbed ||
-        (mode == MlaMode::kAuto && (n == 1 || expanded_bytes > kMaxExpandedBytes))) {
+        (mode == MlaMode::kAuto && (n == 1 || ctx.batch_invariant || expanded_bytes > kMaxExpandedBytes))) {
       absorbed.push_back(sid);
     } else {
       attend_expanded(w, d, batch, sid, cache, s, ctx);
