@@ -72,7 +72,6 @@ def test_opt_out_per_request(model, tmp_path):
 @pytest.mark.parametrize("flags, needle", [
     (["--speculative", "ngram", "--num-draft-tokens", "0"], "--num-draft-tokens 0"),
     (["--speculative", "ngram", "--num-draft-tokens", "17"], "--num-draft-tokens 17"),
-    (["--speculative", "mtp"], "not built"),
     (["--speculative", "draft"], "--speculative draft needs --draft-model"),  # test_speculative_draft_cli.py
     (["--speculative", "eagle"], "unknown drafter"),
     (["--speculative", "ngram", "--spec-policy", "greedy"], "--spec-policy greedy"),
@@ -81,3 +80,11 @@ def test_bad_flags_exit_2_with_one_line(model, flags, needle):
     r = run("generate", "--model", model, "--prompt", "hi", "--max-tokens", "2", *flags)
     assert r.returncode == 2, r.stderr
     assert needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_mtp_on_a_model_without_the_layer_exits_1_with_one_line(model):
+    # Whether a model has an MTP layer is a property of its file, not a usage error.
+    r = run("generate", "--model", model, "--prompt", "hi", "--max-tokens", "2", "--speculative", "mtp")
+    assert r.returncode == 1, r.stderr
+    assert "--speculative mtp" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
