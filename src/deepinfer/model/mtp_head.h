@@ -33,8 +33,9 @@ class MtpHead {
   // the token at t+2 and, when hidden_out is set, [tokens, hidden] the MTP layer's own output
   // (before its head norm): the hidden state a chained MTP step takes in place of the main
   // model's at t+1.
-  virtual Status mtp_forward(const ForwardBatch& batch, const float* prev_hidden, KvCache& mtp_cache,
-                             ForwardContext& ctx, float* logits, float* hidden_out) = 0;
+  virtual Status mtp_forward(const ForwardBatch& batch, const float* prev_hidden,
+                             KvCache& mtp_cache, ForwardContext& ctx, float* logits,
+                             float* hidden_out) = 0;
 };
 
 }  // namespace deepinfer::model

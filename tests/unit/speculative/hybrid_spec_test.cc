@@ -37,7 +37,7 @@ std::unique_ptr<engine::Engine> v4_engine(const std::string& fixture, const std:
   EXPECT_TRUE(m.is_ok()) << m.status().message();
   if (!m.is_ok()) return nullptr;
   engine::EngineConfig cfg = spectest::engine_config(true);
-  cfg.block_size = 16;  // a multiple of every compression ratio of the fixtures
+  cfg.block_size = 16;              // a multiple of every compression ratio of the fixtures
   cfg.max_num_batched_tokens = 96;  // prompts are prefilled in chunks that split windows
   cfg.kv_cache_bytes = size_t{16} << 20;
   cfg.speculative.method = method;

@@ -20,12 +20,13 @@ namespace {
 
 using engine::speculative::ComputedSpan;
 using engine::speculative::Draft;
-using engine::speculative::DraftInput;
 using engine::speculative::Drafter;
+using engine::speculative::DraftInput;
 using engine::speculative::SpecPolicy;
 
 std::unique_ptr<engine::Engine> v3_engine(const std::string& fixture, const std::string& method,
-                                          SpecPolicy policy = SpecPolicy::kFixed, bool batch_invariant = true) {
+                                          SpecPolicy policy = SpecPolicy::kFixed,
+                                          bool batch_invariant = true) {
   auto m = dstest::open_dir(dstest::fixture_dir(fixture));
   EXPECT_TRUE(m.is_ok()) << m.status().message();
   if (!m.is_ok()) return nullptr;
@@ -38,7 +39,8 @@ std::unique_ptr<engine::Engine> v3_engine(const std::string& fixture, const std:
 }
 
 // Every request alone (batch 1), in order.
-std::vector<spectest::Out> run_one_by_one(engine::Engine& e, const std::vector<engine::GenerationRequest>& reqs) {
+std::vector<spectest::Out> run_one_by_one(engine::Engine& e,
+                                          const std::vector<engine::GenerationRequest>& reqs) {
   std::vector<spectest::Out> out;
   for (const auto& r : reqs) out.push_back(spectest::run_all(e, {r})[0]);
   return out;
@@ -71,8 +73,8 @@ TEST_P(MtpSpeculation, SameOutputsAtBatch32And1WithDraftsAccepted) {
   // but it does, and an accepted draft is an output token made without its own step.
   EXPECT_GT(st->accepted, 0);
   EXPECT_GT(st->draft_seconds, 0);
-  std::printf("%s mtp: %lld verified, %lld accepted\n", GetParam(), static_cast<long long>(st->verified),
-              static_cast<long long>(st->accepted));
+  std::printf("%s mtp: %lld verified, %lld accepted\n", GetParam(),
+              static_cast<long long>(st->verified), static_cast<long long>(st->accepted));
 }
 
 TEST_P(MtpSpeculation, GreedyTokensSameWithoutBatchInvarianceAndSeedsReproduce) {
@@ -139,7 +141,8 @@ TEST(MtpDrafter, DraftsAreTheMtpHeadsChainedGreedyTokens) {
   ThreadPool pool(1);
   auto drafter = drafter_for(*m, pool);
   ASSERT_NE(drafter, nullptr);
-  const std::vector<int32_t> ids = {5, 17, 99, 3, 42, 42, 7, 130, 64, 9, 11, 200, 1, 77, 31, 8, 90, 2, 66, 18};
+  const std::vector<int32_t> ids = {5,  17,  99, 3,  42, 42, 7,  130, 64, 9,
+                                    11, 200, 1,  77, 31, 8,  90, 2,   66, 18};
   const int L = static_cast<int>(ids.size());
   // The target has computed positions 0 .. L-2; ids[L-1] is the token it sampled last.
   target_forward(*m, {ids.begin(), ids.end() - 1}, pool);
@@ -152,7 +155,8 @@ TEST(MtpDrafter, DraftsAreTheMtpHeadsChainedGreedyTokens) {
   // By hand: MTP position i takes token ids[i + 1] and the target's hidden state at i; the last
   // row's argmax is the first draft; each further draft takes the draft before it and the MTP
   // layer's own output hidden state.
-  const size_t V = static_cast<size_t>(m->config().vocab_size), H = static_cast<size_t>(m->config().hidden_size);
+  const size_t V = static_cast<size_t>(m->config().vocab_size),
+               H = static_cast<size_t>(m->config().hidden_size);
   model::KvCache cache = model::KvCache::allocate(m->mtp_kv_cache_spec(), 4, 16);
   dstest::PagedSeq s{std::vector<int32_t>(ids.begin() + 1, ids.end()), {0, 1, 2, 3}, 0};
   model::ForwardContext ctx{&pool, true};
@@ -222,7 +226,8 @@ TEST(MtpSpeculation, RefusedOnAModelWithoutTheLayer) {
   ASSERT_NE(llama, nullptr);
   auto e2 = engine::Engine::create(std::move(llama), runnertest::byte_tokenizer(), cfg);
   ASSERT_FALSE(e2.is_ok());
-  EXPECT_NE(e2.status().message().find("multi-token-prediction head"), std::string::npos) << e2.status().message();
+  EXPECT_NE(e2.status().message().find("multi-token-prediction head"), std::string::npos)
+      << e2.status().message();
 }
 
 }  // namespace

@@ -39,8 +39,8 @@ void DraftKvBlocks::release(int64_t seq_id) {
 std::vector<int32_t> DraftKvBlocks::table(int64_t seq_id, int tokens) const {
   const size_t n = static_cast<size_t>((tokens + block_size_ - 1) / block_size_);
   const auto it = seqs_.find(seq_id);
-  DI_CHECK(it != seqs_.end() && it->second.blocks.size() >= n, "draft KV: sequence {} holds fewer than {} blocks",
-           seq_id, n);
+  DI_CHECK(it != seqs_.end() && it->second.blocks.size() >= n,
+           "draft KV: sequence {} holds fewer than {} blocks", seq_id, n);
   return {it->second.blocks.begin(), it->second.blocks.begin() + static_cast<std::ptrdiff_t>(n)};
 }
 

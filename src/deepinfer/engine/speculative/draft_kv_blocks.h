@@ -14,7 +14,8 @@ namespace deepinfer::engine::speculative {
 
 class DraftKvBlocks {
  public:
-  DraftKvBlocks(int num_blocks, int block_size) : pool_(num_blocks, block_size), block_size_(block_size) {}
+  DraftKvBlocks(int num_blocks, int block_size)
+      : pool_(num_blocks, block_size), block_size_(block_size) {}
 
   // A new drafting call starts: sequences touched from now on are not evicted during it.
   void begin_call() { ++call_; }

@@ -39,13 +39,17 @@ struct MtpOptions {
 class MtpDrafter final : public Drafter {
  public:
   MtpDrafter(model::MtpHead& head, const MtpOptions& o)
-      : head_(head), o_(o), hidden_size_(head.mtp_hidden_size()), blocks_(o.num_blocks, o.target.block_size) {
+      : head_(head),
+        o_(o),
+        hidden_size_(head.mtp_hidden_size()),
+        blocks_(o.num_blocks, o.target.block_size) {
     model::KvCacheSpec spec = head.mtp_kv_cache_spec();
     spec.dtype = o.kv_dtype;
     // A window-state MTP layer (DeepSeek-V4's) keeps its rows in recent slabs: one per block,
     // the same index, so every row the drafter wrote stays readable.
     hybrid_ = spec.has_recent();
-    kv_ = model::KvCache::allocate(spec, o.num_blocks, o.target.block_size, hybrid_ ? o.num_blocks : 0);
+    kv_ = model::KvCache::allocate(spec, o.num_blocks, o.target.block_size,
+                                   hybrid_ ? o.num_blocks : 0);
     head_.set_keep_final_hidden(true);
   }
   ~MtpDrafter() override { head_.set_keep_final_hidden(false); }
@@ -60,9 +64,10 @@ class MtpDrafter final : public Drafter {
 
  private:
   struct SeqState {
-    int origin = 0;             // first position with a target hidden state (MTP position 0)
-    int exact = 0;              // absolute positions below: in the MTP KV from the target's hidden states
-    std::vector<float> hidden;  // [positions exact.., hidden] the target's, copied after its forwards
+    int origin = 0;  // first position with a target hidden state (MTP position 0)
+    int exact = 0;   // absolute positions below: in the MTP KV from the target's hidden states
+    std::vector<float>
+        hidden;  // [positions exact.., hidden] the target's, copied after its forwards
   };
   struct Work {
     size_t out = 0;  // index into the call's drafts
@@ -70,12 +75,14 @@ class MtpDrafter final : public Drafter {
     SeqState* state = nullptr;
     std::span<const int32_t> tokens;
     int want = 0;
-    int next = 0;                  // next absolute MTP position to feed
-    std::vector<float> chained;    // [hidden] the MTP layer's output at next - 1
+    int next = 0;                // next absolute MTP position to feed
+    std::vector<float> chained;  // [hidden] the MTP layer's output at next - 1
     bool done = false;
   };
 
-  int64_t rows_held(const SeqState& st) const { return static_cast<int64_t>(st.hidden.size()) / hidden_size_; }
+  int64_t rows_held(const SeqState& st) const {
+    return static_cast<int64_t>(st.hidden.size()) / hidden_size_;
+  }
   bool run(const RunnerInput& in, const std::vector<float>& prev_hidden);
   void take_draft(Work& w, std::vector<Draft>& out, size_t logits_row, int64_t hidden_row);
   bool catch_up(std::vector<Work>& work, std::vector<Draft>& out);
@@ -126,9 +133,11 @@ bool MtpDrafter::run(const RunnerInput& in, const std::vector<float>& prev_hidde
   logits_.resize(b.batch.logits_rows.size() * vocab);
   hidden_out_.resize(static_cast<size_t>(b.batch.num_tokens() * hidden_size_));
   last_row_.clear();
-  for (int s = 0; s < b.batch.num_seqs(); ++s) last_row_.push_back(b.batch.seq_token_start[s + 1] - 1);
+  for (int s = 0; s < b.batch.num_seqs(); ++s)
+    last_row_.push_back(b.batch.seq_token_start[s + 1] - 1);
   model::ForwardContext ctx{o_.target.pool, o_.target.batch_invariant, o_.target.int8_activations};
-  Status st = head_.mtp_forward(b.batch, prev_hidden.data(), kv_, ctx, logits_.data(), hidden_out_.data());
+  Status st =
+      head_.mtp_forward(b.batch, prev_hidden.data(), kv_, ctx, logits_.data(), hidden_out_.data());
   if (!st.is_ok()) {
     if (!warned_) log::warn("MTP drafter: {}; no drafts from it this step", st.message());
     warned_ = true;
@@ -136,9 +145,11 @@ bool MtpDrafter::run(const RunnerInput& in, const std::vector<float>& prev_hidde
   return st.is_ok();
 }
 
-void MtpDrafter::take_draft(Work& w, std::vector<Draft>& out, size_t logits_row, int64_t hidden_row) {
+void MtpDrafter::take_draft(Work& w, std::vector<Draft>& out, size_t logits_row,
+                            int64_t hidden_row) {
   const int32_t vocab = static_cast<int32_t>(o_.target.config->vocab_size);
-  const GreedyDraft a = greedy_draft(logits_.data() + logits_row * static_cast<size_t>(vocab), vocab);
+  const GreedyDraft a =
+      greedy_draft(logits_.data() + logits_row * static_cast<size_t>(vocab), vocab);
   Draft& d = out[w.out];
   if (a.token < 0) {
     w.done = true;
@@ -149,7 +160,8 @@ void MtpDrafter::take_draft(Work& w, std::vector<Draft>& out, size_t logits_row,
   const float* h = hidden_out_.data() + hidden_row * hidden_size_;
   w.chained.assign(h, h + hidden_size_);
   const auto& end = o_.target.end_tokens;
-  if (static_cast<int>(d.tokens.size()) >= w.want || std::find(end.begin(), end.end(), a.token) != end.end())
+  if (static_cast<int>(d.tokens.size()) >= w.want ||
+      std::find(end.begin(), end.end(), a.token) != end.end())
     w.done = true;
 }
 
@@ -234,7 +246,9 @@ std::vector<Draft> MtpDrafter::propose(std::span<const DraftInput> seqs) {
     if (last < st.origin || st.exact > last || st.exact + rows_held(st) <= last) continue;
     blocks_.touch(s.seq_id);
     // MTP positions origin .. last + want - 1 (the chained drafts' KV too).
-    if (!blocks_.reserve(s.seq_id, last + want - st.origin, [this](int64_t victim) { forget(victim); })) continue;
+    if (!blocks_.reserve(s.seq_id, last + want - st.origin,
+                         [this](int64_t victim) { forget(victim); }))
+      continue;
     work.push_back({i, s.seq_id, &st, s.tokens, want, st.exact, {}, false});
   }
   if (work.empty()) return out;
@@ -244,7 +258,8 @@ std::vector<Draft> MtpDrafter::propose(std::span<const DraftInput> seqs) {
     // logits give that call's first draft), and so are the chained positions after it.
     SeqState& st = *w.state;
     const int keep = static_cast<int>(w.tokens.size()) - 2;
-    st.hidden.erase(st.hidden.begin(), st.hidden.begin() + static_cast<std::ptrdiff_t>((keep - st.exact) * H));
+    st.hidden.erase(st.hidden.begin(),
+                    st.hidden.begin() + static_cast<std::ptrdiff_t>((keep - st.exact) * H));
     st.hidden.resize(static_cast<size_t>(H));  // rows after len - 2 were rejected drafts'
     st.exact = keep;
   }
@@ -262,21 +277,25 @@ std::vector<Draft> MtpDrafter::propose(std::span<const DraftInput> seqs) {
 
 }  // namespace
 
-Result<std::unique_ptr<Drafter>> make_mtp_drafter(model::Model& target, const DraftTarget& options) {
+Result<std::unique_ptr<Drafter>> make_mtp_drafter(model::Model& target,
+                                                  const DraftTarget& options) {
   const model::ModelConfig& mc = target.config();
   auto* head = dynamic_cast<model::MtpHead*>(&target);
   if (head == nullptr)
-    return unsupported("--speculative mtp: the model {} ({}) has no multi-token-prediction head the MTP drafter "
-                       "can use (built for deepseek_v3 and deepseek_v4); use --speculative ngram or draft",
-                       mc.name, mc.architecture);
+    return unsupported(
+        "--speculative mtp: the model {} ({}) has no multi-token-prediction head the MTP drafter "
+        "can use (built for deepseek_v3 and deepseek_v4); use --speculative ngram or draft",
+        mc.name, mc.architecture);
   if (!head->has_mtp())
-    return unsupported("--speculative mtp: the model {} has no MTP layer (num_nextn_predict_layers is 0, or the "
-                       "checkpoint was converted without it); use --speculative ngram or draft",
-                       mc.name);
+    return unsupported(
+        "--speculative mtp: the model {} has no MTP layer (num_nextn_predict_layers is 0, or the "
+        "checkpoint was converted without it); use --speculative ngram or draft",
+        mc.name);
   MtpOptions o;
   o.target = options;
   model::KvCacheSpec spec = head->mtp_kv_cache_spec();
-  DI_ASSIGN_OR_RETURN(o.kv_dtype, model::resolve_kv_cache_dtype(options.kv_cache_dtype, spec, mc.architecture));
+  DI_ASSIGN_OR_RETURN(o.kv_dtype,
+                      model::resolve_kv_cache_dtype(options.kv_cache_dtype, spec, mc.architecture));
   // As many positions as the target's pool, plus a block per sequence for the chained drafts.
   const int per_seq = (kMaxDraftTokens + options.block_size - 1) / options.block_size;
   o.num_blocks = options.num_kv_blocks + options.max_num_seqs * per_seq;
