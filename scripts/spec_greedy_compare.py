@@ -6,7 +6,8 @@ with --spec-flags) at batch 32 and batch 1, and compares token ids and text requ
 request. The JSON prompts run under --json-schema (one schema per run), the others plain.
 
     scripts/spec_greedy_compare.py [--n 200] [--max-tokens 64] [--batches 32,1]
-        [--model M] [--binary build/bin/deepinfer] [--spec-flags "--speculative ngram"]
+        [--groups chat,code,json] [--model M] [--binary build/bin/deepinfer]
+        [--spec-flags "--speculative ngram"]
 
 Prints one line per (group, batch) with the requests compared, drafts accepted and seconds, and
 exit status 0 when every request is identical, 1 with the first difference otherwise.
@@ -83,10 +84,11 @@ def main():
     ap.add_argument("--binary", default=str(ROOT / "build" / "bin" / "deepinfer"))
     ap.add_argument("--threads", default="2")
     ap.add_argument("--spec-flags", default="--speculative ngram")
+    ap.add_argument("--groups", default="chat,code,json", help="which prompt kinds to run")
     ap.add_argument("--no-batch-invariant", action="store_true",
                     help="compare without --batch-invariant (greedy ties may then break differently)")
     a = ap.parse_args()
-    groups = prompts(a.n)
+    groups = {k: v for k, v in prompts(a.n).items() if k in a.groups.split(",")}
     failures = 0
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
