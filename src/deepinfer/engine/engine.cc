@@ -12,6 +12,7 @@
 #include "deepinfer/engine/kv_cache_plan.h"
 #include "deepinfer/engine/prompt_images.h"
 #include "deepinfer/engine/speculative/draft_model_drafter.h"
+#include "deepinfer/engine/speculative/mtp_drafter.h"
 #include "deepinfer/structured/grammar_compiler.h"
 #include "deepinfer/structured/grammar_matcher.h"
 #include "deepinfer/engine/grammar_vocabulary.h"
@@ -121,18 +122,20 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
   e->scheduler_ = std::make_unique<Scheduler>(sc, *e->kv_manager_);
   if (!config.speculative.method.empty()) {
     DI_RETURN_IF_ERROR(speculative::validate(config.speculative));
-    // Hybrid state (compressed and recent kinds) is updated in place as tokens are computed,
-    // so rejected drafts could not be taken back exactly.
-    if (spec.hybrid())
-      return invalid_argument("--speculative: {} keeps hybrid KV state that rejected drafts would "
-                              "corrupt; speculative decoding is not supported for this model yet",
-                              mc.architecture);
+    // Hybrid state (DeepSeek-V4) needs no rollback either: every recent row and paged entry is
+    // addressed by its absolute position and depends only on tokens up to it, and a position is
+    // read only by later ones; so what rejected drafts wrote (even an entry whose compression
+    // window one of them closed) lies at positions >= num_computed_tokens and is written again
+    // before anything reads it. Slabs are released by num_computed_tokens, i.e. accepted
+    // tokens only (docs/speculative.md; tests/unit/speculative/hybrid_spec_test.cc).
     std::unique_ptr<speculative::Drafter> drafter;  // null = n-gram
+    const speculative::DraftTarget t{&mc, e->runner_->pool(), plan.block_size, plan.num_blocks, config.max_num_seqs,
+                                     config.batch_invariant, config.int8_activations, config.kv_cache_dtype,
+                                     e->tokenizer_->eos_ids()};
     if (config.speculative.method == "draft") {
-      speculative::DraftTarget t{&mc, e->runner_->pool(), plan.block_size, plan.num_blocks, config.max_num_seqs,
-                                 config.batch_invariant, config.int8_activations, config.kv_cache_dtype,
-                                 e->tokenizer_->eos_ids()};
       DI_ASSIGN_OR_RETURN(drafter, speculative::make_configured_draft_model_drafter(config.speculative, t));
+    } else if (config.speculative.method == "mtp") {
+      DI_ASSIGN_OR_RETURN(drafter, speculative::make_mtp_drafter(e->runner_->model(), t));
     }
     e->speculator_ = std::make_unique<speculative::Speculator>(config.speculative, std::move(drafter));
   }
@@ -380,6 +383,17 @@ Status Engine::run_forward(Prepared& p) {
     int drafts = 0;
     for (const ScheduledSeq& s : p.sched.seqs) drafts += static_cast<int>(s.draft_tokens.size());
     speculator_->observe_forward(p.sched.total_tokens, drafts, last_forward_end_ - t0);
+    // The batch's rows are its sequences' new tokens in input order; requests that opted out
+    // of speculation are left out (a drafter keeps nothing for them).
+    std::vector<speculative::ComputedSpan> spans;
+    int row = 0;
+    for (const RunnerSeq& s : p.input.seqs) {
+      auto it = requests_.find(s.seq_id);
+      if (it != requests_.end() && it->second->request.speculative)
+        spans.push_back({s.seq_id, s.first_position, s.num_new_tokens(), row});
+      row += s.num_new_tokens();
+    }
+    speculator_->target_computed(spans);
   }
   return st;
 }

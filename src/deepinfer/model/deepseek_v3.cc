@@ -229,7 +229,7 @@ Status DeepseekV3::forward(const ForwardBatch& batch, KvCache& cache, ForwardCon
 }
 
 Status DeepseekV3::mtp_forward(const ForwardBatch& batch, const float* prev_hidden, KvCache& mtp_cache,
-                               ForwardContext& ctx, float* logits) {
+                               ForwardContext& ctx, float* logits, float* hidden_out) {
   if (!has_mtp_) return unsupported("this deepseek_v3 checkpoint has no MTP layer");
   DI_RETURN_IF_ERROR(check_batch(batch, mtp_cache, 1));
   const int64_t T = batch.num_tokens(), H = config_.hidden_size;
@@ -244,6 +244,7 @@ Status DeepseekV3::mtp_forward(const ForwardBatch& batch, const float* prev_hidd
   linear_forward(mtp_eh_proj_, tmp_.data(), T, 2 * H, x_.data(), H, ctx);
   layer_forward(mtp_layer_, config_.num_layers, batch, {mtp_cache.k[0].data(), mtp_cache.dtype(), mtp_cache.block_size},
                 ctx);
+  if (hidden_out) std::memcpy(hidden_out, x_.data(), sizeof(float) * static_cast<size_t>(T * H));
   head(batch, mtp_head_norm_, mtp_head_, ctx, logits);
   return Status::ok();
 }

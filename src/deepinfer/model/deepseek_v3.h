@@ -9,6 +9,7 @@
 #include "deepinfer/model/mla_attention.h"
 #include "deepinfer/model/model.h"
 #include "deepinfer/model/moe.h"
+#include "deepinfer/model/mtp_head.h"
 
 namespace deepinfer::parallel {
 class EpGroup;
@@ -34,7 +35,7 @@ struct DeepseekForwardTimes {
   int64_t forwards = 0;
 };
 
-class DeepseekV3 final : public Model {
+class DeepseekV3 final : public Model, public MtpHead {
  public:
   static Result<std::unique_ptr<DeepseekV3>> load(const ModelConfig& config, const WeightSource& source);
 
@@ -60,18 +61,15 @@ class DeepseekV3 final : public Model {
     return {{"attention", times_.attention}, {"moe", times_.moe}, {"dense_mlp", times_.dense_mlp},
             {"total", times_.total}};
   }
-  // When on, forward() also keeps every token's final hidden state (after the final norm), the
-  // input the MTP head takes: final_hidden() is [batch tokens, hidden] of the last forward().
-  void set_keep_final_hidden(bool on) { keep_hidden_ = on; }
-  const std::vector<float>& final_hidden() const { return final_hidden_; }
-
-  // MTP (num_nextn_predict_layers = 1): logits for token t+2 from the main model's final hidden
-  // state at t and the embedding of token t+1. `batch` holds tokens t+1 at positions t (with
-  // slots in `mtp_cache`, a cache of mtp_kv_cache_spec()); prev_hidden is [tokens, hidden].
-  bool has_mtp() const { return has_mtp_; }
-  KvCacheSpec mtp_kv_cache_spec() const;
+  // MtpHead (mtp_head.h). The kept hidden state is after the final norm; MTP
+  // (num_nextn_predict_layers = 1) runs the module model.layers.{num_layers}.
+  void set_keep_final_hidden(bool on) override { keep_hidden_ = on; }
+  const std::vector<float>& final_hidden() const override { return final_hidden_; }
+  bool has_mtp() const override { return has_mtp_; }
+  int64_t mtp_hidden_size() const override { return config_.hidden_size; }
+  KvCacheSpec mtp_kv_cache_spec() const override;
   Status mtp_forward(const ForwardBatch& batch, const float* prev_hidden, KvCache& mtp_cache, ForwardContext& ctx,
-                     float* logits);
+                     float* logits, float* hidden_out) override;
 
  private:
   DeepseekV3(ModelConfig config, kernels::RopeScaling rope_scaling);

@@ -13,6 +13,7 @@
 #include "deepinfer/model/deepseek_v4_moe.h"
 #include "deepinfer/model/deepseek_v4_weights.h"
 #include "deepinfer/model/model.h"
+#include "deepinfer/model/mtp_head.h"
 
 namespace deepinfer::model {
 
@@ -35,7 +36,7 @@ struct V4ForwardTimes {
   double total = 0;      // whole forward() calls (the rest: checks, embedding)
 };
 
-class DeepseekV4 final : public Model {
+class DeepseekV4 final : public Model, public MtpHead {
  public:
   static Result<std::unique_ptr<DeepseekV4>> load(const ModelConfig& config,
                                                   const WeightSource& source);
@@ -66,10 +67,16 @@ class DeepseekV4 final : public Model {
   // t, with slots in `mtp_cache` (a KvCache of mtp_kv_cache_spec(): the MTP block's own
   // window state, apart from the main model's); prev_streams is [batch tokens, hc, hidden];
   // logits [batch.logits_rows.size(), vocab] as forward()'s.
-  bool has_mtp() const { return !w_.mtp.empty(); }
-  KvCacheSpec mtp_kv_cache_spec() const;
+  // hidden_out (when set) gets the MTP block's output streams [batch tokens, hc, hidden] (before
+  // its head), which a chained MTP step takes as prev_streams.
+  bool has_mtp() const override { return !w_.mtp.empty(); }
+  KvCacheSpec mtp_kv_cache_spec() const override;
   Status mtp_forward(const ForwardBatch& batch, const float* prev_streams, KvCache& mtp_cache,
-                     ForwardContext& ctx, float* logits);
+                     ForwardContext& ctx, float* logits, float* hidden_out) override;
+  // MtpHead (mtp_head.h): a "hidden row" is a token's hc streams; forward() always keeps them.
+  int64_t mtp_hidden_size() const override { return int64_t{v4_.hc_mult} * v4_.hidden; }
+  void set_keep_final_hidden(bool on) override { (void)on; }
+  const std::vector<float>& final_hidden() const override { return x_; }
 
  private:
   DeepseekV4(ModelConfig config, DeepseekV4Config v4);

@@ -71,7 +71,7 @@ KvCacheSpec DeepseekV4::mtp_kv_cache_spec() const {
 }
 
 Status DeepseekV4::mtp_forward(const ForwardBatch& b, const float* prev_streams, KvCache& mtp_cache,
-                               ForwardContext& ctx, float* logits) {
+                               ForwardContext& ctx, float* logits, float* hidden_out) {
   if (w_.mtp.empty()) return unsupported("deepseek_v4: this checkpoint has no MTP layer (mtp.0.*)");
   DI_RETURN_IF_ERROR(check_mtp_batch(b, mtp_cache, mtp_kv_cache_spec(), v4_.vocab_size));
   const V4MtpWeights& m = w_.mtp[0];
@@ -110,6 +110,7 @@ Status DeepseekV4::mtp_forward(const ForwardBatch& b, const float* prev_streams,
   v4_moe_forward(moe_, L.moe, s.normed.data(), b.token_ids.data(), T, s.out.data(), nullptr, s.moe,
                  ctx);
   v4_hc_post(hc_, s.hc, s.out.data(), T, s.x.data());
+  if (hidden_out) std::memcpy(hidden_out, s.x.data(), sizeof(float) * static_cast<size_t>(T * hc * H));
   // Head: the MTP's own hyper-connection head and norm, the main model's output projection.
   const int64_t R = static_cast<int64_t>(b.logits_rows.size());
   s.rows.resize(R * H);

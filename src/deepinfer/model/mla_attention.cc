@@ -13,6 +13,9 @@ namespace deepinfer::model {
 namespace {
 
 constexpr int64_t kMaxExpandedBytes = int64_t{256} << 20;
+// At most this many new tokens of a sequence in a step (1 + the most speculative drafts) take the
+// absorbed form in MlaMode::kAuto.
+constexpr int kAbsorbedMaxTokens = 17;
 
 template <typename T>
 void grow(std::vector<T>& v, size_t n) {
@@ -242,11 +245,17 @@ Status mla_forward(const MlaWeights& w, const MlaDims& d, MlaMode mode, const Fo
     if (n == 0) continue;
     // The expanded form materializes K and V for the whole context; past a budget (long
     // contexts on wide models: 128 heads x 32k tokens would be GBs) the absorbed form, equal in
-    // value, takes over.
+    // value, takes over; so does it for a few new tokens (a decode step, or one verifying
+    // speculative drafts), where expanding the whole context for them costs far more than the
+    // absorbed form's per-token work. Batch-invariant mode always takes the absorbed form: which form runs
+    // must not depend on how many of the sequence's tokens share the step (a chunked prompt, a
+    // decode step, a step verifying speculative drafts), or the same position would round
+    // differently.
     const int64_t expanded_bytes = int64_t{batch.seq_context_len[sid]} * 2 * H * std::max(d.qk(), d.v) *
                                    int64_t{sizeof(float)};
     if (mode == MlaMode::kAbsorbed ||
-        (mode == MlaMode::kAuto && (n == 1 || expanded_bytes > kMaxExpandedBytes))) {
+        (mode == MlaMode::kAuto &&
+         (n <= kAbsorbedMaxTokens || ctx.batch_invariant || expanded_bytes > kMaxExpandedBytes))) {
       absorbed.push_back(sid);
     } else {
       attend_expanded(w, d, batch, sid, cache, s, ctx);

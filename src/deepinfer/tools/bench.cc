@@ -299,10 +299,9 @@ int run_bench(BenchFlags& f) {
     return run_kv_transfer_bench(o);
   }
   if (f.mode == "spec") {
-    if (!f.plot.empty()) return report_error(invalid_argument("--plot: not drawn for --mode spec yet (the table is the output)"));
     auto b = parse_int_list(f.batches.empty() ? "1,8,32" : f.batches, "--batch", 4096);
     if (!b.is_ok()) return report_error(b.status());
-    return run_spec_bench({f.engine, *b, f.gen_len, f.spec_tasks});
+    return run_spec_bench({f.engine, *b, f.gen_len, f.spec_tasks, f.plot});
   }
   if (f.mode != "prefill" && f.mode != "decode" && f.mode != "serve" && f.mode != "matmul")
     return report_error(invalid_argument(
@@ -439,7 +438,9 @@ Subcommand make_bench_command() {
     cmd->add_option("--spec-task", f->spec_tasks,
                     "spec: tasks to run, comma-separated: code-edit, json-extract (n-gram drafter), chat "
                     "(draft-model drafter: --draft-model, default the model itself) (default: all)");
-    cmd->add_option("--plot", f->plot, "Draw per-sequence vs total throughput to FILE.svg or FILE.png");
+    cmd->add_option("--plot", f->plot,
+                    "Draw the results to FILE.svg or FILE.png: per-sequence vs total throughput (prefill, "
+                    "decode, serve); tokens/s against batch size per configuration (spec)");
     cmd->add_option("--disaggregated", f->disaggregated,
                     "--mode serve: P,D also measures P prefill + D decode engines (deepinfer cluster, each on half "
                     "of --threads) after the all-in-one server, side by side");

@@ -28,15 +28,10 @@ double nice_ceiling(double v) {
   return 10 * p;
 }
 
-struct Point {
-  double x, y;  // per-sequence tok/s, total tok/s
-  int batch;
-  int prompt_tokens;  // one curve per prompt length (context)
-};
-
-// Curve colours, cycled: one per prompt length.
-constexpr double kColors[][3] = {{0.12, 0.47, 0.71}, {0.84, 0.37, 0.0}, {0.17, 0.63, 0.17},
-                                 {0.58, 0.40, 0.74}, {0.84, 0.15, 0.16}, {0.55, 0.34, 0.29}};
+// Curve colours, cycled: one per series.
+constexpr double kColors[][3] = {{0.12, 0.47, 0.71}, {0.84, 0.37, 0.0},  {0.17, 0.63, 0.17},
+                                 {0.58, 0.40, 0.74}, {0.84, 0.15, 0.16}, {0.55, 0.34, 0.29},
+                                 {0.89, 0.47, 0.76}, {0.50, 0.50, 0.50}, {0.74, 0.74, 0.13}};
 
 void text_at(cairo_t* cr, double x, double y, const std::string& s, double align_x, double align_y) {
   cairo_text_extents_t e;
@@ -45,14 +40,14 @@ void text_at(cairo_t* cr, double x, double y, const std::string& s, double align
   cairo_show_text(cr, s.c_str());
 }
 
-// The trade-off curve of one prompt length, in batch order, then one labeled point per batch.
 struct Axes {  // data to device coordinates
   double max_x, max_y;
   double x(double v) const { return kLeft + (kWidth - kLeft - kRight) * v / max_x; }
   double y(double v) const { return kHeight - kBottom - (kHeight - kTop - kBottom) * v / max_y; }
 };
 
-void draw_curve(cairo_t* cr, const std::vector<Point>& pts, const double* rgb, const Axes& ax) {
+// One series: its curve in point order, then each point with its label.
+void draw_curve(cairo_t* cr, const std::vector<PlotPoint>& pts, const double* rgb, const Axes& ax) {
   auto px = [&](double v) { return ax.x(v); };
   auto py = [&](double v) { return ax.y(v); };
   cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
@@ -73,16 +68,17 @@ void draw_curve(cairo_t* cr, const std::vector<Point>& pts, const double* rgb, c
     cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
     // Labels sit up-right of the point, or up-left near the right edge.
     const bool flip = px(p.x) > kWidth - kRight - 70;
-    text_at(cr, px(p.x) + (flip ? -8 : 8), py(p.y) - 8, fmt::format("batch {}", p.batch), flip ? 1.0 : 0.0, 0.0);
+    if (!p.label.empty()) text_at(cr, px(p.x) + (flip ? -8 : 8), py(p.y) - 8, p.label, flip ? 1.0 : 0.0, 0.0);
   }
 }
 
-void draw_chart(cairo_t* cr, const std::string& mode, const std::vector<Point>& pts) {
+void draw_chart(cairo_t* cr, const PlotSpec& spec) {
   double max_x = 0, max_y = 0;
-  for (const auto& p : pts) {
-    max_x = std::max(max_x, p.x);
-    max_y = std::max(max_y, p.y);
-  }
+  for (const auto& series : spec.series)
+    for (const auto& p : series.points) {
+      max_x = std::max(max_x, p.x);
+      max_y = std::max(max_y, p.y);
+    }
   max_x = nice_ceiling(max_x * 1.08);
   max_y = nice_ceiling(max_y * 1.08);
   const Axes ax{max_x, max_y};
@@ -121,34 +117,27 @@ void draw_chart(cairo_t* cr, const std::string& mode, const std::vector<Point>& 
   cairo_stroke(cr);
 
   cairo_set_font_size(cr, 13);
-  text_at(cr, px(max_x / 2), kHeight - 18, "tokens/s per sequence (per-user speed)", 0.5, 0.0);
+  text_at(cr, px(max_x / 2), kHeight - 18, spec.x_label, 0.5, 0.0);
   cairo_save(cr);
   cairo_translate(cr, 22, py(max_y / 2));
   cairo_rotate(cr, -M_PI / 2);
-  text_at(cr, 0, 0, "total tokens/s", 0.5, 0.5);
+  text_at(cr, 0, 0, spec.y_label, 0.5, 0.5);
   cairo_restore(cr);
   cairo_set_font_size(cr, 16);
-  text_at(cr, kWidth / 2, 24, fmt::format("DeepInfer {}: total vs per-sequence throughput", mode), 0.5, 0.5);
+  text_at(cr, kWidth / 2, 24, spec.title, 0.5, 0.5);
 
-  // One curve per prompt length, in the order they were measured, with a legend when there
-  // are several.
-  std::vector<int> lens;
-  for (const auto& p : pts)
-    if (std::find(lens.begin(), lens.end(), p.prompt_tokens) == lens.end()) lens.push_back(p.prompt_tokens);
-  for (size_t i = 0; i < lens.size(); ++i) {
-    std::vector<Point> curve;
-    for (const auto& p : pts)
-      if (p.prompt_tokens == lens[i]) curve.push_back(p);
+  // One curve per series, with a legend when there are several.
+  for (size_t i = 0; i < spec.series.size(); ++i) {
     const double* rgb = kColors[i % std::size(kColors)];
-    draw_curve(cr, curve, rgb, ax);
-    if (lens.size() < 2) continue;
+    draw_curve(cr, spec.series[i].points, rgb, ax);
+    if (spec.series.size() < 2) continue;
     const double ly = kTop + 8 + 18 * static_cast<double>(i);
     cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
     cairo_rectangle(cr, kWidth - kRight - 150, ly - 5, 14, 10);
     cairo_fill(cr);
     cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
     cairo_set_font_size(cr, 12);
-    text_at(cr, kWidth - kRight - 130, ly, fmt::format("{} prompt tokens", lens[i]), 0.0, 0.5);
+    text_at(cr, kWidth - kRight - 130, ly, spec.series[i].name, 0.0, 0.5);
   }
 }
 
@@ -168,13 +157,8 @@ bool plot_format_supported(const std::string& path) {
   return ends_with(path, ".svg") || ends_with(path, ".png");
 }
 
-Status write_throughput_plot(const std::string& path, const std::string& mode,
-                             const std::vector<nlohmann::json>& results) {
+Status write_plot(const std::string& path, const PlotSpec& spec) {
   if (!plot_format_supported(path)) return invalid_argument("--plot: '{}' must end in .png or .svg", path);
-  std::vector<Point> pts;
-  for (const auto& r : results)
-    pts.push_back({r.value("per_seq_tokens_per_s", 0.0), r.value("tokens_per_s", 0.0), r.value("batch", 0),
-                   r.value("prompt_tokens", 0)});
   const bool png = ends_with(path, ".png");
   // PNG at twice the size (crisp on high-density screens); SVG in points.
   const double scale = png ? 2.0 : 1.0;
@@ -189,9 +173,41 @@ Status write_throughput_plot(const std::string& path, const std::string& mode,
   }
   cairo_t* cr = cairo_create(surface);
   cairo_scale(cr, scale, scale);
-  draw_chart(cr, mode, pts);
+  draw_chart(cr, spec);
   cairo_destroy(cr);
   return finish(surface, path, png);
+}
+
+Status write_throughput_plot(const std::string& path, const std::string& mode,
+                             const std::vector<nlohmann::json>& results) {
+  // One curve per prompt length (context), in the order measured; a point per batch size.
+  PlotSpec spec;
+  spec.title = fmt::format("DeepInfer {}: total vs per-sequence throughput", mode);
+  spec.x_label = "tokens/s per sequence (per-user speed)";
+  spec.y_label = "total tokens/s";
+  for (const auto& r : results) {
+    const std::string name = fmt::format("{} prompt tokens", r.value("prompt_tokens", 0));
+    auto it = std::find_if(spec.series.begin(), spec.series.end(), [&](const PlotSeries& s) { return s.name == name; });
+    if (it == spec.series.end()) it = spec.series.insert(spec.series.end(), PlotSeries{name, {}});
+    it->points.push_back({r.value("per_seq_tokens_per_s", 0.0), r.value("tokens_per_s", 0.0),
+                          fmt::format("batch {}", r.value("batch", 0))});
+  }
+  return write_plot(path, spec);
+}
+
+Status write_spec_plot(const std::string& path, const std::vector<nlohmann::json>& results) {
+  // One curve per task and configuration (off, fixed, dspark); a point per batch size.
+  PlotSpec spec;
+  spec.title = "DeepInfer speculative decoding: tokens/s by batch size";
+  spec.x_label = "batch size (sequences)";
+  spec.y_label = "total tokens/s (decode)";
+  for (const auto& r : results) {
+    const std::string name = r.value("task", std::string()) + ": " + r.value("config", std::string());
+    auto it = std::find_if(spec.series.begin(), spec.series.end(), [&](const PlotSeries& s) { return s.name == name; });
+    if (it == spec.series.end()) it = spec.series.insert(spec.series.end(), PlotSeries{name, {}});
+    it->points.push_back({static_cast<double>(r.value("batch", 0)), r.value("tokens_per_s", 0.0), ""});
+  }
+  return write_plot(path, spec);
 }
 
 }  // namespace deepinfer::tools

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deepinfer/base/timer.h"
+#include "deepinfer/tools/bench_plot.h"
 
 namespace deepinfer::tools {
 namespace {
@@ -152,9 +153,15 @@ int run_spec_bench(const SpecBenchOptions& o) {
     at = comma + 1;
   }
   if (tasks.empty()) tasks = all;
+  if (!o.plot.empty() && !plot_format_supported(o.plot))
+    return report_error(invalid_argument("--plot: '{}' must end in .png or .svg", o.plot));
+  std::vector<nlohmann::json> rows;
   for (const std::string& task : tasks) {
-    // The n-gram drafter on the repetitive tasks, the draft model on chat.
-    const std::string drafter = task == "chat" ? "draft" : "ngram";
+    // The n-gram drafter on the repetitive tasks, the draft model on chat, unless --speculative
+    // names one for every task (mtp on a model with an MTP layer).
+    const std::string drafter = !o.engine.speculative.empty() ? o.engine.speculative
+                                : task == "chat"                ? "draft"
+                                                                : "ngram";
     const Config configs[] = {{"off", "", "fixed"}, {"fixed", drafter, "fixed"}, {"dspark", drafter, "dspark"}};
     for (int batch : o.batches) {
       for (const Config& c : configs) {
@@ -162,8 +169,13 @@ int run_spec_bench(const SpecBenchOptions& o) {
         if (!j.is_ok()) return report_error(j.status());
         std::printf("%s\n", j->dump().c_str());
         std::fflush(stdout);
+        rows.push_back(std::move(*j));
       }
     }
+  }
+  if (!o.plot.empty()) {
+    if (Status st = write_spec_plot(o.plot, rows); !st.is_ok()) return report_error(st);
+    std::fprintf(stderr, "wrote %s\n", o.plot.c_str());
   }
   return kExitOk;
 }

@@ -13,11 +13,13 @@
 namespace deepinfer::tools {
 
 struct SpecBenchOptions {
-  EngineFlags engine;       // --speculative is ignored: the bench runs off, fixed and dspark;
-                            // --draft-model drafts the chat task (default: the model itself)
+  EngineFlags engine;       // the bench runs off, fixed and dspark; --speculative, when given,
+                            // is the drafter of every task (default: ngram, and draft on chat);
+                            // --draft-model drafts with "draft" (default: the model itself)
   std::vector<int> batches;  // e.g. 1, 8, 32
   int gen_len = 128;         // most tokens per sequence (sequences stop at their end too)
   std::string tasks;         // comma-separated: code-edit, json-extract, chat; empty = all
+  std::string plot;          // FILE.svg | FILE.png: tokens/s against batch size per configuration
 };
 
 int run_spec_bench(const SpecBenchOptions& opts);

@@ -123,9 +123,10 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                  "KV store lifetime per traffic class, e.g. agent=3d,chat=7d (s, m, h, d); a block "
                  "used by both classes keeps the longer one (default: agent=3d,chat=7d)");
   app.add_option("--speculative", f.speculative,
-                 "Speculative decoding with this drafter: ngram (prompt lookup, no weights) or draft (a "
-                 "smaller model sharing the tokenizer, --draft-model); mtp is not built yet. Output is the "
-                 "same as without it (docs/speculative.md)");
+                 "Speculative decoding with this drafter: ngram (prompt lookup, no weights), draft (a "
+                 "smaller model sharing the tokenizer, --draft-model) or mtp (the model's own MTP layer: "
+                 "DeepSeek-V3 and V4 checkpoints that have one). Output is the same as without it "
+                 "(docs/speculative.md); in bench --mode spec: the drafter of every task");
   app.add_option("--draft-model", f.draft_model,
                  "--speculative draft: the draft model (a .gguf file, a Hugging Face directory or a catalogue "
                  "name) with the target's tokenizer; it drafts greedily with its own KV cache");

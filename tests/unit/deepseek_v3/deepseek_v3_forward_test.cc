@@ -210,7 +210,7 @@ TEST(DeepseekV3Mtp, NextNextTokenLogitsMatchReference) {
       ForwardBatch b;
       dstest::add_step(b, s, n, 4);
       std::vector<float> logits(size_t(n) * V);
-      Status st = m->mtp_forward(b, hidden.data(), cache, ctx, logits.data());
+      Status st = m->mtp_forward(b, hidden.data(), cache, ctx, logits.data(), nullptr);
       ASSERT_TRUE(st.is_ok()) << st.message();
       for (int i = 0; i < n; ++i) {
         const float d = dstest::max_abs_diff(logits.data() + int64_t{i} * V, c["mtp_logits"][i].get<std::vector<float>>());

@@ -37,7 +37,7 @@ std::vector<float> draft_logits(model::DeepseekV4& m, const std::vector<int32_t>
     const int first = s.computed, k = std::min(chunk, n - first);
     ForwardBatch b;
     v4test::add_step(b, s, k, block_size);
-    Status st = m.mtp_forward(b, streams.data() + first * row, cache, ctx, out.data() + first * V);
+    Status st = m.mtp_forward(b, streams.data() + first * row, cache, ctx, out.data() + first * V, nullptr);
     EXPECT_TRUE(st.is_ok()) << st.message();
     if (!st.is_ok()) break;
   }
@@ -114,7 +114,7 @@ TEST(DeepseekV4Mtp, CheckpointWithoutMtpLoadsWithoutDraftHead) {
   ThreadPool pool(1);
   model::ForwardContext ctx{&pool, false};
   std::vector<float> streams(2 * 64), logits(128);
-  Status st = v4->mtp_forward(b, streams.data(), cache, ctx, logits.data());
+  Status st = v4->mtp_forward(b, streams.data(), cache, ctx, logits.data(), nullptr);
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find("no MTP layer"), std::string::npos) << st.message();
 }
@@ -149,7 +149,7 @@ TEST(DeepseekV4Mtp, WrongCacheIsAnError) {
   ThreadPool pool(1);
   model::ForwardContext ctx{&pool, false};
   std::vector<float> streams(2 * 2 * 64), logits(2 * 128);
-  Status st = m.mtp_forward(b, streams.data(), cache, ctx, logits.data());
+  Status st = m.mtp_forward(b, streams.data(), cache, ctx, logits.data(), nullptr);
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find("mtp_kv_cache_spec"), std::string::npos) << st.message();
 }

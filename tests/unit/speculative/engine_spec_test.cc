@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "../common/test_model.h"
-#include "../deepseek_v4/v4_fixture.h"
 #include "../runner/tiny_llama_fixture.h"
 #include "deepinfer/engine/engine.h"
 #include "deepinfer/model/format/safetensors.h"
@@ -99,24 +98,6 @@ TEST(SpeculativeEngine, RefusesBadSettings) {
   cfg.speculative.num_draft_tokens = 4;
   cfg.speculative.method = "draft";  // without --draft-model
   EXPECT_FALSE(engine::speculative::validate(cfg.speculative).is_ok());
-}
-
-TEST(SpeculativeEngine, RefusesHybridKvStateModels) {
-  // DeepSeek-V4's compressed and recent KV state is updated in place: no exact rollback yet.
-  auto m = v4test::open_fixture("h2_mixed");
-  ASSERT_TRUE(m);
-  recipe::TokenizerSpec ts;
-  for (int b = 0; b < 128; ++b) ts.token_bytes.push_back(std::string(1, static_cast<char>(b)));
-  ts.eos_id = 1;
-  auto tok = recipe::Tokenizer::build(std::move(ts));
-  ASSERT_TRUE(tok.is_ok());
-  engine::EngineConfig cfg;
-  cfg.num_threads = 1;
-  cfg.kv_cache_bytes = size_t{4} << 20;
-  cfg.speculative.method = "ngram";
-  auto e = engine::Engine::create(std::move(m), std::shared_ptr<const recipe::Tokenizer>(std::move(*tok)), cfg);
-  ASSERT_FALSE(e.is_ok());
-  EXPECT_NE(e.status().message().find("hybrid KV state"), std::string::npos) << e.status().message();
 }
 
 }  // namespace

@@ -6,38 +6,16 @@
 #include "deepinfer/engine/speculative/draft_model_drafter.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <unordered_map>
 
 #include "deepinfer/base/log.h"
 #include "deepinfer/engine/batch_builder.h"
-#include "deepinfer/engine/block_pool.h"
 #include "deepinfer/engine/runner_io.h"
+#include "deepinfer/engine/speculative/draft_kv_blocks.h"
+#include "deepinfer/engine/speculative/greedy_draft.h"
 
 namespace deepinfer::engine::speculative {
 namespace {
-
-// Confidence signal of a draft from the draft model's probability of it (dspark_policy.h).
-int signal_of(float p) { return p >= 0.9f ? 4 : p >= 0.7f ? 3 : p >= 0.4f ? 2 : 1; }
-
-struct Argmax {
-  int32_t token = -1;  // -1: non-finite logits
-  float prob = 0;
-};
-
-Argmax argmax(const float* logits, int32_t vocab) {
-  Argmax a;
-  float best = -std::numeric_limits<float>::infinity();
-  for (int32_t i = 0; i < vocab; ++i)
-    if (logits[i] > best) best = logits[i], a.token = i;
-  if (a.token < 0 || !std::isfinite(best)) return {};
-  double sum = 0;
-  for (int32_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - best));
-  if (!std::isfinite(sum)) return {};
-  a.prob = static_cast<float>(1.0 / sum);
-  return a;
-}
 
 class DraftModelDrafter final : public Drafter {
  public:
@@ -50,19 +28,14 @@ class DraftModelDrafter final : public Drafter {
 
   std::vector<Draft> propose(std::span<const DraftInput> seqs) override;
   void forget(int64_t seq_id) override {
-    auto it = states_.find(seq_id);
-    if (it == states_.end()) return;
-    for (int32_t b : it->second.blocks)
-      if (blocks_.decref(b) == 0) blocks_.put_free(b);
-    states_.erase(it);
+    blocks_.release(seq_id);
+    states_.erase(seq_id);
   }
   std::string_view name() const override { return "draft"; }
 
  private:
   struct SeqState {
-    std::vector<int32_t> fed;     // tokens whose KV the blocks hold, from position 0
-    std::vector<int32_t> blocks;  // this sequence's blocks of kv_
-    uint64_t last_used = 0;       // call counter, for eviction
+    std::vector<int32_t> fed;  // tokens whose KV its blocks hold, from position 0
   };
   struct Work {
     size_t out = 0;       // index into the call's drafts
@@ -73,7 +46,6 @@ class DraftModelDrafter final : public Drafter {
     bool done = false;    // no more drafts (an end token, non-finite logits)
   };
 
-  bool reserve(int64_t seq_id, SeqState& st, int tokens);
   void add_row(RunnerInput& in, Work& w, std::span<const int32_t> tokens, bool samples);
   Status forward(const RunnerInput& in);
   void take_draft(Work& w, std::vector<Draft>& out, size_t row);
@@ -82,33 +54,12 @@ class DraftModelDrafter final : public Drafter {
   std::shared_ptr<model::Model> model_;
   ThreadPool* pool_;
   DraftModelOptions options_;
-  BlockPool blocks_;
+  DraftKvBlocks blocks_;
   model::KvCache kv_;
   std::unordered_map<int64_t, SeqState> states_;
-  uint64_t calls_ = 0;
   std::vector<float> logits_;  // [rows * vocab] of the last forward
   bool warned_ = false;
 };
-
-bool DraftModelDrafter::reserve(int64_t seq_id, SeqState& st, int tokens) {
-  const size_t need = static_cast<size_t>((tokens + options_.block_size - 1) / options_.block_size);
-  while (st.blocks.size() < need) {
-    if (auto b = blocks_.take_free()) {
-      st.blocks.push_back(*b);
-      continue;
-    }
-    // Evict the least recently drafted sequence that is not in this call (one that is waiting,
-    // preempted or opted out); it catches up again when it next drafts.
-    auto victim = states_.end();
-    for (auto it = states_.begin(); it != states_.end(); ++it)
-      if (it->first != seq_id && it->second.last_used != calls_ &&
-          (victim == states_.end() || it->second.last_used < victim->second.last_used))
-        victim = it;
-    if (victim == states_.end()) return false;
-    forget(victim->first);
-  }
-  return true;
-}
 
 void DraftModelDrafter::add_row(RunnerInput& in, Work& w, std::span<const int32_t> tokens, bool samples) {
   SeqState& st = *w.state;
@@ -117,9 +68,7 @@ void DraftModelDrafter::add_row(RunnerInput& in, Work& w, std::span<const int32_
   r.first_position = static_cast<int>(st.fed.size());
   r.token_ids.assign(tokens.begin(), tokens.end());
   st.fed.insert(st.fed.end(), tokens.begin(), tokens.end());
-  const size_t nblocks = (st.fed.size() + static_cast<size_t>(options_.block_size) - 1) /
-                         static_cast<size_t>(options_.block_size);
-  r.block_table.assign(st.blocks.begin(), st.blocks.begin() + static_cast<std::ptrdiff_t>(nblocks));
+  r.block_table = blocks_.table(w.seq_id, static_cast<int>(st.fed.size()));
   r.samples = samples;
 }
 
@@ -133,7 +82,7 @@ Status DraftModelDrafter::forward(const RunnerInput& in) {
 
 void DraftModelDrafter::take_draft(Work& w, std::vector<Draft>& out, size_t row) {
   const int32_t vocab = static_cast<int32_t>(model_->config().vocab_size);
-  const Argmax a = argmax(logits_.data() + row * static_cast<size_t>(vocab), vocab);
+  const GreedyDraft a = greedy_draft(logits_.data() + row * static_cast<size_t>(vocab), vocab);
   Draft& d = out[w.out];
   if (a.token < 0) {
     w.done = true;
@@ -175,7 +124,7 @@ bool DraftModelDrafter::catch_up(std::vector<Work>& work, std::vector<Draft>& ou
 std::vector<Draft> DraftModelDrafter::propose(std::span<const DraftInput> seqs) {
   std::vector<Draft> out(seqs.size());
   std::vector<Work> work;
-  ++calls_;
+  blocks_.begin_call();
   const int max_position = static_cast<int>(model_->config().max_position);
   for (size_t i = 0; i < seqs.size(); ++i) {
     const DraftInput& s = seqs[i];
@@ -184,7 +133,7 @@ std::vector<Draft> DraftModelDrafter::propose(std::span<const DraftInput> seqs) 
     const int want = std::min(s.max_tokens, max_position - len);
     if (want <= 0 || len == 0) continue;
     SeqState& st = states_[s.seq_id];
-    st.last_used = calls_;
+    blocks_.touch(s.seq_id);
     // Rollback: keep the longest prefix of what was fed that the sequence still has, but feed
     // at least its last token (whose logits give the first draft).
     const auto diverge = std::mismatch(st.fed.begin(), st.fed.end(), s.tokens.begin(), s.tokens.end());
@@ -197,7 +146,7 @@ std::vector<Draft> DraftModelDrafter::propose(std::span<const DraftInput> seqs) 
       forget(s.seq_id);
       continue;
     }
-    if (!reserve(s.seq_id, st, len + want - 1)) {
+    if (!blocks_.reserve(s.seq_id, len + want - 1, [this](int64_t victim) { forget(victim); })) {
       forget(s.seq_id);  // the pool is full of sequences drafting now: none for this one
       continue;
     }

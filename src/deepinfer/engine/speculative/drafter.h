@@ -28,11 +28,25 @@ struct DraftInput {
   int max_tokens = 0;               // most tokens to propose; <= 0: none
 };
 
+// Rows of a target forward that computed tokens of a sequence: positions
+// [first_position, first_position + num_tokens) are rows [row, row + num_tokens) of the batch.
+struct ComputedSpan {
+  int64_t seq_id = 0;
+  int first_position = 0;
+  int num_tokens = 0;
+  int row = 0;
+};
+
 class Drafter {
  public:
   virtual ~Drafter() = default;
   // [seqs.size()] drafts, in order; an empty draft means nothing worth verifying.
   virtual std::vector<Draft> propose(std::span<const DraftInput> seqs) = 0;
+  // After every target forward (prefill chunks, decode steps, verified drafts alike): a drafter
+  // that reads the target's own activations (the MTP head) copies what it needs. Positions of
+  // drafts the target then rejected are among them; such rows are rewritten by a later forward
+  // before the sequence's computed tokens reach them.
+  virtual void target_computed(std::span<const ComputedSpan> spans) { (void)spans; }
   // The sequence ended: drop what is kept for it.
   virtual void forget(int64_t seq_id) { (void)seq_id; }
   virtual std::string_view name() const = 0;

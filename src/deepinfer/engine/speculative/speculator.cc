@@ -17,10 +17,7 @@ Status validate(const SpeculativeConfig& config) {
   if (config.method == "draft" && config.draft_model.empty())
     return invalid_argument("--speculative draft needs --draft-model PATH_OR_NAME (a model sharing the "
                             "target's tokenizer)");
-  if (config.method == "mtp")
-    return invalid_argument("--speculative {}: this drafter is not built yet; use --speculative ngram or draft",
-                            config.method);
-  if (config.method != "ngram" && config.method != "draft")
+  if (config.method != "ngram" && config.method != "draft" && config.method != "mtp")
     return invalid_argument("--speculative {}: unknown drafter (expected ngram, draft or mtp)", config.method);
   if (config.num_draft_tokens < 1 || config.num_draft_tokens > kMaxDraftTokens)
     return invalid_argument("--num-draft-tokens {}: must be between 1 and {}", config.num_draft_tokens,
@@ -39,10 +36,10 @@ Speculator::Speculator(const SpeculativeConfig& config, std::unique_ptr<Drafter>
 
 std::vector<int> Speculator::draft_caps(const std::vector<DraftRequest>& requests, int num_running) const {
   std::vector<int> cap(requests.size(), kMaxDraftTokens);
-  // Drafting is free for the n-gram drafter, a forward per position for a draft model: with
-  // DSpark, a draft model drafts only the positions DSpark would verify were every draft of the
-  // strongest signal (a full batch on a CPU verifies few), not k that are then mostly cut.
-  if (config_.policy != SpecPolicy::kDspark || config_.method != "draft") return cap;
+  // Drafting is free for the n-gram drafter, a forward per position for a draft model or an MTP
+  // head: with DSpark, those draft only the positions DSpark would verify were every draft of
+  // the strongest signal (a full batch on a CPU verifies few), not k that are then mostly cut.
+  if (config_.policy != SpecPolicy::kDspark || config_.method == "ngram") return cap;
   std::vector<std::vector<double>> emit(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     double p = 1;

@@ -24,7 +24,7 @@ namespace deepinfer::engine::speculative {
 enum class SpecPolicy { kFixed, kDspark };
 
 struct SpeculativeConfig {
-  std::string method;        // "" = off; "ngram", "draft" (built); "mtp" (refused for now)
+  std::string method;        // "" = off; "ngram", "draft" or "mtp"
   int num_draft_tokens = 4;  // k: most drafts per sequence and step, 1..kMaxDraftTokens
   SpecPolicy policy = SpecPolicy::kDspark;
   // method "draft": --draft-model as given (file, directory or catalogue name; for messages),
@@ -37,7 +37,7 @@ struct SpeculativeConfig {
   size_t draft_kv_cache_bytes = 0;
 };
 
-// Checks a config's flags: unknown or unbuilt method, k out of range, --draft-model without
+// Checks a config's flags: unknown method, k out of range, --draft-model without
 // --speculative draft and the reverse. The message is one line.
 Status validate(const SpeculativeConfig& config);
 Result<SpecPolicy> parse_spec_policy(const std::string& name);
@@ -76,6 +76,8 @@ class Speculator {
     cost_.observe(tokens, seconds);
     stats_.steps += drafts > 0 ? 1 : 0;
   }
+  // After a target forward: which rows computed which sequence's positions (Drafter::target_computed).
+  void target_computed(std::span<const ComputedSpan> spans) { drafter_->target_computed(spans); }
   void forget(int64_t seq_id);
   const SpecStats& stats() const { return stats_; }
   const SpeculativeConfig& config() const { return config_; }
