@@ -28,19 +28,35 @@ void add_ep_flags(CLI::App& app, EpFlags& f) {
       "--eplb-trace", f.eplb_trace,
       "With --ep: place experts with EPLB from this expert trace (`generate --expert-trace`)");
   app.add_option("--ep-redundant,--redundant", f.redundant,
-                 "With --eplb-trace: redundant expert replicas (default 0)")
+                 "Redundant expert replicas (default 0), placed with --eplb-trace; with serve also "
+                 "by live EPLB")
       ->check(CLI::Range(0, 1 << 20));
+}
+
+int eplb_interval(const EpFlags& f) {
+  if (f.eplb_interval >= 0) return f.eplb_interval;
+  return f.redundant > 0 ? kDefaultEplbInterval : 0;
 }
 
 Result<parallel::EpPlacement> ep_placement(const EpFlags& f, const model::ModelConfig& c) {
   const int layers = c.num_layers + 1;  // + the MTP layer's row
   if (c.n_routed_experts <= 0)
     return invalid_argument("--ep {}: model '{}' has no routed experts", f.ep, c.architecture);
-  if (f.redundant > 0 && f.eplb_trace.empty())
+  if (f.redundant > 0 && f.eplb_trace.empty() && eplb_interval(f) == 0)
     return invalid_argument(
-        "--ep-redundant needs --eplb-trace (the load that decides which experts to copy)");
-  if (f.eplb_trace.empty()) return parallel::contiguous_placement(layers, c.n_routed_experts, f.ep);
-  DI_ASSIGN_OR_RETURN(parallel::ExpertTrace t, parallel::read_expert_trace(f.eplb_trace));
+        "--ep-redundant needs --eplb-trace (the load that decides which experts to copy) or, with "
+        "serve, live EPLB (--eplb-interval)");
+  if (f.eplb_trace.empty() && f.redundant == 0)
+    return parallel::contiguous_placement(layers, c.n_routed_experts, f.ep);
+  parallel::ExpertTrace t;
+  if (f.eplb_trace.empty()) {  // live EPLB moves replicas to the hot experts; start from even load
+    t.num_experts = c.n_routed_experts;
+    t.num_groups = c.n_group;
+    for (int l = 0; l < layers; ++l) t.layers.push_back(l);
+    t.total.assign(size_t(layers), std::vector<uint64_t>(size_t(c.n_routed_experts), 1));
+  } else {
+    DI_ASSIGN_OR_RETURN(t, parallel::read_expert_trace(f.eplb_trace));
+  }
   if (t.num_experts != c.n_routed_experts)
     return invalid_argument("--eplb-trace {}: {} experts, the model has {}", f.eplb_trace,
                             t.num_experts, c.n_routed_experts);
