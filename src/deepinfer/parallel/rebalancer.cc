@@ -90,6 +90,7 @@ RebalanceAction Rebalancer::next() {
   stats_.epoch = pending_->epoch;
   stats_.experts_loaded += pending_->loaded;
   stats_.imbalance_before = window_.layer_imbalance();
+  stats_.window_steps_before = window_.steps();
   stats_.imbalance_planned = pending_->planned;
   stats_.last_switch_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - pending_->since).count();

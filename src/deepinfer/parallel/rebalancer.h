@@ -31,6 +31,7 @@ struct RebalanceStats {
   int64_t experts_loaded = 0;     // (rank, layer, expert) weights read by all switches
   int64_t failed = 0;             // proposals dropped because a rank could not stage them
   double imbalance_before = 0;    // measured on the window before the last switch
+  int64_t window_steps_before = 0; // busy steps in that window
   double imbalance_planned = 0;   // EPLB's model of the new placement on that window
   double last_switch_seconds = 0; // proposal to switch (staging on every rank), last rebalance
   std::string last_error;         // why the last failed proposal failed

@@ -26,6 +26,8 @@ std::string render_rebalance_metrics(const parallel::RebalanceStats& s, double w
   line("deepinfer_ep_moe_layer_imbalance_before_rebalance", "gauge",
        "deepinfer_ep_moe_layer_imbalance of the window just before the last switch (0 = none yet)",
        fmt::format("{:.6f}", s.imbalance_before));
+  line("deepinfer_ep_load_window_steps_before_rebalance", "gauge", "Busy steps in the window before the last switch",
+       s.window_steps_before);
   line("deepinfer_ep_moe_layer_imbalance_planned", "gauge",
        "EPLB's modelled imbalance of the last switch's placement on that window (0 = none yet)",
        fmt::format("{:.6f}", s.imbalance_planned));

@@ -97,6 +97,7 @@ TEST(Rebalancer, ProposesAfterTheIntervalThenSwitchesOnlyWhenEveryRankStaged) {
   EXPECT_EQ(st.rebalances, 1);
   EXPECT_EQ(st.epoch, 1);
   EXPECT_DOUBLE_EQ(st.imbalance_before, 2.0 * 70 / 73);
+  EXPECT_EQ(st.window_steps_before, 5);  // 3 busy ones before the proposal, 2 while staging
   EXPECT_LT(st.imbalance_planned, 1.2);
   EXPECT_EQ(rb.window_steps(), 0);  // the window restarts with the new placement
   EXPECT_EQ(rb.placement().phy2log, next->phy2log);
