@@ -6,7 +6,10 @@
 namespace deepinfer::parallel {
 
 ExpertLoadWindow::ExpertLoadWindow(int ranks, int num_layers, int num_experts, int window_steps)
-    : ranks_(ranks), layers_(num_layers), experts_(num_experts), window_(std::max(window_steps, 1)),
+    : ranks_(ranks),
+      layers_(num_layers),
+      experts_(num_experts),
+      window_(std::max(window_steps, 1)),
       expert_sum_(size_t(num_layers) * size_t(num_experts), 0),
       rank_sum_(size_t(ranks) * size_t(num_layers), 0) {}
 
@@ -32,7 +35,8 @@ void ExpertLoadWindow::add(const std::vector<SparseExpertRows>& per_rank) {
 }
 
 void ExpertLoadWindow::apply(const Step& s, bool remove) {
-  for (const auto& [i, n] : s.expert) expert_sum_[i] = remove ? expert_sum_[i] - n : expert_sum_[i] + n;
+  for (const auto& [i, n] : s.expert)
+    expert_sum_[i] = remove ? expert_sum_[i] - n : expert_sum_[i] + n;
   for (const auto& [i, n] : s.rank) rank_sum_[i] = remove ? rank_sum_[i] - n : rank_sum_[i] + n;
 }
 
@@ -58,7 +62,8 @@ double ExpertLoadWindow::layer_imbalance() const {
   double total = 0;
   for (int l : layers) {
     uint64_t sum = 0, top = 0;
-    for (int r = 0; r < ranks_; ++r) sum += rank_layer_rows(r, l), top = std::max(top, rank_layer_rows(r, l));
+    for (int r = 0; r < ranks_; ++r)
+      sum += rank_layer_rows(r, l), top = std::max(top, rank_layer_rows(r, l));
     total += double(top) * ranks_ / double(sum);
   }
   return total / double(layers.size());

@@ -26,7 +26,9 @@ class ExpertLoadWindow {
   // [num_layers * num_experts] rows of each logical expert over the window, all ranks.
   const std::vector<uint64_t>& expert_load() const { return expert_sum_; }
   // Rows rank r computed in layer l over the window.
-  uint64_t rank_layer_rows(int rank, int layer) const { return rank_sum_[size_t(rank) * layers_ + layer]; }
+  uint64_t rank_layer_rows(int rank, int layer) const {
+    return rank_sum_[size_t(rank) * layers_ + layer];
+  }
   // Layers with any rows in the window (the MoE layers that ran), ascending.
   std::vector<int> active_layers() const;
   // The busiest rank's rows over the mean rank's, per active layer, averaged over those layers

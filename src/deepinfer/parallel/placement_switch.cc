@@ -26,9 +26,8 @@ void PlacementSwitch::prepare(int64_t epoch, EpPlacement p) {
     return;
   }
   // The stager gets its own copy: staging_placement_ stays with the loop thread.
-  future_ = std::async(std::launch::async, [stage = stage_, p = staging_placement_, r = rank_] {
-    return stage(p, r);
-  });
+  future_ = std::async(std::launch::async,
+                       [stage = stage_, p = staging_placement_, r = rank_] { return stage(p, r); });
 }
 
 void PlacementSwitch::poll(bool wait) {

@@ -40,8 +40,8 @@ class PlacementSwitch {
   int rank_;
   ExpertStager stage_;
   Install install_;
-  int64_t epoch_ = 0;            // in use
-  int64_t staging_epoch_ = 0;    // being staged or staged
+  int64_t epoch_ = 0;          // in use
+  int64_t staging_epoch_ = 0;  // being staged or staged
   EpPlacement staging_placement_;
   std::future<Result<StagedExperts>> future_;
   std::optional<StagedExperts> staged_;

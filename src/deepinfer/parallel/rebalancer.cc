@@ -5,14 +5,16 @@
 namespace deepinfer::parallel {
 
 Rebalancer::Rebalancer(const RebalanceOptions& o, EpPlacement initial)
-    : opt_(o), current_(std::move(initial)),
+    : opt_(o),
+      current_(std::move(initial)),
       window_(current_.ranks, current_.num_layers, current_.num_experts, o.window_steps) {}
 
 void Rebalancer::observe(const std::vector<RankRebalanceReport>& reports) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<SparseExpertRows> rows;
   bool any_rows = false;
-  for (const RankRebalanceReport& r : reports) rows.push_back(r.rows), any_rows = any_rows || !r.rows.empty();
+  for (const RankRebalanceReport& r : reports)
+    rows.push_back(r.rows), any_rows = any_rows || !r.rows.empty();
   window_.add(rows);
   if (any_rows) ++busy_since_;
   if (pending_ && pending_->sent && !pending_->staged) {
@@ -43,7 +45,9 @@ void Rebalancer::propose() {
   for (int l : layers)
     for (int e = 0; e < E; ++e) w.push_back(float(window_.expert_load()[size_t(l) * E + e]));
   const int groups = E % opt_.num_groups == 0 ? opt_.num_groups : 1;
-  const EplbOptions eo{.num_physical = P, .num_groups = groups, .num_nodes = opt_.num_nodes,
+  const EplbOptions eo{.num_physical = P,
+                       .num_groups = groups,
+                       .num_nodes = opt_.num_nodes,
                        .num_gpus = current_.ranks};
   Result<EplbPlacement> plan = eplb_rebalance(w, int(layers.size()), E, eo);
   if (!plan.is_ok()) {

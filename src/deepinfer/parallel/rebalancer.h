@@ -22,19 +22,19 @@ struct RebalanceOptions {
   int window_steps = 1000;  // busy steps of load a rebalance places from
   int num_groups = 1;       // expert groups (n_group), for EPLB's hierarchical policy
   int num_nodes = 1;
-  double min_gain = 0.01;   // switch only when EPLB's plan is this much (relatively) more even
+  double min_gain = 0.01;  // switch only when EPLB's plan is this much (relatively) more even
 };
 
 struct RebalanceStats {
-  int64_t rebalances = 0;         // switches done
-  int64_t epoch = 0;              // the placement in use (0 = the one at start)
-  int64_t experts_loaded = 0;     // (rank, layer, expert) weights read by all switches
-  int64_t failed = 0;             // proposals dropped because a rank could not stage them
-  double imbalance_before = 0;    // measured on the window before the last switch
-  int64_t window_steps_before = 0; // busy steps in that window
-  double imbalance_planned = 0;   // EPLB's model of the new placement on that window
-  double last_switch_seconds = 0; // proposal to switch (staging on every rank), last rebalance
-  std::string last_error;         // why the last failed proposal failed
+  int64_t rebalances = 0;           // switches done
+  int64_t epoch = 0;                // the placement in use (0 = the one at start)
+  int64_t experts_loaded = 0;       // (rank, layer, expert) weights read by all switches
+  int64_t failed = 0;               // proposals dropped because a rank could not stage them
+  double imbalance_before = 0;      // measured on the window before the last switch
+  int64_t window_steps_before = 0;  // busy steps in that window
+  double imbalance_planned = 0;     // EPLB's model of the new placement on that window
+  double last_switch_seconds = 0;   // proposal to switch (staging on every rank), last rebalance
+  std::string last_error;           // why the last failed proposal failed
 };
 
 // The rebalance part of the next step's control.
@@ -46,10 +46,10 @@ struct RebalanceAction {
 
 // Each rank's part of a step's report that concerns rebalancing.
 struct RankRebalanceReport {
-  SparseExpertRows rows;      // rows its experts computed in the step
-  int64_t staged_epoch = 0;   // newest epoch whose experts it holds ready
-  std::string stage_error;    // non-empty: staging the pending epoch failed
-  int experts_loaded = 0;     // experts it read for that staged epoch
+  SparseExpertRows rows;     // rows its experts computed in the step
+  int64_t staged_epoch = 0;  // newest epoch whose experts it holds ready
+  std::string stage_error;   // non-empty: staging the pending epoch failed
+  int experts_loaded = 0;    // experts it read for that staged epoch
 };
 
 class Rebalancer {

@@ -8,6 +8,7 @@
 
 namespace deepinfer::serve::ep {
 
-std::string render_rebalance_metrics(const parallel::RebalanceStats& s, double window_imbalance, int window_steps);
+std::string render_rebalance_metrics(const parallel::RebalanceStats& s, double window_imbalance,
+                                     int window_steps);
 
 }  // namespace deepinfer::serve::ep

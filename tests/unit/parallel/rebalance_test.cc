@@ -150,7 +150,8 @@ TEST(PlacementSwitch, StagesInTheBackgroundAndInstallsWeightsWithThePlacement) {
   EXPECT_EQ(sw.staged_epoch(), 0);  // still reading
   EXPECT_TRUE(events.empty());
   release = true;
-  for (int i = 0; i < 2000 && sw.staged_epoch() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 2000 && sw.staged_epoch() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(sw.staged_epoch(), 5);
   EXPECT_EQ(sw.staged_loaded(), 2);
   EXPECT_TRUE(events.empty());  // nothing in use changes before the switch
@@ -164,9 +165,12 @@ TEST(PlacementSwitch, StagesInTheBackgroundAndInstallsWeightsWithThePlacement) {
 
 TEST(PlacementSwitch, ReportsAStagingErrorOnceAndRefusesASwitchToAnUnstagedEpoch) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");  // staging ran on a thread
-  PlacementSwitch sw(0, [](const EpPlacement&, int) -> Result<StagedExperts> {
-    return corrupt("model.safetensors: truncated");
-  }, [](EpPlacement) {});
+  PlacementSwitch sw(
+      0,
+      [](const EpPlacement&, int) -> Result<StagedExperts> {
+        return corrupt("model.safetensors: truncated");
+      },
+      [](EpPlacement) {});
   auto next = contiguous_placement(1, 4, 2);
   ASSERT_TRUE(next.is_ok());
   sw.prepare(1, *next);
