@@ -7,6 +7,7 @@ import concurrent.futures
 
 import pytest
 
+from conftest import run
 from test_serve_ep import EpServer, model_dir  # noqa: F401 (model_dir is a fixture)
 
 STREAMS = 64
@@ -61,3 +62,9 @@ def test_rebalance_during_64_streams_fails_nothing_and_changes_no_output(model_d
         assert got == expected
     finally:
         assert live.stop() == 0, live.output()
+
+
+def test_eplb_interval_without_ep_is_refused_in_one_line(model_dir):  # noqa: F811
+    r = run("serve", "--model", model_dir, "--eplb-interval", "5")
+    assert r.returncode == 2
+    assert r.stderr.strip() == "deepinfer: serve: --eplb-interval needs --ep N (N > 1)"
