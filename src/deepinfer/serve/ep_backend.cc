@@ -177,7 +177,7 @@ void EpBackend::observe_rebalance(const std::vector<ep::RankReport>& reports) {
   rebalancer_.observe(r);
   const parallel::RebalanceStats st = rebalancer_.stats();
   if (st.rebalances != logged_rebalances_)
-    log::info("expert parallel: switched to placement {} ({} experts read; window imbalance {:.3f}, EPLB plans {:.3f})",
+    log::info("expert parallel: switched to placement {} ({} expert weights read by rebalances so far; window imbalance {:.3f}, EPLB plans {:.3f})",
               st.epoch, st.experts_loaded, st.imbalance_before, st.imbalance_planned);
   if (st.failed != logged_failures_) log::warn("expert parallel: rebalance dropped: {}", st.last_error);
   logged_rebalances_ = st.rebalances;
