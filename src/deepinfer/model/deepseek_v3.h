@@ -58,7 +58,8 @@ class DeepseekV3 final : public Model {
   // The rank keeps only the experts its placement gives it (deepseek_v3_ep.cc) and installs a
   // stager with which a live rebalance reads the experts a new placement gives it from the
   // checkpoint. nullptr turns it off (every expert is held again).
-  Status set_expert_parallel(parallel::EpGroup* ep, const ForwardContext& ctx);
+  bool supports_expert_parallel() const override { return true; }
+  Status set_expert_parallel(parallel::EpGroup* ep, const ForwardContext& ctx) override;
   const DeepseekForwardTimes& forward_times() const { return times_; }
   void reset_forward_times() { times_ = {}; }
   std::vector<std::pair<std::string, double>> forward_part_seconds() const override {

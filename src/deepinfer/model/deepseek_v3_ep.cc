@@ -9,28 +9,10 @@
 
 #include "deepinfer/base/check.h"
 #include "deepinfer/model/deepseek_v3.h"
+#include "deepinfer/model/moe_ep.h"
 #include "deepinfer/parallel/ep_group.h"
 
 namespace deepinfer::model {
-namespace {
-
-// Reads one byte per page so that the expert's weights are in memory before its first step.
-void fault_in(const Tensor& t) {
-  if (t.empty()) return;
-  const auto* b = static_cast<const volatile uint8_t*>(t.data);
-  const size_t n = t.nbytes();
-  uint8_t sink = 0;
-  for (size_t i = 0; i < n; i += 4096) sink ^= b[i];
-  sink ^= b[n - 1];
-  (void)sink;
-}
-
-void fault_in(const MlpWeights& m) {
-  for (const LinearWeight* w : {&m.gate, &m.up, &m.down}) fault_in(w->weight);
-}
-
-}  // namespace
-
 Result<parallel::StagedExperts> DeepseekV3::stage_experts(const parallel::EpPlacement& p,
                                                           int rank) {
   const ModelConfig& c = config_;

@@ -12,7 +12,6 @@
 #include <iterator>
 #include <vector>
 
-#include "deepinfer/model/deepseek_v3.h"
 #include "deepinfer/model/layers/linear.h"  // inline_pool
 #include "deepinfer/parallel/eplb.h"
 #include "deepinfer/parallel/expert_trace.h"
@@ -182,11 +181,10 @@ bool is_secondary_rank() {
 }
 
 Status check_ep_model(const EpFlags& f, const engine::LoadedModel& loaded) {
-  // DeepSeek-V3's layout is the one with expert-parallel MoE layers so far; when V4's joins,
-  // set_expert_parallel becomes a Model method.
-  if (!dynamic_cast<const model::DeepseekV3*>(loaded.model.get()))
+  // The DeepSeek-V3 and DeepSeek-V4 layouts have expert-parallel MoE layers.
+  if (!loaded.model->supports_expert_parallel())
     return invalid_argument(
-        "--ep {}: expert parallelism supports DeepSeek-V3-layout models, not '{}'", f.ep,
+        "--ep {}: expert parallelism supports DeepSeek-V3- and V4-layout models, not '{}'", f.ep,
         loaded.model->config().architecture);
   return ep_placement(f, loaded.model->config()).status();
 }
@@ -201,8 +199,7 @@ Result<std::unique_ptr<parallel::EpGroup>> join_ep(const EpFlags& f, engine::Loa
   ctx.pool = &model::inline_pool();
   ctx.batch_invariant = engine_flags.batch_invariant;
   ctx.int8_activations = engine_flags.matmul_precision == "int8";
-  DI_RETURN_IF_ERROR(
-      dynamic_cast<model::DeepseekV3&>(*loaded.model).set_expert_parallel(group.get(), ctx));
+  DI_RETURN_IF_ERROR(loaded.model->set_expert_parallel(group.get(), ctx));
   return group;
 }
 

@@ -7,6 +7,7 @@
 #include "deepinfer/model/moe.h"
 #include "deepinfer/parallel/ep_group.h"
 #include "deepinfer/parallel/eplb.h"
+#include "../common/loopback_ep_group.h"
 #include "ds_fixture.h"
 
 namespace deepinfer {
@@ -59,43 +60,7 @@ TEST(MoeExpertParallel, OneRankGroupGivesTheSameLogitsBitForBit) {
   ASSERT_TRUE(m->set_expert_parallel(nullptr, {&pool, false}).is_ok());
 }
 
-// Two ranks in one process: each model holds its own experts and runs the rows the other sends.
-class LoopbackGroup final : public parallel::EpGroup {
- public:
-  LoopbackGroup(int rank, LoopbackGroup* other) : rank_(rank), other_(other) {}
-  void set_other(LoopbackGroup* o) { other_ = o; }
-  int rank() const override { return rank_; }
-  int size() const override { return 2; }
-  void exchange(int layer, const int32_t* dest, const float* x, int64_t n, int64_t hidden,
-                float* y) override {
-    // Every row goes to the rank holding its slot, in the caller's order, one call per rank.
-    const int per = placement_.slots_per_rank();
-    for (int r = 0; r < 2; ++r) {
-      std::vector<int64_t> rows;
-      for (int64_t i = 0; i < n; ++i)
-        if (dest[i] / per == r) rows.push_back(i);
-      if (rows.empty()) continue;
-      std::vector<int32_t> slots;
-      std::vector<float> xs, ys(rows.size() * size_t(hidden));
-      for (int64_t i : rows) {
-        slots.push_back(dest[i]);
-        xs.insert(xs.end(), x + i * hidden, x + (i + 1) * hidden);
-      }
-      LoopbackGroup& g = r == rank_ ? *this : *other_;
-      g.local_(layer, slots.data(), xs.data(), int64_t(rows.size()), ys.data());
-      for (size_t j = 0; j < rows.size(); ++j)
-        std::copy(ys.begin() + j * hidden, ys.begin() + (j + 1) * hidden, y + rows[j] * hidden);
-    }
-  }
-  bool step_barrier(bool have_work) override { return have_work; }
-  std::vector<std::string> gather_to_root(const std::string& mine) override { return {mine}; }
-  bool all(bool mine) override { return mine; }
-  std::string broadcast(const std::string& mine, bool) override { return mine; }
-
- private:
-  int rank_;
-  LoopbackGroup* other_;
-};
+using testing::LoopbackGroup;
 
 TEST(MoeExpertParallel, RebalanceMovesExpertsBetweenRanksAndKeepsLogitsBitForBit) {
   auto a = dstest::open_fixture("moe_yarn");  // rank 0; MoE rows 1, 2 and the MTP layer's 3
