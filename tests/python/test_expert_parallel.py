@@ -83,6 +83,9 @@ def test_rank_count_not_dividing_the_experts_is_refused_in_one_line(tmp_path, mp
     r = run("generate", "--model", d, "--input", inp, "--ep", "3")
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "16 routed experts do not divide over 3 ranks" in r.stderr
+    # Replicas offline need a trace to place them (only serve places them live).
+    r = run("generate", "--model", d, "--input", inp, "--ep", "2", "--ep-redundant", "2")
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "needs --eplb-trace" in r.stderr
 
 
 def test_expert_trace_and_planner(tmp_path):

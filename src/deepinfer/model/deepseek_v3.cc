@@ -76,6 +76,7 @@ Result<std::unique_ptr<DeepseekV3>> DeepseekV3::load(const ModelConfig& config, 
                       rope_scaling_from_config(config.rope_scaling, source.description, "deepseek_v3"));
   std::unique_ptr<DeepseekV3> m(new DeepseekV3(config, rope));
   DI_RETURN_IF_ERROR(m->load_weights(source));
+  m->source_ = source;  // expert parallelism reads experts again when a rebalance moves them
   return m;
 }
 
@@ -246,23 +247,6 @@ Status DeepseekV3::mtp_forward(const ForwardBatch& batch, const float* prev_hidd
                 ctx);
   if (hidden_out) std::memcpy(hidden_out, x_.data(), sizeof(float) * static_cast<size_t>(T * H));
   head(batch, mtp_head_norm_, mtp_head_, ctx, logits);
-  return Status::ok();
-}
-
-Status DeepseekV3::set_expert_parallel(parallel::EpGroup* ep, const ForwardContext& ctx) {
-  if (config_.n_routed_experts <= 0) return unsupported("this deepseek_v3 checkpoint has no routed experts");
-  ep_ = ep;
-  ep_ctx_ = ctx;
-  if (!ep) return Status::ok();
-  const parallel::EpPlacement& p = ep->placement();
-  if (p.num_experts != config_.n_routed_experts || p.num_layers < config_.num_layers + (has_mtp_ ? 1 : 0))
-    return invalid_argument("expert placement ({} experts, {} layers) does not fit the model ({} experts, {} layers)",
-                            p.num_experts, p.num_layers, config_.n_routed_experts, config_.num_layers);
-  ep->set_local_experts([this](int layer, const int32_t* slots, const float* x, int64_t n, float* y) {
-    const DeepseekLayer& L = layer < config_.num_layers ? layers_[size_t(layer)] : mtp_layer_;
-    DI_CHECK(L.is_moe, "expert parallel: layer {} has no experts", layer);
-    moe_local_experts(L.moe, ep_->placement(), layer, slots, x, n, config_.hidden_size, y, ep_scratch_, ep_ctx_);
-  });
   return Status::ok();
 }
 

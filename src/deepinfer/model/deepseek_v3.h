@@ -13,6 +13,8 @@
 
 namespace deepinfer::parallel {
 class EpGroup;
+struct EpPlacement;
+struct StagedExperts;
 }  // namespace deepinfer::parallel
 
 namespace deepinfer::model {
@@ -54,7 +56,11 @@ class DeepseekV3 final : public Model, public MtpHead {
   // Expert parallelism across processes (docs/parallel.md): routed experts run on the ranks of
   // `ep` per its placement; `ctx` runs this rank's experts for the others while it has no batch
   // of its own. nullptr turns it off.
-  Status set_expert_parallel(parallel::EpGroup* ep, const ForwardContext& ctx);
+  // The rank keeps only the experts its placement gives it (deepseek_v3_ep.cc) and installs a
+  // stager with which a live rebalance reads the experts a new placement gives it from the
+  // checkpoint. nullptr turns it off (every expert is held again).
+  bool supports_expert_parallel() const override { return true; }
+  Status set_expert_parallel(parallel::EpGroup* ep, const ForwardContext& ctx) override;
   const DeepseekForwardTimes& forward_times() const { return times_; }
   void reset_forward_times() { times_ = {}; }
   std::vector<std::pair<std::string, double>> forward_part_seconds() const override {
@@ -75,6 +81,10 @@ class DeepseekV3 final : public Model, public MtpHead {
   DeepseekV3(ModelConfig config, kernels::RopeScaling rope_scaling);
   Status load_weights(const WeightSource& source);
   Result<DeepseekLayer> load_layer(const DeepseekWeights& w, int index) const;
+  // Expert parallelism (deepseek_v3_ep.cc): the MoE layer of placement row `row` (the MTP layer
+  // is row num_layers); the experts `p` gives `rank` that this model lacks, read from source_.
+  DeepseekLayer& layer_at_row(int row) { return row < config_.num_layers ? layers_[size_t(row)] : mtp_layer_; }
+  Result<parallel::StagedExperts> stage_experts(const parallel::EpPlacement& p, int rank);
   Status check_batch(const ForwardBatch& batch, const KvCache& cache, int layers) const;
   void layer_forward(const DeepseekLayer& layer, int stats_row, const ForwardBatch& batch,
                      const MlaCache& kv_cache, ForwardContext& ctx);
@@ -89,6 +99,7 @@ class DeepseekV3 final : public Model, public MtpHead {
   LinearWeight output_;
   std::vector<DeepseekLayer> layers_;
   ExpertStats expert_stats_;
+  WeightSource source_;
   parallel::EpGroup* ep_ = nullptr;  // expert parallel when set (not owned)
   ForwardContext ep_ctx_;            // for experts run on behalf of other ranks
   MoeScratch ep_scratch_;

@@ -190,8 +190,12 @@ void DeepseekV4::layer_forward(int l, const ForwardBatch& b, KvCache& cache, For
   v4_hc_pre(hc_, L.hc_ffn, x_.data(), T, collapsed_.data(), hc_scratch_, ctx);
   const double t3 = now_seconds();
   rms_norm_rows(collapsed_.data(), H, L.ffn_norm, normed_.data(), H, T, H, v4_.rms_eps);
-  v4_moe_forward(moe_, L.moe, normed_.data(), b.token_ids.data(), T, out_.data(), counts_[l].data(),
-                 moe_scratch_, ctx);
+  if (ep_)
+    v4_moe_forward_ep(moe_, L.moe, l, *ep_, normed_.data(), b.token_ids.data(), T, out_.data(),
+                      counts_[l].data(), moe_scratch_, ctx);
+  else
+    v4_moe_forward(moe_, L.moe, normed_.data(), b.token_ids.data(), T, out_.data(),
+                   counts_[l].data(), moe_scratch_, ctx);
   const double t4 = now_seconds();
   v4_hc_post(hc_, hc_scratch_, out_.data(), T, x_.data());
   times_.mhc += (t1 - t0) + (t3 - t2) + (now_seconds() - t4);

@@ -14,6 +14,7 @@
 #include "deepinfer/model/deepseek_v4_weights.h"
 #include "deepinfer/model/model.h"
 #include "deepinfer/model/mtp_head.h"
+#include "deepinfer/parallel/ep_group.h"
 
 namespace deepinfer::model {
 
@@ -62,6 +63,13 @@ class DeepseekV4 final : public Model, public MtpHead {
   // layer (before the head): the MTP block's prev_streams.
   const std::vector<float>& final_streams() const { return x_; }
 
+  // Expert parallelism (deepseek_v4_ep.cc, docs/parallel.md): the decoder layers' routed experts
+  // run on the ranks of `ep` per its placement (row l = layer l; the MTP block's MoE stays
+  // local); this rank holds only its placement's experts, and a live rebalance stages the ones a
+  // new placement gives it. nullptr turns it off (every expert held again).
+  bool supports_expert_parallel() const override { return true; }
+  Status set_expert_parallel(parallel::EpGroup* ep, const ForwardContext& ctx) override;
+
   // MTP draft head (deepseek_v4_mtp.cc; DeepSeek's mtp.0, loaded when present): logits for token
   // t+2 from the main model's streams at t and token t+1. `batch` holds tokens t+1 at positions
   // t, with slots in `mtp_cache` (a KvCache of mtp_kv_cache_spec(): the MTP block's own
@@ -82,6 +90,7 @@ class DeepseekV4 final : public Model, public MtpHead {
   DeepseekV4(ModelConfig config, DeepseekV4Config v4);
   Status check_batch(const ForwardBatch& batch, const KvCache& cache) const;
   void layer_forward(int l, const ForwardBatch& batch, KvCache& cache, ForwardContext& ctx);
+  Result<parallel::StagedExperts> stage_experts(const parallel::EpPlacement& p, int rank);
 
   ModelConfig config_;
   DeepseekV4Config v4_;
@@ -100,6 +109,16 @@ class DeepseekV4 final : public Model, public MtpHead {
   DeepseekV4Config mtp_cfg_;
   V4MtpScratch mtp_scratch_;
   V4ForwardTimes times_;  // compress: from attn_scratch_.compress_seconds
+  // Expert parallelism: the group (null: off), the context and scratch this rank's experts run
+  // with for the other ranks' rows, and every layer's routed expert views as loaded.
+  struct V4LayerExperts {
+    std::vector<MlpWeights> bf16 = {};
+    std::vector<V4Fp4Mlp> fp4 = {};
+  };
+  parallel::EpGroup* ep_ = nullptr;
+  ForwardContext ep_ctx_ = {};
+  V4MoeScratch ep_scratch_ = {};
+  std::vector<V4LayerExperts> all_experts_ = {};
 };
 
 }  // namespace deepinfer::model

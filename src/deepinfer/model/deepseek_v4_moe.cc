@@ -94,6 +94,24 @@ void v4_route(const V4MoeDims& d, const V4Moe& m, const float* logits, const int
   }
 }
 
+bool v4_expert_held(const V4Moe& m, int e) {
+  return m.fp4_experts.empty() ? !m.experts[size_t(e)].gate.weight.empty()
+                               : !m.fp4_experts[size_t(e)].gate.weight.empty();
+}
+
+void v4_expert_forward(const V4MoeDims& d, const V4Moe& m, int e, const float* x, int64_t rows,
+                       float* out, V4MoeScratch& s, ForwardContext& ctx) {
+  if (m.fp4_experts.empty())
+    clamped_mlp(m.experts[size_t(e)], d.swiglu_limit, x, rows, d.hidden, out, s, ctx);
+  else
+    clamped_fp4_mlp(m.fp4_experts[size_t(e)], d.swiglu_limit, x, rows, out, s, ctx);
+}
+
+void v4_shared_forward(const V4MoeDims& d, const V4Moe& m, const float* x, int64_t T, float* out,
+                       V4MoeScratch& s, ForwardContext& ctx) {
+  clamped_mlp(m.shared, d.swiglu_limit, x, T, d.hidden, out, s, ctx);
+}
+
 void v4_moe_forward(const V4MoeDims& d, const V4Moe& m, const float* x, const int32_t* token_ids,
                     int64_t T, float* out, uint64_t* counts, V4MoeScratch& s, ForwardContext& ctx) {
   const int E = d.n_experts, K = d.top_k;
@@ -118,17 +136,14 @@ void v4_moe_forward(const V4MoeDims& d, const V4Moe& m, const float* x, const in
     const int64_t n = static_cast<int64_t>(members.size());
     for (int64_t i = 0; i < n; ++i)
       std::memcpy(s.xs.data() + i * H, x + (members[i] / K) * H, sizeof(float) * H);
-    if (m.fp4_experts.empty())
-      clamped_mlp(m.experts[e], d.swiglu_limit, s.xs.data(), n, H, s.ys.data(), s, ctx);
-    else
-      clamped_fp4_mlp(m.fp4_experts[e], d.swiglu_limit, s.xs.data(), n, s.ys.data(), s, ctx);
+    v4_expert_forward(d, m, e, s.xs.data(), n, s.ys.data(), s, ctx);
     for (int64_t i = 0; i < n; ++i) {
       const float wt = s.weights[members[i]];
       float* o = out + (members[i] / K) * H;
       for (int64_t c = 0; c < H; ++c) o[c] += wt * s.ys[i * H + c];
     }
   }
-  clamped_mlp(m.shared, d.swiglu_limit, x, T, H, s.ys.data(), s, ctx);
+  v4_shared_forward(d, m, x, T, s.ys.data(), s, ctx);
   for (int64_t i = 0; i < T * H; ++i) out[i] += s.ys[i];
 }
 

@@ -21,6 +21,10 @@ class GgufFile;
 class SafetensorsModel;
 }  // namespace deepinfer::format
 
+namespace deepinfer::parallel {
+class EpGroup;
+}  // namespace deepinfer::parallel
+
 namespace deepinfer::model {
 
 struct ForwardContext {
@@ -51,6 +55,13 @@ class Model {
   // Wall seconds spent in forward() since load, by part ("attention", "moe", ...; a "total"
   // entry for whole forward() calls), for `deepinfer bench`. Empty when the model keeps none.
   virtual std::vector<std::pair<std::string, double>> forward_part_seconds() const { return {}; }
+  // Expert parallelism across processes (docs/parallel.md): whether this model's MoE layers can
+  // run their routed experts on the ranks of an EpGroup, and turning it on (nullptr: off, every
+  // expert held here again). `ctx` runs this rank's experts for the other ranks' rows.
+  virtual bool supports_expert_parallel() const { return false; }
+  virtual Status set_expert_parallel(parallel::EpGroup* /*ep*/, const ForwardContext& /*ctx*/) {
+    return unsupported("{}: no expert-parallel MoE layers", config().architecture);
+  }
 };
 
 // Where a model's weights come from: exactly one of the two is set.

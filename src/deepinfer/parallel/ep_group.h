@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "deepinfer/base/status.h"
@@ -40,10 +41,32 @@ Result<EpPlacement> contiguous_placement(int num_layers, int num_experts, int ra
 Result<EpPlacement> placement_from_eplb(const EplbPlacement& p, const std::vector<int>& layers,
                                         int num_layers, int ranks);
 
+// Placement rebuilt from its slot table phy2log [num_layers, num_physical] (as broadcast for a
+// live rebalance): replica i of an expert is its i-th slot in slot order. InvalidArgument when a
+// value is out of range, an expert has no slot, or `ranks` does not divide num_physical.
+Result<EpPlacement> placement_from_phy2log(std::vector<int32_t> phy2log, int num_layers,
+                                           int num_experts, int num_physical, int ranks);
+// The logical experts placement `p` gives `rank` in `layer` (ascending, each once).
+std::vector<int> experts_on_rank(const EpPlacement& p, int layer, int rank);
+
 // Runs this rank's experts: rows x [n, hidden] for physical slots slots[n] (all on this rank)
 // into y [n, hidden].
 using LocalExperts =
     std::function<void(int layer, const int32_t* slots, const float* x, int64_t n, float* y)>;
+
+// A live rebalance's weight move on one rank (docs/parallel.md): the experts a new placement
+// gives this rank that it lacks, loaded off the step path, and `install`, which puts them in use
+// and drops the experts the placement no longer gives it. install runs between two steps.
+struct StagedExperts {
+  std::function<void()> install = {};
+  int loaded = 0;   // experts (per layer) read for this rank
+  int dropped = 0;  // experts it stops holding
+};
+// Stages `p` for `rank`; may run on another thread than the steps (it only reads the checkpoint).
+using ExpertStager = std::function<Result<StagedExperts>(const EpPlacement& p, int rank)>;
+
+// (layer * num_experts + expert, rows): an expert's rows in a step, nonzero entries only.
+using SparseExpertRows = std::vector<std::pair<uint32_t, uint32_t>>;
 
 class EpGroup {
  public:
@@ -58,9 +81,14 @@ class EpGroup {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  void set_placement(EpPlacement p) { placement_ = std::move(p); }
+  void set_placement(EpPlacement p) {
+    placement_ = std::move(p);  // row counts are per logical expert: they survive a new placement
+    expert_rows_.resize(size_t(placement_.num_layers) * size_t(placement_.num_experts), 0);
+  }
   const EpPlacement& placement() const { return placement_; }
   void set_local_experts(LocalExperts fn) { local_ = std::move(fn); }
+  void set_expert_stager(ExpertStager fn) { stager_ = std::move(fn); }
+  const ExpertStager& expert_stager() const { return stager_; }
 
   // One MoE layer, called by every rank in the same order: row i of x [n, hidden] goes to
   // physical slot dest[i]; y [n, hidden] receives its expert's output.
@@ -79,11 +107,19 @@ class EpGroup {
   virtual std::string broadcast(const std::string& mine, bool idle) = 0;
   // (token, expert) rows this rank's experts computed so far: its MoE load.
   uint64_t expert_rows_computed() const { return rows_computed_; }
+  // The rows this rank's experts computed per (layer, logical expert) since the last call: the
+  // load statistics a live rebalance places from.
+  SparseExpertRows take_expert_rows();
 
  protected:
+  // Counts n rows that arrived for `slots` of `layer`.
+  void count_rows(int layer, const int32_t* slots, int64_t n);
+
   EpPlacement placement_;
   LocalExperts local_;
+  ExpertStager stager_;
   uint64_t rows_computed_ = 0;
+  std::vector<uint64_t> expert_rows_;  // [num_layers * num_experts] since take_expert_rows()
 };
 
 }  // namespace deepinfer::parallel

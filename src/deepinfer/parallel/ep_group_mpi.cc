@@ -143,7 +143,7 @@ class MpiEpGroup final : public EpGroup {
                            rd = scaled(rdispl);
     MPI_Alltoallv(send_x.data(), sc.data(), sd.data(), MPI_FLOAT, recv_x.data(), rc.data(),
                   rd.data(), MPI_FLOAT, MPI_COMM_WORLD);
-    rows_computed_ += uint64_t(n_recv);
+    count_rows(layer, recv_slots.data(), n_recv);
     if (n_recv > 0) local_(layer, recv_slots.data(), recv_x.data(), n_recv, recv_y.data());
     MPI_Alltoallv(recv_y.data(), rc.data(), rd.data(), MPI_FLOAT, send_y.data(), sc.data(),
                   sd.data(), MPI_FLOAT, MPI_COMM_WORLD);

@@ -4,15 +4,18 @@
 
 #include "deepinfer/base/log.h"
 #include "deepinfer/parallel/ep_liveness.h"
+#include "deepinfer/serve/ep_rebalance_metrics.h"
 
 namespace deepinfer::serve {
 
 using Clock = std::chrono::steady_clock;
 
 EpBackend::EpBackend(std::unique_ptr<engine::Engine> engine, parallel::EpGroup& group,
-                     parallel::EpLiveness* liveness, int max_queued_requests)
+                     parallel::EpLiveness* liveness, int max_queued_requests,
+                     const parallel::RebalanceOptions& rebalance)
     : engine_(std::move(engine)), group_(group), liveness_(liveness), rank_(*engine_, group),
-      max_queued_(max_queued_requests), load_(group.size()), in_flight_(size_t(group.size()), 0) {
+      max_queued_(max_queued_requests), load_(group.size()), rebalancer_(rebalance, group.placement()),
+      in_flight_(size_t(group.size()), 0) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -158,6 +161,7 @@ void EpBackend::run() {
       return;
     }
     if (c.stop && liveness_) liveness_->set_stopping();
+    if (!c.stop) c.rebalance = rebalancer_.next();
     std::optional<std::vector<ep::RankReport>> reports = rank_.iterate(c);
     if (!reports) break;
     handle(*reports);
@@ -167,8 +171,27 @@ void EpBackend::run() {
   loop_done_ = true;
 }
 
+void EpBackend::observe_rebalance(const std::vector<ep::RankReport>& reports) {
+  std::vector<parallel::RankRebalanceReport> r;
+  for (const ep::RankReport& x : reports) r.push_back(x.rebalance);
+  rebalancer_.observe(r);
+  const parallel::RebalanceStats st = rebalancer_.stats();
+  if (st.rebalances != logged_rebalances_)
+    log::info("expert parallel: switched to placement {} ({} expert weights read by rebalances so far; window imbalance {:.3f}, EPLB plans {:.3f})",
+              st.epoch, st.experts_loaded, st.imbalance_before, st.imbalance_planned);
+  if (st.failed != logged_failures_) log::warn("expert parallel: rebalance dropped: {}", st.last_error);
+  logged_rebalances_ = st.rebalances;
+  logged_failures_ = st.failed;
+}
+
+std::string EpBackend::extra_metrics() const {
+  return load_.render() + ep::render_rebalance_metrics(rebalancer_.stats(), rebalancer_.window_imbalance(),
+                                                       rebalancer_.window_steps());
+}
+
 void EpBackend::handle(const std::vector<ep::RankReport>& reports) {
   load_.update(reports);
+  observe_rebalance(reports);
   std::lock_guard<std::mutex> lock(mu_);
   if (!failure_.empty()) return;
   EngineGauges g;

@@ -20,6 +20,7 @@
 
 #include "deepinfer/engine/engine.h"
 #include "deepinfer/parallel/ep_group.h"
+#include "deepinfer/parallel/rebalancer.h"
 #include "deepinfer/serve/ep_load.h"
 #include "deepinfer/serve/ep_rank.h"
 #include "deepinfer/serve/request_backend.h"
@@ -33,8 +34,10 @@ namespace deepinfer::serve {
 class EpBackend : public RequestBackend {
  public:
   // `liveness` (may be null) is told when a clean stop begins.
+  // `rebalance`: live EPLB (interval 0 = the placement stays as it is; the load window and its
+  // metrics are kept either way).
   EpBackend(std::unique_ptr<engine::Engine> engine, parallel::EpGroup& group, parallel::EpLiveness* liveness,
-            int max_queued_requests);
+            int max_queued_requests, const parallel::RebalanceOptions& rebalance);
   ~EpBackend();
 
   Result<std::shared_ptr<RequestStream>> submit(const engine::GenerationRequest& request) override;
@@ -49,7 +52,7 @@ class EpBackend : public RequestBackend {
   // /health: false (with the reason) once a rank was lost.
   bool ready(std::string& why) const;
   bool failed() const;
-  std::string extra_metrics() const { return load_.render(); }
+  std::string extra_metrics() const;
 
  private:
   struct Waiter {
@@ -67,6 +70,7 @@ class EpBackend : public RequestBackend {
   void request_abort(int64_t request_id) override;
   bool take_control(ep::Control& c);  // false: a rank was lost
   void handle(const std::vector<ep::RankReport>& reports);
+  void observe_rebalance(const std::vector<ep::RankReport>& reports);
   void deliver(engine::RequestOutput& out);  // mu_ held
   void end_all(const std::string& reason, StatusCode code);  // mu_ held
   void forget(int rank);  // mu_ held: one request of `rank` is no longer in flight
@@ -78,6 +82,8 @@ class EpBackend : public RequestBackend {
   int max_queued_;
   ServerMetrics metrics_;
   ep::EpLoad load_;
+  parallel::Rebalancer rebalancer_;  // loop thread, and /metrics (it locks itself)
+  int64_t logged_rebalances_ = 0, logged_failures_ = 0;  // loop thread
 
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;

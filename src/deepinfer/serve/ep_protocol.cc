@@ -21,7 +21,11 @@ std::string encode_control(const Control& c) {
   json add = json::array();
   for (const Assignment& a : c.add)
     add.push_back({{"id", a.id}, {"rank", a.rank}, {"request", pd::request_to_json(a.request)}});
-  return to_bytes(json{{"stop", c.stop}, {"add", std::move(add)}, {"abort", c.abort}});
+  json j{{"stop", c.stop}, {"add", std::move(add)}, {"abort", c.abort}};
+  if (c.rebalance.prepare_epoch > 0)
+    j["prepare"] = {{"epoch", c.rebalance.prepare_epoch}, {"phy2log", c.rebalance.phy2log}};
+  if (c.rebalance.switch_epoch > 0) j["switch"] = c.rebalance.switch_epoch;
+  return to_bytes(j);
 }
 
 Result<Control> decode_control(const std::string& text) {
@@ -34,6 +38,11 @@ Result<Control> decode_control(const std::string& text) {
       DI_ASSIGN_OR_RETURN(engine::GenerationRequest r, pd::request_from_json(a.at("request")));
       c.add.push_back(Assignment{a.at("id").get<int64_t>(), a.at("rank").get<int>(), std::move(r)});
     }
+    if (j.contains("prepare")) {
+      c.rebalance.prepare_epoch = j["prepare"].at("epoch").get<int64_t>();
+      c.rebalance.phy2log = j["prepare"].at("phy2log").get<std::vector<int32_t>>();
+    }
+    if (j.contains("switch")) c.rebalance.switch_epoch = j["switch"].get<int64_t>();
   } catch (const json::exception& e) {
     return invalid_argument("expert parallel: a malformed control message: {}", e.what());
   }
@@ -44,10 +53,16 @@ std::string encode_report(const RankReport& r) {
   json accepted = json::array(), outputs = json::array();
   for (const auto& [id, st] : r.accepted) accepted.push_back({id, int(st.code()), st.message()});
   for (const engine::RequestOutput& o : r.outputs) outputs.push_back({o.request_id, pd::output_to_json(o)});
-  const json j = {{"accepted", std::move(accepted)}, {"outputs", std::move(outputs)},
+  json j = {{"accepted", std::move(accepted)}, {"outputs", std::move(outputs)},
                   {"running", r.running}, {"waiting", r.waiting}, {"kv_blocks", r.kv_blocks},
                   {"kv_blocks_in_use", r.kv_blocks_in_use}, {"prefix_lookup", r.prefix_lookup_tokens},
                   {"prefix_hit", r.prefix_hit_tokens}, {"steps", r.steps}, {"moe_rows", r.moe_rows}};
+  json rows = json::array();  // flat [index, rows, index, rows, ...]
+  for (const auto& [i, n] : r.rebalance.rows) rows.push_back(i), rows.push_back(n);
+  j["expert_rows"] = std::move(rows);
+  j["staged_epoch"] = r.rebalance.staged_epoch;
+  j["experts_loaded"] = r.rebalance.experts_loaded;
+  if (!r.rebalance.stage_error.empty()) j["stage_error"] = r.rebalance.stage_error;
   return to_bytes(j);
 }
 
@@ -71,6 +86,12 @@ Result<RankReport> decode_report(const std::string& text) {
     r.prefix_hit_tokens = j.at("prefix_hit").get<int64_t>();
     r.steps = j.at("steps").get<int64_t>();
     r.moe_rows = j.at("moe_rows").get<uint64_t>();
+    const auto rows = j.at("expert_rows").get<std::vector<uint32_t>>();
+    if (rows.size() % 2 != 0) return invalid_argument("expert parallel: a rank report's expert_rows is odd");
+    for (size_t i = 0; i + 1 < rows.size(); i += 2) r.rebalance.rows.emplace_back(rows[i], rows[i + 1]);
+    r.rebalance.staged_epoch = j.at("staged_epoch").get<int64_t>();
+    r.rebalance.experts_loaded = j.at("experts_loaded").get<int>();
+    if (j.contains("stage_error")) r.rebalance.stage_error = j["stage_error"].get<std::string>();
   } catch (const json::exception& e) {
     return invalid_argument("expert parallel: a malformed rank report: {}", e.what());
   }

@@ -1,7 +1,7 @@
 // What the ranks of `serve --ep N` exchange once per step (docs/parallel.md): rank 0 broadcasts a
-// Control (new requests, each with the rank that runs it, cancellations, stop); every rank
-// answers with a RankReport (which requests it accepted, its outputs, its load), gathered on
-// rank 0. JSON, with the disaggregated deployment's request and output codec (pd_protocol.h).
+// Control (new requests, each with the rank that runs it, cancellations, stop, a live rebalance
+// step); every rank answers with a RankReport (which requests it accepted, its outputs, its load
+// per expert, its staging state), gathered on rank 0. JSON, with the disaggregated deployment's request and output codec (pd_protocol.h).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 
 #include "deepinfer/base/status.h"
 #include "deepinfer/engine/request.h"
+#include "deepinfer/parallel/rebalancer.h"
 
 namespace deepinfer::serve::ep {
 
@@ -24,6 +25,7 @@ struct Control {
   bool stop = false;
   std::vector<Assignment> add;
   std::vector<int64_t> abort;  // server request ids
+  parallel::RebalanceAction rebalance = {};  // live EPLB: stage a placement, or switch to one
 };
 
 struct RankReport {
@@ -33,6 +35,7 @@ struct RankReport {
   int kv_blocks = 0, kv_blocks_in_use = 0;
   int64_t prefix_lookup_tokens = 0, prefix_hit_tokens = 0, steps = 0;
   uint64_t moe_rows = 0;  // (token, expert) rows this rank's experts computed, since start
+  parallel::RankRebalanceReport rebalance = {};  // this step's rows per expert, staging state
 };
 
 std::string encode_control(const Control& c);

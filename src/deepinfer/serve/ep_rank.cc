@@ -7,6 +7,22 @@
 
 namespace deepinfer::serve::ep {
 
+EpRank::EpRank(engine::Engine& engine, parallel::EpGroup& group)
+    : engine_(engine), group_(group),
+      switch_(group.rank(), group.expert_stager(), [&group](parallel::EpPlacement p) { group.set_placement(std::move(p)); }) {}
+
+// Stage a proposed placement (in the background), or switch to a staged one before this step.
+void EpRank::rebalance(const parallel::RebalanceAction& a) {
+  if (a.prepare_epoch > 0) {
+    const parallel::EpPlacement& now = group_.placement();
+    Result<parallel::EpPlacement> next =
+        parallel::placement_from_phy2log(a.phy2log, now.num_layers, now.num_experts, now.num_physical, now.ranks);
+    DI_CHECK(next.is_ok(), "{}", next.status().message());  // rank 0 built it from a valid one
+    switch_.prepare(a.prepare_epoch, std::move(next).value());
+  }
+  if (a.switch_epoch > 0) switch_.switch_to(a.switch_epoch);
+}
+
 std::optional<std::vector<RankReport>> EpRank::iterate(const Control& control) {
   const bool root = group_.rank() == 0;
   // Every rank knows whether the last step left work anywhere, so all take the same branch.
@@ -20,6 +36,7 @@ std::optional<std::vector<RankReport>> EpRank::iterate(const Control& control) {
     server_of_.clear();
     return std::nullopt;
   }
+  rebalance(c->rebalance);
   RankReport report;
   apply(*c, report);
   std::vector<engine::RequestOutput> outputs;
@@ -80,6 +97,10 @@ RankReport EpRank::finish_step(std::vector<engine::RequestOutput> outputs, RankR
   report.prefix_hit_tokens = kv.hit_tokens;
   report.steps = engine_.stats().steps;
   report.moe_rows = group_.expert_rows_computed();
+  report.rebalance.rows = group_.take_expert_rows();
+  report.rebalance.staged_epoch = switch_.staged_epoch();
+  report.rebalance.stage_error = switch_.take_error();
+  report.rebalance.experts_loaded = switch_.staged_loaded();
   return report;
 }
 

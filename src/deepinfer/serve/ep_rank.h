@@ -2,7 +2,8 @@
 // (docs/parallel.md): rank 0's Control is broadcast, each rank applies what concerns it and
 // steps its engine (the MoE all-to-all runs inside; a rank without work serves the others' MoE
 // layers from the step barrier), then every rank's RankReport is gathered on rank 0. Ranks
-// other than 0 just call run() until rank 0 says stop.
+// other than 0 just call run() until rank 0 says stop. A live rebalance's placement switch
+// happens here, before a step, on every rank in the same iteration.
 #pragma once
 
 #include <cstdint>
@@ -13,13 +14,14 @@
 
 #include "deepinfer/engine/engine.h"
 #include "deepinfer/parallel/ep_group.h"
+#include "deepinfer/parallel/placement_switch.h"
 #include "deepinfer/serve/ep_protocol.h"
 
 namespace deepinfer::serve::ep {
 
 class EpRank {
  public:
-  EpRank(engine::Engine& engine, parallel::EpGroup& group) : engine_(engine), group_(group) {}
+  EpRank(engine::Engine& engine, parallel::EpGroup& group);
 
   // One collective iteration. `control` is read on rank 0 only. nullopt: the control said stop
   // (every rank ended its requests). Rank 0 gets every rank's report, in rank order.
@@ -34,12 +36,14 @@ class EpRank {
 
  private:
   void apply(const Control& c, RankReport& report);
+  void rebalance(const parallel::RebalanceAction& a);
   RankReport finish_step(std::vector<engine::RequestOutput> outputs, RankReport report);
 
   engine::Engine& engine_;
   parallel::EpGroup& group_;
   bool any_work_ = false;
   std::function<void()> on_stop_;
+  parallel::PlacementSwitch switch_;  // live rebalancing: this rank's staged experts
   std::map<int64_t, int64_t> local_of_;   // server id -> engine id
   std::map<int64_t, int64_t> server_of_;  // engine id -> server id
 };

@@ -151,6 +151,7 @@ int run_generate(GenerateFlags& f) {
     return report_error(invalid_argument("give --prompt TEXT or --input FILE.jsonl"));
   if (f.chat && f.no_chat) return report_error(invalid_argument("give --chat or --no-chat, not both"));
 
+  f.ep.eplb_interval = 0;  // no live EPLB offline: --ep-redundant needs --eplb-trace
   const bool ep_ranks = f.ep.ep > 1 && parallel::EpGroup::launched_by_mpirun();
   if (f.ep.ep > 1 && !f.expert_trace.empty())
     return report_error(invalid_argument("--expert-trace records with --ep 1 (routing does not depend on --ep)"));

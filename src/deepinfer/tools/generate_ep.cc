@@ -12,7 +12,6 @@
 #include <iterator>
 #include <vector>
 
-#include "deepinfer/model/deepseek_v3.h"
 #include "deepinfer/model/layers/linear.h"  // inline_pool
 #include "deepinfer/parallel/eplb.h"
 #include "deepinfer/parallel/expert_trace.h"
@@ -28,19 +27,35 @@ void add_ep_flags(CLI::App& app, EpFlags& f) {
       "--eplb-trace", f.eplb_trace,
       "With --ep: place experts with EPLB from this expert trace (`generate --expert-trace`)");
   app.add_option("--ep-redundant,--redundant", f.redundant,
-                 "With --eplb-trace: redundant expert replicas (default 0)")
+                 "Redundant expert replicas (default 0), placed with --eplb-trace; with serve also "
+                 "by live EPLB")
       ->check(CLI::Range(0, 1 << 20));
+}
+
+int eplb_interval(const EpFlags& f) {
+  if (f.eplb_interval >= 0) return f.eplb_interval;
+  return f.redundant > 0 ? kDefaultEplbInterval : 0;
 }
 
 Result<parallel::EpPlacement> ep_placement(const EpFlags& f, const model::ModelConfig& c) {
   const int layers = c.num_layers + 1;  // + the MTP layer's row
   if (c.n_routed_experts <= 0)
     return invalid_argument("--ep {}: model '{}' has no routed experts", f.ep, c.architecture);
-  if (f.redundant > 0 && f.eplb_trace.empty())
+  if (f.redundant > 0 && f.eplb_trace.empty() && eplb_interval(f) == 0)
     return invalid_argument(
-        "--ep-redundant needs --eplb-trace (the load that decides which experts to copy)");
-  if (f.eplb_trace.empty()) return parallel::contiguous_placement(layers, c.n_routed_experts, f.ep);
-  DI_ASSIGN_OR_RETURN(parallel::ExpertTrace t, parallel::read_expert_trace(f.eplb_trace));
+        "--ep-redundant needs --eplb-trace (the load that decides which experts to copy) or, with "
+        "serve, live EPLB (--eplb-interval)");
+  if (f.eplb_trace.empty() && f.redundant == 0)
+    return parallel::contiguous_placement(layers, c.n_routed_experts, f.ep);
+  parallel::ExpertTrace t;
+  if (f.eplb_trace.empty()) {  // live EPLB moves replicas to the hot experts; start from even load
+    t.num_experts = c.n_routed_experts;
+    t.num_groups = c.n_group;
+    for (int l = 0; l < layers; ++l) t.layers.push_back(l);
+    t.total.assign(size_t(layers), std::vector<uint64_t>(size_t(c.n_routed_experts), 1));
+  } else {
+    DI_ASSIGN_OR_RETURN(t, parallel::read_expert_trace(f.eplb_trace));
+  }
   if (t.num_experts != c.n_routed_experts)
     return invalid_argument("--eplb-trace {}: {} experts, the model has {}", f.eplb_trace,
                             t.num_experts, c.n_routed_experts);
@@ -166,11 +181,10 @@ bool is_secondary_rank() {
 }
 
 Status check_ep_model(const EpFlags& f, const engine::LoadedModel& loaded) {
-  // DeepSeek-V3's layout is the one with expert-parallel MoE layers so far; when V4's joins,
-  // set_expert_parallel becomes a Model method.
-  if (!dynamic_cast<const model::DeepseekV3*>(loaded.model.get()))
+  // The DeepSeek-V3 and DeepSeek-V4 layouts have expert-parallel MoE layers.
+  if (!loaded.model->supports_expert_parallel())
     return invalid_argument(
-        "--ep {}: expert parallelism supports DeepSeek-V3-layout models, not '{}'", f.ep,
+        "--ep {}: expert parallelism supports DeepSeek-V3- and V4-layout models, not '{}'", f.ep,
         loaded.model->config().architecture);
   return ep_placement(f, loaded.model->config()).status();
 }
@@ -185,8 +199,7 @@ Result<std::unique_ptr<parallel::EpGroup>> join_ep(const EpFlags& f, engine::Loa
   ctx.pool = &model::inline_pool();
   ctx.batch_invariant = engine_flags.batch_invariant;
   ctx.int8_activations = engine_flags.matmul_precision == "int8";
-  DI_RETURN_IF_ERROR(
-      dynamic_cast<model::DeepseekV3&>(*loaded.model).set_expert_parallel(group.get(), ctx));
+  DI_RETURN_IF_ERROR(loaded.model->set_expert_parallel(group.get(), ctx));
   return group;
 }
 

@@ -18,8 +18,15 @@ namespace deepinfer::tools {
 struct EpFlags {
   int ep = 1;
   std::string eplb_trace;  // place experts with EPLB from this trace (else contiguous)
-  int redundant = 0;       // redundant expert replicas with --eplb-trace
+  int redundant = 0;       // redundant expert replicas (with --eplb-trace, or live EPLB)
+  // serve only: live EPLB every this many busy steps; -1 = the default (kDefaultEplbInterval
+  // with --redundant > 0, else off), 0 = off.
+  int eplb_interval = -1;
+  int eplb_window = 1000;  // serve only: busy steps of per-expert load a rebalance places from
 };
+inline constexpr int kDefaultEplbInterval = 3000;
+// The live-EPLB interval the flags ask for (0 = off).
+int eplb_interval(const EpFlags& f);
 void add_ep_flags(CLI::App& app, EpFlags& f);
 
 // The placement the flags ask for, for this model; InvalidArgument (one line) when it cannot be.

@@ -118,6 +118,8 @@ int run_serve(ServeFlags& f) {
     return report_error(unsupported("serve: --ep with --role {} is not built yet", f.role));
   if (f.role == "entrypoint") return run_entrypoint(f);
   if (f.ep.ep.ep != 1) return run_serve_ep(f.engine, f.server, f.ep);
+  if (f.ep.ep.eplb_interval > 0)
+    return report_error(invalid_argument("serve: --eplb-interval needs --ep N (N > 1)"));
   auto loaded = load_model_for_cli(f.engine.model);
   if (!loaded.is_ok()) return report_error(loaded.status());
   if (f.server.served_model_name.empty()) f.server.served_model_name = loaded->name;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -60,9 +61,9 @@ struct LostHandler {
 };
 
 int serve_rank0(std::unique_ptr<engine::Engine> engine, parallel::EpGroup& group, LostHandler& lost,
-                serve::ServeOptions& server) {
+                serve::ServeOptions& server, const parallel::RebalanceOptions& rebalance) {
   auto backend = std::make_unique<serve::EpBackend>(std::move(engine), group, lost.liveness,
-                                                    server.loop.max_queued_requests);
+                                                    server.loop.max_queued_requests, rebalance);
   serve::EpBackend* b = backend.get();
   lost.backend = b;
   if (const char* pidfile = std::getenv("DEEPINFER_EP_RANK0_PIDFILE")) std::ofstream(pidfile) << getpid() << "\n";
@@ -84,6 +85,14 @@ void add_serve_ep_flags(CLI::App& app, ServeEpFlags& f) {
                  "With --ep: after a rank is lost, seconds to answer 503 (and /health 503) before "
                  "exiting with status 1 (default 10)")
       ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--eplb-interval", f.ep.eplb_interval,
+                 "With --ep: live EPLB every N busy engine steps (steps that ran MoE layers): place "
+                 "experts from the last --eplb-window steps' load and move their weights while "
+                 "serving; 0 = off (default 3000 with --redundant > 0, else 0)")
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--eplb-window", f.ep.eplb_window,
+                 "With --ep: busy steps of per-expert load that live EPLB places from (default 1000)")
+      ->check(CLI::Range(1, 1 << 20));
 }
 
 int run_serve_ep(EngineFlags& engine_flags, serve::ServeOptions& server, const ServeEpFlags& f) {
@@ -107,7 +116,11 @@ int run_serve_ep(EngineFlags& engine_flags, serve::ServeOptions& server, const S
   auto joined = join_ep(f.ep, *loaded, engine_flags);
   if (!joined.is_ok()) return fail(joined.status());
   std::unique_ptr<parallel::EpGroup> group = std::move(joined).value();
-  auto eng = make_engine(*loaded, engine_flags);
+  parallel::RebalanceOptions rebalance;
+  rebalance.interval_steps = eplb_interval(f.ep);
+  rebalance.window_steps = f.ep.eplb_window;
+  rebalance.num_groups = std::max(loaded->model->config().n_group, 1);
+  auto eng = make_engine(*loaded, engine_flags);  // takes the model
   if (!group->all(eng.is_ok()))
     return fail(eng.is_ok() ? Status(StatusCode::kInternal, "another expert-parallel rank could not start its engine") : eng.status());
   LostHandler lost;
@@ -115,7 +128,7 @@ int run_serve_ep(EngineFlags& engine_flags, serve::ServeOptions& server, const S
   auto liveness = parallel::EpLiveness::connect(*group, std::ref(lost));
   if (!liveness.is_ok()) return fail(liveness.status());
   lost.liveness = liveness->get();
-  if (group->rank() == 0) return serve_rank0(std::move(eng).value(), *group, lost, server);
+  if (group->rank() == 0) return serve_rank0(std::move(eng).value(), *group, lost, server, rebalance);
   // The other ranks stop when rank 0 says so (a signal from mpirun reaches rank 0 too).
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, SIG_IGN);

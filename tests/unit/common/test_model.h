@@ -44,7 +44,8 @@ inline std::vector<float> all_position_logits(model::Model& m, const std::vector
                                               ThreadPool& pool,
                                               const std::vector<int32_t>& embed_rows = {},
                                               const std::vector<float>& embeds = {},
-                                              DType kv_dtype = DType::kF32) {
+                                              DType kv_dtype = DType::kF32,
+                                              bool batch_invariant = false) {
   const int block_size = 16;
   const int n = static_cast<int>(ids.size());
   const int blocks = (n + block_size - 1) / block_size;
@@ -66,7 +67,7 @@ inline std::vector<float> all_position_logits(model::Model& m, const std::vector
   b.embed_rows = embed_rows;
   b.embeds = embeds;
   std::vector<float> logits(size_t(n) * m.config().vocab_size);
-  model::ForwardContext ctx{&pool, false};
+  model::ForwardContext ctx{&pool, batch_invariant};
   Status st = m.forward(b, cache, ctx, logits.data());
   EXPECT_TRUE(st.is_ok()) << st.message();
   return logits;

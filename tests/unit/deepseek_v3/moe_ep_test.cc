@@ -7,6 +7,7 @@
 #include "deepinfer/model/moe.h"
 #include "deepinfer/parallel/ep_group.h"
 #include "deepinfer/parallel/eplb.h"
+#include "../common/loopback_ep_group.h"
 #include "ds_fixture.h"
 
 namespace deepinfer {
@@ -57,6 +58,56 @@ TEST(MoeExpertParallel, OneRankGroupGivesTheSameLogitsBitForBit) {
   group.set_placement(*placed);
   EXPECT_EQ(testing::all_position_logits(*m, ids, pool), ref);
   ASSERT_TRUE(m->set_expert_parallel(nullptr, {&pool, false}).is_ok());
+}
+
+using testing::LoopbackGroup;
+
+TEST(MoeExpertParallel, RebalanceMovesExpertsBetweenRanksAndKeepsLogitsBitForBit) {
+  auto a = dstest::open_fixture("moe_yarn");  // rank 0; MoE rows 1, 2 and the MTP layer's 3
+  auto b = dstest::open_fixture("moe_yarn");  // rank 1
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  const auto ids = dstest::expected("moe_yarn")["cases"][2]["ids"].get<std::vector<int32_t>>();
+  ThreadPool pool(1);
+  const std::vector<float> ref = testing::all_position_logits(*a, ids, pool);
+
+  LoopbackGroup g0(0, nullptr), g1(1, &g0);
+  g0.set_other(&g1);
+  auto contiguous = parallel::contiguous_placement(4, 8, 2);
+  ASSERT_TRUE(contiguous.is_ok());
+  g0.set_placement(*contiguous);
+  g1.set_placement(*contiguous);
+  ASSERT_TRUE(a->set_expert_parallel(&g0, {&pool, false}).is_ok());
+  ASSERT_TRUE(b->set_expert_parallel(&g1, {&pool, false}).is_ok());
+  EXPECT_EQ(testing::all_position_logits(*a, ids, pool), ref);
+
+  // Swap the halves and give experts 1 and 6 a replica on the other rank (10 slots).
+  std::vector<int32_t> phy2log;
+  for (int l = 0; l < 4; ++l)
+    for (int32_t e : {4, 5, 6, 7, 1, 0, 1, 2, 3, 6}) phy2log.push_back(e);
+  auto next = parallel::placement_from_phy2log(phy2log, 4, 8, 10, 2);
+  ASSERT_TRUE(next.is_ok()) << next.status().message();
+  auto s0 = g0.expert_stager()(*next, 0);
+  auto s1 = g1.expert_stager()(*next, 1);
+  ASSERT_TRUE(s0.is_ok() && s1.is_ok());
+  // Rank 0 reads experts 1, 4, 5, 6, 7 and drops 0, 2, 3, in each of the 3 MoE rows.
+  EXPECT_EQ(s0->loaded, 3 * 4);
+  EXPECT_EQ(s0->dropped, 3 * 3);
+  EXPECT_EQ(s1->loaded, 3 * 4);  // 0, 1, 2, 3 (6 it holds)
+  EXPECT_EQ(s1->dropped, 3 * 3);  // 4, 5, 7
+  // Staged, not installed: the old placement still runs on the old weights.
+  EXPECT_EQ(testing::all_position_logits(*a, ids, pool), ref);
+  s0->install();
+  s1->install();
+  g0.set_placement(*next);
+  g1.set_placement(*next);
+  EXPECT_EQ(testing::all_position_logits(*a, ids, pool), ref);
+  auto again = g0.expert_stager()(*next, 0);
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_EQ(again->loaded, 0);
+  EXPECT_EQ(again->dropped, 0);
+  ASSERT_TRUE(a->set_expert_parallel(nullptr, {&pool, false}).is_ok());  // every expert again
+  EXPECT_EQ(testing::all_position_logits(*a, ids, pool), ref);
 }
 
 TEST(MoeExpertParallel, ZipfSkewLowersAllButOneExpertPerLayerDeterministically) {

@@ -67,6 +67,36 @@ TEST(EpProtocol, ReportKeepsIdsBytesAndLogprobBits) {
   EXPECT_EQ(back->moe_rows, 123456789012ull);
 }
 
+TEST(EpProtocol, RebalanceFieldsRoundTrip) {
+  Control c;
+  c.rebalance.prepare_epoch = 3;
+  c.rebalance.phy2log = {4, 5, 6, 7, 0, 1, 2, 3};
+  Result<Control> back = decode_control(encode_control(c));
+  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  EXPECT_EQ(back->rebalance.prepare_epoch, 3);
+  EXPECT_EQ(back->rebalance.phy2log, c.rebalance.phy2log);
+  EXPECT_EQ(back->rebalance.switch_epoch, 0);
+  Control sw;
+  sw.rebalance.switch_epoch = 3;
+  back = decode_control(encode_control(sw));
+  ASSERT_TRUE(back.is_ok());
+  EXPECT_EQ(back->rebalance.switch_epoch, 3);
+  EXPECT_EQ(back->rebalance.prepare_epoch, 0);
+  EXPECT_TRUE(back->rebalance.phy2log.empty());
+
+  RankReport r;
+  r.rebalance.rows = {{0, 7}, {4000000000u, 1}};
+  r.rebalance.staged_epoch = 3;
+  r.rebalance.experts_loaded = 12;
+  r.rebalance.stage_error = "model.safetensors: truncated";
+  Result<RankReport> rb = decode_report(encode_report(r));
+  ASSERT_TRUE(rb.is_ok()) << rb.status().message();
+  EXPECT_EQ(rb->rebalance.rows, r.rebalance.rows);
+  EXPECT_EQ(rb->rebalance.staged_epoch, 3);
+  EXPECT_EQ(rb->rebalance.experts_loaded, 12);
+  EXPECT_EQ(rb->rebalance.stage_error, r.rebalance.stage_error);
+}
+
 TEST(EpProtocol, MalformedMessagesAreErrors) {
   EXPECT_FALSE(decode_control("not cbor").is_ok());
   EXPECT_FALSE(decode_report("").is_ok());
