@@ -124,3 +124,18 @@ def test_planner_errors(tmp_path):
     assert r.returncode == 2
     r = run("eplb", "plan", "--help")
     assert r.returncode == 0 and "--redundant" in r.stdout
+
+
+def test_ep2_shares_the_kv_store_across_runs(tmp_path, mpi):
+    """Both ranks write their sequences' blocks to one --kv-store; a second `generate --ep 2`
+    process restores the prompts from it (cached tokens reported) with bitwise-equal logprobs."""
+    d = model_dir(tmp_path, "moe_yarn")
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps({"prompt_token_ids": list(range(start, start + n)), "max_tokens": 6,
+                                       "logprobs": 2}) + "\n" for start, n in ((2, 58), (5, 65))))
+    store = tmp_path / "store"
+    first = generate(d, inp, "--ep", "2", "--kv-store", store)
+    second = generate(d, inp, "--ep", "2", "--kv-store", store)
+    assert [r["usage"]["cached_tokens"] for r in first] == [0, 0]
+    assert all(r["usage"]["cached_tokens"] >= 32 for r in second), second
+    assert [(r["token_ids"], r["logprobs"]) for r in first] == [(r["token_ids"], r["logprobs"]) for r in second]
