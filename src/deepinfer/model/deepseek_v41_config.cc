@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "deepinfer/model/deepseek_v4_config.h"
 #include "deepinfer/model/hf_config_json.h"
 #include "deepinfer/model/layers/rope_scaling.h"
 
@@ -200,38 +201,13 @@ Status validate(const DeepseekV41Config& c, const std::string& path) {
   auto bad = [&](const char* field, int64_t v) {
     return corrupt("{}: '{}' = {} is invalid", path, field, v);
   };
-  if (c.vocab_size <= 0) return bad("vocab_size", c.vocab_size);
-  if (c.hidden <= 0) return bad("hidden_size", c.hidden);
-  if (c.num_layers <= 0 || c.num_layers > 1024) return bad("num_hidden_layers", c.num_layers);
-  if (c.n_heads <= 0) return bad("num_attention_heads", c.n_heads);
-  if (c.head_dim <= 0) return bad("head_dim", c.head_dim);
-  if (c.rope_dim <= 0 || c.rope_dim % 2 || c.rope_dim > c.head_dim || c.rope_dim > c.index_head_dim)
-    return bad("qk_rope_head_dim", c.rope_dim);
-  if (c.q_lora_rank <= 0) return bad("q_lora_rank", c.q_lora_rank);
-  if (c.o_groups <= 0 || c.n_heads % c.o_groups) return bad("o_groups", c.o_groups);
-  if (c.o_lora_rank <= 0) return bad("o_lora_rank", c.o_lora_rank);
-  if (c.sliding_window <= 0) return bad("sliding_window", c.sliding_window);
-  if (c.index_n_heads <= 0) return bad("index_n_heads", c.index_n_heads);
-  if (c.index_head_dim <= 0) return bad("index_head_dim", c.index_head_dim);
-  if (c.index_topk <= 0) return bad("index_topk", c.index_topk);
+  DI_RETURN_IF_ERROR(validate_v4_family_shape(c, path, "qk_rope_head_dim"));
   if (c.candidate_source >= 0 && c.candidate_topk_blocks <= 0)
     return bad("candidate_topk_blocks", c.candidate_topk_blocks);
   if (c.candidate_source >= 0 && c.candidate_block_size <= 0)
     return bad("candidate_block_size", c.candidate_block_size);
-  if (c.n_experts <= 0) return bad("n_routed_experts", c.n_experts);
-  if (c.top_k <= 0 || c.top_k > c.n_experts) return bad("num_experts_per_tok", c.top_k);
-  if (c.moe_inter <= 0) return bad("moe_intermediate_size", c.moe_inter);
   if (!(c.gate_temp > 0.0f))
     return corrupt("{}: 'gate_temp' = {} is invalid (it must be positive)", path, c.gate_temp);
-  if (c.hc_mult <= 0 || c.hc_mult > 16) return bad("hc_mult", c.hc_mult);
-  if (c.hc_sinkhorn_iters <= 0 || c.hc_sinkhorn_iters > 1000)
-    return bad("hc_sinkhorn_iters", c.hc_sinkhorn_iters);
-  if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f))
-    return corrupt("{}: 'rms_norm_eps' = {} is invalid (it must be a positive number below 1)",
-                   path, c.rms_eps);
-  if (!(c.hc_eps >= 0.0f && c.hc_eps < 1.0f))
-    return corrupt("{}: 'hc_eps' = {} is invalid", path, c.hc_eps);
-  if (c.max_position <= 0) return bad("max_position_embeddings", c.max_position);
   const V41EngramConfig& e = c.engram;
   if (!e.layers.empty()) {
     if (e.max_ngram < 2 || e.max_ngram > 8) return bad("engram_max_ngram_size", e.max_ngram);

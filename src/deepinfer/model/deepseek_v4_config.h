@@ -64,4 +64,42 @@ struct DeepseekV4Config {
 // and the field.
 Result<DeepseekV4Config> deepseek_v4_config_from_json(const std::string& path);
 
+// The shape DeepSeek-V4 and V4.1 share (both configs carry these members under the same
+// names): attention, routed experts, hyper-connections, norms. The first field out of range
+// as an error naming `path` and the field, else OK. `rope_field` is how the family's
+// config.json spells the rope channel count.
+template <typename Config>
+Status validate_v4_family_shape(const Config& c, const std::string& path, const char* rope_field) {
+  auto bad = [&](const char* field, int64_t v) {
+    return corrupt("{}: '{}' = {} is invalid", path, field, v);
+  };
+  if (c.vocab_size <= 0) return bad("vocab_size", c.vocab_size);
+  if (c.hidden <= 0) return bad("hidden_size", c.hidden);
+  if (c.num_layers <= 0 || c.num_layers > 1024) return bad("num_hidden_layers", c.num_layers);
+  if (c.n_heads <= 0) return bad("num_attention_heads", c.n_heads);
+  if (c.head_dim <= 0) return bad("head_dim", c.head_dim);
+  if (c.rope_dim <= 0 || c.rope_dim % 2 || c.rope_dim > c.head_dim || c.rope_dim > c.index_head_dim)
+    return bad(rope_field, c.rope_dim);
+  if (c.q_lora_rank <= 0) return bad("q_lora_rank", c.q_lora_rank);
+  if (c.o_groups <= 0 || c.n_heads % c.o_groups) return bad("o_groups", c.o_groups);
+  if (c.o_lora_rank <= 0) return bad("o_lora_rank", c.o_lora_rank);
+  if (c.sliding_window <= 0) return bad("sliding_window", c.sliding_window);
+  if (c.index_n_heads <= 0) return bad("index_n_heads", c.index_n_heads);
+  if (c.index_head_dim <= 0) return bad("index_head_dim", c.index_head_dim);
+  if (c.index_topk <= 0) return bad("index_topk", c.index_topk);
+  if (c.n_experts <= 0) return bad("n_routed_experts", c.n_experts);
+  if (c.top_k <= 0 || c.top_k > c.n_experts) return bad("num_experts_per_tok", c.top_k);
+  if (c.moe_inter <= 0) return bad("moe_intermediate_size", c.moe_inter);
+  if (c.hc_mult <= 0 || c.hc_mult > 16) return bad("hc_mult", c.hc_mult);
+  // The reference runs 20 rounds; a bound keeps a hostile config from stalling every token.
+  if (c.hc_sinkhorn_iters <= 0 || c.hc_sinkhorn_iters > 1000) return bad("hc_sinkhorn_iters", c.hc_sinkhorn_iters);
+  // A norm epsilon must be a small positive number: 0 or less turns a zero row into NaN.
+  if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f))
+    return corrupt("{}: 'rms_norm_eps' = {} is invalid (it must be a positive number below 1)", path, c.rms_eps);
+  if (!(c.hc_eps >= 0.0f && c.hc_eps < 1.0f))
+    return corrupt("{}: 'hc_eps' = {} is invalid (it must be at least 0 and below 1)", path, c.hc_eps);
+  if (c.max_position <= 0) return bad("max_position_embeddings", c.max_position);
+  return Status::ok();
+}
+
 }  // namespace deepinfer::model
