@@ -1,3 +1,5 @@
+// The engine's step loop: schedule, build the runner input, forward, sample, update the
+// scheduler and detokenize (with overlap: the next step's forward runs during this one's update).
 #include "deepinfer/engine/engine.h"
 
 #include <algorithm>
@@ -8,214 +10,16 @@
 #include "deepinfer/base/log.h"
 #include "deepinfer/base/timer.h"
 #include "deepinfer/engine/batch_builder.h"
-#include "deepinfer/engine/block_state_copy.h"
-#include "deepinfer/engine/kv_cache_plan.h"
-#include "deepinfer/engine/prompt_images.h"
-#include "deepinfer/engine/speculative/draft_model_drafter.h"
-#include "deepinfer/engine/speculative/mtp_drafter.h"
+#include "deepinfer/engine/engine_state.h"
 #include "deepinfer/structured/grammar_compiler.h"
 #include "deepinfer/structured/grammar_matcher.h"
-#include "deepinfer/engine/grammar_vocabulary.h"
 #include "deepinfer/engine/step_worker.h"
 #include "deepinfer/engine/stop_checker.h"
 
 namespace deepinfer::engine {
 
-struct Engine::RequestState {
-  int64_t id = 0;
-  GenerationRequest request;
-  recipe::StreamingDetokenizer detok;
-  StopChecker stops;
-  std::vector<int32_t> history;  // prompt + generated, for penalties
-  std::shared_future<structured::CompileResult> grammar_future;
-  std::unique_ptr<structured::GrammarMatcher> matcher;
-  bool grammar_dead_end = false;  // the grammar allowed no token: ends with an error
-  int prompt_scored = 0;  // prompt positions whose next token's logprob is known (dedupes recomputes)
-  std::vector<LogprobEntry> prompt_logprobs;  // scored, not yet sent
-  explicit RequestState(const recipe::Tokenizer& tok, std::vector<std::string> stop_strings)
-      : detok(tok), stops(std::move(stop_strings)) {}
-};
-
-struct Engine::Prepared {
-  ScheduleOutput sched;
-  RunnerInput input;       // what the runner computes (pending tokens filled in before it runs)
-  SamplingInput sampling;  // how it samples; prepare_sampling() fills it once the step's
-                           // sequences are known to be current (during the forward with overlap)
-};
-
-struct Engine::Sampled {
-  struct Failure {
-    FinishReason reason = FinishReason::kAbort;
-    std::string message;
-  };
-  ScheduleOutput sched;
-  StepOutput step;                          // -1 for entries that were no longer current
-  std::map<int64_t, RequestOutput> by_id;   // new tokens (and logprobs) per request
-  std::map<int64_t, Failure> failed;        // requests that got no token: ended with an error
-};
-
 Engine::Engine() = default;
 Engine::~Engine() = default;
-
-Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> model,
-                                               std::shared_ptr<const recipe::Tokenizer> tokenizer,
-                                               const EngineConfig& config) {
-  if (config.block_size <= 0 || config.max_num_seqs <= 0 || config.max_num_batched_tokens <= 0)
-    return invalid_argument("engine: block_size, max_num_seqs and max_num_batched_tokens must be > 0");
-  std::unique_ptr<Engine> e(new Engine());
-  e->config_ = config;
-  e->tokenizer_ = std::move(tokenizer);
-  model::KvCacheSpec spec = model->kv_cache_spec();
-  DI_ASSIGN_OR_RETURN(spec.dtype, model::resolve_kv_cache_dtype(config.kv_cache_dtype, spec,
-                                                                model->config().architecture));
-  KvCachePlanInput pin;
-  pin.kv_cache_bytes = config.kv_cache_bytes;
-  pin.block_size = config.block_size;
-  pin.max_num_seqs = config.max_num_seqs;
-  pin.max_num_batched_tokens = config.max_num_batched_tokens;
-  const KvCachePlan plan = plan_kv_cache(spec, pin);
-  if (plan.block_size != config.block_size)
-    log::info("KV block size {} raised to {} (a multiple of {}, the model's compression ratios)",
-              config.block_size, plan.block_size, spec.block_size_multiple);
-  e->config_.block_size = plan.block_size;
-  ModelRunnerConfig rc;
-  rc.num_threads = config.num_threads;
-  rc.block_size = plan.block_size;
-  rc.num_kv_blocks = plan.num_blocks;
-  rc.num_recent_slabs = plan.num_recent_slabs;
-  rc.batch_invariant = config.batch_invariant;
-  rc.int8_activations = config.int8_activations;
-  rc.kv_dtype = spec.dtype;
-  e->runner_ = std::make_unique<ModelRunner>(std::move(model), rc);
-  const model::ModelConfig& mc = e->runner_->model_config();
-  KvCacheConfig kv;
-  kv.num_blocks = plan.num_blocks;
-  kv.block_size = plan.block_size;
-  kv.num_recent_slabs = plan.num_recent_slabs;
-  kv.recent_tokens = spec.recent_tokens;
-  kv.enable_prefix_caching = config.enable_prefix_caching;
-  kv.cache_namespace = config.kv_store_namespace.empty()
-                           ? mc.name + "/" + mc.architecture
-                           : config.kv_store_namespace;
-  DI_RETURN_IF_ERROR(validate(kv));
-  KvTierHook* hook = nullptr;
-  if (!config.kv_store_dirs.empty() || config.kv_store_ram_only) {
-    KvStoreTierOptions to;
-    to.dirs = config.kv_store_dirs;
-    to.model_namespace = kv.cache_namespace;
-    to.compute_settings = config.int8_activations ? "matmul=int8" : "matmul=high";
-    if (config.kv_store_host_tier_bytes > 0) to.host_tier_bytes = config.kv_store_host_tier_bytes;
-    to.store_overrides.target_capacity_bytes = config.kv_store_target_capacity_bytes;
-    std::copy(std::begin(config.kv_store_ttl_seconds), std::end(config.kv_store_ttl_seconds),
-              to.store_overrides.ttl_seconds);
-    DI_ASSIGN_OR_RETURN(e->kv_tier_, make_kv_store_tier(to, e->runner_->kv_cache()));
-    hook = e->kv_tier_.get();
-  }
-  if (spec.has_recent())
-    e->block_copier_ = std::make_unique<KvBlockStateCopier>(e->runner_->kv_cache());
-  e->kv_manager_ = std::make_unique<KvCacheManager>(kv, hook, e->block_copier_.get());
-  if (e->kv_tier_) e->kv_tier_->set_recent_slabs(&e->kv_manager_->recent_slabs());
-  SchedulerConfig sc;
-  sc.max_num_seqs = config.max_num_seqs;
-  sc.max_num_batched_tokens = config.max_num_batched_tokens;
-  DI_RETURN_IF_ERROR(validate(sc));
-  e->scheduler_ = std::make_unique<Scheduler>(sc, *e->kv_manager_);
-  if (!config.speculative.method.empty()) {
-    DI_RETURN_IF_ERROR(speculative::validate(config.speculative));
-    // Hybrid state (DeepSeek-V4) needs no rollback either: every recent row and paged entry is
-    // addressed by its absolute position and depends only on tokens up to it, and a position is
-    // read only by later ones; so what rejected drafts wrote (even an entry whose compression
-    // window one of them closed) lies at positions >= num_computed_tokens and is written again
-    // before anything reads it. Slabs are released by num_computed_tokens, i.e. accepted
-    // tokens only (docs/speculative.md; tests/unit/speculative/hybrid_spec_test.cc).
-    std::unique_ptr<speculative::Drafter> drafter;  // null = n-gram
-    const speculative::DraftTarget t{&mc, e->runner_->pool(), plan.block_size, plan.num_blocks, config.max_num_seqs,
-                                     config.batch_invariant, config.int8_activations, config.kv_cache_dtype,
-                                     e->tokenizer_->eos_ids()};
-    if (config.speculative.method == "draft") {
-      DI_ASSIGN_OR_RETURN(drafter, speculative::make_configured_draft_model_drafter(config.speculative, t));
-    } else if (config.speculative.method == "mtp") {
-      DI_ASSIGN_OR_RETURN(drafter, speculative::make_mtp_drafter(e->runner_->model(), t));
-    }
-    e->speculator_ = std::make_unique<speculative::Speculator>(config.speculative, std::move(drafter));
-  }
-  e->overlap_ = config.overlap_scheduling && !e->kv_tier_ && !e->speculator_;
-  if (e->overlap_) e->worker_ = std::make_unique<StepWorker>();
-  return e;
-}
-
-Status validate_generation_request(const GenerationRequest& request, const model::ModelConfig& mc) {
-  if (request.prompt_ids.empty()) return invalid_argument("the prompt is empty");
-  for (int32_t t : request.prompt_ids)
-    if (t < 0 || t >= mc.vocab_size)
-      return invalid_argument("prompt token id {} is outside the vocabulary (size {})", t, mc.vocab_size);
-  if (request.max_tokens < 0) return invalid_argument("max_tokens must be >= 0, got {}", request.max_tokens);
-  const int64_t prompt_len = static_cast<int64_t>(request.prompt_ids.size());
-  if (prompt_len >= mc.max_position)
-    return invalid_argument("the prompt has {} tokens but the model's context is {}", prompt_len,
-                            mc.max_position);
-  DI_RETURN_IF_ERROR(validate_sampling_params(request.sampling, static_cast<int32_t>(mc.vocab_size)));
-  for (const auto& s : request.stop)
-    if (s.empty()) return invalid_argument("stop strings must not be empty");
-  if (request.prompt_logprobs < -1 || request.prompt_logprobs > 20)
-    return invalid_argument("prompt_logprobs must be in [0, 20] (or -1 for off), got {}", request.prompt_logprobs);
-  return Status::ok();
-}
-
-Result<int64_t> Engine::add_request(const GenerationRequest& request) {
-  if (!has_unfinished()) last_forward_end_ = 0;  // the gap since the last forward was not idling
-  const auto& mc = runner_->model_config();
-  DI_RETURN_IF_ERROR(validate_generation_request(request, mc));
-  const int64_t prompt_len = static_cast<int64_t>(request.prompt_ids.size());
-
-  const int64_t id = next_id_++;
-  auto state = std::make_unique<RequestState>(*tokenizer_, request.stop);
-  state->id = id;
-  state->request = request;
-  state->history = request.prompt_ids;
-  if (!state->request.sampling.has_seed) {
-    // Unseeded requests still draw from the counter-based generator, keyed by their id.
-    state->request.sampling.seed = static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ull;
-  }
-
-  Sequence seq;
-  seq.id = id;
-  seq.request_key = id;
-  seq.prompt = request.prompt_ids;
-  seq.max_tokens = static_cast<int>(std::min<int64_t>(request.max_tokens, mc.max_position - prompt_len));
-  seq.eos_token_ids = tokenizer_->eos_ids();
-  seq.ignore_eos = request.ignore_eos;
-  seq.skip_prefix_cache = request.prompt_logprobs >= 0;
-  seq.kv_export_tag = request.kv_export_tag;
-  if (!request.images.empty() && request.prompt_logprobs >= 0)
-    return invalid_argument("prompt logprobs are not available for prompts with images");
-  if (!request.images.empty()) DI_RETURN_IF_ERROR(attach_images(request.images, mc.hidden_size, seq));
-  seq.traffic_class = request.traffic_class.value_or(config_.default_traffic_class);
-  seq.allow_bounded_replay =
-      request.swa_restore.value_or(config_.default_swa_restore) == SwaRestore::kBounded;
-  if (seq.max_tokens == 0) {
-    // Nothing to generate: answer at once without touching the model.
-    requests_[id] = std::move(state);
-    pending_empty_.push_back(id);
-    return id;
-  }
-  if (request.grammar) {
-    state->grammar_future = grammar_compiler().compile_async(*request.grammar);
-    requests_[id] = std::move(state);
-    pending_grammar_.emplace_back(id, std::move(seq));
-    return id;
-  }
-  DI_RETURN_IF_ERROR(scheduler_->add(std::move(seq)));
-  requests_[id] = std::move(state);
-  return id;
-}
-
-void Engine::abort(int64_t request_id) {
-  (void)scheduler_->abort(request_id);
-  if (speculator_) speculator_->forget(request_id);  // a draft model's KV of it
-  std::erase_if(pending_grammar_, [&](const auto& p) { return p.first == request_id; });
-  requests_.erase(request_id);
-}
 
 Status Engine::set_kv_export_sink(KvExportSink* sink, bool by_layer) {
   if (!kv_tier_) return invalid_argument("exporting KV blocks needs a KV store tier (kv_store_ram_only)");
@@ -229,66 +33,9 @@ void Engine::flush_kv_store() {
   if (kv_tier_) kv_tier_->flush();
 }
 
-structured::GrammarCompiler& Engine::grammar_compiler() {
-  if (!grammar_compiler_) {
-    auto vocab = std::make_shared<const structured::TokenVocabulary>(
-        vocabulary_from_tokenizer(*tokenizer_));
-    grammar_compiler_ = std::make_unique<structured::GrammarCompiler>(std::move(vocab), 1);
-  }
-  return *grammar_compiler_;
-}
-
-Status Engine::check_grammar(const structured::GrammarSpec& spec) {
-  const structured::CompileResult& r = grammar_compiler().compile_async(spec).get();
-  return r.is_ok() ? Status::ok() : r.status();
-}
-
 bool Engine::has_unfinished() const {
   return scheduler_->has_unfinished() || !pending_grammar_.empty() || !pending_empty_.empty() ||
          next_ || unprocessed_;
-}
-
-void Engine::admit_compiled_grammars(std::vector<RequestOutput>& outputs) {
-  // Wait only when nothing else can run, so compiles overlap with other requests' steps.
-  const bool idle = !scheduler_->has_unfinished();
-  for (size_t i = 0; i < pending_grammar_.size();) {
-    auto& [id, seq] = pending_grammar_[i];
-    RequestState& r = *requests_.at(id);
-    if (!idle && r.grammar_future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-      ++i;
-      continue;
-    }
-    const structured::CompileResult& compiled = r.grammar_future.get();
-    Status st = compiled.is_ok() ? scheduler_->add(std::move(seq)) : compiled.status();
-    if (st.is_ok()) {
-      r.matcher = std::make_unique<structured::GrammarMatcher>(*compiled);
-    } else {
-      RequestOutput out;
-      out.request_id = id;
-      out.finished = true;
-      out.finish_reason = FinishReason::kAbort;
-      out.error = st.message();
-      out.prompt_tokens = static_cast<int>(r.request.prompt_ids.size());
-      outputs.push_back(std::move(out));
-      requests_.erase(id);
-    }
-    pending_grammar_.erase(pending_grammar_.begin() + static_cast<std::ptrdiff_t>(i));
-  }
-}
-
-void Engine::answer_empty_requests(std::vector<RequestOutput>& outputs) {
-  for (int64_t id : pending_empty_) {
-    auto it = requests_.find(id);
-    if (it == requests_.end()) continue;
-    RequestOutput out;
-    out.request_id = id;
-    out.finished = true;
-    out.finish_reason = FinishReason::kLength;
-    out.prompt_tokens = static_cast<int>(it->second->request.prompt_ids.size());
-    outputs.push_back(std::move(out));
-    requests_.erase(it);
-  }
-  pending_empty_.clear();
 }
 
 void Engine::propose_drafts() {
