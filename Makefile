@@ -28,7 +28,7 @@ test: deps-test build
 	@$(DEEPINFER) pull smollm2-135m-instruct --if-missing
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 	@python3 -m pip install -q . 2>/dev/null || python3 -m pip install -q --break-system-packages .
-	python3 -m pytest -q tests/python
+	python3 -m pytest -q --durations=25 tests/python
 
 run: build
 ifeq ($(strip $(ARGS)),)
