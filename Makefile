@@ -27,7 +27,10 @@ build: deps
 test: deps-test build
 	@$(DEEPINFER) pull smollm2-135m-instruct --if-missing
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
-	@python3 -m pip install -q . 2>/dev/null || python3 -m pip install -q --break-system-packages .
+	@# The Python package builds in the same build folder, so only its bindings compile (a
+	@# separate folder would compile the whole engine a second time).
+	@python3 -m pip install -q -C build-dir=$(BUILD_DIR) . 2>/dev/null || \
+	  python3 -m pip install -q --break-system-packages -C build-dir=$(BUILD_DIR) .
 	python3 -m pytest -q --durations=25 tests/python
 
 run: build
