@@ -13,15 +13,19 @@
 #include <span>
 #include <string>
 
+#include "deepinfer/kvstore/shard_format.h"
+
 namespace deepinfer::engine {
 
 class KvExportSink {
  public:
   virtual ~KvExportSink() = default;
   // Block `index` of the prompt (0 = first), its store key and its bytes (KvStoreTier layout).
-  // Called in order; the bytes are only valid during the call.
+  // Called in order; the bytes are only valid during the call. `kind`: a KV block, or (hybrid
+  // caches, after the blocks) a part of the prompt's sliding-window checkpoint, which the
+  // receiving store keeps as such (counted apart, queued for its SSD all or none).
   virtual void export_block(const std::string& tag, int index, const std::array<uint8_t, 32>& key,
-                            std::span<const uint8_t> bytes) = 0;
+                            std::span<const uint8_t> bytes, kvstore::EntryKind kind) = 0;
   // Layer by layer (caches whose blocks are one [K, V] slice per layer, every layer the same
   // size; not hybrid caches): during the forward that finishes the prompt, right after layer
   // `layer` of `num_layers` wrote its K/V, that layer's slice of every full prompt block, in

@@ -121,7 +121,8 @@ int KvStoreTier::export_checkpoint(Sequence& seq, int first_index) {
   pack_checkpoint(blocks, bytes.data());
   for (size_t p = 0; p < keys.size(); ++p)
     export_sink_->export_block(seq.kv_export_tag, first_index + static_cast<int>(p), keys[p],
-                               std::span<const uint8_t>(bytes.data() + p * block_bytes_, block_bytes_));
+                               std::span<const uint8_t>(bytes.data() + p * block_bytes_, block_bytes_),
+                               kvstore::EntryKind::kSwaCheckpoint);
   return static_cast<int>(keys.size());
 }
 

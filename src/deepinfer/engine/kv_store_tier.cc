@@ -224,18 +224,21 @@ void KvStoreTier::before_sequence_freed(Sequence& seq) {
     for (; sent < n; ++sent) {
       if (!gather(seq.block_table[size_t(sent)], staging_.data())) break;
       export_sink_->export_block(seq.kv_export_tag, sent, seq.tier_keys[size_t(sent)],
-                                 std::span<const uint8_t>(staging_.data(), block_bytes_));
+                                 std::span<const uint8_t>(staging_.data(), block_bytes_),
+                                 kvstore::EntryKind::kKvBlock);
     }
     if (sent == n) sent += export_checkpoint(seq, sent);
   }
   export_sink_->export_done(seq.kv_export_tag, sent);
 }
 
-bool KvStoreTier::import_block(const kvstore::BlockKey& key, std::span<const uint8_t> bytes) {
+bool KvStoreTier::import_block(const kvstore::BlockKey& key, std::span<const uint8_t> bytes,
+                               kvstore::EntryKind kind) {
   if (bytes.size() != block_bytes_) return false;
   const uint8_t* src = bytes.data();
   return store_->batch_put(std::span<const kvstore::BlockKey>(&key, 1),
-                           std::span<const uint8_t* const>(&src, 1), kvstore::TrafficClass::kChat) == 1;
+                           std::span<const uint8_t* const>(&src, 1), kvstore::TrafficClass::kChat,
+                           kind) == 1;
 }
 
 void KvStoreTier::on_blocks_cached(Sequence& seq, std::span<const int> indices,

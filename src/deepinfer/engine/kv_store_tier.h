@@ -91,8 +91,10 @@ class KvStoreTier : public KvTierHook {
   std::function<void(int layer)> layer_exporter(const std::vector<Sequence*>& completing);
   // A block computed by another engine (its store key and KvStoreTier bytes) into the store's
   // RAM tier, where admissions find it like any stored block. Thread-safe (the store is).
-  // False when `bytes` is not block_bytes() long or the store did not take it.
-  bool import_block(const kvstore::BlockKey& key, std::span<const uint8_t> bytes);
+  // False when `bytes` is not block_bytes() long or the store did not take it. `kind` as the
+  // exporting engine sent it (a sliding-window checkpoint part is stored as one).
+  bool import_block(const kvstore::BlockKey& key, std::span<const uint8_t> bytes,
+                    kvstore::EntryKind kind = kvstore::EntryKind::kKvBlock);
   // Blocks the calling thread until some started prefetch finishes or `timeout` passes (the
   // engine calls it when every runnable sequence waits on a read, instead of spinning).
   void wait_for_prefetch(std::chrono::milliseconds timeout);

@@ -116,11 +116,11 @@ Result<std::unique_ptr<PrefillRole>> PrefillRole::create(engine::Engine& engine,
 }
 
 void PrefillRole::export_block(const std::string& tag, int index, const std::array<uint8_t, 32>& key,
-                               std::span<const uint8_t> bytes) {
+                               std::span<const uint8_t> bytes, kvstore::EntryKind kind) {
   uint64_t transfer_id = 0;
   std::string peer;
   if (!parse_tag(tag, transfer_id, peer)) return;
-  sender_->send(peer, transfer_id, pd::encode_kv_block(index, key, bytes));
+  sender_->send(peer, transfer_id, pd::encode_kv_block(index, key, bytes, kind));
   counters_.blocks += 1;
   counters_.bytes += bytes.size();
 }
@@ -328,7 +328,7 @@ void DecodeRole::on_message(uint64_t transfer_id, std::vector<uint8_t> message) 
     return;
   }
   auto block = pd::decode_kv_block(message);
-  bool ok = block.is_ok() && tier_->import_block(block->key, block->bytes);
+  bool ok = block.is_ok() && tier_->import_block(block->key, block->bytes, block->kind);
   if (!ok) {
     counters_.failures += 1;
     log::warn("decode: KV transfer {}: block dropped: {}", transfer_id,

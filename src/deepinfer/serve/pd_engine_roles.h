@@ -68,7 +68,7 @@ class PrefillRole : public engine::KvExportSink {
 
   // KvExportSink (engine thread).
   void export_block(const std::string& tag, int index, const std::array<uint8_t, 32>& key,
-                    std::span<const uint8_t> bytes) override;
+                    std::span<const uint8_t> bytes, kvstore::EntryKind kind) override;
   void export_layer(const std::string& tag, int layer, int num_layers,
                     std::span<const std::array<uint8_t, 32>> keys, std::span<const uint8_t> bytes) override;
   void export_done(const std::string& tag, int blocks) override;

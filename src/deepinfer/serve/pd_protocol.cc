@@ -10,7 +10,7 @@ namespace {
 using nlohmann::json;
 
 constexpr uint32_t kMagic = 0x4b564231;  // "KVB1"
-constexpr size_t kHeaderBytes = 4 + 4 + 4 + 32;
+constexpr size_t kHeaderBytes = 4 + 4 + 4 + 32 + 4;  // magic, version, index, key, kind
 constexpr uint32_t kLayerMagic = 0x4b564c31;  // "KVL1"
 constexpr size_t kLayerHeaderBytes = 4 * 5;   // magic, version, layer, layers, blocks
 constexpr uint32_t kMaxLayerMessageBlocks = 1u << 20;
@@ -186,13 +186,15 @@ Result<engine::RequestOutput> output_from_json(const json& j) {
 }
 
 std::vector<uint8_t> encode_kv_block(int32_t index, const std::array<uint8_t, 32>& key,
-                                     std::span<const uint8_t> bytes) {
+                                     std::span<const uint8_t> bytes, kvstore::EntryKind kind) {
   std::vector<uint8_t> m(kHeaderBytes + bytes.size());
   const uint32_t magic = kMagic, version = kProtocolVersion;
   std::memcpy(m.data(), &magic, 4);
   std::memcpy(m.data() + 4, &version, 4);
   std::memcpy(m.data() + 8, &index, 4);
   std::memcpy(m.data() + 12, key.data(), 32);
+  const uint32_t kind_value = uint32_t(kind);
+  std::memcpy(m.data() + 44, &kind_value, 4);
   if (!bytes.empty()) std::memcpy(m.data() + kHeaderBytes, bytes.data(), bytes.size());
   return m;
 }
@@ -209,6 +211,11 @@ Result<KvBlockMessage> decode_kv_block(std::span<const uint8_t> message) {
   KvBlockMessage out;
   std::memcpy(&out.index, message.data() + 8, 4);
   std::memcpy(out.key.data(), message.data() + 12, 32);
+  uint32_t kind = 0;
+  std::memcpy(&kind, message.data() + 44, 4);
+  if (kind >= uint32_t(kvstore::kNumEntryKinds))
+    return corrupt("KV block message: unknown entry kind {} (this engine knows {})", kind, kvstore::kNumEntryKinds);
+  out.kind = kvstore::EntryKind(kind);
   out.bytes = message.subspan(kHeaderBytes);
   return out;
 }

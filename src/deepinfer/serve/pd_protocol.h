@@ -14,10 +14,12 @@
 
 #include "deepinfer/base/status.h"
 #include "deepinfer/engine/request.h"
+#include "deepinfer/kvstore/shard_format.h"
 
 namespace deepinfer::serve::pd {
 
-inline constexpr int kProtocolVersion = 1;
+// 2: a KV block message says its entry kind (KV block or sliding-window checkpoint part).
+inline constexpr int kProtocolVersion = 2;
 
 // Engine requests and outputs as JSON (every field; an image as its span, its hash and its
 // embeddings, float32 rows in base64, as the entrypoint's vision encoder made them). Decoding validates types and names the field that is wrong.
@@ -26,16 +28,19 @@ Result<engine::GenerationRequest> request_from_json(const nlohmann::json& j);
 nlohmann::json output_to_json(const engine::RequestOutput& o);
 Result<engine::RequestOutput> output_from_json(const nlohmann::json& j);
 
-// One KV block on the wire: a fixed header (magic, protocol version, block index, store key)
-// then the block's bytes (KvStoreTier layout).
+// One KV block on the wire: a fixed header (magic, protocol version, block index, store key,
+// entry kind) then the block's bytes (KvStoreTier layout).
 struct KvBlockMessage {
   int32_t index = 0;
   std::array<uint8_t, 32> key{};
+  kvstore::EntryKind kind = kvstore::EntryKind::kKvBlock;
   std::span<const uint8_t> bytes;
 };
 std::vector<uint8_t> encode_kv_block(int32_t index, const std::array<uint8_t, 32>& key,
-                                     std::span<const uint8_t> bytes);
-// The view points into `message`. An error names what is wrong (short, bad magic or version).
+                                     std::span<const uint8_t> bytes,
+                                     kvstore::EntryKind kind = kvstore::EntryKind::kKvBlock);
+// The view points into `message`. An error names what is wrong (short, bad magic, version or
+// entry kind).
 Result<KvBlockMessage> decode_kv_block(std::span<const uint8_t> message);
 
 // One layer of a prompt's blocks on the wire (layer-by-layer transfer): a header (magic,

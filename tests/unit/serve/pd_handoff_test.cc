@@ -4,13 +4,17 @@
 // only the prompt's last partial block. Plus the internal protocol's codec.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <vector>
 
 #include "../runner/tiny_llama_fixture.h"
 #include "deepinfer/engine/engine.h"
 #include "deepinfer/engine/kv_store_tier.h"
+#include "deepinfer/kvstore/admin.h"
 #include "deepinfer/serve/pd_protocol.h"
 
 namespace deepinfer::serve {
@@ -20,6 +24,7 @@ struct CapturedBlock {
   int index;
   std::array<uint8_t, 32> key;
   std::vector<uint8_t> bytes;
+  kvstore::EntryKind kind = kvstore::EntryKind::kKvBlock;
 };
 
 // Captures what an engine exports. Layer messages go through the wire codec and are put back
@@ -27,8 +32,8 @@ struct CapturedBlock {
 class CapturingSink : public engine::KvExportSink {
  public:
   void export_block(const std::string& tag, int index, const std::array<uint8_t, 32>& key,
-                    std::span<const uint8_t> bytes) override {
-    blocks[tag].push_back({index, key, {bytes.begin(), bytes.end()}});
+                    std::span<const uint8_t> bytes, kvstore::EntryKind kind) override {
+    blocks[tag].push_back({index, key, {bytes.begin(), bytes.end()}, kind});
   }
   void export_layer(const std::string& tag, int layer, int num_layers, std::span<const std::array<uint8_t, 32>> keys,
                     std::span<const uint8_t> bytes) override {
@@ -267,6 +272,56 @@ TEST(PdProtocol, MalformedInputIsAnErrorNamingIt) {
   auto bad = pd::decode_kv_block(msg);
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("magic"), std::string::npos);
+}
+
+TEST(PdProtocol, BlockMessagesCarryTheirEntryKind) {
+  std::array<uint8_t, 32> key{};
+  key.fill(9);
+  const std::vector<uint8_t> payload = {5, 6, 7, 8};
+  auto msg = pd::encode_kv_block(3, key, payload, kvstore::EntryKind::kSwaCheckpoint);
+  auto m = pd::decode_kv_block(msg);
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  EXPECT_EQ(m->index, 3);
+  EXPECT_EQ(m->key, key);
+  EXPECT_EQ(m->kind, kvstore::EntryKind::kSwaCheckpoint);
+  EXPECT_TRUE(std::equal(m->bytes.begin(), m->bytes.end(), payload.begin(), payload.end()));
+  EXPECT_EQ(pd::decode_kv_block(pd::encode_kv_block(0, key, payload))->kind, kvstore::EntryKind::kKvBlock);
+  msg[44] = 7;  // the kind field: no such kind
+  auto bad = pd::decode_kv_block(msg);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("entry kind 7"), std::string::npos) << bad.status().message();
+}
+
+// A decode engine with SSD targets keeps an imported checkpoint part as one: counted apart by
+// `kvstore stat` (and queued under the checkpoint write policy), not as a KV block.
+TEST(PdHandoff, ImportedCheckpointPartsAreStoredAsSuch) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("pd_import_kind_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  {
+    engine::EngineConfig c;
+    c.num_threads = 1;
+    c.kv_cache_bytes = size_t{16} << 20;
+    c.kv_store_dirs = {dir.string()};
+    c.kv_store_namespace = "tiny_llama|weights=test";
+    auto e = engine::Engine::create(runnertest::open_model(), runnertest::byte_tokenizer(), c);
+    ASSERT_TRUE(e.is_ok()) << e.status().message();
+    engine::KvStoreTier* tier = (*e)->kv_import_tier();
+    ASSERT_NE(tier, nullptr);
+    std::vector<uint8_t> bytes(tier->block_bytes(), 3);
+    std::array<uint8_t, 32> block_key{}, part_key{};
+    block_key.fill(1);
+    part_key.fill(2);
+    ASSERT_TRUE(tier->import_block(block_key, bytes, kvstore::EntryKind::kKvBlock));
+    ASSERT_TRUE(tier->import_block(part_key, bytes, kvstore::EntryKind::kSwaCheckpoint));
+    tier->flush();
+  }
+  auto st = kvstore::stat_store({dir.string()});
+  ASSERT_TRUE(st.is_ok()) << st.status().message();
+  EXPECT_EQ(st->entries, 2u);
+  EXPECT_EQ(st->entries_by_kind[int(kvstore::EntryKind::kKvBlock)], 1u);
+  EXPECT_EQ(st->entries_by_kind[int(kvstore::EntryKind::kSwaCheckpoint)], 1u);
+  fs::remove_all(dir);
 }
 
 TEST(PdProtocol, LayerMessagesRoundTripAndBadOnesAreNamed) {
