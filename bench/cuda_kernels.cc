@@ -8,7 +8,7 @@
 #include <vector>
 
 #include <cuda_runtime_api.h>
-#include <nlohmann/json.hpp>
+#include <fmt/format.h>
 
 #include "deepinfer/kernels/cuda/blas_matmul.h"
 #include "deepinfer/kernels/cuda/checks.h"
@@ -78,11 +78,11 @@ void bench_shape(const dc::Stream& stream, dc::BlasMatmul& blas, int64_t n_out, 
       DI_CHECK(dc::check_matmul(p).is_ok());
       auto report = [&](const char* impl, double ms) {
         const double flops = 2.0 * double(rows) * double(n_out) * double(n_in);
-        nlohmann::json j = {{"kernel", "matmul"}, {"impl", impl}, {"type", std::string(deepinfer::dtype_name(t))},
-                            {"n_out", n_out}, {"n_in", n_in}, {"rows", rows}, {"ms", ms},
-                            {"weight_gb_per_s", double(w.size()) / (ms * 1e-3) / 1e9},
-                            {"tflop_per_s", flops / (ms * 1e-3) / 1e12}};
-        std::printf("%s\n", j.dump().c_str());
+        fmt::print(
+            "{{\"kernel\": \"matmul\", \"impl\": \"{}\", \"type\": \"{}\", \"n_out\": {}, \"n_in\": {}, "
+            "\"rows\": {}, \"ms\": {:.5f}, \"weight_gb_per_s\": {:.1f}, \"tflop_per_s\": {:.3f}}}\n",
+            impl, deepinfer::dtype_name(t), n_out, n_in, rows, ms, double(w.size()) / (ms * 1e-3) / 1e9,
+            flops / (ms * 1e-3) / 1e12);
         std::fflush(stdout);
       };
       report("warp_matmul", time_ms(stream.get(), 20, [&] { dc::warp_matmul(p, stream.get()); }));
@@ -103,10 +103,10 @@ int main() {
     std::fprintf(stderr, "no GPU: %s\n", probe.reason.c_str());
     return 3;
   }
-  nlohmann::json j = {{"gpu", probe.name}, {"count", probe.count},
-                      {"compute_capability", std::to_string(probe.compute_major) + "." + std::to_string(probe.compute_minor)},
-                      {"memory_gib", double(probe.total_bytes) / double(1ull << 30)}};
-  std::printf("%s\n", j.dump().c_str());
+  fmt::print("{{\"gpu\": \"{}\", \"count\": {}, \"compute_capability\": \"{}.{}\", \"memory_gib\": {:.1f}}}\n",
+             probe.name, probe.count, probe.compute_major, probe.compute_minor,
+             double(probe.total_bytes) / double(1ull << 30));
+  std::fflush(stdout);
   auto stream = dc::Stream::create();
   DI_CHECK(stream.is_ok(), "{}", stream.status().message());
   auto blas = dc::BlasMatmul::create();

@@ -6,8 +6,11 @@
 #   scripts/gpu_check.sh OUT_DIR [BUILD_DIR]      (BUILD_DIR default: build-gpu)
 #
 # OUT_DIR gets: report.json (summary), test_cuda.json (gtest), test_cuda.log, bench_cuda.jsonl,
-# build.log. Meant to finish in well under 8 minutes on one H200 host (16 cores): it builds only
-# the kernels library, the test binary and the benchmark, not the whole engine.
+# build.log. Meant to finish in well under 8 minutes on one H200 host (16 cores): it configures
+# with -DDEEPINFER_KERNELS_ONLY=ON and builds only the kernels, test_cuda and bench_cuda, which
+# need nothing beyond a compiler, CMake, the CUDA toolkit, fmt and GoogleTest. The lent machine
+# has no Debian packages and no network: run scripts/gpu_check_deps.sh here first and carry
+# .gpudeps (used as CMAKE_PREFIX_PATH when present).
 set -uo pipefail
 
 out=${1:?usage: scripts/gpu_check.sh OUT_DIR [BUILD_DIR]}
@@ -31,9 +34,11 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,dri
   > "$out/nvidia_smi.txt" 2>&1
 cd "$root" || fail "no repository at $root"
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+prefix=(); [ -d "$root/.gpudeps" ] && prefix=(-DCMAKE_PREFIX_PATH="$root/.gpudeps")
 jobs=$(nproc)
 {
-  cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DDEEPINFER_CUDA=ON -DDEEPINFER_WERROR=ON &&
+  cmake -S . -B "$build" "${gen[@]}" "${prefix[@]}" -DCMAKE_BUILD_TYPE=Release -DDEEPINFER_CUDA=ON \
+    -DDEEPINFER_KERNELS_ONLY=ON -DDEEPINFER_WERROR=ON &&
   cmake --build "$build" -j "$jobs" --target test_cuda bench_cuda
 } > "$out/build.log" 2>&1 || fail "build failed (last lines: $(tail -n 5 "$out/build.log" | tr '\n' ' '))"
 build_s=$(( $(date +%s) - start ))
