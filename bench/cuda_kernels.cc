@@ -3,12 +3,12 @@
 // visible, so the check can never report success without one. Then per shape: warp_matmul
 // (Q4_1, Q8_0, BF16) and cuBLASLt (BF16) time per call, achieved GB/s of weight traffic and
 // TFLOP/s.
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <random>
 #include <vector>
-
-#include <cuda_runtime_api.h>
-#include <fmt/format.h>
 
 #include "deepinfer/kernels/cuda/blas_matmul.h"
 #include "deepinfer/kernels/cuda/checks.h"
@@ -79,16 +79,19 @@ void bench_shape(const dc::Stream& stream, dc::BlasMatmul& blas, int64_t n_out, 
       auto report = [&](const char* impl, double ms) {
         const double flops = 2.0 * double(rows) * double(n_out) * double(n_in);
         fmt::print(
-            "{{\"kernel\": \"matmul\", \"impl\": \"{}\", \"type\": \"{}\", \"n_out\": {}, \"n_in\": {}, "
-            "\"rows\": {}, \"ms\": {:.5f}, \"weight_gb_per_s\": {:.1f}, \"tflop_per_s\": {:.3f}}}\n",
-            impl, deepinfer::dtype_name(t), n_out, n_in, rows, ms, double(w.size()) / (ms * 1e-3) / 1e9,
-            flops / (ms * 1e-3) / 1e12);
+            "{{\"kernel\": \"matmul\", \"impl\": \"{}\", \"type\": \"{}\", \"n_out\": {}, "
+            "\"n_in\": {}, "
+            "\"rows\": {}, \"ms\": {:.5f}, \"weight_gb_per_s\": {:.1f}, \"tflop_per_s\": "
+            "{:.3f}}}\n",
+            impl, deepinfer::dtype_name(t), n_out, n_in, rows, ms,
+            double(w.size()) / (ms * 1e-3) / 1e9, flops / (ms * 1e-3) / 1e12);
         std::fflush(stdout);
       };
       report("warp_matmul", time_ms(stream.get(), 20, [&] { dc::warp_matmul(p, stream.get()); }));
       if (t == DType::kBF16) {
         bool ok = true;
-        const double ms = time_ms(stream.get(), 20, [&] { ok = ok && blas.run(p, act.data(), stream.get()).is_ok(); });
+        const double ms = time_ms(
+            stream.get(), 20, [&] { ok = ok && blas.run(p, act.data(), stream.get()).is_ok(); });
         if (ok) report("cublaslt", ms);
       }
     }
@@ -103,9 +106,11 @@ int main() {
     std::fprintf(stderr, "no GPU: %s\n", probe.reason.c_str());
     return 3;
   }
-  fmt::print("{{\"gpu\": \"{}\", \"count\": {}, \"compute_capability\": \"{}.{}\", \"memory_gib\": {:.1f}}}\n",
-             probe.name, probe.count, probe.compute_major, probe.compute_minor,
-             double(probe.total_bytes) / double(1ull << 30));
+  fmt::print(
+      "{{\"gpu\": \"{}\", \"count\": {}, \"compute_capability\": \"{}.{}\", \"memory_gib\": "
+      "{:.1f}}}\n",
+      probe.name, probe.count, probe.compute_major, probe.compute_minor,
+      double(probe.total_bytes) / double(1ull << 30));
   std::fflush(stdout);
   auto stream = dc::Stream::create();
   DI_CHECK(stream.is_ok(), "{}", stream.status().message());

@@ -20,19 +20,23 @@ GpuProbe probe_gpu() {
   return cuda::probe_device();
 #else
   GpuProbe p;
-  p.reason = "this build has no CUDA back end (built with DEEPINFER_CUDA=OFF or without the CUDA toolkit)";
+  p.reason =
+      "this build has no CUDA back end (built with DEEPINFER_CUDA=OFF or without the CUDA toolkit)";
   return p;
 #endif
 }
 
-Result<Device> resolve_device(std::string_view setting, const GpuProbe& probe, bool gpu_engine_built) {
+Result<Device> resolve_device(std::string_view setting, const GpuProbe& probe,
+                              bool gpu_engine_built) {
   if (setting == "cpu") return Device::kCpu;
   if (setting == "auto") return probe.visible && gpu_engine_built ? Device::kCuda : Device::kCpu;
-  if (setting != "cuda") return invalid_argument("--device must be auto, cpu or cuda, got '{}'", setting);
+  if (setting != "cuda")
+    return invalid_argument("--device must be auto, cpu or cuda, got '{}'", setting);
   if (!probe.visible) return invalid_argument("--device cuda: no GPU visible ({})", probe.reason);
   if (!gpu_engine_built)
     return invalid_argument(
-        "--device cuda: {} is visible, but the engine's GPU forward pass (weights and paged KV cache "
+        "--device cuda: {} is visible, but the engine's GPU forward pass (weights and paged KV "
+        "cache "
         "in device memory, the runner issuing kernels on a stream) is not built yet (issue 27, "
         "docs/cuda.md); use --device cpu",
         probe.name);

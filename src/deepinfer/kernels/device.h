@@ -16,12 +16,12 @@ enum class Device { kCpu, kCuda };
 // What the machine offers. visible == (count > 0); reason says why not when it is not.
 struct GpuProbe {
   bool visible = false;
-  int count = 0;                 // devices the runtime reports
-  std::string name;              // device 0, e.g. "NVIDIA H200"
-  int compute_major = 0;         // device 0's compute capability
+  int count = 0;          // devices the runtime reports
+  std::string name;       // device 0, e.g. "NVIDIA H200"
+  int compute_major = 0;  // device 0's compute capability
   int compute_minor = 0;
-  uint64_t total_bytes = 0;      // device 0's memory
-  std::string reason;            // "" when visible; else e.g. "no CUDA-capable device is detected"
+  uint64_t total_bytes = 0;  // device 0's memory
+  std::string reason;        // "" when visible; else e.g. "no CUDA-capable device is detected"
 };
 
 // True when this build has the CUDA back end (kernels/cuda).
@@ -35,7 +35,8 @@ inline constexpr bool kGpuEngineBuilt = false;
 // The --device setting: "auto" (cuda when a GPU is visible and the GPU engine is built, else
 // cpu), "cpu" or "cuda". "cuda" without a visible GPU, or before the GPU engine exists, is an
 // invalid_argument naming the reason.
-Result<Device> resolve_device(std::string_view setting, const GpuProbe& probe, bool gpu_engine_built);
+Result<Device> resolve_device(std::string_view setting, const GpuProbe& probe,
+                              bool gpu_engine_built);
 
 std::string_view device_name(Device d);
 

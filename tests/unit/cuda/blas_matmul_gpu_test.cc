@@ -31,7 +31,8 @@ class CudaBlasMatmul : public testing::GpuTest {
 
   std::vector<float> run(DType t, const kernels::testing::Weights& w, int64_t n_out, int64_t n_in,
                          const std::vector<float>& x, int64_t n_rows) {
-    DeviceBuffer dw = upload(w.bytes), dx = upload(x), dy = upload(std::vector<float>(n_rows * n_out, 0.0f));
+    DeviceBuffer dw = upload(w.bytes), dx = upload(x),
+                 dy = upload(std::vector<float>(n_rows * n_out, 0.0f));
     MatmulParams p;
     p.weight = dw.data();
     p.weight_type = t;
@@ -89,7 +90,8 @@ TEST_F(CudaBlasMatmul, FixedAlgorithmIsBatchInvariant) {
       const std::vector<float> head(x.begin(), x.begin() + rows * n_in);
       const auto some = run(t, w, n_out, n_in, head, rows);
       EXPECT_EQ(std::memcmp(some.data(), all.data(), some.size() * sizeof(float)), 0)
-          << dtype_name(t) << ": the first " << rows << " rows differ from the same rows in a batch of 256";
+          << dtype_name(t) << ": the first " << rows
+          << " rows differ from the same rows in a batch of 256";
     }
   }
 }

@@ -1,8 +1,9 @@
 // Host-side checks of the CUDA kernels' params and of the runtime's no-GPU answers: these run
 // for real on a machine without a GPU (CUDA builds only).
+#include "deepinfer/kernels/cuda/checks.h"
+
 #include <gtest/gtest.h>
 
-#include "deepinfer/kernels/cuda/checks.h"
 #include "deepinfer/kernels/cuda/runtime.h"
 
 namespace deepinfer::cuda {
@@ -28,7 +29,8 @@ MatmulParams good_matmul(DType t) {
 TEST(CudaChecks, MatmulDispatchTableCoversTheWarpKernelTypesOnly) {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_1}) {
     EXPECT_TRUE(warp_matmul_supports(t)) << dtype_name(t);
-    EXPECT_TRUE(check_matmul(good_matmul(t)).is_ok()) << dtype_name(t) << ": " << check_matmul(good_matmul(t)).message();
+    EXPECT_TRUE(check_matmul(good_matmul(t)).is_ok())
+        << dtype_name(t) << ": " << check_matmul(good_matmul(t)).message();
   }
   for (DType t : {DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kF8_E4M3}) {
     EXPECT_FALSE(warp_matmul_supports(t)) << dtype_name(t);
@@ -97,7 +99,8 @@ TEST(CudaChecks, RowKernels) {
   e.type = DType::kQ4_K;
   e.dim = 256;
   EXPECT_FALSE(embedding_supports(DType::kQ4_K));
-  EXPECT_NE(check_embedding(e).message().find("q4_k"), std::string::npos) << check_embedding(e).message();
+  EXPECT_NE(check_embedding(e).message().find("q4_k"), std::string::npos)
+      << check_embedding(e).message();
   e.type = DType::kQ4_1;
   e.dim = 40;
   e.row_bytes = 64;
@@ -115,7 +118,8 @@ TEST(CudaRuntime, ErrorsNameTheCall) {
 // Without a GPU every runtime entry point answers with a Status; none aborts.
 TEST(CudaRuntime, NoGpuGivesStatusesNotCrashes) {
   const kernels::GpuProbe p = probe_device();
-  if (p.visible) GTEST_SKIP() << "a GPU is visible (" << p.name << "): the no-GPU answers are not exercised";
+  if (p.visible)
+    GTEST_SKIP() << "a GPU is visible (" << p.name << "): the no-GPU answers are not exercised";
   EXPECT_FALSE(p.reason.empty());
   auto b = DeviceBuffer::allocate(1024);
   ASSERT_FALSE(b.is_ok());

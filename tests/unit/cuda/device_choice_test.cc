@@ -48,7 +48,8 @@ TEST(ResolveDevice, AutoPicksCudaOnlyWithGpuAndEngine) {
   EXPECT_EQ(*resolve_device("auto", fake_gpu(), true), Device::kCuda);
   EXPECT_EQ(*resolve_device("auto", fake_gpu(), false), Device::kCpu);
   EXPECT_EQ(*resolve_device("auto", no_gpu(), true), Device::kCpu);
-  EXPECT_EQ(*resolve_device("auto", probe_gpu(), kGpuEngineBuilt), Device::kCpu);  // engine not built yet
+  EXPECT_EQ(*resolve_device("auto", probe_gpu(), kGpuEngineBuilt),
+            Device::kCpu);  // engine not built yet
 }
 
 TEST(ResolveDevice, CudaWithoutGpuNamesTheReason) {
@@ -62,7 +63,8 @@ TEST(ResolveDevice, CudaWithGpuButNoGpuEngineSaysNotBuilt) {
   const auto r = resolve_device("cuda", fake_gpu(), false);
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("NVIDIA H200 is visible"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("NVIDIA H200 is visible"), std::string::npos)
+      << r.status().message();
   EXPECT_NE(r.status().message().find("not built yet"), std::string::npos) << r.status().message();
   EXPECT_EQ(*resolve_device("cuda", fake_gpu(), true), Device::kCuda);
 }
@@ -77,7 +79,8 @@ TEST(ResolveDevice, RefusesUnknownNames) {
 
 TEST(CudaBuild, GpuKernelTestsNeedACudaBuild) {
   if (!cuda_built())
-    GTEST_SKIP() << "this build has no CUDA (DEEPINFER_CUDA=OFF or no toolkit): the GPU kernel tests are not built";
+    GTEST_SKIP() << "this build has no CUDA (DEEPINFER_CUDA=OFF or no toolkit): the GPU kernel "
+                    "tests are not built";
   SUCCEED();
 }
 

@@ -38,8 +38,10 @@ TEST_F(CudaElementwise, RmsNormMatchesReference) {
         auto x = random_vec(rows * stride, rng, -3, 3);
         auto w = random_vec(dim, rng, 0.5f, 1.5f);
         std::vector<float> want(rows * stride, 0.0f);
-        kernels::rms_norm_reference({x.data(), weighted ? w.data() : nullptr, want.data(), rows, dim, stride, stride, 1e-5f});
-        DeviceBuffer dx = upload(x), dw = upload(w), dy = upload(std::vector<float>(rows * stride, 0.0f));
+        kernels::rms_norm_reference({x.data(), weighted ? w.data() : nullptr, want.data(), rows,
+                                     dim, stride, stride, 1e-5f});
+        DeviceBuffer dx = upload(x), dw = upload(w),
+                     dy = upload(std::vector<float>(rows * stride, 0.0f));
         RmsNormParams p;
         p.x = dx.as<float>();
         p.w = weighted ? dw.as<float>() : nullptr;
@@ -73,7 +75,8 @@ TEST_F(CudaElementwise, RopeMatchesReference) {
             std::vector<int32_t> pos(n_tokens);
             for (auto& v : pos) v = static_cast<int32_t>(rng() % 100000);
             std::vector<float> want = x;
-            kernels::RopeParams cp{want.data(), n_tokens, n_heads, head_dim, rot_dim, stride, pos.data(), 10000.0f, layout, scaling};
+            kernels::RopeParams cp{want.data(), n_tokens,   n_heads,  head_dim, rot_dim,
+                                   stride,      pos.data(), 10000.0f, layout,   scaling};
             kernels::rope_reference(cp);
             std::vector<double> inv(rot_dim / 2);
             kernels::rope_inv_freq(scaling, 10000.0f, rot_dim, inv.data());
@@ -93,8 +96,8 @@ TEST_F(CudaElementwise, RopeMatchesReference) {
             rope(p, stream());
             const auto got = download<float>(dx, x.size());
             EXPECT_LT(max_norm_err(got.data(), want.data(), got.size()), 1e-6)
-                << "layout " << int(layout) << " scaling " << int(scaling.type) << " head_dim " << head_dim
-                << " rot_dim " << rot_dim << " n_tokens " << n_tokens;
+                << "layout " << int(layout) << " scaling " << int(scaling.type) << " head_dim "
+                << head_dim << " rot_dim " << rot_dim << " n_tokens " << n_tokens;
           }
 }
 
@@ -105,7 +108,8 @@ TEST_F(CudaElementwise, SiluAndSwigluMatchReference) {
     std::vector<float> want_silu(n), want_swiglu(n);
     kernels::silu_reference(g.data(), want_silu.data(), n);
     kernels::swiglu_reference(g.data(), u.data(), want_swiglu.data(), n);
-    DeviceBuffer dg = upload(g), du = upload(u), d1 = upload(std::vector<float>(n)), d2 = upload(std::vector<float>(n));
+    DeviceBuffer dg = upload(g), du = upload(u), d1 = upload(std::vector<float>(n)),
+                 d2 = upload(std::vector<float>(n));
     silu(dg.as<float>(), d1.as<float>(), n, stream());
     swiglu(dg.as<float>(), du.as<float>(), d2.as<float>(), n, stream());
     const auto got1 = download<float>(d1, n), got2 = download<float>(d2, n);
@@ -125,7 +129,8 @@ TEST_F(CudaElementwise, SoftmaxMatchesReference) {
         if (rows > 1)
           for (int64_t i = 0; i < n; ++i) x[stride + i] = -INFINITY;  // a fully masked row
         std::vector<float> want(rows * stride, 0.0f);
-        for (int64_t r = 0; r < rows; ++r) kernels::softmax_reference(&x[r * stride], &want[r * stride], n, scale);
+        for (int64_t r = 0; r < rows; ++r)
+          kernels::softmax_reference(&x[r * stride], &want[r * stride], n, scale);
         DeviceBuffer dx = upload(x), dy = upload(std::vector<float>(rows * stride, 0.0f));
         SoftmaxParams p;
         p.x = dx.as<float>();
@@ -137,7 +142,8 @@ TEST_F(CudaElementwise, SoftmaxMatchesReference) {
         ASSERT_TRUE(check_softmax(p).is_ok());
         softmax(p, stream());
         const auto got = download<float>(dy, rows * stride);
-        EXPECT_LT(max_norm_err(got.data(), want.data(), got.size()), 1e-6) << "rows " << rows << " n " << n;
+        EXPECT_LT(max_norm_err(got.data(), want.data(), got.size()), 1e-6)
+            << "rows " << rows << " n " << n;
       }
 }
 
@@ -154,8 +160,10 @@ TEST_F(CudaElementwise, EmbeddingIsBitwiseTheCpuDequantization) {
       }
       std::vector<int32_t> ids = {0, 49, 7, 7, 23};
       std::vector<float> want(ids.size() * dim);
-      kernels::embedding_lookup(table.data(), t, rb, dim, ids.data(), int64_t(ids.size()), want.data());
-      DeviceBuffer dt = upload(table), di = upload(ids), dout = upload(std::vector<float>(want.size()));
+      kernels::embedding_lookup(table.data(), t, rb, dim, ids.data(), int64_t(ids.size()),
+                                want.data());
+      DeviceBuffer dt = upload(table), di = upload(ids),
+                   dout = upload(std::vector<float>(want.size()));
       EmbeddingParams p;
       p.table = dt.data();
       p.type = t;

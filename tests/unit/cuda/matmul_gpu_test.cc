@@ -25,7 +25,8 @@ class CudaMatmul : public testing::GpuTest {
   // Runs warp_matmul on rows [0, n_rows) of `x` and returns [n_rows, n_out].
   std::vector<float> run(DType t, const kernels::testing::Weights& w, int64_t n_out, int64_t n_in,
                          const std::vector<float>& x, int64_t n_rows, int64_t stride) {
-    DeviceBuffer dw = upload(w.bytes), dx = upload(x), dy = upload(std::vector<float>(n_rows * n_out, 0.0f));
+    DeviceBuffer dw = upload(w.bytes), dx = upload(x),
+                 dy = upload(std::vector<float>(n_rows * n_out, 0.0f));
     MatmulParams p;
     p.weight = dw.data();
     p.weight_type = t;
@@ -90,7 +91,8 @@ TEST_F(CudaMatmul, FloatWeightsTakeAnyLength) {
       cp.output = want.data();
       cp.output_stride = 9;
       kernels::matmul_reference(cp);
-      EXPECT_LT(nmse(run(t, w, 9, n_in, x, 2, n_in), want, 2, 9, 9), 1e-10) << dtype_name(t) << " n_in " << n_in;
+      EXPECT_LT(nmse(run(t, w, 9, n_in, x, 2, n_in), want, 2, 9, 9), 1e-10)
+          << dtype_name(t) << " n_in " << n_in;
     }
 }
 
@@ -104,13 +106,15 @@ TEST_F(CudaMatmul, BatchInvariantBitwise) {
     for (int64_t r : {int64_t{0}, int64_t{5}, n_rows - 1}) {
       const std::vector<float> one_x(x.begin() + r * n_in, x.begin() + (r + 1) * n_in);
       const auto one = run(t, w, n_out, n_in, one_x, 1, n_in);
-      EXPECT_EQ(std::memcmp(one.data(), &all[r * n_out], n_out * sizeof(float)), 0) << dtype_name(t) << " row " << r;
+      EXPECT_EQ(std::memcmp(one.data(), &all[r * n_out], n_out * sizeof(float)), 0)
+          << dtype_name(t) << " row " << r;
     }
     // The same rows again, behind 3 other rows (a different tile slot for each).
     std::vector<float> shifted(3 * n_in, 0.5f);
     shifted.insert(shifted.end(), x.begin(), x.end());
     const auto later = run(t, w, n_out, n_in, shifted, n_rows + 3, n_in);
-    EXPECT_EQ(std::memcmp(&later[3 * n_out], all.data(), all.size() * sizeof(float)), 0) << dtype_name(t);
+    EXPECT_EQ(std::memcmp(&later[3 * n_out], all.data(), all.size() * sizeof(float)), 0)
+        << dtype_name(t);
   }
 }
 

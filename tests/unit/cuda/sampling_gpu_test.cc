@@ -39,8 +39,8 @@ TEST_F(CudaSampling, ArgmaxFollowsTheCpuGreedyRule) {
     for (auto& v : x) v = static_cast<float>(small(rng));
     for (int64_t i = 0; i < vocab; ++i) x[1 * stride + i] = -INFINITY;  // nothing allowed: -1
     for (int64_t i = 0; i < vocab; i += 3) x[2 * stride + i] = NAN;
-    x[3 * stride + vocab - 1] = INFINITY;                              // forced token
-    for (int64_t i = 0; i < vocab; ++i) x[4 * stride + i] = 1.0f;     // all tied: id 0
+    x[3 * stride + vocab - 1] = INFINITY;                          // forced token
+    for (int64_t i = 0; i < vocab; ++i) x[4 * stride + i] = 1.0f;  // all tied: id 0
     DeviceBuffer dx = upload(x), dt = upload(std::vector<int32_t>(rows, -7));
     ArgmaxParams p;
     p.logits = dx.as<float>();
@@ -50,7 +50,8 @@ TEST_F(CudaSampling, ArgmaxFollowsTheCpuGreedyRule) {
     p.tokens = dt.as<int32_t>();
     argmax_rows(p, stream());
     const auto got = download<int32_t>(dt, rows);
-    for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(got[r], cpu_argmax(&x[r * stride], vocab)) << "vocab " << vocab << " row " << r;
+    for (int64_t r = 0; r < rows; ++r)
+      EXPECT_EQ(got[r], cpu_argmax(&x[r * stride], vocab)) << "vocab " << vocab << " row " << r;
   }
 }
 
@@ -63,7 +64,8 @@ TEST_F(CudaSampling, PhiloxDrawsAreTheCpuDraws) {
     sid[i] = i % 3 == 0 ? 0 : rng();
     step[i] = i % 5 == 0 ? uint64_t(i) : rng();
   }
-  DeviceBuffer ds = upload(seed), di = upload(sid), dp = upload(step), dout = upload(std::vector<double>(n));
+  DeviceBuffer ds = upload(seed), di = upload(sid), dp = upload(step),
+               dout = upload(std::vector<double>(n));
   PhiloxParams p;
   p.seed = ds.as<uint64_t>();
   p.stream_id = di.as<uint64_t>();

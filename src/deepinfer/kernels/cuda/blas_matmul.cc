@@ -1,18 +1,19 @@
 // cuBLASLt path of the CUDA matmul with one algorithm fixed per weight shape (blas_matmul.h).
 #include "deepinfer/kernels/cuda/blas_matmul.h"
 
+#include <cublasLt.h>
+
 #include <cstring>
 #include <utility>
-
-#include <cublasLt.h>
 
 namespace deepinfer::cuda {
 namespace {
 
 Status blas_status(cublasStatus_t st, const char* call) {
   if (st == CUBLAS_STATUS_SUCCESS) return Status::ok();
-  return {StatusCode::kInternal, fmt::format("{} failed: {} ({})", call, cublasLtGetStatusString(st),
-                                             cublasLtGetStatusName(st))};
+  return {StatusCode::kInternal,
+          fmt::format("{} failed: {} ({})", call, cublasLtGetStatusString(st),
+                      cublasLtGetStatusName(st))};
 }
 
 #define DI_BLAS_RETURN_IF_ERROR(call) DI_RETURN_IF_ERROR(blas_status((call), #call))
@@ -46,8 +47,10 @@ struct RowLayouts {
     if (d) cublasLtMatrixLayoutDestroy(d);
   }
   Status make(const MatmulParams& p, int64_t rows) {
-    DI_BLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&b, cuda_type(p.weight_type), p.n_in, rows, p.n_in));
-    DI_BLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&d, CUDA_R_32F, p.n_out, rows, p.output_stride));
+    DI_BLAS_RETURN_IF_ERROR(
+        cublasLtMatrixLayoutCreate(&b, cuda_type(p.weight_type), p.n_in, rows, p.n_in));
+    DI_BLAS_RETURN_IF_ERROR(
+        cublasLtMatrixLayoutCreate(&d, CUDA_R_32F, p.n_out, rows, p.output_stride));
     return Status::ok();
   }
 };
@@ -56,16 +59,19 @@ struct RowLayouts {
 
 Status check_blas_matmul(const MatmulParams& p) {
   if (p.weight_type != DType::kF16 && p.weight_type != DType::kBF16)
-    return invalid_argument("blas matmul: weights must be f16 or bf16, got {}", dtype_name(p.weight_type));
-  if (p.n_out <= 0 || p.n_in <= 0 || p.n_rows < 0) return invalid_argument("blas matmul: bad sizes");
+    return invalid_argument("blas matmul: weights must be f16 or bf16, got {}",
+                            dtype_name(p.weight_type));
+  if (p.n_out <= 0 || p.n_in <= 0 || p.n_rows < 0)
+    return invalid_argument("blas matmul: bad sizes");
   if (p.weight_row_bytes < row_bytes(p.weight_type, p.n_in) || p.weight_row_bytes % 16 != 0)
-    return invalid_argument("blas matmul: weight_row_bytes {} must be >= {} and a multiple of 16", p.weight_row_bytes,
-                            row_bytes(p.weight_type, p.n_in));
+    return invalid_argument("blas matmul: weight_row_bytes {} must be >= {} and a multiple of 16",
+                            p.weight_row_bytes, row_bytes(p.weight_type, p.n_in));
   if (!aligned16(p.weight) || !aligned16(p.output) || p.output_stride % 4 != 0)
-    return invalid_argument("blas matmul: weight and output must be 16-byte aligned, output_stride a multiple of 4");
+    return invalid_argument(
+        "blas matmul: weight and output must be 16-byte aligned, output_stride a multiple of 4");
   if (p.input_stride < p.n_in || p.output_stride < p.n_out)
-    return invalid_argument("blas matmul: input_stride {} < n_in {} or output_stride {} < n_out {}", p.input_stride,
-                            p.n_in, p.output_stride, p.n_out);
+    return invalid_argument("blas matmul: input_stride {} < n_in {} or output_stride {} < n_out {}",
+                            p.input_stride, p.n_in, p.output_stride, p.n_out);
   if (p.n_rows > 0 && (!p.weight || !p.input || !p.output))
     return invalid_argument("blas matmul: weight, input and output must be set");
   return Status::ok();
@@ -107,10 +113,13 @@ Result<const BlasMatmul::Plan*> BlasMatmul::plan(const MatmulParams& p) {
   auto plan = std::make_unique<Plan>();
   DI_BLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  DI_BLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-  DI_BLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  DI_BLAS_RETURN_IF_ERROR(
+      cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  DI_BLAS_RETURN_IF_ERROR(
+      cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
   const int64_t lda = static_cast<int64_t>(p.weight_row_bytes / 2);
-  DI_BLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->a, cuda_type(p.weight_type), p.n_in, p.n_out, lda));
+  DI_BLAS_RETURN_IF_ERROR(
+      cublasLtMatrixLayoutCreate(&plan->a, cuda_type(p.weight_type), p.n_in, p.n_out, lda));
   RowLayouts rows;
   DI_RETURN_IF_ERROR(rows.make(p, kPlanRows));
 
@@ -118,28 +127,31 @@ Result<const BlasMatmul::Plan*> BlasMatmul::plan(const MatmulParams& p) {
   DI_BLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref));
   const size_t workspace = 0;  // no workspace: no split-K reduction buffers
   const uint32_t align = 16;
-  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                                           sizeof workspace);
-  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align);
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+  for (auto attr :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), plan->op, plan->a, rows.b, rows.d,
-                                        rows.d, pref, 1, &result, &found);
+    st = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), plan->op, plan->a,
+                                        rows.b, rows.d, rows.d, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   DI_RETURN_IF_ERROR(blas_status(st, "cublasLtMatmulAlgoGetHeuristic"));
   if (found < 1)
-    return Status(StatusCode::kUnsupported, fmt::format("cuBLASLt has no algorithm for {} x {} {} weights",
-                                                        p.n_out, p.n_in, dtype_name(p.weight_type)));
+    return Status(StatusCode::kUnsupported,
+                  fmt::format("cuBLASLt has no algorithm for {} x {} {} weights", p.n_out, p.n_in,
+                              dtype_name(p.weight_type)));
   plan->algo = result.algo;
   const int32_t one_split = 1;
   const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
-  DI_BLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoConfigSetAttribute(&plan->algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
-                                                               &one_split, sizeof one_split));
-  DI_BLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoConfigSetAttribute(&plan->algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
-                                                               &no_reduction, sizeof no_reduction));
+  DI_BLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoConfigSetAttribute(
+      &plan->algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one_split, sizeof one_split));
+  DI_BLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoConfigSetAttribute(
+      &plan->algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &no_reduction, sizeof no_reduction));
   const Plan* out = plan.get();
   plans_.emplace(key, std::move(plan));
   return out;
@@ -154,10 +166,12 @@ Status BlasMatmul::run(const MatmulParams& p, void* activations, cudaStream_t st
   DI_RETURN_IF_ERROR(rows.make(p, p.n_rows));
   const auto h = static_cast<cublasLtHandle_t>(handle_);
   cublasLtMatmulHeuristicResult_t check{};
-  DI_BLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoCheck(h, plan->op, plan->a, rows.b, rows.d, rows.d, &plan->algo, &check));
+  DI_BLAS_RETURN_IF_ERROR(
+      cublasLtMatmulAlgoCheck(h, plan->op, plan->a, rows.b, rows.d, rows.d, &plan->algo, &check));
   const float alpha = 1.0f, beta = 0.0f;
-  DI_BLAS_RETURN_IF_ERROR(cublasLtMatmul(h, plan->op, &alpha, p.weight, plan->a, activations, rows.b, &beta, p.output,
-                                         rows.d, p.output, rows.d, &plan->algo, nullptr, 0, stream));
+  DI_BLAS_RETURN_IF_ERROR(cublasLtMatmul(h, plan->op, &alpha, p.weight, plan->a, activations,
+                                         rows.b, &beta, p.output, rows.d, p.output, rows.d,
+                                         &plan->algo, nullptr, 0, stream));
   return Status::ok();
 }
 

@@ -11,13 +11,13 @@
 // engine's batch-invariant mode is meant to use warp_matmul, invariant by construction.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <tuple>
-
-#include <cuda_runtime_api.h>
 
 #include "deepinfer/base/status.h"
 #include "deepinfer/kernels/cuda/matmul.h"
@@ -48,7 +48,8 @@ class BlasMatmul {
 
  private:
   struct Plan;
-  using Key = std::tuple<DType, int64_t, int64_t, size_t, int64_t>;  // type, n_out, n_in, row bytes, out stride
+  using Key = std::tuple<DType, int64_t, int64_t, size_t,
+                         int64_t>;  // type, n_out, n_in, row bytes, out stride
   BlasMatmul() = default;
   Result<const Plan*> plan(const MatmulParams& p);
 

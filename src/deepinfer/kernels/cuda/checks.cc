@@ -9,10 +9,13 @@ namespace {
 constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;  // blocks along x in one launch
 
 Status check_rows(const char* op, int64_t rows, int64_t dim, int64_t x_stride, int64_t y_stride) {
-  if (rows < 0 || dim < 0) return invalid_argument("{}: negative size (rows {}, dim {})", op, rows, dim);
-  if (rows > kMaxGridX) return invalid_argument("{}: {} rows exceed one launch ({})", op, rows, kMaxGridX);
+  if (rows < 0 || dim < 0)
+    return invalid_argument("{}: negative size (rows {}, dim {})", op, rows, dim);
+  if (rows > kMaxGridX)
+    return invalid_argument("{}: {} rows exceed one launch ({})", op, rows, kMaxGridX);
   if (rows > 1 && (x_stride < dim || y_stride < dim))
-    return invalid_argument("{}: strides {} and {} must be at least dim {}", op, x_stride, y_stride, dim);
+    return invalid_argument("{}: strides {} and {} must be at least dim {}", op, x_stride, y_stride,
+                            dim);
   return Status::ok();
 }
 
@@ -22,16 +25,20 @@ bool aligned(const void* p, size_t a) { return reinterpret_cast<uintptr_t>(p) % 
 
 Status check_rms_norm(const RmsNormParams& p) {
   DI_RETURN_IF_ERROR(check_rows("rms_norm", p.rows, p.dim, p.x_stride, p.y_stride));
-  if (p.rows > 0 && p.dim > 0 && (!p.x || !p.y)) return invalid_argument("rms_norm: x and y must be set");
+  if (p.rows > 0 && p.dim > 0 && (!p.x || !p.y))
+    return invalid_argument("rms_norm: x and y must be set");
   if (!(p.eps >= 0)) return invalid_argument("rms_norm: eps must be >= 0, got {}", p.eps);
   return Status::ok();
 }
 
 Status check_rope(const RopeParams& p) {
   if (p.rot_dim <= 0 || p.rot_dim % 2 != 0 || p.rot_dim > p.head_dim)
-    return invalid_argument("rope: rot_dim {} must be even, positive and at most head_dim {}", p.rot_dim, p.head_dim);
-  if (p.n_tokens < 0 || p.n_heads < 0) return invalid_argument("rope: negative n_tokens or n_heads");
-  if (p.n_tokens > kMaxGridX) return invalid_argument("rope: {} tokens exceed one launch", p.n_tokens);
+    return invalid_argument("rope: rot_dim {} must be even, positive and at most head_dim {}",
+                            p.rot_dim, p.head_dim);
+  if (p.n_tokens < 0 || p.n_heads < 0)
+    return invalid_argument("rope: negative n_tokens or n_heads");
+  if (p.n_tokens > kMaxGridX)
+    return invalid_argument("rope: {} tokens exceed one launch", p.n_tokens);
   if (p.n_tokens > 1 && p.token_stride < int64_t{p.n_heads} * p.head_dim)
     return invalid_argument("rope: token_stride {} < n_heads * head_dim = {}", p.token_stride,
                             int64_t{p.n_heads} * p.head_dim);
@@ -42,26 +49,28 @@ Status check_rope(const RopeParams& p) {
 
 Status check_softmax(const SoftmaxParams& p) {
   DI_RETURN_IF_ERROR(check_rows("softmax", p.rows, p.n, p.x_stride, p.y_stride));
-  if (p.rows > 0 && p.n > 0 && (!p.x || !p.y)) return invalid_argument("softmax: x and y must be set");
+  if (p.rows > 0 && p.n > 0 && (!p.x || !p.y))
+    return invalid_argument("softmax: x and y must be set");
   return Status::ok();
 }
 
 bool embedding_supports(DType type) {
-  return type == DType::kF32 || type == DType::kF16 || type == DType::kBF16 || type == DType::kQ8_0 ||
-         type == DType::kQ4_1;
+  return type == DType::kF32 || type == DType::kF16 || type == DType::kBF16 ||
+         type == DType::kQ8_0 || type == DType::kQ4_1;
 }
 
 Status check_embedding(const EmbeddingParams& p) {
   if (!embedding_supports(p.type))
-    return invalid_argument("embedding_lookup: no CUDA kernel for table type {}", dtype_name(p.type));
+    return invalid_argument("embedding_lookup: no CUDA kernel for table type {}",
+                            dtype_name(p.type));
   const auto info = dtype_info(p.type);
   if (p.dim < 0 || p.n < 0) return invalid_argument("embedding_lookup: negative dim or n");
   if (p.dim % info->block_elems != 0)
-    return invalid_argument("embedding_lookup: dim {} is not a multiple of the {} block ({})", p.dim,
-                            dtype_name(p.type), info->block_elems);
+    return invalid_argument("embedding_lookup: dim {} is not a multiple of the {} block ({})",
+                            p.dim, dtype_name(p.type), info->block_elems);
   if (p.row_bytes < row_bytes(p.type, p.dim))
-    return invalid_argument("embedding_lookup: row_bytes {} < {} for {} x {}", p.row_bytes, row_bytes(p.type, p.dim),
-                            p.dim, dtype_name(p.type));
+    return invalid_argument("embedding_lookup: row_bytes {} < {} for {} x {}", p.row_bytes,
+                            row_bytes(p.type, p.dim), p.dim, dtype_name(p.type));
   const size_t align = p.type == DType::kF32 ? 4 : 2;
   if (p.row_bytes % align != 0 || !aligned(p.table, align))
     return invalid_argument("embedding_lookup: table rows must be {}-byte aligned", align);
@@ -76,7 +85,8 @@ Status check_matmul(const MatmulParams& p) {
     return invalid_argument("matmul: no CUDA kernel for weight type {}", dtype_name(p.weight_type));
   const auto info = dtype_info(p.weight_type);
   if (p.n_out < 0 || p.n_in <= 0 || p.n_rows < 0)
-    return invalid_argument("matmul: bad sizes n_out {} n_in {} n_rows {}", p.n_out, p.n_in, p.n_rows);
+    return invalid_argument("matmul: bad sizes n_out {} n_in {} n_rows {}", p.n_out, p.n_in,
+                            p.n_rows);
   if (p.n_in % info->block_elems != 0)
     return invalid_argument("matmul: n_in {} is not a multiple of the {} block ({})", p.n_in,
                             dtype_name(p.weight_type), info->block_elems);
@@ -85,11 +95,13 @@ Status check_matmul(const MatmulParams& p) {
                             row_bytes(p.weight_type, p.n_in), p.n_in, dtype_name(p.weight_type));
   const size_t align = p.weight_type == DType::kF32 ? 4 : 2;
   if (p.weight_row_bytes % align != 0 || !aligned(p.weight, align))
-    return invalid_argument("matmul: weight rows must be {}-byte aligned for {}", align, dtype_name(p.weight_type));
+    return invalid_argument("matmul: weight rows must be {}-byte aligned for {}", align,
+                            dtype_name(p.weight_type));
   if (p.input_stride < p.n_in || p.output_stride < p.n_out)
-    return invalid_argument("matmul: input_stride {} < n_in {} or output_stride {} < n_out {}", p.input_stride, p.n_in,
-                            p.output_stride, p.n_out);
-  if ((p.n_out + 3) / 4 > kMaxGridX) return invalid_argument("matmul: n_out {} exceeds one launch", p.n_out);
+    return invalid_argument("matmul: input_stride {} < n_in {} or output_stride {} < n_out {}",
+                            p.input_stride, p.n_in, p.output_stride, p.n_out);
+  if ((p.n_out + 3) / 4 > kMaxGridX)
+    return invalid_argument("matmul: n_out {} exceeds one launch", p.n_out);
   if (p.n_rows > 0 && p.n_out > 0 && (!p.weight || !p.input || !p.output))
     return invalid_argument("matmul: weight, input and output must be set");
   return Status::ok();

@@ -2,10 +2,9 @@
 // precision is written with explicitly rounded intrinsics (__fmul_rn, __dadd_rn, ...) so that
 // nvcc cannot contract it into FMAs; what remains different from the CPU is the order of the
 // row reductions and the device's exp/sin/cos (documented tolerances in docs/cuda.md).
-#include "deepinfer/kernels/cuda/elementwise.h"
-
 #include <cmath>
 
+#include "deepinfer/kernels/cuda/elementwise.h"
 #include "deepinfer/kernels/cuda/launch_check.h"
 #include "deepinfer/kernels/cuda/quant_blocks.cuh"
 #include "deepinfer/kernels/cuda/reduce.cuh"
@@ -56,12 +55,14 @@ __device__ __forceinline__ float silu1(float x) {
 }
 
 __global__ void silu_kernel(const float* x, float* out, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
     out[i] = silu1(x[i]);
 }
 
 __global__ void swiglu_kernel(const float* gate, const float* up, float* out, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
     out[i] = __fmul_rn(silu1(gate[i]), up[i]);
 }
 
@@ -90,13 +91,17 @@ __global__ void softmax_kernel(SoftmaxParams p) {
 
 __device__ __forceinline__ float load_element(const uint8_t* row, DType type, int64_t j) {
   switch (type) {
-    case DType::kF32: return reinterpret_cast<const float*>(row)[j];
-    case DType::kF16: return detail::f16_bits_to_f32(reinterpret_cast<const uint16_t*>(row)[j]);
-    case DType::kBF16: return detail::bf16_bits_to_f32(reinterpret_cast<const uint16_t*>(row)[j]);
+    case DType::kF32:
+      return reinterpret_cast<const float*>(row)[j];
+    case DType::kF16:
+      return detail::f16_bits_to_f32(reinterpret_cast<const uint16_t*>(row)[j]);
+    case DType::kBF16:
+      return detail::bf16_bits_to_f32(reinterpret_cast<const uint16_t*>(row)[j]);
     case DType::kQ8_0: {
       const uint8_t* blk = row + (j / detail::kQK) * detail::kQ8_0Bytes;
       const float d = detail::f16_bits_to_f32(detail::load_u16(blk));
-      return __fmul_rn(static_cast<float>(reinterpret_cast<const int8_t*>(blk + 2)[j % detail::kQK]), d);
+      return __fmul_rn(
+          static_cast<float>(reinterpret_cast<const int8_t*>(blk + 2)[j % detail::kQK]), d);
     }
     case DType::kQ4_1: {
       const uint8_t* blk = row + (j / detail::kQK) * detail::kQ4_1Bytes;
@@ -106,12 +111,14 @@ __device__ __forceinline__ float load_element(const uint8_t* row, DType type, in
       const float m = detail::f16_bits_to_f32(detail::load_u16(blk + 2));
       return __fadd_rn(__fmul_rn(static_cast<float>(k < 16 ? q & 0xF : q >> 4), d), m);
     }
-    default: return NAN;  // refused by check_embedding
+    default:
+      return NAN;  // refused by check_embedding
   }
 }
 
 __global__ void embedding_kernel(EmbeddingParams p) {
-  const auto* row = static_cast<const uint8_t*>(p.table) + static_cast<size_t>(p.ids[blockIdx.x]) * p.row_bytes;
+  const auto* row =
+      static_cast<const uint8_t*>(p.table) + static_cast<size_t>(p.ids[blockIdx.x]) * p.row_bytes;
   float* out = p.out + blockIdx.x * p.dim;
   for (int64_t j = threadIdx.x; j < p.dim; j += kThreads) out[j] = load_element(row, p.type, j);
 }

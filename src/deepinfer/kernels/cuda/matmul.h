@@ -10,25 +10,25 @@
 // This header stays free of fmt so nvcc compiles little; host checks are in checks.h.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
-
-#include <cuda_runtime_api.h>
 
 #include "deepinfer/tensor/dtype.h"
 
 namespace deepinfer::cuda {
 
 struct MatmulParams {
-  const void* weight = nullptr;    // [n_out] rows of weight_row_bytes
+  const void* weight = nullptr;  // [n_out] rows of weight_row_bytes
   DType weight_type = DType::kF32;
   int64_t n_out = 0;
-  int64_t n_in = 0;                // multiple of 32 for Q8_0 / Q4_1
-  size_t weight_row_bytes = 0;     // >= row_bytes(weight_type, n_in); even for 16-bit types
-  const float* input = nullptr;    // [n_rows, input_stride]
+  int64_t n_in = 0;              // multiple of 32 for Q8_0 / Q4_1
+  size_t weight_row_bytes = 0;   // >= row_bytes(weight_type, n_in); even for 16-bit types
+  const float* input = nullptr;  // [n_rows, input_stride]
   int64_t n_rows = 0;
   int64_t input_stride = 0;
-  float* output = nullptr;         // [n_rows, output_stride]
+  float* output = nullptr;  // [n_rows, output_stride]
   int64_t output_stride = 0;
 };
 

@@ -4,10 +4,10 @@
 // bits as the CPU's dequantize_row.
 #pragma once
 
-#include <cstdint>
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include <cstdint>
 
 namespace deepinfer::cuda::detail {
 
@@ -18,8 +18,12 @@ constexpr int kQ4_1Bytes = 4 + kQK / 2;
 __device__ __forceinline__ uint16_t load_u16(const uint8_t* p) {
   return static_cast<uint16_t>(p[0] | (p[1] << 8));  // blocks are only 2-byte aligned
 }
-__device__ __forceinline__ float f16_bits_to_f32(uint16_t h) { return __half2float(__ushort_as_half(h)); }
-__device__ __forceinline__ float bf16_bits_to_f32(uint16_t h) { return __uint_as_float(static_cast<uint32_t>(h) << 16); }
+__device__ __forceinline__ float f16_bits_to_f32(uint16_t h) {
+  return __half2float(__ushort_as_half(h));
+}
+__device__ __forceinline__ float bf16_bits_to_f32(uint16_t h) {
+  return __uint_as_float(static_cast<uint32_t>(h) << 16);
+}
 
 // The 32 values of one Q8_0 block at `blk`.
 __device__ __forceinline__ void dequant_q8_0(const uint8_t* blk, float* w) {

@@ -12,7 +12,8 @@ __device__ __forceinline__ T block_sum(T v, T* smem /* [kThreads] */) {
   smem[threadIdx.x] = v;
   __syncthreads();
   for (int s = kThreads / 2; s > 0; s >>= 1) {
-    if (static_cast<int>(threadIdx.x) < s) smem[threadIdx.x] = smem[threadIdx.x] + smem[threadIdx.x + s];
+    if (static_cast<int>(threadIdx.x) < s)
+      smem[threadIdx.x] = smem[threadIdx.x] + smem[threadIdx.x + s];
     __syncthreads();
   }
   const T total = smem[0];
@@ -24,7 +25,8 @@ __device__ __forceinline__ float block_max(float v, float* smem /* [kThreads] */
   smem[threadIdx.x] = v;
   __syncthreads();
   for (int s = kThreads / 2; s > 0; s >>= 1) {
-    if (static_cast<int>(threadIdx.x) < s) smem[threadIdx.x] = fmaxf(smem[threadIdx.x], smem[threadIdx.x + s]);
+    if (static_cast<int>(threadIdx.x) < s)
+      smem[threadIdx.x] = fmaxf(smem[threadIdx.x], smem[threadIdx.x + s]);
     __syncthreads();
   }
   const float m = smem[0];

@@ -22,7 +22,8 @@ kernels::GpuProbe probe_device() {
   if (err != cudaSuccess) {
     // No driver, no device, a driver older than the runtime: all answered the same way.
     (void)cudaGetLastError();
-    p.reason = fmt::format("cudaGetDeviceCount: {} ({})", cudaGetErrorString(err), cudaGetErrorName(err));
+    p.reason =
+        fmt::format("cudaGetDeviceCount: {} ({})", cudaGetErrorString(err), cudaGetErrorName(err));
     return p;
   }
   p.count = count;
@@ -34,7 +35,8 @@ kernels::GpuProbe probe_device() {
   const cudaError_t perr = cudaGetDeviceProperties(&prop, 0);
   if (perr != cudaSuccess) {
     (void)cudaGetLastError();
-    p.reason = fmt::format("cudaGetDeviceProperties(0): {} ({})", cudaGetErrorString(perr), cudaGetErrorName(perr));
+    p.reason = fmt::format("cudaGetDeviceProperties(0): {} ({})", cudaGetErrorString(perr),
+                           cudaGetErrorName(perr));
     return p;
   }
   p.visible = true;
@@ -96,14 +98,18 @@ Stream& Stream::operator=(Stream&& o) noexcept {
   return *this;
 }
 
-Status Stream::synchronize() const { return cuda_status(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+Status Stream::synchronize() const {
+  return cuda_status(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+}
 
 Status copy_to_device(void* dst, const void* src, size_t bytes, const Stream& s) {
-  return cuda_status(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s.get()), "cudaMemcpyAsync(host to device)");
+  return cuda_status(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s.get()),
+                     "cudaMemcpyAsync(host to device)");
 }
 
 Status copy_to_host(void* dst, const void* src, size_t bytes, const Stream& s) {
-  return cuda_status(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s.get()), "cudaMemcpyAsync(device to host)");
+  return cuda_status(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s.get()),
+                     "cudaMemcpyAsync(device to host)");
 }
 
 }  // namespace deepinfer::cuda
@@ -111,7 +117,8 @@ Status copy_to_host(void* dst, const void* src, size_t bytes, const Stream& s) {
 namespace deepinfer::cuda::detail {
 
 void launch_failed(const char* kernel, cudaError_t err) {
-  DI_CHECK(false, "launching {} failed: {} ({})", kernel, cudaGetErrorString(err), cudaGetErrorName(err));
+  DI_CHECK(false, "launching {} failed: {} ({})", kernel, cudaGetErrorString(err),
+           cudaGetErrorName(err));
   std::abort();
 }
 

@@ -3,9 +3,9 @@
 // nothing behind on failure) and streams.
 #pragma once
 
-#include <cstddef>
-
 #include <cuda_runtime_api.h>
+
+#include <cstddef>
 
 #include "deepinfer/base/check.h"
 #include "deepinfer/base/status.h"
@@ -18,12 +18,13 @@ namespace deepinfer::cuda {
 Status cuda_status(cudaError_t err, const char* call);
 
 // Expected failures (out of memory, no device): return the Status from the current function.
-#define DI_CUDA_RETURN_IF_ERROR(call) DI_RETURN_IF_ERROR(::deepinfer::cuda::cuda_status((call), #call))
+#define DI_CUDA_RETURN_IF_ERROR(call) \
+  DI_RETURN_IF_ERROR(::deepinfer::cuda::cuda_status((call), #call))
 // Broken invariants (a launch with validated params failing): abort, naming the call.
-#define DI_CUDA_CHECK(call)                                                               \
-  do {                                                                                    \
+#define DI_CUDA_CHECK(call)                                                                \
+  do {                                                                                     \
     const ::deepinfer::Status di_cuda_st_ = ::deepinfer::cuda::cuda_status((call), #call); \
-    DI_CHECK(di_cuda_st_.is_ok(), "{}", di_cuda_st_.message());                           \
+    DI_CHECK(di_cuda_st_.is_ok(), "{}", di_cuda_st_.message());                            \
   } while (0)
 
 class DeviceBuffer {
@@ -40,7 +41,9 @@ class DeviceBuffer {
   void* data() const { return ptr_; }
   size_t size() const { return bytes_; }
   template <typename T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
 
  private:
   void* ptr_ = nullptr;

@@ -33,7 +33,9 @@ __global__ void argmax_kernel(ArgmaxParams p) {
   for (int s = kThreads / 2; s > 0; s >>= 1) {
     if (static_cast<int>(threadIdx.x) < s) {
       const int o = threadIdx.x + s;
-      if (best_i[o] >= 0 && (best_i[threadIdx.x] < 0 || better(best_v[o], best_i[o], best_v[threadIdx.x], best_i[threadIdx.x]))) {
+      if (best_i[o] >= 0 &&
+          (best_i[threadIdx.x] < 0 ||
+           better(best_v[o], best_i[o], best_v[threadIdx.x], best_i[threadIdx.x]))) {
         best_v[threadIdx.x] = best_v[o];
         best_i[threadIdx.x] = best_i[o];
       }
@@ -54,8 +56,10 @@ __device__ __forceinline__ void philox4x32_10(uint32_t ctr[4], uint32_t k0, uint
     }
     const uint64_t p0 = static_cast<uint64_t>(kM0) * ctr[0];
     const uint64_t p1 = static_cast<uint64_t>(kM1) * ctr[2];
-    const uint32_t c0 = static_cast<uint32_t>(p1 >> 32) ^ ctr[1] ^ k0, c1 = static_cast<uint32_t>(p1);
-    const uint32_t c2 = static_cast<uint32_t>(p0 >> 32) ^ ctr[3] ^ k1, c3 = static_cast<uint32_t>(p0);
+    const uint32_t c0 = static_cast<uint32_t>(p1 >> 32) ^ ctr[1] ^ k0,
+                   c1 = static_cast<uint32_t>(p1);
+    const uint32_t c2 = static_cast<uint32_t>(p0 >> 32) ^ ctr[3] ^ k1,
+                   c3 = static_cast<uint32_t>(p0);
     ctr[0] = c0;
     ctr[1] = c1;
     ctr[2] = c2;
@@ -67,8 +71,8 @@ __global__ void philox_kernel(PhiloxParams p) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= p.n) return;
   const uint64_t seed = p.seed[i], stream = p.stream_id[i], step = p.step[i];
-  uint32_t w[4] = {static_cast<uint32_t>(step), static_cast<uint32_t>(step >> 32), static_cast<uint32_t>(stream),
-                   static_cast<uint32_t>(stream >> 32)};
+  uint32_t w[4] = {static_cast<uint32_t>(step), static_cast<uint32_t>(step >> 32),
+                   static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32)};
   philox4x32_10(w, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
   const uint64_t bits = (static_cast<uint64_t>(w[0]) << 21) ^ (w[1] >> 11);
   p.out[i] = static_cast<double>(bits & ((uint64_t{1} << 53) - 1)) * 0x1.0p-53;

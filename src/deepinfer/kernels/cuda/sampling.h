@@ -3,9 +3,9 @@
 // later device-side sampler can use the same streams. Pointers are device memory.
 #pragma once
 
-#include <cstdint>
-
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 namespace deepinfer::cuda {
 
@@ -16,7 +16,7 @@ struct ArgmaxParams {
   int64_t rows = 0;
   int64_t vocab = 0;
   int64_t stride = 0;
-  int32_t* tokens = nullptr;      // [rows]
+  int32_t* tokens = nullptr;  // [rows]
 };
 void argmax_rows(const ArgmaxParams& p, cudaStream_t stream);
 
@@ -26,7 +26,7 @@ struct PhiloxParams {
   const uint64_t* stream_id = nullptr;  // [n]
   const uint64_t* step = nullptr;       // [n]
   int64_t n = 0;
-  double* out = nullptr;                // [n]
+  double* out = nullptr;  // [n]
 };
 void philox_uniform_double(const PhiloxParams& p, cudaStream_t stream);
 

@@ -45,7 +45,8 @@ __global__ void __launch_bounds__(kWarps * 32) warp_matmul_kernel(MatmulParams p
   if (o >= p.n_out) return;
   const auto* row = static_cast<const uint8_t*>(p.weight) + o * p.weight_row_bytes;
   const int64_t n_chunks = (p.n_in + kChunk - 1) / kChunk;
-  for (int64_t r0 = int64_t{blockIdx.y} * kRowTile; r0 < p.n_rows; r0 += int64_t{gridDim.y} * kRowTile) {
+  for (int64_t r0 = int64_t{blockIdx.y} * kRowTile; r0 < p.n_rows;
+       r0 += int64_t{gridDim.y} * kRowTile) {
     const int rows = static_cast<int>(p.n_rows - r0 < kRowTile ? p.n_rows - r0 : kRowTile);
     float acc[kRowTile] = {};
     for (int64_t c = lane; c < n_chunks; c += 32) {
@@ -94,9 +95,11 @@ const Entry* find_entry(DType t) {
 }
 
 template <typename T>
-__global__ void convert_kernel(const float* src, int64_t n_rows, int64_t n_in, int64_t src_stride, T* dst) {
+__global__ void convert_kernel(const float* src, int64_t n_rows, int64_t n_in, int64_t src_stride,
+                               T* dst) {
   const int64_t total = n_rows * n_in;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
     const float v = src[(i / n_in) * src_stride + i % n_in];
     dst[i] = T(v);  // round to nearest even (__float2half_rn / __float2bfloat16_rn)
   }
@@ -108,7 +111,8 @@ bool warp_matmul_supports(DType weight_type) { return find_entry(weight_type) !=
 
 void warp_matmul(const MatmulParams& p, cudaStream_t stream) {
   const Entry* e = find_entry(p.weight_type);
-  if (!e) detail::launch_failed("warp_matmul (weight type without a kernel)", cudaErrorInvalidValue);
+  if (!e)
+    detail::launch_failed("warp_matmul (weight type without a kernel)", cudaErrorInvalidValue);
   if (p.n_rows <= 0 || p.n_out <= 0) return;
   const int64_t tiles = (p.n_rows + kRowTile - 1) / kRowTile;
   const dim3 grid(static_cast<unsigned>((p.n_out + kWarps - 1) / kWarps),
@@ -124,12 +128,14 @@ void convert_rows_f32(const float* src, int64_t n_rows, int64_t n_in, int64_t sr
   const int64_t blocks64 = (total + 255) / 256;
   const unsigned blocks = static_cast<unsigned>(blocks64 < 65535 ? blocks64 : 65535);
   if (dst_type == DType::kF16)
-    convert_kernel<__half><<<blocks, 256, 0, stream>>>(src, n_rows, n_in, src_stride, static_cast<__half*>(dst));
+    convert_kernel<__half>
+        <<<blocks, 256, 0, stream>>>(src, n_rows, n_in, src_stride, static_cast<__half*>(dst));
   else if (dst_type == DType::kBF16)
     convert_kernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>(src, n_rows, n_in, src_stride,
                                                               static_cast<__nv_bfloat16*>(dst));
   else
-    detail::launch_failed("convert_rows_f32 (destination neither f16 nor bf16)", cudaErrorInvalidValue);
+    detail::launch_failed("convert_rows_f32 (destination neither f16 nor bf16)",
+                          cudaErrorInvalidValue);
   detail::check_launch("convert_rows_f32");
 }
 
