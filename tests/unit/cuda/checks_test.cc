@@ -107,6 +107,22 @@ TEST(CudaChecks, RowKernels) {
   EXPECT_NE(check_embedding(e).message().find("multiple"), std::string::npos);
 }
 
+TEST(CudaChecks, PagedAttention) {
+  float buf[8];
+  kernels::AttentionSeq seq{};
+  kernels::AttentionParams p{buf, 8,  buf, buf, DType::kF16, 64,  16, 16,   8,
+                             2,   64, 64,  0,   0.125f,      buf, 8,  &seq, 1};
+  EXPECT_TRUE(check_paged_attention(p, 1).is_ok());
+  p.n_kv_heads = 3;
+  EXPECT_NE(check_paged_attention(p, 1).message().find("n_kv_heads"), std::string::npos);
+  p.n_kv_heads = 2;
+  p.kv_type = DType::kQ8_0;
+  EXPECT_NE(check_paged_attention(p, 1).message().find("q8_0"), std::string::npos);
+  p.kv_type = DType::kBF16;
+  p.v_head_dim = kMaxAttentionVDim + 1;
+  EXPECT_FALSE(check_paged_attention(p, 1).is_ok());
+}
+
 TEST(CudaRuntime, ErrorsNameTheCall) {
   EXPECT_TRUE(cuda_status(cudaSuccess, "cudaFoo").is_ok());
   const Status st = cuda_status(cudaErrorMemoryAllocation, "cudaMalloc(&p, 1 << 40)");

@@ -107,4 +107,26 @@ Status check_matmul(const MatmulParams& p) {
   return Status::ok();
 }
 
+Status check_paged_attention(const kernels::AttentionParams& p, int64_t n_rows) {
+  if (p.kv_type != DType::kF32 && p.kv_type != DType::kF16 && p.kv_type != DType::kBF16)
+    return invalid_argument("paged_attention: kv_type {} unsupported (f32, f16, bf16)",
+                            dtype_name(p.kv_type));
+  if (p.n_heads <= 0 || p.n_kv_heads <= 0 || p.n_heads % p.n_kv_heads != 0 || p.n_heads > 65535)
+    return invalid_argument(
+        "paged_attention: n_heads {} must be a multiple of n_kv_heads {} (at most 65535)",
+        p.n_heads, p.n_kv_heads);
+  if (p.head_dim <= 0 || p.head_dim > 8192)
+    return invalid_argument("paged_attention: head_dim {} outside [1, 8192]", p.head_dim);
+  if (p.v_head_dim <= 0 || p.v_head_dim > kMaxAttentionVDim)
+    return invalid_argument("paged_attention: v_head_dim {} outside [1, {}]", p.v_head_dim,
+                            kMaxAttentionVDim);
+  if (p.block_size <= 0 || p.sliding_window < 0)
+    return invalid_argument("paged_attention: bad block_size or window");
+  if (n_rows < 0 || n_rows > kMaxGridX)
+    return invalid_argument("paged_attention: {} rows exceed one launch", n_rows);
+  if (n_rows > 0 && (!p.q || !p.k_cache || !p.v_cache || !p.out || !p.seqs || p.n_seqs <= 0))
+    return invalid_argument("paged_attention: q, caches, out and seqs must be set");
+  return Status::ok();
+}
+
 }  // namespace deepinfer::cuda

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "deepinfer/base/status.h"
+#include "deepinfer/kernels/cuda/attention.h"
 #include "deepinfer/kernels/cuda/elementwise.h"
 #include "deepinfer/kernels/cuda/matmul.h"
 
@@ -15,5 +16,7 @@ bool embedding_supports(DType type);
 Status check_embedding(const EmbeddingParams& p);
 // For warp_matmul: a supported type, whole blocks, rows long and aligned enough for the loads.
 Status check_matmul(const MatmulParams& p);
+// The scalar fields of paged attention (the sequences live on the device and are not read).
+Status check_paged_attention(const kernels::AttentionParams& p, int64_t n_rows);
 
 }  // namespace deepinfer::cuda
