@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "deepinfer/engine/speculative/draft_model_setup.h"
+#include "deepinfer/kernels/device.h"
 #include "deepinfer/kvstore/content_digest.h"
 #include "deepinfer/kvstore/ttl_spec.h"
 #include "deepinfer/model/catalog.h"
@@ -85,6 +86,22 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
       ->check(CLI::Range(1.0 / 64, 65536.0));
   app.add_flag("--batch-invariant", f.batch_invariant,
                "Bitwise-identical results whatever else is in the batch");
+  app.add_option("--device", f.device,
+                 "Compute device: cpu, cuda, or auto (default: cuda once the engine can run on a GPU "
+                 "and one is visible, else cpu). The CUDA kernels exist, the engine's GPU forward pass "
+                 "does not yet, so cuda is refused for now (docs/cuda.md)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  // Resolved as soon as the flags are parsed, before any model is loaded or fetched; the probe
+  // (which starts the CUDA driver) only runs when the answer depends on it.
+  app.parse_complete_callback([&f] {
+    const bool need_probe = f.device == "cuda" || (f.device == "auto" && kernels::kGpuEngineBuilt);
+    const kernels::GpuProbe probe = need_probe ? kernels::probe_gpu() : kernels::GpuProbe{};
+    const auto device = kernels::resolve_device(f.device, probe, kernels::kGpuEngineBuilt);
+    if (!device.is_ok()) {
+      std::fprintf(stderr, "deepinfer: %s\n", device.status().message().c_str());
+      throw CLI::RuntimeError(kExitUsage);  // CLI11 prints nothing more; main() exits with 2
+    }
+  });
   app.add_option("--matmul-precision", f.matmul_precision,
                  "high: float32 activations, matches the float reference (default); int8: 8-bit "
                  "activations like llama.cpp, faster decode, logits differ by up to ~1")

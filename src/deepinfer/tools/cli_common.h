@@ -48,6 +48,7 @@ struct EngineFlags {
   double kv_cache_gb = 1.0;  // KV cache pool (EngineConfig::kv_cache_bytes)
   bool batch_invariant = false;
   bool enable_prefix_caching = true;  // no flag: bench turns it off
+  std::string device = "auto";  // --device: auto | cpu | cuda (kernels::resolve_device)
   std::string matmul_precision = "high";
   std::string kv_cache_dtype = "auto";  // EngineConfig::kv_cache_dtype
   std::string overlap = "off";  // overlap scheduling: on | off
