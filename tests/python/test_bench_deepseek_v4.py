@@ -39,21 +39,29 @@ def test_forward_share_has_every_v4_part(v4_dir, mode):
 def test_prefix_restore_bench_replays_a_bounded_window(v4_dir):
     """bench --mode prefix-restore: the bounded restore replays recent_tokens tokens (h2_mixed:
     window 4, HCA 8, so 8) of a hit kept whole; exact without rows computes everything; exact
-    with rows held restores the whole prompt; the summary line reports the drift."""
+    with rows held restores the whole prompt; the summary lines (per length, over all prompts)
+    report the drift; --context-baseline adds the drift of a one-token change before the
+    replayed span."""
     r = run("bench", "--model", v4_dir, "--mode", "prefix-restore", "--prompt-lens", "64",
-            "--gen-len", "4", "--repeat", "2", "--threads", "1")
+            "--gen-len", "4", "--repeat", "2", "--threads", "1", "--context-baseline")
     assert r.returncode == 0, r.stderr
     records = [json.loads(x) for x in r.stdout.strip().splitlines()]
     rows = [x for x in records if not x.get("summary")]
-    summary = [x for x in records if x.get("summary")]
-    assert len(rows) == 2 and len(summary) == 1
+    summary = [x for x in records if x.get("summary") is True]
+    overall = [x for x in records if x.get("summary") == "all"]
+    assert len(rows) == 2 and len(summary) == 1 and len(overall) == 1
     for rec in rows:
         assert rec["bounded_replayed_tokens"] == 8, rec
         assert rec["bounded_cached_tokens"] == 64, rec  # the whole prefix, replay included
         assert rec["full_cached_tokens"] == 0, rec
         assert rec["exact_cached_tokens"] >= 64, rec
         assert 0 <= rec["greedy_agreement"] <= 1 and rec["mean_top20_kl"] >= 0
+        assert 0 < rec["ref_top1_prob"] <= rec["ref_top20_mass"] <= 1.0001, rec
+        assert 0 <= rec["context_changed_agreement"] <= 1, rec
+        assert rec["context_changed_mean_top20_kl"] >= 0, rec
     assert 0 <= summary[0]["greedy_agreement"] <= 1
+    assert overall[0]["prompts"] == 2 and overall[0]["max_top20_kl"] >= overall[0]["mean_top20_kl"]
+    assert 0 <= overall[0]["context_changed_agreement"] <= 1
 
 
 def test_prefix_restore_bench_refuses_a_model_without_window_state(binary):

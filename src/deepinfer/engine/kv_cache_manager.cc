@@ -97,20 +97,29 @@ PrefixMatch KvCacheManager::get_computed_blocks(Sequence& seq) {
 // its recent rows, then the tier's blocks up to the furthest end it holds a checkpoint for.
 // Bounded (when the sequence allows it): the longest prefix whose paged state is anywhere,
 // memory or tier, with its last recent_tokens replayed; chosen only when it reaches further
-// than the exact restore and is longer than the replay.
+// than the exact restore and is longer than the replay. So when bounded may be chosen and the
+// hit is longer than the replay, a checkpoint short of the tier hit's end loses to the replay:
+// the tier is asked about that one end only (or none, when memory reaches further), instead of
+// every end of the hit (a store query each, on the engine thread).
 PrefixMatch KvCacheManager::match_hybrid(Sequence& seq, int max_blocks) {
   PrefixMatch match;
   match.blocks = match_in_memory(seq, max_blocks, true);
   const int k = static_cast<int>(match.blocks.size());
+  const bool may_replay = seq.allow_bounded_replay && copier_ != nullptr;
+  std::vector<int32_t> full;
+  if (may_replay) full = match_in_memory(seq, max_blocks, false);
+  const int in_memory = static_cast<int>(full.size());
   int tier = 0, tier_exact = 0;
   if (hook_ != nullptr && !seq.skip_tier && k < max_blocks) {
     tier = std::clamp(hook_->lookup_prefix(seq, k, max_blocks - k), 0, max_blocks - k);
-    if (tier > 0) tier_exact = std::clamp(hook_->checkpointed_prefix(seq, k, tier), 0, tier);
+    const bool replay_beats_short = may_replay && std::max(in_memory, k + tier) * block_size() >
+                                                      config_.recent_tokens;
+    if (tier > 0 && !(replay_beats_short && in_memory > k + tier))
+      tier_exact = std::clamp(
+          hook_->checkpointed_prefix(seq, k, tier, replay_beats_short ? tier : 1), 0, tier);
   }
   match.num_tier_blocks = tier_exact;
-  if (!seq.allow_bounded_replay || copier_ == nullptr) return match;
-  std::vector<int32_t> full = match_in_memory(seq, max_blocks, false);
-  const int in_memory = static_cast<int>(full.size());
+  if (!may_replay) return match;
   const int reach = std::max(in_memory, k + tier);
   if (reach * block_size() <= config_.recent_tokens || reach <= k + tier_exact) return match;
   match.blocks = std::move(full);

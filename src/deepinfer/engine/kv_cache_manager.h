@@ -60,8 +60,10 @@ class KvTierHook {
   // exact recent rows in its slab.
   virtual void save_checkpoint(Sequence& seq, int end_blocks, std::span<const int32_t> blocks) {}
   // Of the `count` blocks from `first` that lookup_prefix offered, how many (0..count) reach the
-  // furthest prefix end the tier holds a checkpoint for.
-  virtual int checkpointed_prefix(Sequence& seq, int first, int count) { return 0; }
+  // furthest prefix end the tier holds a checkpoint for, looking only at the ends that reach at
+  // least `min_count` of them (1..count; 0 when none of those has one). Each end asked about
+  // may cost the tier a storage query (an SSD stat on a miss), on the engine thread.
+  virtual int checkpointed_prefix(Sequence& seq, int first, int count, int min_count) { return 0; }
   // Fills the slabs of `blocks` (full blocks [end_blocks - blocks.size(), end_blocks); -1 =
   // leave that one alone) with the checkpoint of the prefix end `end_blocks`. False, having
   // written nothing usable, when it is gone or unreadable.

@@ -70,10 +70,11 @@ void KvStoreTier::save_checkpoint(Sequence& seq, int end_blocks, std::span<const
   if (accepted == keys.size()) ++stats_.checkpoints_written;
 }
 
-int KvStoreTier::checkpointed_prefix(Sequence& seq, int first, int count) {
+int KvStoreTier::checkpointed_prefix(Sequence& seq, int first, int count, int min_count) {
   if (!storage_.spec.has_recent()) return count;
-  for (int m = count; m > 0; --m) {
+  for (int m = count; m >= std::max(1, min_count); --m) {
     const std::vector<kvstore::BlockKey> keys = checkpoint_keys(seq, first + m);
+    ++stats_.checkpoint_queries;
     if (store_->batch_exists(keys) == keys.size()) return m;
   }
   return 0;

@@ -52,6 +52,7 @@ struct KvStoreTierStats {
   int64_t checkpoints_written = 0;  // sliding-window checkpoints handed to the store whole
   int64_t checkpoints_loaded = 0;   // restored into a sequence's recent slabs
   int64_t checkpoint_misses = 0;    // offered, then gone or unreadable when loading
+  int64_t checkpoint_queries = 0;   // prefix ends checkpointed_prefix asked the store about
 };
 
 class KvStoreTier : public KvTierHook {
@@ -75,7 +76,7 @@ class KvStoreTier : public KvTierHook {
   // blocks a step after a prefix end reads, stored as parts of block_bytes() (the last one
   // zero-padded) under keys derived from the prefix's last block key, kind kSwaCheckpoint.
   void save_checkpoint(Sequence& seq, int end_blocks, std::span<const int32_t> blocks) override;
-  int checkpointed_prefix(Sequence& seq, int first, int count) override;
+  int checkpointed_prefix(Sequence& seq, int first, int count, int min_count) override;
   bool load_checkpoint(Sequence& seq, int end_blocks, std::span<const int32_t> blocks) override;
   // Prefill/decode disaggregation: a sequence with a kv_export_tag whose prompt is computed
   // hands its full prompt blocks to the export sink, once.

@@ -59,6 +59,7 @@ struct BenchFlags {
   double step_ms = 0;
   double prefill_ms = 0;
   std::string prompt_lens = "2000,8000";
+  bool context_baseline = false;  // prefix-restore: also the drift of a one-token context change
   int megabytes = 1;
   std::string transfer_bytes = "4194304";  // kv-transfer: message sizes, comma list
   int transfer_messages = 0;               // kv-transfer: per size, 0 = about 256 MiB worth
@@ -283,7 +284,7 @@ int run_bench(BenchFlags& f) {
   if (f.mode == "prefix-restore") {
     auto lens = parse_int_list(f.prompt_lens, "--prompt-lens", 1 << 20);
     if (!lens.is_ok()) return report_error(lens.status());
-    return run_prefix_restore_bench({f.engine, *lens, f.gen_len, f.repeat});
+    return run_prefix_restore_bench({f.engine, *lens, f.gen_len, f.repeat, f.context_baseline});
   }
   if (f.mode == "vision") return run_vision_bench({f.engine, f.image, f.repeat});
   if (f.mode == "tokenize") return run_tokenize_bench({f.engine.model, f.megabytes, f.repeat});
@@ -406,6 +407,9 @@ Subcommand make_bench_command() {
         ->check(CLI::Range(0, 1000000));
     cmd->add_option("--prompt-lens", f->prompt_lens,
                     "kvstore, prefix-restore: prompt lengths in tokens, comma-separated (default 2000,8000)");
+    cmd->add_flag("--context-baseline", f->context_baseline,
+                  "prefix-restore: also compute each prompt with one token changed just before the "
+                  "replayed span and report that drift (how far outputs move with unseen context)");
     cmd->add_option("--data", f->data, "mask: JSONSchemaBench directory; schema-compile: that or one schema file");
     cmd->add_option("--megabytes", f->megabytes,
                     "tokenize: MB of text per measurement; kvstore-io: MiB written then read (at least 32 blocks)")

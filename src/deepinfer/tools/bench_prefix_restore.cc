@@ -20,8 +20,11 @@
 //   exact ram: P + S once more without emptying the cache: the rows held in memory.
 // Drift of bounded against full: greedy agreement over gen_len tokens (prefix of equal tokens
 // and share of equal positions) and the KL divergence of the next-token distributions at the
-// positions before the first difference, over the reference's top-20 (the rest of both
-// distributions lumped into one bucket: a lower bound of the full KL).
+// positions up to the first difference (later ones follow different tokens), over the
+// reference's top-20 (the rest of both distributions lumped into one bucket: a lower bound of
+// the full KL; the API caps logprobs at 20). The reference's top-1 probability and the mass of
+// its top-20 say how peaked the distributions are, so how tight that bound is (random weights
+// make them nearly flat unless the head is scaled: scripts/make_v4_mini.py).
 // The decoder-side rule (docs/models.md): the trailing layers whose only state is the window
 // could skip all but the last tokens of a span; the summary reports how many the model has and
 // the share of layer-token work a prefill would keep (1 when none: DeepSeek-V4).
@@ -108,8 +111,11 @@ struct Drift {
   size_t equal_prefix = 0;
   double agreement = 0;  // share of equal positions
   double kl_sum = 0;
+  double kl_max = 0;
   int kl_positions = 0;
   bool same_first = false;
+  double top1_sum = 0;      // the reference's largest probability at the KL positions
+  double top_mass_sum = 0;  // the probability its top-20 hold there
 };
 
 Drift drift(const Run& full, const Run& bounded) {
@@ -120,8 +126,14 @@ Drift drift(const Run& full, const Run& bounded) {
   int equal = 0;
   for (size_t i = 0; i < n; ++i) equal += bounded.tokens[i] == full.tokens[i] ? 1 : 0;
   const size_t kl_positions = std::min(d.equal_prefix + 1, full.logprobs.size());
-  for (size_t i = 0; i < kl_positions && i < bounded.logprobs.size(); ++i)
-    d.kl_sum += top_kl(full.logprobs[i], bounded.logprobs[i]);
+  for (size_t i = 0; i < kl_positions && i < bounded.logprobs.size(); ++i) {
+    const double kl = top_kl(full.logprobs[i], bounded.logprobs[i]);
+    d.kl_sum += kl;
+    d.kl_max = std::max(d.kl_max, kl);
+    const auto& ref = full.logprobs[i].top;
+    if (!ref.empty()) d.top1_sum += std::exp(double(ref[0].second));
+    for (const auto& [t, lp] : ref) d.top_mass_sum += std::exp(double(lp));
+  }
   d.kl_positions = static_cast<int>(kl_positions);
   d.agreement = full.tokens.empty() ? 0 : double(equal) / double(full.tokens.size());
   d.same_first = n > 0 && bounded.tokens[0] == full.tokens[0];
@@ -170,6 +182,9 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
   const int32_t vocab = static_cast<int32_t>(e.model_config().vocab_size);
   const bool with_store = !ef.kv_store.empty();
   const int tail_layers = window_only_tail(spec);
+  Drift all;       // over every prompt of every length
+  Drift all_base;  // --context-baseline; equal_prefix counts equal first tokens
+  int all_prompts = 0, all_same_first = 0;
   for (int len : opts.prompt_lens) {
     // Layer-token work the decoder-side rule keeps for a prefill of this prompt: the tail
     // layers over at most recent_tokens tokens, the others over all of them.
@@ -179,7 +194,7 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
          double(tail_layers) * std::min(tokens, double(spec.recent_tokens))) /
         (double(spec.num_layers) * tokens);
     bool exact_all_bitwise = true;
-    double agree_sum = 0, kl_sum = 0, bounded_ms = 0, full_ms = 0, exact_ms = 0;
+    double agree_sum = 0, kl_sum = 0, kl_max = 0, bounded_ms = 0, full_ms = 0, exact_ms = 0;
     int kl_n = 0, same_first = 0;
     for (int rep = 0; rep < opts.repeat; ++rep) {
       const int seq = kFirstSeq + len * 100 + rep;
@@ -214,13 +229,38 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
       for (const Run* r : {&cold, &bounded, &full, &exact, &exact_ram})
         if (!r->error.empty()) return report_error(Status(StatusCode::kInternal, r->error));
       const Drift d = drift(full, bounded);
+      Drift base;
+      if (opts.context_baseline) {
+        // The token just before the replayed span of the hit, changed; exact.
+        std::vector<int32_t> changed = prompt;
+        const int hit = bounded.cached_tokens - bounded.replayed_tokens - 1;
+        if (hit >= 0) changed[size_t(hit)] = changed[size_t(hit)] == 100 ? 101 : 100;
+        if (!with_store) e.drop_cached_recent_rows();
+        const Run other = run_one(e, changed, opts.gen_len, engine::SwaRestore::kExact);
+        if (!other.error.empty()) return report_error(Status(StatusCode::kInternal, other.error));
+        base = drift(full, other);
+        all_base.agreement += base.agreement;
+        all_base.kl_sum += base.kl_sum;
+        all_base.kl_positions += base.kl_positions;
+        all_base.equal_prefix += base.same_first ? 1 : 0;
+      }
       const size_t equal_prefix = d.equal_prefix;
       const double agree = d.agreement;
       const double kl = d.kl_sum;
       const size_t kl_positions = size_t(d.kl_positions);
       agree_sum += agree;
       kl_sum += kl;
+      kl_max = std::max(kl_max, d.kl_max);
       kl_n += d.kl_positions;
+      all.agreement += agree;
+      all.kl_sum += kl;
+      all.kl_max = std::max(all.kl_max, d.kl_max);
+      all.kl_positions += d.kl_positions;
+      all.top1_sum += d.top1_sum;
+      all.top_mass_sum += d.top_mass_sum;
+      all.equal_prefix += d.equal_prefix;
+      ++all_prompts;
+      all_same_first += d.same_first ? 1 : 0;
       same_first += d.same_first ? 1 : 0;
       bounded_ms += bounded.ttft_ms;
       full_ms += full.ttft_ms;
@@ -236,8 +276,17 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
                           {"exact_cached_tokens", exact.cached_tokens},
                           {"greedy_equal_prefix", equal_prefix}, {"greedy_agreement", agree},
                           {"mean_top20_kl", kl_positions ? kl / double(kl_positions) : 0.0},
+                          {"max_top20_kl", d.kl_max}, {"kl_positions", kl_positions},
+                          {"ref_top1_prob", kl_positions ? d.top1_sum / double(kl_positions) : 0.0},
+                          {"ref_top20_mass",
+                           kl_positions ? d.top_mass_sum / double(kl_positions) : 0.0},
                           {"gen_tokens", opts.gen_len}, {"threads", e.num_threads()},
                           {"from_kv_store", with_store}};
+      if (opts.context_baseline) {
+        j["context_changed_agreement"] = base.agreement;
+        j["context_changed_mean_top20_kl"] =
+            base.kl_positions ? base.kl_sum / base.kl_positions : 0.0;
+      }
       if (with_store) {
         j["exact_from_store_bitwise_equal_to_full"] = bitwise_equal(full, exact);
         j["exact_ram_ttft_ms"] = exact_ram.ttft_ms;
@@ -253,7 +302,7 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
                         {"bounded_over_full", full_ms > 0 ? bounded_ms / full_ms : 0.0},
                         {"first_token_agreement", same_first / n},
                         {"greedy_agreement", agree_sum / n},
-                        {"mean_top20_kl", kl_n ? kl_sum / kl_n : 0.0},
+                        {"mean_top20_kl", kl_n ? kl_sum / kl_n : 0.0}, {"max_top20_kl", kl_max},
                         {"from_kv_store", with_store},
                         {"decoder_side_skippable_layers", tail_layers},
                         {"decoder_side_prefill_work_ratio", work_ratio}};
@@ -261,6 +310,24 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
     std::printf("%s\n", s.dump().c_str());
     std::fflush(stdout);
   }
+  // Over every prompt: the drift figures the docs quote.
+  const double n = all_prompts, pos = all.kl_positions;
+  nlohmann::json s = {{"mode", "prefix-restore"}, {"summary", "all"}, {"prompts", all_prompts},
+                      {"gen_tokens", opts.gen_len}, {"first_token_agreement", all_same_first / n},
+                      {"greedy_agreement", all.agreement / n},
+                      {"greedy_equal_prefix", double(all.equal_prefix) / n},
+                      {"mean_top20_kl", pos ? all.kl_sum / pos : 0.0},
+                      {"max_top20_kl", all.kl_max}, {"kl_positions", all.kl_positions},
+                      {"ref_top1_prob", pos ? all.top1_sum / pos : 0.0},
+                      {"ref_top20_mass", pos ? all.top_mass_sum / pos : 0.0},
+                      {"from_kv_store", with_store}};
+  if (opts.context_baseline) {
+    s["context_changed_first_token_agreement"] = double(all_base.equal_prefix) / n;
+    s["context_changed_agreement"] = all_base.agreement / n;
+    s["context_changed_mean_top20_kl"] =
+        all_base.kl_positions ? all_base.kl_sum / all_base.kl_positions : 0.0;
+  }
+  std::printf("%s\n", s.dump().c_str());
   return kExitOk;
 }
 

@@ -327,6 +327,53 @@ TEST(KvCacheManagerHybrid, FailedTierLoadOfAReplayFallsBackToTheExactPrefix) {
   check(kv, {});
 }
 
+// Each prefix end the tier is asked about costs a store query (an SSD stat on a miss) on the
+// engine thread. a's 10 blocks are in the tier with checkpoints after blocks 10 and 3. A prompt
+// sharing 9 of them: "exact" asks about every end from 9 down to the furthest checkpoint (3);
+// "bounded" asks about the hit's end only, since the replay of the whole hit beats any shorter
+// checkpoint; a bounded prompt whose hit ends at a checkpoint restores it, after one query.
+TEST(KvCacheManagerHybrid, BoundedAdmissionAsksTheTierAboutOneCheckpointEnd) {
+  FakeTier tier;
+  FakeCopier copier;
+  KvCacheManager kv(hybrid_config(16, 12), &tier, &copier);
+  Sequence a = make_seq(1, iota_tokens(41));
+  ASSERT_TRUE(kv.allocate_slots(a, 41).has_value());
+  compute(kv, a, 41);
+  a.finish_reason = FinishReason::kStop;
+  kv.free(a);
+  ASSERT_EQ(tier.checkpoints.size(), 1u);  // after block 10 (prompt and end alike)
+  tier.checkpoints.push_back(a.block_hashes[2]);  // as an earlier 13-token prompt leaves one
+  Sequence filler = make_seq(2, iota_tokens(48, 300));
+  ASSERT_TRUE(kv.allocate_slots(filler, 48).has_value());
+  kv.free(filler);
+  std::vector<int32_t> tokens = iota_tokens(37);  // a's first 9 blocks and a token, then others
+  for (int32_t t : iota_tokens(8, 900)) tokens.push_back(t);
+
+  Sequence exact = make_seq(3, tokens);
+  PrefixMatch me = kv.get_computed_blocks(exact);
+  EXPECT_TRUE(me.blocks.empty());
+  EXPECT_EQ(me.num_tier_blocks, 3);  // the furthest checkpoint within the 9-block hit
+  EXPECT_EQ(me.num_replay_tokens, 0);
+  EXPECT_EQ(tier.checkpoint_queries, 7);
+
+  tier.checkpoint_queries = 0;
+  Sequence bounded = make_seq(4, tokens);
+  bounded.allow_bounded_replay = true;
+  PrefixMatch mb = kv.get_computed_blocks(bounded);
+  EXPECT_EQ(mb.num_tier_blocks, 9);
+  EXPECT_EQ(mb.num_replay_tokens, 4);
+  EXPECT_EQ(tier.checkpoint_queries, 1);
+
+  tier.checkpoint_queries = 0;
+  Sequence whole = make_seq(5, iota_tokens(41));
+  whole.allow_bounded_replay = true;
+  PrefixMatch mw = kv.get_computed_blocks(whole);
+  EXPECT_EQ(mw.num_tier_blocks, 10);
+  EXPECT_EQ(mw.num_replay_tokens, 0);
+  EXPECT_EQ(tier.checkpoint_queries, 1);
+  check(kv, {});
+}
+
 TEST(KvCacheManagerHybrid, NoReplayForAHitNoLongerThanTheReplay) {
   FakeCopier copier;
   KvCacheManager kv(hybrid_config(6), nullptr, &copier);

@@ -52,11 +52,13 @@ class FakeTier : public KvTierHook {
     checkpoints.push_back(seq.block_hashes[end_blocks - 1]);
     checkpoint_sizes.push_back(static_cast<int>(blocks.size()));
   }
-  int checkpointed_prefix(Sequence& seq, int first, int count) override {
-    for (int m = count; m > 0; --m)
+  int checkpointed_prefix(Sequence& seq, int first, int count, int min_count) override {
+    for (int m = count; m >= std::max(1, min_count); --m) {
+      ++checkpoint_queries;
       if (std::find(checkpoints.begin(), checkpoints.end(), seq.block_hashes[first + m - 1]) !=
           checkpoints.end())
         return m;
+    }
     return 0;
   }
   bool load_checkpoint(Sequence& seq, int end_blocks, std::span<const int32_t> blocks) override {
@@ -71,6 +73,7 @@ class FakeTier : public KvTierHook {
   std::vector<BlockHash> written;  // keys handed over for write-through
   int loads = 0;
   int fail_after = -1;
+  int checkpoint_queries = 0;  // prefix ends checkpointed_prefix looked at (a store query each)
 };
 
 }  // namespace deepinfer::engine::testing
