@@ -23,7 +23,7 @@ struct Draft {
   // (>= match_length, capped at kMaxContextMatch): a long agreement means a span being copied.
   int context_match = 0;
   // Per-token confidence signal, 1 (weak) .. 4 (strong), that the acceptance estimate is kept
-  // by (dspark_policy.h). [tokens.size()], or empty: match_length for every token.
+  // by (dspark_policy.h). [tokens.size()], or empty: from context_match (speculator.cc).
   std::vector<int> signals;
 };
 
