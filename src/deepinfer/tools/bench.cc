@@ -50,7 +50,7 @@ struct BenchFlags {
   int repeat = 1;
   std::string plot;
   std::string spec_tasks;  // spec: comma-separated tasks; empty = all
-  std::string spec_configs;  // spec: comma-separated off, fixed, dspark; empty = all three
+  std::string spec_configs;   // spec: comma-separated off, fixed, dspark; empty = all three
   std::string disaggregated;  // --mode serve: "P,D" prefill and decode engines to measure too
   std::string data = "../shared/data/jsonschemabench";
   int limit = 0;
@@ -439,8 +439,9 @@ Subcommand make_bench_command() {
     cmd->add_option("--spec-task", f->spec_tasks,
                     "spec: tasks to run, comma-separated: code-edit, json-extract (n-gram drafter), chat "
                     "(draft-model drafter: --draft-model, default the model itself) (default: all)");
-    cmd->add_option("--spec-configs", f->spec_configs,
-                    "spec: configurations to run, comma-separated: off, fixed, dspark (default: all three)");
+    cmd->add_option(
+        "--spec-configs", f->spec_configs,
+        "spec: configurations to run, comma-separated: off, fixed, dspark (default: all three)");
     cmd->add_option("--plot", f->plot,
                     "Draw the results to FILE.svg or FILE.png: per-sequence vs total throughput (prefill, "
                     "decode, serve); tokens/s against batch size per configuration (spec)");

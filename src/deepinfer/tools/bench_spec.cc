@@ -157,7 +157,8 @@ int run_spec_bench(const SpecBenchOptions& o) {
   std::vector<std::string> tasks = split_commas(o.tasks);
   for (const std::string& t : tasks)
     if (std::find(all.begin(), all.end(), t) == all.end())
-      return report_error(invalid_argument("--spec-task {}: expected code-edit, json-extract or chat", t));
+      return report_error(
+          invalid_argument("--spec-task {}: expected code-edit, json-extract or chat", t));
   if (tasks.empty()) tasks = all;
   std::vector<std::string> wanted = split_commas(o.configs);
   for (const std::string& c : wanted)
@@ -175,7 +176,8 @@ int run_spec_bench(const SpecBenchOptions& o) {
     const Config configs[] = {{"off", "", "fixed"}, {"fixed", drafter, "fixed"}, {"dspark", drafter, "dspark"}};
     for (int batch : o.batches) {
       for (const Config& c : configs) {
-        if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), c.name) == wanted.end()) continue;
+        if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), c.name) == wanted.end())
+          continue;
         auto j = measure(o, c, task, batch);
         if (!j.is_ok()) return report_error(j.status());
         std::printf("%s\n", j->dump().c_str());

@@ -79,9 +79,9 @@ TEST(AcceptanceModel, KeepsSequencesByTheirLastOutcome) {
   // draft was just rejected stay off their source (10%).
   AcceptanceModel m;
   for (int64_t i = 0; i < 300; ++i) {
-    m.observe(10000 + i, std::vector<int>{2}, 1, 1);               // last outcome: all accepted
+    m.observe(10000 + i, std::vector<int>{2}, 1, 1);  // last outcome: all accepted
     m.observe(10000 + i, std::vector<int>{2}, 1, i % 10 != 0 ? 1 : 0);  // ...and 90% go on
-    m.observe(20000 + i, std::vector<int>{2}, 1, 0);               // last outcome: first rejected
+    m.observe(20000 + i, std::vector<int>{2}, 1, 0);  // last outcome: first rejected
     m.observe(20000 + i, std::vector<int>{2}, 1, i % 10 == 0 ? 1 : 0);  // ...and 10% recover
   }
   m.observe(3, std::vector<int>{2}, 1, 1);

@@ -28,7 +28,9 @@ constexpr double kMaxCellCount = 400;
 constexpr double kMinKeep = 0.05;
 constexpr double kMaxKeep = 0.10;
 
-int history_of(int verified, int accepted) { return accepted == 0 ? 1 : accepted < verified ? 2 : 3; }
+int history_of(int verified, int accepted) {
+  return accepted == 0 ? 1 : accepted < verified ? 2 : 3;
+}
 
 }  // namespace
 
@@ -38,12 +40,14 @@ int AcceptanceModel::history(int64_t seq_id) const {
 }
 
 AcceptanceModel::Counts& AcceptanceModel::cell(int position, int history, int signal) {
-  return counts_[static_cast<size_t>(std::clamp(position, 0, kMaxDraftTokens - 1))][static_cast<size_t>(history)]
+  return counts_[static_cast<size_t>(std::clamp(position, 0, kMaxDraftTokens - 1))]
+                [static_cast<size_t>(history)]
                 [static_cast<size_t>(std::clamp(signal, 1, kMaxSignal) - 1)];
 }
 
 const AcceptanceModel::Counts& AcceptanceModel::cell(int position, int history, int signal) const {
-  return counts_[static_cast<size_t>(std::clamp(position, 0, kMaxDraftTokens - 1))][static_cast<size_t>(history)]
+  return counts_[static_cast<size_t>(std::clamp(position, 0, kMaxDraftTokens - 1))]
+                [static_cast<size_t>(history)]
                 [static_cast<size_t>(std::clamp(signal, 1, kMaxSignal) - 1)];
 }
 

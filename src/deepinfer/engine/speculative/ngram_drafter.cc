@@ -36,8 +36,8 @@ class NgramDrafter final : public Drafter {
         d.tokens.assign(tokens.begin() + from, tokens.begin() + from + count);
         d.match_length = n;
         d.context_match = n;
-        for (int a = start - 1, b = len - n - 1; a >= 0 && d.context_match < kMaxContextMatch && tokens[a] == tokens[b];
-             --a, --b)
+        for (int a = start - 1, b = len - n - 1;
+             a >= 0 && d.context_match < kMaxContextMatch && tokens[a] == tokens[b]; --a, --b)
           ++d.context_match;
         return d;
       }
