@@ -140,19 +140,30 @@ Result<nlohmann::json> measure(const SpecBenchOptions& o, const Config& c, const
   return j;
 }
 
+std::vector<std::string> split_commas(const std::string& list) {
+  std::vector<std::string> out;
+  for (size_t at = 0; !list.empty() && at <= list.size();) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    out.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 int run_spec_bench(const SpecBenchOptions& o) {
   const std::vector<std::string> all = {"code-edit", "json-extract", "chat"};
-  std::vector<std::string> tasks;
-  for (size_t at = 0; !o.tasks.empty() && at <= o.tasks.size();) {
-    const size_t comma = std::min(o.tasks.find(',', at), o.tasks.size());
-    tasks.push_back(o.tasks.substr(at, comma - at));
-    if (std::find(all.begin(), all.end(), tasks.back()) == all.end())
-      return report_error(invalid_argument("--spec-task {}: expected code-edit, json-extract or chat", tasks.back()));
-    at = comma + 1;
-  }
+  std::vector<std::string> tasks = split_commas(o.tasks);
+  for (const std::string& t : tasks)
+    if (std::find(all.begin(), all.end(), t) == all.end())
+      return report_error(
+          invalid_argument("--spec-task {}: expected code-edit, json-extract or chat", t));
   if (tasks.empty()) tasks = all;
+  std::vector<std::string> wanted = split_commas(o.configs);
+  for (const std::string& c : wanted)
+    if (c != "off" && c != "fixed" && c != "dspark")
+      return report_error(invalid_argument("--spec-configs {}: expected off, fixed or dspark", c));
   if (!o.plot.empty() && !plot_format_supported(o.plot))
     return report_error(invalid_argument("--plot: '{}' must end in .png or .svg", o.plot));
   std::vector<nlohmann::json> rows;
@@ -165,6 +176,8 @@ int run_spec_bench(const SpecBenchOptions& o) {
     const Config configs[] = {{"off", "", "fixed"}, {"fixed", drafter, "fixed"}, {"dspark", drafter, "dspark"}};
     for (int batch : o.batches) {
       for (const Config& c : configs) {
+        if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), c.name) == wanted.end())
+          continue;
         auto j = measure(o, c, task, batch);
         if (!j.is_ok()) return report_error(j.status());
         std::printf("%s\n", j->dump().c_str());

@@ -20,6 +20,7 @@ struct SpecBenchOptions {
   int gen_len = 128;         // most tokens per sequence (sequences stop at their end too)
   std::string tasks;         // comma-separated: code-edit, json-extract, chat; empty = all
   std::string plot;          // FILE.svg | FILE.png: tokens/s against batch size per configuration
+  std::string configs;       // comma-separated: off, fixed, dspark; empty = all three
 };
 
 int run_spec_bench(const SpecBenchOptions& opts);

@@ -43,19 +43,63 @@ TEST(NgramDrafter, ProposesWhatFollowedTheLatestLongestMatch) {
   EXPECT_TRUE(one(*d, t, 0).tokens.empty());
 }
 
-TEST(AcceptanceModel, LearnsPerPositionAndSequence) {
+TEST(NgramDrafter, ReportsHowFarBackTheSourceAgrees) {
+  auto d = make_ngram_drafter(2, 1);
+  //                      0  1  2  3  4  5  6  7  8  9
+  std::vector<int32_t> t{9, 1, 2, 3, 4, 5, 8, 1, 2, 3};
+  // [2 3] matched (n = 2) at 2; going back, [1 2 3] agrees too, 9 vs 8 does not.
+  Draft x = one(*d, t, 2);
+  EXPECT_EQ(x.tokens, (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(x.match_length, 2);
+  EXPECT_EQ(x.context_match, 3);
+}
+
+TEST(AcceptanceModel, ConvergesToTheObservedRate) {
   AcceptanceModel m;
   EXPECT_NEAR(m.estimate(1, 0, 3), 0.5, 1e-9);  // the prior
-  for (int i = 0; i < 50; ++i) m.observe(1, 3, 4, 4);  // long matches always accepted
-  for (int i = 0; i < 50; ++i) m.observe(2, 1, 4, 0);  // single-token matches never
-  EXPECT_GT(m.estimate(1, 0, 3), 0.9);
-  EXPECT_GT(m.estimate(1, 3, 3), 0.9);
-  EXPECT_LT(m.estimate(2, 0, 1), 0.1);
-  // Position 1 of a short match was never tested (the first draft always failed): prior,
-  // pulled down by the sequence's own record.
-  EXPECT_LT(m.estimate(2, 1, 1), 0.5);
-  m.forget(2);
-  EXPECT_NEAR(m.estimate(2, 1, 1), 0.5, 1e-9);
+  // Sequences 1..100 each verify once (no previous outcome): 4 of every 5 first drafts accepted
+  // at signal 6, 1 of every 5 at signal 1.
+  for (int64_t s = 1; s <= 100; ++s) m.observe(s, std::vector<int>{6}, 1, s % 5 != 0 ? 1 : 0);
+  for (int64_t s = 101; s <= 200; ++s) m.observe(s, std::vector<int>{1}, 1, s % 5 == 0 ? 1 : 0);
+  EXPECT_NEAR(m.estimate(1000, 0, 6), 0.8, 0.03);
+  EXPECT_NEAR(m.estimate(1000, 0, 1), 0.2, 0.03);
+  EXPECT_NEAR(m.estimate(1000, 0, 3), 0.5, 1e-9);  // never seen
+  // Conditional: draft 1 is counted only when draft 0 was accepted. 300 fresh sequences with
+  // three drafts: accepted 3, 1, 0 in turn, so P(draft 0) = 2/3, P(draft 1 | draft 0) = 1/2,
+  // P(draft 2 | drafts 0, 1) = 1.
+  const int accepted[] = {3, 1, 0};
+  for (int64_t s = 0; s < 300; ++s) m.observe(2000 + s, std::vector<int>{4}, 3, accepted[s % 3]);
+  EXPECT_NEAR(m.estimate(9999, 0, 4), 2.0 / 3, 0.03);
+  EXPECT_NEAR(m.estimate(9999, 1, 4), 0.5, 0.05);
+  EXPECT_GT(m.estimate(9999, 2, 4), 0.95);
+}
+
+TEST(AcceptanceModel, KeepsSequencesByTheirLastOutcome) {
+  // Sequences that just accepted every draft keep copying (90% accepted); those whose first
+  // draft was just rejected stay off their source (10%).
+  AcceptanceModel m;
+  for (int64_t i = 0; i < 300; ++i) {
+    m.observe(10000 + i, std::vector<int>{2}, 1, 1);  // last outcome: all accepted
+    m.observe(10000 + i, std::vector<int>{2}, 1, i % 10 != 0 ? 1 : 0);  // ...and 90% go on
+    m.observe(20000 + i, std::vector<int>{2}, 1, 0);  // last outcome: first rejected
+    m.observe(20000 + i, std::vector<int>{2}, 1, i % 10 == 0 ? 1 : 0);  // ...and 10% recover
+  }
+  m.observe(3, std::vector<int>{2}, 1, 1);
+  m.observe(4, std::vector<int>{2}, 1, 0);
+  EXPECT_GT(m.estimate(3, 0, 2), 0.8);
+  EXPECT_LT(m.estimate(4, 0, 2), 0.25);
+  m.forget(4);  // a fresh sequence: the "no outcome yet" cell, where half were accepted
+  EXPECT_NEAR(m.estimate(4, 0, 2), 0.5, 0.02);
+}
+
+TEST(AcceptanceModel, FollowsADriftingWorkload) {
+  AcceptanceModel m;
+  for (int i = 0; i < 1000; ++i) m.observe(100 + i, std::vector<int>{5}, 1, 1);
+  EXPECT_GT(m.estimate(1, 0, 5), 0.95);
+  // The workload changes: now drafts of this kind fail. Bounded counts let the estimate move
+  // within a few hundred outcomes instead of the thousand already seen.
+  for (int i = 0; i < 600; ++i) m.observe(5000 + i, std::vector<int>{5}, 1, 0);
+  EXPECT_LT(m.estimate(1, 0, 5), 0.3);
 }
 
 TEST(AcceptanceModel, KeepsPerTokenSignalsApart) {
@@ -83,34 +127,49 @@ TEST(StepCostModel, FitsFixedAndPerTokenTime) {
   EXPECT_EQ(flat.per_token_seconds(), 0.0);
 }
 
-TEST(DsparkSelect, VerifiesMoreWhenFewSequencesAndOnlyLikelyDraftsUnderLoad) {
+// A cost model where one token costs `per_token` of a 10 ms fixed step.
+StepCostModel cost_with(double per_token) {
   StepCostModel c;
   for (int i = 0; i < 40; ++i) {
     const int tokens = 1 + (i * 7) % 64;
-    c.observe(tokens, 0.010 + 0.0005 * tokens);  // one token costs 5% of the fixed time
+    c.observe(tokens, 0.010 + 0.010 * per_token * tokens);
   }
-  const std::vector<double> likely{0.9, 0.8, 0.7, 0.6};
-  const std::vector<double> unlikely{0.2, 0.05, 0.01, 0.001};
-  // One sequence: threshold ~ b * 1 / (a + b) ~ 0.05: all likely drafts, some unlikely ones.
-  auto one = dspark_select({likely}, 1, 1, c);
-  EXPECT_EQ(one[0], 4);
-  auto one_u = dspark_select({unlikely}, 1, 1, c);
-  EXPECT_EQ(one_u[0], 1);
-  // 32 sequences: threshold ~ b * 32 / (a + 32 b) ~ 0.6.
-  std::vector<std::vector<double>> full(16, likely);
-  for (int i = 0; i < 16; ++i) full.push_back(unlikely);
-  auto many = dspark_select(full, 32, 32, c);
-  int verified = 0;
-  for (int i = 0; i < 16; ++i) {
-    EXPECT_GE(many[static_cast<size_t>(i)], 2) << i;
-    EXPECT_LE(many[static_cast<size_t>(i)], 4) << i;
-    verified += many[static_cast<size_t>(i)];
-  }
-  for (int i = 16; i < 32; ++i) EXPECT_EQ(many[static_cast<size_t>(i)], 0) << i;
-  EXPECT_LT(verified, 64);
-  // Without a cost fit yet: everything is verified.
-  auto cold = dspark_select({unlikely}, 1, 1, StepCostModel{});
-  EXPECT_EQ(cold[0], 4);
+  return c;
+}
+
+TEST(DsparkSelect, KeepsLikelyDraftsAndCutsTheUnlikelyTail) {
+  const StepCostModel cheap = cost_with(0.001);  // verification nearly free: the floor applies
+  // A confident copy: all four kept.
+  EXPECT_EQ(dspark_select({{0.95, 0.9, 0.85, 0.8}}, 1, 1, cheap)[0], 4);
+  // Confident start, then the chain of estimates falls off: the tail is cut where the chance
+  // the draft is emitted drops below the floor.
+  EXPECT_EQ(dspark_select({{0.9, 0.6, 0.2, 0.01}}, 1, 1, cheap)[0], 3);
+  // Unlikely from the start: only the first draft (always verified, so its estimate keeps
+  // learning).
+  EXPECT_EQ(dspark_select({{0.04, 0.001, 0.0001, 0.00001}}, 1, 1, cheap)[0], 1);
+  EXPECT_EQ(dspark_select({{}}, 1, 1, cheap)[0], 0);
+  // Without a cost fit yet: the floor too.
+  EXPECT_EQ(dspark_select({{0.9, 0.6, 0.2, 0.01}}, 1, 1, StepCostModel{})[0], 3);
+}
+
+TEST(DsparkSelect, TheThresholdRisesUnderLoadWithinItsBand) {
+  const StepCostModel c = cost_with(0.05);  // one token costs 5% of the fixed time
+  const double one = dspark_threshold(2, 1.0, c);
+  const double full = dspark_threshold(64, 32.0, c);
+  EXPECT_LT(one, full);
+  // The band: a nearly free token does not verify hopeless drafts, and a full batch still
+  // verifies drafts that are more likely accepted than not.
+  EXPECT_GE(one, dspark_threshold(2, 1.0, cost_with(0.0001)));
+  EXPECT_EQ(dspark_threshold(2, 1.0, cost_with(0.0001)), dspark_threshold(2, 1.0, StepCostModel{}));
+  EXPECT_EQ(full, dspark_threshold(64, 32.0, cost_with(10.0)));
+  EXPECT_LT(full, 0.5);
+  // A doubtful tail (0.08 emitted) is kept for one sequence when verification is cheap and
+  // cut in a full batch; a likely draft (0.6) is kept in both.
+  const std::vector<double> tail{0.9, 0.6, 0.08, 0.01};
+  EXPECT_EQ(dspark_select({tail}, 1, 1, cost_with(0.001))[0], 3);
+  const std::vector<std::vector<double>> batch(32, tail);
+  const std::vector<int> many = dspark_select(batch, 32, 32, cost_with(0.05));
+  for (int t : many) EXPECT_EQ(t, 2);
 }
 
 TEST(SpeculativeConfig, RefusesUnknownDraftersAndBadK) {
@@ -166,7 +225,9 @@ class CountingDrafter final : public Drafter {
     std::vector<Draft> out;
     for (const DraftInput& s : seqs) {
       asked_->push_back(s.max_tokens);
-      out.push_back(Draft{std::vector<int32_t>(static_cast<size_t>(s.max_tokens), 5), 0, {}});
+      // The strongest signal a draft model reports (greedy_draft.h: probability >= 0.9).
+      out.push_back(Draft{std::vector<int32_t>(static_cast<size_t>(s.max_tokens), 5), 0, 0,
+                          std::vector<int>(static_cast<size_t>(s.max_tokens), 4)});
     }
     return out;
   }
@@ -186,7 +247,13 @@ TEST(Speculator, DsparkAsksADraftModelOnlyForWhatItWouldVerify) {
                  std::make_unique<CountingDrafter>(&asked));
     // A step's time grows steeply with its tokens, and drafts are rarely accepted.
     for (int i = 0; i < 40; ++i) s.observe_forward(1 + i % 40, 0, 0.001 + 0.01 * (1 + i % 40));
-    for (int64_t i = 0; i < 32; ++i) s.observe(i, 8, 0);
+    for (int round = 0; round < 3; ++round) {
+      const auto drafts = s.propose(reqs, 32);
+      for (int64_t i = 0; i < 32; ++i)
+        if (!drafts[static_cast<size_t>(i)].empty())
+          s.observe(i, static_cast<int>(drafts[static_cast<size_t>(i)].size()), 0);
+    }
+    asked.clear();
     (void)s.propose(reqs, 32);
     int total = 0;
     for (int a : asked) total += a;

@@ -14,11 +14,16 @@
 
 namespace deepinfer::engine::speculative {
 
+inline constexpr int kMaxContextMatch = 64;
+
 struct Draft {
   std::vector<int32_t> tokens;  // [<= max_tokens] proposed continuation, in order
   int match_length = 0;         // n-gram drafters: tokens of context the proposal matched
+  // n-gram drafters: how far back the matched occurrence agrees with the sequence's end
+  // (>= match_length, capped at kMaxContextMatch): a long agreement means a span being copied.
+  int context_match = 0;
   // Per-token confidence signal, 1 (weak) .. 4 (strong), that the acceptance estimate is kept
-  // by (dspark_policy.h). [tokens.size()], or empty: match_length for every token.
+  // by (dspark_policy.h). [tokens.size()], or empty: from context_match (speculator.cc).
   std::vector<int> signals;
 };
 

@@ -35,6 +35,10 @@ class NgramDrafter final : public Drafter {
         const int count = std::min(max_tokens, len - from);
         d.tokens.assign(tokens.begin() + from, tokens.begin() + from + count);
         d.match_length = n;
+        d.context_match = n;
+        for (int a = start - 1, b = len - n - 1;
+             a >= 0 && d.context_match < kMaxContextMatch && tokens[a] == tokens[b]; --a, --b)
+          ++d.context_match;
         return d;
       }
     }

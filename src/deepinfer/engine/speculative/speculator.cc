@@ -31,6 +31,17 @@ Result<SpecPolicy> parse_spec_policy(const std::string& name) {
   return invalid_argument("--spec-policy {}: expected fixed or dspark", name);
 }
 
+namespace {
+
+// An n-gram draft's signal from how far back its source agrees with the sequence's end: 1, 2,
+// 3 tokens, 4-7, 8-15, 16 or more (a span being copied).
+int ngram_signal(const Draft& d) {
+  const int m = std::max(d.match_length, d.context_match);
+  return m <= 3 ? std::max(m, 1) : m < 8 ? 4 : m < 16 ? 5 : 6;
+}
+
+}  // namespace
+
 Speculator::Speculator(const SpeculativeConfig& config, std::unique_ptr<Drafter> drafter)
     : config_(config), drafter_(drafter ? std::move(drafter) : make_ngram_drafter()) {}
 
@@ -74,7 +85,7 @@ std::vector<std::vector<int32_t>> Speculator::propose(const std::vector<DraftReq
     Draft& d = drafts[n];
     d.tokens.resize(std::min(d.tokens.size(), static_cast<size_t>(inputs[n].max_tokens)));
     stats_.drafted += static_cast<int64_t>(d.tokens.size());
-    if (d.signals.empty()) d.signals.assign(d.tokens.size(), d.match_length);
+    if (d.signals.empty()) d.signals.assign(d.tokens.size(), ngram_signal(d));
     double p = 1;
     for (size_t j = 0; j < d.tokens.size(); ++j) {
       p *= acceptance_.estimate(requests[i].seq_id, static_cast<int>(j), d.signals[j]);
