@@ -143,6 +143,41 @@ TEST(DeepseekV41Forward, ChunkedBatchedPrefillMatchesTheReference) {
   std::printf("deepseek_v41 chunked+batched: max |logit - reference| = %.2e\n", worst);
 }
 
+// The bounded-replay plumbing without its approximation: the long prompt's recent rows are lost
+// (overwritten with NaN) and rebuilt by a replay from position 0, which cuts no window; the
+// sources' entries and index keys of windows closing before the replay's end are kept as cached,
+// not rewritten. The next token's logits are then the reference's.
+TEST(DeepseekV41Forward, ReplayFromTheStartRebuildsTheRowsExactly) {
+  auto m = open_v41();
+  ASSERT_NE(m, nullptr);
+  const int64_t V = m->config().vocab_size;
+  const model::KvCacheSpec spec = m->kv_cache_spec();
+  const nlohmann::json fx = v41test::read_json(v41test::fixture_dir() + "/expected.json");
+  const auto& c = fx["cases"][2];
+  const auto ids = c["ids"].get<std::vector<int32_t>>();
+  const int n = static_cast<int>(ids.size()), block_size = 4, blocks = (n + 3) / 4;
+  model::KvCache cache = model::KvCache::allocate(spec, blocks, block_size, blocks);
+  ThreadPool pool(2);
+  model::ForwardContext ctx{&pool, false};
+  PagedSeq s{ids, {}, 0, 0, 0};
+  for (int i = 0; i < blocks; ++i) s.blocks.push_back(i);
+  ForwardBatch prefill;
+  add_step(prefill, s, n - 1, block_size, spec);
+  std::vector<float> logits(n * V);
+  ASSERT_TRUE(m->forward(prefill, cache, ctx, logits.data()).is_ok());
+  for (auto& r : cache.recent) std::fill(r.data(), r.data() + r.size(), NAN);
+  s.computed = 0;
+  ForwardBatch replay;
+  add_step(replay, s, n, block_size, spec);
+  replay.seq_replay_start = {0};
+  replay.seq_replay_end = {n - 1};
+  const Status st = m->forward(replay, cache, ctx, logits.data());
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  const float d = v4test::max_abs_diff(logits.data() + int64_t{n - 1} * V,
+                                       c["logits"][n - 1].get<std::vector<float>>());
+  EXPECT_LT(d, kTol);
+}
+
 // A step that continues a sequence without the ids before it is refused, not run on a guess.
 TEST(DeepseekV41Forward, RefusesAContinuationWithoutItsTokenHistory) {
   auto m = open_v41();
