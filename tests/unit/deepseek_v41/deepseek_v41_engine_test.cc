@@ -167,7 +167,7 @@ TEST(DeepseekV41Engine, KvStoreRestoreMatchesTheReference) {
 // restores the prefix by replaying its last recent_tokens tokens (the window cut there; the
 // sources' entries and index keys kept as cached). Approximate by design, and the fixture's window
 // of 4 makes the cut reach every replayed token's window: the first position's top-20 KL measured
-// 0.157 here, bounded at about 3x that (not a quality figure for V4.1-Flash's window of 128).
+// 0.157 here (0.0002 with a replay of 3x the window), bounded at about 3x that.
 // "exact" afterwards gives the reference's tokens again: the replayed state never reached the
 // prefix cache.
 TEST(DeepseekV41Engine, BoundedReplayRestoresAPrefixWhoseRowsAreGone) {
