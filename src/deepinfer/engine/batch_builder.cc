@@ -31,7 +31,7 @@ void add_image_rows(const std::vector<PromptImage>& images, int first, RunnerSeq
 }  // namespace
 
 RunnerInput make_runner_input(const ScheduleOutput& out, const SequenceLookup& lookup, int block_size,
-                              std::span<const int32_t> slab_of_block) {
+                              std::span<const int32_t> slab_of_block, int token_history) {
   RunnerInput in;
   in.seqs.reserve(out.seqs.size());
   for (const ScheduledSeq& s : out.seqs) {
@@ -59,6 +59,12 @@ RunnerInput make_runner_input(const ScheduleOutput& out, const SequenceLookup& l
       for (int32_t b : r.block_table) r.recent_slabs.push_back(slab_of_block[static_cast<size_t>(b)]);
     r.replay_start = seq->replay_start;
     r.replay_end = seq->replay_end;
+    for (int pos = s.first_position - token_history; pos < s.first_position; ++pos) {
+      const int32_t id = pos < 0 ? -1 : seq->token_at(pos);
+      DI_CHECK(pos < 0 || id != Sequence::kPendingToken, "seq {}: token {} before the step is not sampled yet",
+               seq->id, pos);
+      r.token_history.push_back(id);
+    }
   }
   return in;
 }
@@ -95,6 +101,10 @@ BatchInputs build_forward_batch(const RunnerInput& in, int block_size) {
              "seq {}: {} recent slabs for {} blocks", s.seq_id, s.recent_slabs.size(), s.block_table.size());
     b.recent_slab_table.insert(b.recent_slab_table.end(), s.recent_slabs.begin(), s.recent_slabs.end());
     b.block_table_indptr.push_back(static_cast<int32_t>(b.block_table.size()));
+    DI_CHECK(s.token_history.size() == in.seqs.front().token_history.size(),
+             "seq {}: {} history ids, the batch's first sequence {}", s.seq_id, s.token_history.size(),
+             in.seqs.front().token_history.size());
+    b.seq_token_history.insert(b.seq_token_history.end(), s.token_history.begin(), s.token_history.end());
     if (!s.recent_slabs.empty()) {
       b.seq_replay_start.push_back(s.replay_start);
       b.seq_replay_end.push_back(s.replay_end);

@@ -30,9 +30,11 @@ struct BatchInputs {
 using SequenceLookup = std::function<const Sequence*(int64_t)>;
 
 // `slab_of_block` (hybrid caches: KvCacheManager::recent_slabs().slab_of_block(); empty
-// otherwise) gives each RunnerSeq its recent slabs.
+// otherwise) gives each RunnerSeq its recent slabs; `token_history` (the model's
+// KvCacheSpec::token_history) how many ids before its first new token it carries. Those are
+// always known: with overlap scheduling only the first new token can be the one in flight.
 RunnerInput make_runner_input(const ScheduleOutput& out, const SequenceLookup& lookup, int block_size,
-                              std::span<const int32_t> slab_of_block = {});
+                              std::span<const int32_t> slab_of_block = {}, int token_history = 0);
 
 BatchInputs build_forward_batch(const RunnerInput& in, int block_size);
 

@@ -93,7 +93,7 @@ std::unique_ptr<Engine::Prepared> Engine::prepare_step() {
   auto p = std::make_unique<Prepared>();
   p->input = make_runner_input(
       sched, [this](int64_t id) { return scheduler_->get(id); }, config_.block_size,
-      kv_manager_->recent_slabs().slab_of_block());
+      kv_manager_->recent_slabs().slab_of_block(), runner_->kv_cache().spec.token_history);
   for (RunnerSeq& rs : p->input.seqs) {
     // Prompt logprobs: score the token after each prompt position of this chunk but the last.
     auto it = requests_.find(rs.seq_id);

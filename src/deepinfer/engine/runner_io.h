@@ -26,6 +26,9 @@ struct RunnerSeq {
   // Hybrid caches: a bounded replay in progress (Sequence::replay_start/end); 0, 0 = none.
   int replay_start = 0;
   int replay_end = 0;
+  // Models that read token ids before the step (KvCacheSpec::token_history = k > 0): [k] the
+  // ids at first_position - k .. first_position - 1, -1 before position 0; empty otherwise.
+  std::vector<int32_t> token_history = {};
   bool samples = false;              // its last token's logits are sampled (one row each)
   // Speculative decoding: the last num_draft of token_ids are drafts; the sequence then has
   // num_draft + 1 logits rows (each draft's position and the one before it), all for sample().

@@ -12,6 +12,7 @@
 #include "deepinfer/base/timer.h"
 #include "deepinfer/kernels/cpu/embedding.h"  // check_token_ids
 #include "deepinfer/model/architectures.h"
+#include "deepinfer/model/deepseek_v4_batch_check.h"
 #include "deepinfer/model/deepseek_v4_state.h"
 #include "deepinfer/model/hf_config_json.h"
 #include "deepinfer/model/layers/embedding.h"
@@ -115,62 +116,7 @@ Result<std::unique_ptr<DeepseekV4>> DeepseekV4::load(const ModelConfig& config,
 KvCacheSpec DeepseekV4::kv_cache_spec() const { return spec_; }
 
 Status DeepseekV4::check_batch(const ForwardBatch& b, const KvCache& cache) const {
-  const KvCacheSpec& want = spec_;
-  if (cache.spec.num_layers != v4_.num_layers || !cache.spec.hybrid() ||
-      cache.spec.state_kinds.size() != want.state_kinds.size() ||
-      static_cast<int>(cache.block_state.size()) != v4_.num_layers ||
-      cache.block_size % want.block_size_multiple != 0 || cache.num_recent_slabs <= 0)
-    return invalid_argument(
-        "KV cache (layers {}, {} state kinds, block size {}, {} recent slabs) does not match "
-        "deepseek_v4's state ({} layers, {} state kinds, block size a multiple of {})",
-        cache.spec.num_layers, cache.spec.state_kinds.size(), cache.block_size,
-        cache.num_recent_slabs, v4_.num_layers, want.state_kinds.size(),
-        want.block_size_multiple);
-  DI_RETURN_IF_ERROR(kernels::check_token_ids(b.token_ids.data(), b.num_tokens(), v4_.vocab_size));
-  if (b.recent_slab_table.size() != b.block_table.size())
-    return invalid_argument("deepseek_v4: the batch has {} recent slabs for {} blocks",
-                            b.recent_slab_table.size(), b.block_table.size());
-  const bool replay = !b.seq_replay_start.empty() || !b.seq_replay_end.empty();
-  if (replay && (b.seq_replay_start.size() != size_t(b.num_seqs()) ||
-                 b.seq_replay_end.size() != size_t(b.num_seqs())))
-    return invalid_argument("deepseek_v4: the batch has {} replay starts and {} ends for {} "
-                            "sequences",
-                            b.seq_replay_start.size(), b.seq_replay_end.size(), b.num_seqs());
-  // Each sequence's new tokens must continue its cached prefix (positions p0..p0+n-1, with
-  // p0 + n = context length), and the recent rows they read (from p0 - recent_tokens on) must
-  // still be there: the compressor and the window read earlier tokens' rows from the cache.
-  for (int s = 0; s < b.num_seqs(); ++s) {
-    const int32_t t0 = b.seq_token_start[s], t1 = b.seq_token_start[s + 1];
-    const int64_t blocks = b.block_table_indptr[s + 1] - b.block_table_indptr[s];
-    if (int64_t{b.seq_context_len[s]} > blocks * cache.block_size)
-      return invalid_argument("deepseek_v4: sequence {} has {} tokens but {} blocks", s,
-                              b.seq_context_len[s], blocks);
-    for (int32_t t = t0; t < t1; ++t)
-      if (b.positions[t] != b.seq_context_len[s] - (t1 - t))
-        return invalid_argument(
-            "deepseek_v4: sequence {}'s new tokens are not the continuation of its cache", s);
-    int64_t first_read = std::max<int64_t>(0, b.seq_context_len[s] - (t1 - t0) -
-                                                  want.recent_tokens);
-    if (replay) {
-      // A replay rebuilds at least the recent_tokens rows before its end (all a later token
-      // reads), and starts before the tokens it replays.
-      const int32_t r0 = b.seq_replay_start[s], r1 = b.seq_replay_end[s];
-      if (r0 < 0 || r0 > r1 || r0 > std::max(0, r1 - want.recent_tokens) ||
-          (r0 < r1 && r0 > b.seq_context_len[s] - (t1 - t0)))
-        return invalid_argument("deepseek_v4: sequence {}'s replay [{}, {}) does not rebuild its "
-                                "last {} recent rows from the step's first token",
-                                s, r0, r1, want.recent_tokens);
-      first_read = std::max<int64_t>(first_read, r0);
-    }
-    for (int64_t j = first_read / cache.block_size; j < blocks; ++j) {
-      const int32_t slab = b.recent_slab_table[b.block_table_indptr[s] + j];
-      if (slab < 0 || slab >= cache.num_recent_slabs)
-        return invalid_argument(
-            "deepseek_v4: sequence {}'s block {} has no recent rows (slab {}) but is read", s, j,
-            slab);
-    }
-  }
-  return Status::ok();
+  return v4_check_hybrid_batch(spec_, v4_.vocab_size, "deepseek_v4", b, cache);
 }
 
 void DeepseekV4::layer_forward(int l, const ForwardBatch& b, KvCache& cache, ForwardContext& ctx) {

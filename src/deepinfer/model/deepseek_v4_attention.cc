@@ -28,22 +28,9 @@ Rope rope_of(const DeepseekV4Config& c, bool compressed) {
                     : Rope{c.rope_dim, c.main_theta, c.main_scaling};
 }
 
-// Rotates the trailing rope_dim channels of each head (interleaved pairs).
 void rope_tail(const Rope& r, float* x, int64_t T, int heads, int head_dim, int64_t stride,
                const int32_t* pos) {
-  if (T == 0) return;
-  kernels::RopeParams p{};
-  p.x = x + (head_dim - r.rope_dim);
-  p.n_tokens = T;
-  p.n_heads = heads;
-  p.head_dim = head_dim;
-  p.rot_dim = r.rope_dim;
-  p.token_stride = stride;
-  p.positions = pos;
-  p.theta = r.theta;
-  p.layout = kernels::RopeLayout::kInterleaved;
-  p.scaling = r.scaling;
-  kernels::rope(p);
+  v4_rope_tail(r.rope_dim, r.theta, r.scaling, x, T, heads, head_dim, stride, pos);
 }
 
 V4CompressorDims compressor_dims(const DeepseekV4Config& c, int layer, const V4LayerCache& cache,
@@ -64,7 +51,25 @@ V4CompressorDims compressor_dims(const DeepseekV4Config& c, int layer, const V4L
   return d;
 }
 
-V4SeqState seq_state(const ForwardBatch& b, int s, const V4LayerCache& cache) {
+// Projects a compressor's kv/score for all tokens and runs each sequence's step.
+void compressor_forward(const V4CompressorDims& d, const V4Compressor& w, const ForwardBatch& b,
+                        const float* h, int64_t hidden, const V4LayerCache& cache,
+                        std::vector<float>& kv, std::vector<float>& score, ForwardContext& ctx) {
+  const int64_t T = b.num_tokens(), width = d.width();
+  kv.resize(T * width);
+  score.resize(T * width);
+  linear_forward(w.wkv, h, T, hidden, kv.data(), width, ctx);
+  linear_forward(w.wgate, h, T, hidden, score.data(), width, ctx);
+  for (int s = 0; s < b.num_seqs(); ++s) {
+    const int64_t t0 = b.seq_token_start[s], n = b.seq_token_start[s + 1] - t0;
+    v4_compressor_step(d, w, v4_seq_state(b, s, cache), kv.data() + t0 * width,
+                       score.data() + t0 * width, b.positions.data() + t0, n);
+  }
+}
+
+}  // namespace
+
+V4SeqState v4_seq_state(const ForwardBatch& b, int s, const V4LayerCache& cache) {
   V4SeqState r;
   r.block_pool = cache.block_pool;
   r.recent_pool = cache.recent_pool;
@@ -81,23 +86,42 @@ V4SeqState seq_state(const ForwardBatch& b, int s, const V4LayerCache& cache) {
   return r;
 }
 
-// Projects a compressor's kv/score for all tokens and runs each sequence's step.
-void compressor_forward(const V4CompressorDims& d, const V4Compressor& w, const ForwardBatch& b,
-                        const float* h, int64_t hidden, const V4LayerCache& cache,
-                        std::vector<float>& kv, std::vector<float>& score, ForwardContext& ctx) {
-  const int64_t T = b.num_tokens(), width = d.width();
-  kv.resize(T * width);
-  score.resize(T * width);
-  linear_forward(w.wkv, h, T, hidden, kv.data(), width, ctx);
-  linear_forward(w.wgate, h, T, hidden, score.data(), width, ctx);
-  for (int s = 0; s < b.num_seqs(); ++s) {
-    const int64_t t0 = b.seq_token_start[s], n = b.seq_token_start[s + 1] - t0;
-    v4_compressor_step(d, w, seq_state(b, s, cache), kv.data() + t0 * width,
-                       score.data() + t0 * width, b.positions.data() + t0, n);
-  }
+void v4_rope_tail(int rope_dim, float theta, const kernels::RopeScaling& scaling, float* x,
+                  int64_t T, int heads, int head_dim, int64_t stride, const int32_t* pos) {
+  if (T == 0) return;
+  kernels::RopeParams p{};
+  p.x = x + (head_dim - rope_dim);
+  p.n_tokens = T;
+  p.n_heads = heads;
+  p.head_dim = head_dim;
+  p.rot_dim = rope_dim;
+  p.token_stride = stride;
+  p.positions = pos;
+  p.theta = theta;
+  p.layout = kernels::RopeLayout::kInterleaved;
+  p.scaling = scaling;
+  kernels::rope(p);
 }
 
-}  // namespace
+void v4_grouped_projection(const LinearWeight& wo_a, int groups, int64_t rank, const float* in,
+                           int64_t T, int64_t in_width, float* out, ForwardContext& ctx) {
+  const int64_t G = groups, R = rank, in_g = in_width / G, block = wo_a.fp8_block;
+  const bool fp8 = !wo_a.scale_inv.empty();
+  DI_CHECK(!fp8 || G == 1 || R % block == 0,
+           "grouped projection: FP8 blocks of {} rows straddle groups of {}", block, R);
+  for (int64_t g = 0; g < G; ++g) {
+    LinearWeight part = wo_a;
+    part.weight.shape[0] = R;
+    part.weight.data =
+        static_cast<const uint8_t*>(wo_a.weight.data) + g * R * wo_a.weight.row_stride_bytes();
+    if (fp8) {
+      part.scale_inv.shape[0] = (R + block - 1) / block;
+      part.scale_inv.data = static_cast<const float*>(wo_a.scale_inv.data) +
+                            (g * R / block) * wo_a.scale_inv.shape[1];
+    }
+    linear_forward(part, in + g * in_g, T, in_width, out + g * R, G * R, ctx);
+  }
+}
 
 int v4_indexer_topk(const float* scores, int n_visible, int k, int32_t* out) {
   const int n = std::min(k, n_visible);
@@ -171,7 +195,7 @@ void project(const DeepseekV4Config& c, int layer, const V4Attention& w, const F
   rms_norm_rows(s.kv.data(), D, w.kv_norm, s.kv.data(), D, T, D, c.rms_eps);
   rope_tail(rope, s.kv.data(), T, 1, static_cast<int>(D), D, b.positions.data());
   for (int sq = 0; sq < b.num_seqs(); ++sq) {
-    const V4SeqState st = seq_state(b, sq, cache);
+    const V4SeqState st = v4_seq_state(b, sq, cache);
     for (int64_t t = b.seq_token_start[sq]; t < b.seq_token_start[sq + 1]; ++t)
       std::memcpy(st.row(b.positions[t]) + cache.layout.kv, s.kv.data() + t * D, sizeof(float) * D);
   }
@@ -196,20 +220,9 @@ void output_projection(const DeepseekV4Config& c, int layer, const V4Attention& 
   for (int64_t t = 0; t < T; ++t) s.neg_pos[t] = -b.positions[t];
   rope_tail(rope_of(c, c.layers[layer].attn != V4Attn::kWindow), s.attn.data(), T,
             static_cast<int>(nh), static_cast<int>(D), nh * D, s.neg_pos.data());
-  const int64_t in_g = nh * D / G;
   s.grouped.resize(T * G * R);
-  for (int64_t g = 0; g < G; ++g) {
-    LinearWeight part = w.wo_a;
-    part.weight.shape[0] = R;
-    part.weight.data =
-        static_cast<const uint8_t*>(w.wo_a.weight.data) + g * R * w.wo_a.weight.row_stride_bytes();
-    if (!w.wo_a.scale_inv.empty()) {
-      part.scale_inv.shape[0] = (R + kFp8Block - 1) / kFp8Block;
-      part.scale_inv.data = static_cast<const float*>(w.wo_a.scale_inv.data) +
-                            (g * R / kFp8Block) * w.wo_a.scale_inv.shape[1];
-    }
-    linear_forward(part, s.attn.data() + g * in_g, T, nh * D, s.grouped.data() + g * R, G * R, ctx);
-  }
+  v4_grouped_projection(w.wo_a, static_cast<int>(G), R, s.attn.data(), T, nh * D, s.grouped.data(),
+                        ctx);
   linear_forward(w.wo_b, s.grouped.data(), T, G * R, out, c.hidden, ctx);
 }
 
@@ -245,7 +258,7 @@ void v4_attention_forward(const DeepseekV4Config& c, int layer, const V4Attentio
     p.sinks = static_cast<const float*>(w.sinks.data);
     p.scale = 1.0f / std::sqrt(float(D));
     for (int64_t t = T * ti / n_threads; t < T * (ti + 1) / n_threads; ++t) {
-      gather_keys(c, layer, cache.layout, seq_state(b, s.seq_of[t], cache), b.positions[t], t, s,
+      gather_keys(c, layer, cache.layout, v4_seq_state(b, s.seq_of[t], cache), b.positions[t], t, s,
                   qs);
       qs.scores.resize(qs.keys.size());
       p.q = s.q.data() + t * nh * D;

@@ -46,6 +46,20 @@ void v4_attention_forward(const DeepseekV4Config& c, int layer, const V4Attentio
                           const ForwardBatch& b, const float* h, const V4LayerCache& cache,
                           V4AttnScratch& s, ForwardContext& ctx, float* out);
 
+// Sequence s's view of a layer's pools (its block and slab tables, its replay bounds).
+V4SeqState v4_seq_state(const ForwardBatch& b, int s, const V4LayerCache& cache);
+
+// Rotates the trailing rope_dim channels of each of `heads` heads (interleaved pairs) of T rows
+// `stride` floats apart, token t at pos[t] (negative: rotated back).
+void v4_rope_tail(int rope_dim, float theta, const kernels::RopeScaling& scaling, float* x,
+                  int64_t T, int heads, int head_dim, int64_t stride, const int32_t* pos);
+
+// out [T, groups * rank] = wo_a by groups: rows [g * rank, (g + 1) * rank) of wo_a times columns
+// [g * in_width / groups, ...) of in [T, in_width]. FP8 scales are sliced by wo_a.fp8_block rows
+// (a group must start on a block edge).
+void v4_grouped_projection(const LinearWeight& wo_a, int groups, int64_t rank, const float* in,
+                           int64_t T, int64_t in_width, float* out, ForwardContext& ctx);
+
 // The indexer's choice for one query: the min(k, n_visible) entries of highest score
 // (ties: lower entry first), into `out`; returns how many.
 int v4_indexer_topk(const float* scores, int n_visible, int k, int32_t* out);

@@ -25,6 +25,10 @@ struct ForwardBatch {
   // in the cache, are not rewritten.
   std::vector<int32_t> seq_replay_start;
   std::vector<int32_t> seq_replay_end;
+  // Models whose spec has token_history = k > 0 (DeepSeek-V4.1's Engram), [n_seqs * k] or empty:
+  // sequence s's token ids at positions first - k .. first - 1 (first: its first new token's
+  // position), -1 for positions before 0. Empty: every sequence starts at position 0.
+  std::vector<int32_t> seq_token_history;
   std::vector<int32_t> slot_mapping;     // [n_tokens] KV slot of each new token: block * block_size + pos % block_size
   std::vector<int32_t> logits_rows;      // token indices (into token_ids) whose logits are wanted
   // Multimodal prompts: rows whose input embedding is given (image tokens) instead of looked up

@@ -53,6 +53,9 @@ struct KvCacheSpec {
   // A new token at position p reads recent rows of positions >= p - recent_tokens only.
   int recent_tokens = 0;
   int block_size_multiple = 1;  // the block size must be a multiple (the compression ratios)
+  // How many token ids before each sequence's first new token a forward reads
+  // (ForwardBatch::seq_token_history; DeepSeek-V4.1's Engram n-grams); 0: none.
+  int token_history = 0;
   // Element type of the plain K/V pools: kF32, kF16 or kBF16. Models declare kF32; the engine
   // sets what --kv-cache-dtype resolves to. Hybrid state (block_state, recent) is always f32.
   DType dtype = DType::kF32;

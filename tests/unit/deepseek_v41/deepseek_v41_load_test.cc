@@ -1,5 +1,7 @@
-// A DeepSeek-V4.1 checkpoint given to the engine: its config and Engram layout are checked, then it
-// is refused in one line naming it (the forward pass is not built), never loaded half-built.
+// A DeepSeek-V4.1 checkpoint given to the engine: it loads as DeepseekV41 with its hybrid state;
+// a broken one is refused in one line naming the model kind and the first thing wrong with it.
+#include "deepinfer/model/deepseek_v41.h"
+#include "deepinfer/model/deepseek_v41_state.h"
 #include "deepinfer/model/format/safetensors.h"
 #include "deepinfer/model/model.h"
 #include "deepinfer/model/model_config.h"
@@ -24,15 +26,18 @@ TEST(DeepseekV41Load, GenericConfigReadsTheTextModel) {
   EXPECT_EQ(c->num_layers, 8);
 }
 
-TEST(DeepseekV41Load, RefusedInOneLineUntilBuilt) {
+TEST(DeepseekV41Load, LoadsWithItsHybridState) {
   auto m = open_dir(v41test::fixture_dir());
-  ASSERT_FALSE(m.is_ok());
-  const std::string& msg = m.status().message();
-  EXPECT_EQ(m.status().code(), StatusCode::kUnsupported) << msg;
-  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-  EXPECT_NE(msg.find("DeepSeek-V4.1"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("not built yet"), std::string::npos) << msg;
-  EXPECT_NE(msg.find(v41test::fixture_dir()), std::string::npos) << msg;
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  const auto* v41 = dynamic_cast<const model::DeepseekV41*>(m->get());
+  ASSERT_NE(v41, nullptr);
+  EXPECT_EQ((*m)->config().architecture, "deepseek_v41");
+  EXPECT_EQ((*m)->config().num_layers, 8);
+  const model::KvCacheSpec spec = (*m)->kv_cache_spec();
+  EXPECT_EQ(spec.state_kinds.size(), model::v41_kv_cache_spec(v41->v41_config()).state_kinds.size());
+  EXPECT_EQ(spec.token_history, 3);  // engram_max_ngram_size 4
+  EXPECT_EQ(spec.recent_tokens, 4);
+  EXPECT_EQ(spec.block_size_multiple, 2);
 }
 
 TEST(DeepseekV41Load, BrokenCheckpointsNameTheProblemFirst) {
@@ -53,7 +58,7 @@ TEST(DeepseekV41Load, BrokenCheckpointsNameTheProblemFirst) {
     EXPECT_NE(m.status().message().find("engram_hash.json"), std::string::npos)
         << m.status().message();
   }
-  {  // the weights are read before the refusal: a layer the config makes an index source has none
+  {  // a layer the config makes an index source has no indexer weights
     v41test::EditedCopy d(
         "load_weights",
         [](nlohmann::json& c) {
@@ -65,7 +70,6 @@ TEST(DeepseekV41Load, BrokenCheckpointsNameTheProblemFirst) {
     const std::string& msg = m.status().message();
     EXPECT_NE(msg.find("DeepSeek-V4.1"), std::string::npos) << msg;
     EXPECT_NE(msg.find("layers.6.attn.indexer.wq_b.weight"), std::string::npos) << msg;
-    EXPECT_EQ(msg.find("not built yet"), std::string::npos) << msg;
   }
 }
 

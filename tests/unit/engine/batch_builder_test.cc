@@ -66,5 +66,28 @@ TEST(BatchBuilder, FillsForwardBatchAndSlots) {
   EXPECT_EQ(kv.num_available_blocks(), 16);
 }
 
+// A model that reads token ids before the step (KvCacheSpec::token_history, DeepSeek-V4.1's
+// Engram) gets each sequence's last k ids before its first new token, -1 before position 0.
+TEST(BatchBuilder, CarriesEachSequencesTokenHistory) {
+  KvCacheManager kv(kv_config(16, 4));
+  SchedulerConfig sc;
+  sc.max_num_batched_tokens = 4;
+  Scheduler sched(sc, kv);
+  auto lookup = [&](int64_t id) { return sched.get(id); };
+  ASSERT_TRUE(sched.add(make_seq(1, iota_tokens(6, 10), 5)).is_ok());
+  auto out1 = sched.schedule();  // tokens 0..3
+  BatchInputs in1 = build_forward_batch(make_runner_input(out1, lookup, 4, {}, 3), 4);
+  EXPECT_EQ(in1.batch.seq_token_history, (std::vector<int32_t>{-1, -1, -1}));
+  sched.update(out1, fake_step(sched, out1));
+  auto out2 = sched.schedule();  // tokens 4..5
+  BatchInputs in2 = build_forward_batch(make_runner_input(out2, lookup, 4, {}, 3), 4);
+  EXPECT_EQ(in2.batch.positions, (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(in2.batch.seq_token_history, (std::vector<int32_t>{11, 12, 13}));
+  // Without a history (every other model) the field stays empty.
+  EXPECT_TRUE(build_forward_batch(out2, lookup, 4).batch.seq_token_history.empty());
+  sched.update(out2, fake_step(sched, out2));
+  sched.abort(1);
+}
+
 }  // namespace
 }  // namespace deepinfer::engine
