@@ -10,7 +10,6 @@
 
 #include "deepinfer/base/check.h"
 #include "deepinfer/kernels/cpu/indexer_score.h"
-#include "deepinfer/kernels/cpu/sink_attention.h"
 #include "deepinfer/model/deepseek_v41_compressor.h"
 #include "deepinfer/model/deepseek_v41_selection.h"
 #include "deepinfer/model/layers/rms_norm.h"
@@ -225,28 +224,11 @@ void v41_attention_forward(const DeepseekV41Config& c, int layer, const V41Atten
   std::vector<int32_t> seq_of(T);
   for (int sq = 0; sq < b.num_seqs(); ++sq)
     for (int64_t t = b.seq_token_start[sq]; t < b.seq_token_start[sq + 1]; ++t) seq_of[t] = sq;
-  // Queries are independent (their rows and entries were all written above, and each writes only
-  // its own picks): split them over the threads; a query's arithmetic does not depend on the split.
-  const int nt = ctx.pool->num_threads();
-  if (static_cast<int>(s.per_thread.size()) < nt) s.per_thread.resize(nt);
-  ctx.pool->run([&](int ti, int n_threads) {
-    V4QueryScratch& qs = s.per_thread[ti];
-    kernels::SinkAttentionParams p{};
-    p.n_heads = static_cast<int>(nh);
-    p.head_dim = static_cast<int>(D);
-    p.sinks = static_cast<const float*>(w.sinks.data);
-    p.scale = 1.0f / std::sqrt(float(D));
-    for (int64_t t = T * ti / n_threads; t < T * (ti + 1) / n_threads; ++t) {
-      gather_keys(c, layer, own, source, b, seq_of[t], t, s, picks, qs);
-      qs.scores.resize(qs.keys.size());
-      p.q = s.q.data() + t * nh * D;
-      p.keys = qs.keys.data();
-      p.n_keys = static_cast<int64_t>(qs.keys.size());
-      p.out = s.attn.data() + t * nh * D;
-      p.scores = qs.scores.data();
-      kernels::sink_attention(p);
-    }
-  });
+  // Every query's rows and entries were written above, and each writes only its own picks.
+  v4_sink_attention_rows(T, static_cast<int>(nh), static_cast<int>(D), static_cast<const float*>(w.sinks.data),
+                         s.q.data(), s.attn.data(), s.per_thread, ctx, [&](int64_t t, V4QueryScratch& qs) {
+                           gather_keys(c, layer, own, source, b, seq_of[t], t, s, picks, qs);
+                         });
   output_projection(c, layer, w, b, s, ctx, out);
 }
 

@@ -123,6 +123,32 @@ void v4_grouped_projection(const LinearWeight& wo_a, int groups, int64_t rank, c
   }
 }
 
+void v4_sink_attention_rows(int64_t T, int n_heads, int head_dim, const float* sinks, const float* q,
+                            float* out, std::vector<V4QueryScratch>& per_thread, ForwardContext& ctx,
+                            const std::function<void(int64_t t, V4QueryScratch&)>& gather) {
+  const int nt = ctx.pool->num_threads();
+  if (static_cast<int>(per_thread.size()) < nt) per_thread.resize(nt);
+  const int64_t row = int64_t(n_heads) * head_dim;
+  ctx.pool->run([&](int ti, int n_threads) {
+    V4QueryScratch& qs = per_thread[ti];
+    kernels::SinkAttentionParams p{};
+    p.n_heads = n_heads;
+    p.head_dim = head_dim;
+    p.sinks = sinks;
+    p.scale = 1.0f / std::sqrt(float(head_dim));
+    for (int64_t t = T * ti / n_threads; t < T * (ti + 1) / n_threads; ++t) {
+      gather(t, qs);
+      qs.scores.resize(qs.keys.size());
+      p.q = q + t * row;
+      p.keys = qs.keys.data();
+      p.n_keys = static_cast<int64_t>(qs.keys.size());
+      p.out = out + t * row;
+      p.scores = qs.scores.data();
+      kernels::sink_attention(p);
+    }
+  });
+}
+
 int v4_indexer_topk(const float* scores, int n_visible, int k, int32_t* out) {
   const int n = std::min(k, n_visible);
   std::vector<int32_t> order(n_visible);
@@ -246,30 +272,14 @@ void v4_attention_forward(const DeepseekV4Config& c, int layer, const V4Attentio
   s.seq_of.resize(T);
   for (int sq = 0; sq < b.num_seqs(); ++sq)
     for (int64_t t = b.seq_token_start[sq]; t < b.seq_token_start[sq + 1]; ++t) s.seq_of[t] = sq;
-  // Queries are independent (their rows were all written above): split them over the threads;
-  // a query's arithmetic does not depend on the split.
-  const int nt = ctx.pool->num_threads();
-  if (static_cast<int>(s.per_thread.size()) < nt) s.per_thread.resize(nt);
-  ctx.pool->run([&](int ti, int n_threads) {
-    V4QueryScratch& qs = s.per_thread[ti];
-    kernels::SinkAttentionParams p{};
-    p.n_heads = static_cast<int>(nh);
-    p.head_dim = static_cast<int>(D);
-    p.sinks = static_cast<const float*>(w.sinks.data);
-    p.scale = 1.0f / std::sqrt(float(D));
-    for (int64_t t = T * ti / n_threads; t < T * (ti + 1) / n_threads; ++t) {
-      gather_keys(c, layer, cache.layout, v4_seq_state(b, s.seq_of[t], cache), b.positions[t], t, s,
-                  qs);
-      qs.scores.resize(qs.keys.size());
-      p.q = s.q.data() + t * nh * D;
-      p.keys = qs.keys.data();
-      p.n_keys = static_cast<int64_t>(qs.keys.size());
-      p.out = s.attn.data() + t * nh * D;
-      p.scores = qs.scores.data();
-      kernels::sink_attention(p);
-    }
-  });
+  // Every query's rows were written above.
+  v4_sink_attention_rows(T, static_cast<int>(nh), static_cast<int>(D), static_cast<const float*>(w.sinks.data),
+                         s.q.data(), s.attn.data(), s.per_thread, ctx, [&](int64_t t, V4QueryScratch& qs) {
+                           gather_keys(c, layer, cache.layout, v4_seq_state(b, s.seq_of[t], cache),
+                                       b.positions[t], t, s, qs);
+                         });
   // Threads score in parallel: their mean time is the share of the wall time.
+  const int nt = ctx.pool->num_threads();
   for (int ti = 0; ti < nt; ++ti)
     s.compress_seconds += std::exchange(s.per_thread[ti].index_seconds, 0.0) / nt;
   output_projection(c, layer, w, b, s, ctx, out);

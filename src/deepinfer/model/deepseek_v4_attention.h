@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "deepinfer/model/deepseek_v4_compressor.h"
@@ -59,6 +60,14 @@ void v4_rope_tail(int rope_dim, float theta, const kernels::RopeScaling& scaling
 // (a group must start on a block edge).
 void v4_grouped_projection(const LinearWeight& wo_a, int groups, int64_t rank, const float* in,
                            int64_t T, int64_t in_width, float* out, ForwardContext& ctx);
+
+// Sink attention of every query row t < T (q and out [T, n_heads * head_dim]) over the keys that
+// gather(t, scratch) puts in scratch.keys, the rows split over the pool's threads (one scratch
+// per thread in per_thread). Queries are independent: a row's arithmetic does not depend on the
+// split. V4 and V4.1 differ only in which keys a query sees.
+void v4_sink_attention_rows(int64_t T, int n_heads, int head_dim, const float* sinks, const float* q,
+                            float* out, std::vector<V4QueryScratch>& per_thread, ForwardContext& ctx,
+                            const std::function<void(int64_t t, V4QueryScratch&)>& gather);
 
 // The indexer's choice for one query: the min(k, n_visible) entries of highest score
 // (ties: lower entry first), into `out`; returns how many.
