@@ -27,6 +27,9 @@ build: deps
 test: deps-test build
 	@$(DEEPINFER) pull smollm2-135m-instruct --if-missing
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+	@# ctest does not print why a test was skipped: say it once for the GPU tests.
+	@if [ -x $(BUILD_DIR)/bin/test_cuda ]; then $(BUILD_DIR)/bin/test_cuda 2>&1 | \
+	  awk '/: Skipped$$/{getline; if (!seen[$$0]++) print "GPU tests skipped: " $$0}'; fi
 	@# The Python package builds in the same build folder, so only its bindings compile (a
 	@# separate folder would compile the whole engine a second time).
 	@python3 -m pip install -q -C build-dir=$(BUILD_DIR) . 2>/dev/null || \
