@@ -1,9 +1,7 @@
-// --device resolution and the GPU probe (the CUDA runtime's answer, or "no CUDA in this build").
+// --device resolution and the GPU probe (the NVIDIA driver's answer, or "no CUDA in this build").
 #include "deepinfer/kernels/device.h"
 
-#if DEEPINFER_HAVE_CUDA
-#include "deepinfer/kernels/cuda/probe.h"
-#endif
+#include "deepinfer/kernels/gpu_driver_probe.h"
 
 namespace deepinfer::kernels {
 
@@ -17,7 +15,7 @@ bool cuda_built() {
 
 GpuProbe probe_gpu() {
 #if DEEPINFER_HAVE_CUDA
-  return cuda::probe_device();
+  return probe_gpu_driver();
 #else
   GpuProbe p;
   p.reason =

@@ -1,6 +1,6 @@
 // The compute device an engine runs on (--device) and whether a GPU is visible. probe_gpu()
-// asks the CUDA runtime in a CUDA build (DEEPINFER_CUDA) and answers "no GPU" otherwise; it
-// never aborts, whatever the driver says.
+// asks the NVIDIA driver, opened at run time (gpu_driver_probe.h), in a CUDA build
+// (DEEPINFER_CUDA) and answers "no GPU" otherwise; it never aborts, whatever the driver says.
 #pragma once
 
 #include <cstdint>
