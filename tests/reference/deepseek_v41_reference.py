@@ -21,8 +21,9 @@
 #     `k_weight` [hc, hidden] are the channel weights of the gate.
 #  3. Engram hash layout: multipliers from numpy's default_rng(seed + 10007 * layer) as in
 #     DeepSeek's demo; primes from the engram_vocab_size of each n-gram; the token map
-#     (normalized ids) cannot be derived without the tokenizer, so the checkpoint ships both in
-#     a sidecar `engram_hash.json` (the approach V4.1 GGUF ports take).
+#     (normalized ids) comes from the tokenizer, so the checkpoint ships it and the multipliers in
+#     a sidecar `engram_hash.json` (the approach V4.1 GGUF ports take), written for a real
+#     tokenizer by scripts/make_engram_hash.py (the tiny fixture's toy vocabulary gets a made-up map).
 #  4. gate_temp divides the router logits before sqrt(softplus(.)).
 #  5. The head: no hc_head; the streams collapse with the last FFN site's pre (the same rule as
 #     every other collapse: the previous site's pre), then norm, then head.
@@ -37,6 +38,8 @@
 #     w < (t + 1) // ratio. Ratio 1: latent = norm(wkv x) (no wgate); ratio 2: per-feature
 #     softmax of wgate x over the pair, no ape, no overlap.
 import math
+import pathlib
+import sys
 
 import numpy as np
 import torch
@@ -46,6 +49,11 @@ from transformers import DeepseekV4Config
 from transformers.models.deepseek_v4.modeling_deepseek_v4 import (
     DeepseekV4Experts, DeepseekV4GroupedLinear, DeepseekV4HyperConnection, DeepseekV4MLP,
     DeepseekV4RMSNorm, DeepseekV4RotaryEmbedding, apply_rotary_pos_emb)
+
+# The multipliers come from the tool that writes a real checkpoint's engram_hash.json (one
+# derivation for the reference, the fixtures and real checkpoints).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+from make_engram_hash import engram_multipliers, engram_primes  # noqa: E402,F401
 
 
 def v4_config(tc):
@@ -69,39 +77,6 @@ def v4_config(tc):
 
 # ---------------------------------------------------------------------------------------------
 # Engram hashing (pure numpy; the C++ hash test compares against what this writes)
-
-def next_prime_after(n, seen):
-    c = n + 1
-    while True:
-        if c > 1 and all(c % d for d in range(2, int(math.isqrt(c)) + 1)) and c not in seen:
-            return c
-        c += 1
-
-
-def engram_primes(tc):
-    """{layer: [[prime per head] per n-gram 2..N]}; primes distinct across all layers and n-grams."""
-    seen, out = set(), {}
-    for layer in tc["engram_layer_ids"]:
-        per_n = []
-        for n in range(2, tc["engram_max_ngram_size"] + 1):
-            cur, sizes = tc["engram_vocab_size"][n - 2] - 1, []
-            for _ in range(tc["engram_n_heads"]):
-                cur = next_prime_after(cur, seen)
-                seen.add(cur)
-                sizes.append(cur)
-            per_n.append(sizes)
-        out[layer] = per_n
-    return out
-
-
-def engram_multipliers(tc, compressed_vocab):
-    half_bound = max(1, (np.iinfo(np.int64).max // compressed_vocab) // 2)
-    out = {}
-    for layer in tc["engram_layer_ids"]:
-        g = np.random.default_rng(int(tc["engram_seed"] + 10007 * layer))
-        out[layer] = (g.integers(0, half_bound, size=(tc["engram_max_ngram_size"],), dtype=np.int64) * 2 + 1)
-    return out
-
 
 def engram_rows(tc, hash_layout, ids, layer):
     """Row of the layer's table for every (position, column): columns n-gram major, head minor."""

@@ -51,7 +51,8 @@ Status read_sidecar(const std::string& path, int64_t vocab, EngramHashLayout& ou
   if (!in)
     return not_found(
         "{}: cannot open (DeepSeek-V4.1 Engram needs its hash layout: token_map, pad_id, "
-        "multipliers)",
+        "multipliers; make it from the checkpoint's tokenizer.json with "
+        "`python3 scripts/make_engram_hash.py MODEL_DIR`)",
         path);
   json j;
   try {

@@ -57,6 +57,8 @@ TEST(DeepseekV41Load, BrokenCheckpointsNameTheProblemFirst) {
     ASSERT_FALSE(m.is_ok());
     EXPECT_NE(m.status().message().find("engram_hash.json"), std::string::npos)
         << m.status().message();
+    EXPECT_NE(m.status().message().find("scripts/make_engram_hash.py"), std::string::npos)
+        << m.status().message();
   }
   {  // a layer the config makes an index source has no indexer weights
     v41test::EditedCopy d(
