@@ -316,7 +316,11 @@ Result<std::vector<int32_t>> encode_deepseek_v4_chat(const Tokenizer& tok,
   return tok.encode_trusted(text.text, text.trusted);
 }
 
-bool uses_deepseek_v4_chat(std::string_view architecture) { return architecture == "deepseek_v4"; }
+// DeepSeek-V4.1 keeps V4's tokenizer and encoding (shared/design/DEEPSEEK_V4.md, "Tokenizer and
+// chat encoding": encoding_dsv4.py; its image token 129279 is V4.1's vision input).
+bool uses_deepseek_v4_chat(std::string_view architecture) {
+  return architecture == "deepseek_v4" || architecture == "deepseek_v41";
+}
 
 std::optional<DeepseekV4EffortChoice> deepseek_v4_effort_from_api(std::string_view effort) {
   if (effort == "none" || effort == "minimal") return DeepseekV4EffortChoice{false, DeepseekV4Effort::kDefault};

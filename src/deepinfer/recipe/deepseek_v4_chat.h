@@ -55,7 +55,8 @@ Result<std::vector<int32_t>> encode_deepseek_v4_chat(const Tokenizer& tok,
 // The "## Tools" system-prompt section for `tools_json` (empty when there are none).
 Result<jinja::TaggedString> deepseek_v4_tools_prompt(const std::string& tools_json);
 
-// The recipe picks the V4 encoding for a model whose config.json says model_type deepseek_v4.
+// The recipe picks the V4 encoding for a model whose config.json says model_type deepseek_v4 or
+// deepseek_v41 (V4.1 keeps V4's tokenizer and encoding).
 bool uses_deepseek_v4_chat(std::string_view architecture);
 
 // An API reasoning effort -> thinking on/off and DeepSeek's level: none / minimal switch

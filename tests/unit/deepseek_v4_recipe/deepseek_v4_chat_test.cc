@@ -138,7 +138,7 @@ TEST(DeepseekV4ChatText, EffortFromApiAndSelection) {
   EXPECT_FALSE(deepseek_v4_effort_from_api("extreme"));
   EXPECT_TRUE(uses_deepseek_v4_chat("deepseek_v4"));
   EXPECT_FALSE(uses_deepseek_v4_chat("deepseek_v3"));
-  EXPECT_FALSE(uses_deepseek_v4_chat("deepseek_v41"));
+  EXPECT_TRUE(uses_deepseek_v4_chat("deepseek_v41"));
 }
 
 constexpr int32_t kBos = 0, kEos = 1, kUser = 128803, kAssistant = 128804, kThink = 128821, kEndThink = 128822,
