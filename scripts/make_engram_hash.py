@@ -49,7 +49,7 @@ docs/models.md), the token map equals the demo's algorithm run with transformers
 (decode + convert_ids_to_tokens) where transformers is installed; every id maps into range;
 case and leading-space variants share an id; each token's decoded text equals its bytes through
 an independent GPT-2 byte map whenever those bytes are valid UTF-8; the output is deterministic;
-the multipliers equal the reference's for the tiny fixture. What was NOT checked: there is no
+the tiny fixture's sidecar (made through the reference) is what hash_layout gives. What was NOT checked: there is no
 public V4.1 checkpoint, so nothing compares this file with the layout DeepSeek's own V4.1
 inference uses (whether V4.1 keeps the demo's normalization, seed and multiplier rule is
 DeepSeek's published description plus the demo, not a verified fact).

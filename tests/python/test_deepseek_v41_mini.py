@@ -167,6 +167,18 @@ def test_output_is_deterministic(mini, tmp_path):
     assert (tmp_path / "again.json").read_bytes() == (mini / "engram_hash.json").read_bytes()
 
 
+def test_multipliers_and_pad_id_are_the_tiny_fixtures():
+    """The tiny fixture's sidecar (made by tests/reference/make_tiny_deepseek_v41.py through the
+    reference) is what the maker's hash_layout gives for its config and token map."""
+    need_packages()
+    sys.path.insert(0, str(SCRIPTS))
+    from make_engram_hash import hash_layout, text_config
+    fixture = ROOT / "tests/reference/fixtures/deepseek_v41/tiny"
+    want = json.loads((fixture / "engram_hash.json").read_text())
+    tc = text_config(json.loads((fixture / "config.json").read_text()))
+    assert hash_layout(tc, want["token_map"], max(want["token_map"]) + 1) == want
+
+
 def test_equals_the_engram_demo_algorithm_with_transformers(mini, layout):
     """DeepSeek's Engram demo builds its table with transformers' tokenizer: decode(id) with
     special tokens kept, convert_ids_to_tokens for text holding U+FFFD, the normalizer chain.
