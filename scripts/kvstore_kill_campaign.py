@@ -8,7 +8,7 @@ moments (most while blocks are being written), then checks what an operator care
   wrong       generations through the store that differ from the same prompts without it (0)
   leftovers   temp files still present after the next process opened the store (0)
 
-Usage: scripts/kvstore_kill_campaign.py [--kills 50] [--targets 6] [--seed 1] [--binary PATH]
+Usage: scripts/kvstore_kill_campaign.py [--kills 50] [--targets 6] [--pool 16] [--seed 1] [--binary PATH]
 Prints one JSON summary line; exit 0 when all three are 0.
 """
 import argparse
@@ -89,6 +89,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kills", type=int, default=50)
     ap.add_argument("--targets", type=int, default=6)
+    # Prompts the runs pick their reused one from; all of them are computed without the store
+    # (the truth) and read back through it at the end, so a short campaign needs only about as
+    # many as it has runs.
+    ap.add_argument("--pool", type=int, default=16)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--binary", type=pathlib.Path, default=ROOT / "build" / "bin" / "deepinfer")
     home = pathlib.Path(os.environ.get("DEEPINFER_HOME", pathlib.Path.home() / ".cache" / "deepinfer"))
@@ -102,7 +106,7 @@ def main():
     env = dict(os.environ, DEEPINFER_HOME=str(work / "home"))
     # Prompts share a long common start (blocks reused across runs) and differ after it.
     base = prompt(rng, 120)
-    pool = [base + " " + prompt(rng, 60 + 10 * i) for i in range(16)]
+    pool = [base + " " + prompt(rng, 60 + 10 * i) for i in range(args.pool)]
     reference = run_checked(args, pool, [], env)  # no store: the truth
     # A run = one pool prompt + a long fresh one (~100 new blocks to write, written while
     # later chunks are prefilled), so most of its time after loading is spent writing.

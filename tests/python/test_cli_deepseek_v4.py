@@ -11,6 +11,7 @@ import pytest
 
 from byte_tokenizer import write_byte_tokenizer
 from conftest import ROOT, run
+from server_util import Server, post_json
 
 FIXTURES = ROOT / "tests/reference/fixtures/deepseek_v4"
 
@@ -97,3 +98,31 @@ def test_kv_store_restores_a_prompt_in_another_process_from_its_checkpoint(binar
     kinds = stat["entries_by_kind"]
     assert kinds["kv_block"] > 0 and kinds["swa_checkpoint"] > 0, stat
     assert kinds["kv_block"] + kinds["swa_checkpoint"] == stat["entries"], stat
+
+
+def test_server_metrics_count_checkpoint_saves_queries_and_loads(binary, tmp_path):
+    """/metrics of `serve --kv-store`: the first server writes the prompt's sliding-window
+    checkpoint (`deepinfer_swa_checkpoints_saved_total`); a second server on the same store asks
+    the store for a checkpoint at the hit's prefix ends (`deepinfer_swa_checkpoint_queries_total`,
+    one lookup each) and restores the prefix exactly from one (`_checkpoints_loaded_total`)."""
+    d = model_dir(tmp_path, "h2_mixed")
+    store = tmp_path / "store"
+    body = {"model": "tiny-v4", "prompt": "The river flows past the old mill and the stone bridge, then on.",
+            "max_tokens": 4, "temperature": 0, "ignore_eos": True}
+    metrics = []
+    for _ in range(2):
+        s = Server(d, "--served-model-name", "tiny-v4", "--threads", "1", "--kv-store", store,
+                   "--swa-restore", "exact")
+        try:
+            status, reply = post_json(s, "/v1/completions", body)
+            assert status == 200, reply
+            metrics.append((reply, s.metrics()))
+        finally:
+            assert s.stop() == 0, s.output()[-2000:]  # shutdown flushes the store's writes
+    (first, m1), (second, m2) = metrics
+    assert second["choices"][0]["text"] == first["choices"][0]["text"]
+    assert second["usage"]["prompt_tokens_details"]["cached_tokens"] >= 32, second["usage"]
+    assert m1["deepinfer_swa_checkpoints_saved_total"] >= 1, m1
+    assert m1["deepinfer_swa_checkpoint_queries_total"] == 0, m1  # nothing in the store to ask about
+    assert m2["deepinfer_swa_checkpoint_queries_total"] >= 1, m2
+    assert m2["deepinfer_swa_checkpoints_loaded_total"] == 1, m2

@@ -470,19 +470,23 @@ def test_dockerfile_builds_as_the_readme_says():
     assert re.search(r"(?m)^USER 10001", text)  # the manifests' runAsUser
 
 
-def debian_package_of(path):
-    """The Debian package owning a library file, trying the path as ldd printed it, its real
-    path and both sides of the /usr merge."""
-    candidates = []
-    for p in (path, os.path.realpath(path)):
-        candidates += [p, "/usr" + p if not p.startswith("/usr/") else p[len("/usr"):]]
-    for p in candidates:
-        r = subprocess.run(["dpkg", "-S", p], capture_output=True, text=True)
-        if r.returncode == 0:
-            for line in r.stdout.splitlines():
-                if not line.startswith("diversion"):
-                    return line.split(": ", 1)[0].split(":")[0]
-    return None
+def debian_packages_of(paths):
+    """{path: the Debian package owning that library file, or None}, trying each path as ldd
+    printed it, its real path and both sides of the /usr merge; one dpkg query for all of them
+    (dpkg reads its whole file database on every start)."""
+    candidates = {}
+    for path in paths:
+        candidates[path] = []
+        for p in (path, os.path.realpath(path)):
+            candidates[path] += [p, "/usr" + p if not p.startswith("/usr/") else p[len("/usr"):]]
+    every = sorted({c for cs in candidates.values() for c in cs})
+    r = subprocess.run(["dpkg", "-S", *every], capture_output=True, text=True)  # 1 when some are unowned
+    owner = {}
+    for line in r.stdout.splitlines():
+        if not line.startswith("diversion") and ": " in line:
+            package, owned = line.split(": ", 1)
+            owner.setdefault(owned, package.split(":")[0].split(",")[0])
+    return {path: next((owner[c] for c in cs if c in owner), None) for path, cs in candidates.items()}
 
 
 def test_dockerfile_runtime_stage_installs_what_the_binary_links_to():
@@ -499,10 +503,12 @@ def test_dockerfile_runtime_stage_installs_what_the_binary_links_to():
     for path in re.findall(r"^\s*(/\S+) \(0x", ldd, re.M):  # the loader: no "=>"
         resolved.setdefault(path.rsplit("/", 1)[-1], path)
     installed = dockerfile_runtime_packages()
-    missing = []
     for lib in needed:
         assert resolved.get(lib, "not") != "not", f"ldd cannot resolve {lib}"
-        package = debian_package_of(resolved[lib])
+    owners = debian_packages_of(resolved[lib] for lib in needed)
+    missing = []
+    for lib in needed:
+        package = owners[resolved[lib]]
         assert package is not None, f"no Debian package owns {resolved[lib]}"
         if package not in installed:
             missing.append(f"{package} ({lib})")
@@ -512,8 +518,13 @@ def test_dockerfile_runtime_stage_installs_what_the_binary_links_to():
 def test_dockerfile_runtime_packages_exist_in_debian():
     if shutil.which("apt-cache") is None:
         pytest.skip("apt-cache is missing: not a Debian host")
-    if subprocess.run(["apt-cache", "show", "libc6"], capture_output=True).returncode != 0:
+    # One query for all (apt-cache loads its package lists on every start, seconds each): it
+    # shows the packages it has and says "Unable to locate" on stderr for the others.
+    wanted = sorted(dockerfile_runtime_packages())
+    shown = subprocess.run(["apt-cache", "show", "--no-all-versions", "libc6", *wanted],
+                           capture_output=True, text=True).stdout
+    known = set(re.findall(r"(?m)^Package: (\S+)$", shown))
+    if "libc6" not in known:
         pytest.skip("apt has no package lists here (run apt-get update)")
-    unknown = [p for p in sorted(dockerfile_runtime_packages())
-               if subprocess.run(["apt-cache", "show", p], capture_output=True).returncode != 0]
+    unknown = sorted(set(wanted) - known)
     assert not unknown, f"deploy/Dockerfile installs packages Debian does not have: {unknown}"

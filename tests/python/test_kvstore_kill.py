@@ -9,8 +9,10 @@ from conftest import BINARY, ROOT
 
 
 def test_short_kill_campaign(model, tmp_path):
+    # 6 reused prompts for 6 runs (the full campaign's 16 are for 50+ kills): most are picked by
+    # a killed run, so reading them back at the end still reads what killed writers left.
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "kvstore_kill_campaign.py"),
-                        "--kills", "6", "--seed", "7", "--binary", str(BINARY), "--model", str(model),
+                        "--kills", "6", "--pool", "6", "--seed", "7", "--binary", str(BINARY), "--model", str(model),
                         "--workdir", str(tmp_path / "campaign")],
                        capture_output=True, text=True, timeout=900)
     assert r.stdout.strip(), r.stderr

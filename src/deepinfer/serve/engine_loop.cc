@@ -225,6 +225,9 @@ void EngineLoop::update_gauges() {
   gauges_.swa_replayed_tokens = engine_->kv_stats().replayed_tokens;
   gauges_.swa_checkpoints_saved = engine_->kv_stats().checkpoints_saved;
   gauges_.swa_checkpoints_loaded = engine_->kv_stats().checkpoints_loaded;
+  // The tier's counters change on this thread (admission), so reading them here is safe.
+  if (const auto* tier = engine_->kv_store_tier())
+    gauges_.swa_checkpoint_queries = tier->stats().checkpoint_queries;
 }
 
 void EngineLoop::run() {

@@ -106,6 +106,10 @@ std::string ServerMetrics::render(const EngineGauges& g, const std::string& mode
     counter(out, "deepinfer_swa_checkpoints_loaded_total",
             "KV store prefix hits restored exactly from a sliding-window checkpoint",
             double(g.swa_checkpoints_loaded));
+    counter(out, "deepinfer_swa_checkpoint_queries_total",
+            "Prefix ends the KV store was asked for a sliding-window checkpoint (a store lookup "
+            "each; a hit asks from its longest prefix down)",
+            double(g.swa_checkpoint_queries));
   }
   counter(out, "deepinfer_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache",
           double(g.prefix_lookup_tokens));

@@ -62,6 +62,7 @@ struct EngineGauges {
   int64_t swa_replayed_tokens = 0;  // tokens those replays computed again
   int64_t swa_checkpoints_saved = 0;   // window checkpoints written to the KV store
   int64_t swa_checkpoints_loaded = 0;  // store hits restored exactly from one
+  int64_t swa_checkpoint_queries = 0;  // prefix ends the KV store was asked for one
   // MoE models (expert load balancing input): expert assignments so far, and the worst layer's
   // busiest-expert load over the mean load (1 = perfectly balanced). Absent for dense models.
   bool moe = false;

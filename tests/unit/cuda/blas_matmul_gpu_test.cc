@@ -11,13 +11,15 @@
 #include "../matmul/matmul_test_util.h"
 #include "deepinfer/kernels/cuda/blas_matmul.h"
 #include "gpu_test_util.h"
+#include "matmul_gpu_test_util.h"
 
 namespace deepinfer::cuda {
 namespace {
 
-using kernels::testing::nmse;
 using kernels::testing::random_input;
 using kernels::testing::random_weights;
+using testing::expect_grid_matches_reference;
+using testing::MatmulGrid;
 
 class CudaBlasMatmul : public testing::GpuTest {
  protected:
@@ -30,7 +32,7 @@ class CudaBlasMatmul : public testing::GpuTest {
   }
 
   std::vector<float> run(DType t, const kernels::testing::Weights& w, int64_t n_out, int64_t n_in,
-                         const std::vector<float>& x, int64_t n_rows) {
+                         const std::vector<float>& x, int64_t n_rows, int64_t stride) {
     DeviceBuffer dw = upload(w.bytes), dx = upload(x),
                  dy = upload(std::vector<float>(n_rows * n_out, 0.0f));
     MatmulParams p;
@@ -41,7 +43,7 @@ class CudaBlasMatmul : public testing::GpuTest {
     p.weight_row_bytes = w.row_bytes;
     p.input = dx.as<float>();
     p.n_rows = n_rows;
-    p.input_stride = n_in;
+    p.input_stride = stride;
     p.output = dy.as<float>();
     p.output_stride = n_out;
     auto act = DeviceBuffer::allocate(BlasMatmul::activation_bytes(p));
@@ -54,30 +56,20 @@ class CudaBlasMatmul : public testing::GpuTest {
   std::optional<BlasMatmul> blas_;
 };
 
+// The activations are rounded to the weight type, hence a tolerance per type.
+double rounded_activations(DType t) { return t == DType::kBF16 ? 1e-5 : 2e-7; }
+
 TEST_F(CudaBlasMatmul, MatchesCpuReference) {
-  for (DType t : {DType::kBF16, DType::kF16})
-    for (int64_t n_in : {64, 1024, 4096})
-      for (int64_t n_out : {64, 1000})
-        for (int64_t n_rows : {1, 7, 128, 300}) {
-          const auto w = random_weights(t, n_out, n_in, 0, uint32_t(n_in + n_out));
-          const auto x = random_input(n_rows, n_in, uint32_t(n_rows));
-          std::vector<float> want(n_rows * n_out, 0.0f);
-          kernels::MatmulParams cp;
-          cp.weight = w.bytes.data();
-          cp.weight_type = t;
-          cp.n_out = n_out;
-          cp.n_in = n_in;
-          cp.weight_row_bytes = w.row_bytes;
-          cp.input = x.data();
-          cp.n_rows = n_rows;
-          cp.input_stride = n_in;
-          cp.output = want.data();
-          cp.output_stride = n_out;
-          kernels::matmul_reference(cp);
-          const double tol = t == DType::kBF16 ? 1e-5 : 2e-7;
-          EXPECT_LT(nmse(run(t, w, n_out, n_in, x, n_rows), want, n_rows, n_out, n_out), tol)
-              << dtype_name(t) << " n_in " << n_in << " n_out " << n_out << " n_rows " << n_rows;
-        }
+  MatmulGrid g{.types = {DType::kBF16, DType::kF16},
+               .n_in = {64, 1024, 4096},
+               .n_out = {64, 1000},
+               .n_rows = {1, 7, 128, 300},
+               .tolerance = rounded_activations};
+  expect_grid_matches_reference(
+      g, [this](DType t, const kernels::testing::Weights& w, int64_t n_out, int64_t n_in,
+                const std::vector<float>& x, int64_t n_rows, int64_t stride) {
+        return run(t, w, n_out, n_in, x, n_rows, stride);
+      });
 }
 
 TEST_F(CudaBlasMatmul, FixedAlgorithmIsBatchInvariant) {
@@ -85,10 +77,10 @@ TEST_F(CudaBlasMatmul, FixedAlgorithmIsBatchInvariant) {
   for (DType t : {DType::kBF16, DType::kF16}) {
     const auto w = random_weights(t, n_out, n_in, 0, 9);
     const auto x = random_input(256, n_in, 10);
-    const auto all = run(t, w, n_out, n_in, x, 256);
+    const auto all = run(t, w, n_out, n_in, x, 256, n_in);
     for (int64_t rows : {1, 3, 64}) {
       const std::vector<float> head(x.begin(), x.begin() + rows * n_in);
-      const auto some = run(t, w, n_out, n_in, head, rows);
+      const auto some = run(t, w, n_out, n_in, head, rows, n_in);
       EXPECT_EQ(std::memcmp(some.data(), all.data(), some.size() * sizeof(float)), 0)
           << dtype_name(t) << ": the first " << rows
           << " rows differ from the same rows in a batch of 256";

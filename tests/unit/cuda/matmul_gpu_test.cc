@@ -10,13 +10,16 @@
 #include "deepinfer/kernels/cuda/checks.h"
 #include "deepinfer/kernels/cuda/matmul.h"
 #include "gpu_test_util.h"
+#include "matmul_gpu_test_util.h"
 
 namespace deepinfer::cuda {
 namespace {
 
-using kernels::testing::nmse;
 using kernels::testing::random_input;
 using kernels::testing::random_weights;
+using testing::expect_grid_matches_reference;
+using testing::MatmulGrid;
+using testing::MatmulRun;
 
 constexpr DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_1};
 
@@ -43,57 +46,38 @@ class CudaMatmul : public testing::GpuTest {
     warp_matmul(p, stream());
     return download<float>(dy, n_rows * n_out);
   }
+  // run() as the grid sweep takes it.
+  MatmulRun runner() {
+    return [this](DType t, const kernels::testing::Weights& w, int64_t n_out, int64_t n_in,
+                  const std::vector<float>& x, int64_t n_rows, int64_t stride) {
+      return run(t, w, n_out, n_in, x, n_rows, stride);
+    };
+  }
 };
 
+double only_summation_order(DType) { return 1e-10; }
+
+// Rows padded (F32 by 8 bytes, the others by 4) so weight_row_bytes is honored, and input rows
+// longer than n_in.
 TEST_F(CudaMatmul, MatchesCpuReference) {
-  for (DType t : kTypes)
-    for (int64_t n_in : {32, 96, 1024, 4096})
-      for (int64_t n_out : {1, 5, 64, 257})
-        for (int64_t n_rows : {1, 3, 4, 17}) {
-          const size_t pad = t == DType::kF32 ? 8 : 4;
-          const auto w = random_weights(t, n_out, n_in, pad, uint32_t(n_in * 7 + n_out));
-          const int64_t stride = n_in + 5;
-          const auto x = random_input(n_rows, stride, uint32_t(n_rows));
-          std::vector<float> want(n_rows * n_out, 0.0f);
-          kernels::MatmulParams cp;
-          cp.weight = w.bytes.data();
-          cp.weight_type = t;
-          cp.n_out = n_out;
-          cp.n_in = n_in;
-          cp.weight_row_bytes = w.row_bytes;
-          cp.input = x.data();
-          cp.n_rows = n_rows;
-          cp.input_stride = stride;
-          cp.output = want.data();
-          cp.output_stride = n_out;
-          kernels::matmul_reference(cp);
-          const auto got = run(t, w, n_out, n_in, x, n_rows, stride);
-          EXPECT_LT(nmse(got, want, n_rows, n_out, n_out), 1e-10)
-              << dtype_name(t) << " n_in " << n_in << " n_out " << n_out << " n_rows " << n_rows;
-        }
+  MatmulGrid g{.types = {std::begin(kTypes), std::end(kTypes)},
+               .n_in = {32, 96, 1024, 4096},
+               .n_out = {1, 5, 64, 257},
+               .n_rows = {1, 3, 4, 17},
+               .stride_extra = 5,
+               .row_pad = [](DType t) -> size_t { return t == DType::kF32 ? 8 : 4; },
+               .tolerance = only_summation_order};
+  expect_grid_matches_reference(g, runner());
 }
 
 TEST_F(CudaMatmul, FloatWeightsTakeAnyLength) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16})
-    for (int64_t n_in : {1, 33, 100}) {
-      const auto w = random_weights(t, 9, n_in, 4, 11);
-      const auto x = random_input(2, n_in, 12);
-      std::vector<float> want(2 * 9, 0.0f);
-      kernels::MatmulParams cp;
-      cp.weight = w.bytes.data();
-      cp.weight_type = t;
-      cp.n_out = 9;
-      cp.n_in = n_in;
-      cp.weight_row_bytes = w.row_bytes;
-      cp.input = x.data();
-      cp.n_rows = 2;
-      cp.input_stride = n_in;
-      cp.output = want.data();
-      cp.output_stride = 9;
-      kernels::matmul_reference(cp);
-      EXPECT_LT(nmse(run(t, w, 9, n_in, x, 2, n_in), want, 2, 9, 9), 1e-10)
-          << dtype_name(t) << " n_in " << n_in;
-    }
+  MatmulGrid g{.types = {DType::kF32, DType::kF16, DType::kBF16},
+               .n_in = {1, 33, 100},
+               .n_out = {9},
+               .n_rows = {2},
+               .row_pad = [](DType) -> size_t { return 4; },
+               .tolerance = only_summation_order};
+  expect_grid_matches_reference(g, runner());
 }
 
 // A row's bits must not depend on how many rows share the launch or where the row sits.
