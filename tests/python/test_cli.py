@@ -131,6 +131,14 @@ def test_bad_model_files_one_clear_line(binary, tmp_path):
         assert r.returncode == 1 and "trunc" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
+def test_kv_cache_larger_than_the_machine_is_one_clear_line(model):
+    # The pool is mapped lazily, so without the check this would start and fail later, under load.
+    r = run("generate", "--model", model, "--prompt", "x", "--max-tokens", "1", "--kv-cache-gb", "60000")
+    assert r.returncode == 1, r.stderr
+    assert "--kv-cache-gb" in r.stderr and "available" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
 def test_serve_roles_that_do_not_fit_the_model_are_clear_errors(binary, model):
     # A vision pool needs a multimodal model; the default model is text only.
     r = run("serve", "--role", "vision", "--model", model)

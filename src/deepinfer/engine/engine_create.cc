@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "deepinfer/base/log.h"
+#include "deepinfer/base/memory_info.h"
 #include "deepinfer/engine/block_state_copy.h"
 #include "deepinfer/engine/engine.h"
 #include "deepinfer/engine/engine_state.h"
@@ -94,6 +95,13 @@ Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<model::Model> mod
   pin.max_num_seqs = config.max_num_seqs;
   pin.max_num_batched_tokens = config.max_num_batched_tokens;
   const KvCachePlan plan = plan_kv_cache(spec, pin);
+  // The pool is mapped lazily (pages become resident as blocks fill), so a pool the machine
+  // cannot hold would only fail later, under load: refuse it now.
+  if (const auto avail = available_memory_bytes(); avail && config.kv_cache_bytes > *avail)
+    return resource_exhausted(
+        "KV cache: {:.2f} GiB asked for (--kv-cache-gb) but this machine has {:.2f} GiB of memory "
+        "available (MemAvailable in /proc/meminfo); ask for less",
+        double(config.kv_cache_bytes) / double(1 << 30), double(*avail) / double(1 << 30));
   if (plan.block_size != config.block_size)
     log::info("KV block size {} raised to {} (a multiple of {}, the model's compression ratios)",
               config.block_size, plan.block_size, spec.block_size_multiple);
