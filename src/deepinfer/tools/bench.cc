@@ -25,6 +25,7 @@
 #include "deepinfer/tools/bench_prefix_restore.h"
 #include "deepinfer/tools/bench_kvstore_io.h"
 #include "deepinfer/tools/bench_kv_transfer.h"
+#include "deepinfer/tools/bench_attention.h"
 #include "deepinfer/tools/bench_matmul.h"
 #include "deepinfer/tools/bench_plot.h"
 #include "deepinfer/tools/bench_schema_compile.h"
@@ -305,9 +306,21 @@ int run_bench(BenchFlags& f) {
     if (!b.is_ok()) return report_error(b.status());
     return run_spec_bench({f.engine, *b, f.gen_len, f.spec_tasks, f.plot, f.spec_configs});
   }
+  if (f.mode == "attention") {
+    auto b = parse_int_list(f.batches.empty() ? "1,16" : f.batches, "--batch", 4096);
+    if (!b.is_ok()) return report_error(b.status());
+    auto c = parse_int_list(f.prompt_len, "--prompt-len", 1 << 20);
+    if (!c.is_ok()) return report_error(c.status());
+    AttentionBenchOptions o;
+    o.batches = *b;
+    o.contexts = *c;
+    o.kv_dtype = f.engine.kv_cache_dtype;
+    o.threads = f.engine.threads;
+    return run_attention_bench(o);
+  }
   if (f.mode != "prefill" && f.mode != "decode" && f.mode != "serve" && f.mode != "matmul")
     return report_error(invalid_argument(
-        "bench: unknown --mode '{}' (prefill|decode|serve|spec|tokenize|membw|matmul|mask|schema-compile|kvstore|kvstore-io|kv-transfer|prefix-restore|vision)",
+        "bench: unknown --mode '{}' (prefill|decode|serve|spec|tokenize|membw|matmul|attention|mask|schema-compile|kvstore|kvstore-io|kv-transfer|prefix-restore|vision)",
         f.mode));
   const std::string default_batches = f.mode == "matmul" ? "1,256" : "1";
   auto batches = parse_int_list(f.batches.empty() ? default_batches : f.batches, "--batch", 4096);
@@ -386,6 +399,7 @@ Subcommand make_bench_command() {
                     "tokenize (encode speed on --megabytes of mixed text) | "
                     "mask (structured-output compile and mask time over JSONSchemaBench) | "
                     "matmul (one matmul kernel call: --matmul-shape, rows from --batch, both precisions) | "
+                    "attention (decode attention alone at the default model's shapes: --batch sequences of --prompt-len keys each, --kv-cache-dtype, blocks shuffled, 30 layers' caches cycled) | "
                     "schema-compile (JSON Schema to grammar IR only, --repeat times per file of --data) | "
                     "kvstore (time to first token cold vs a hit in each KV tier; needs --kv-store) | "
                     "kvstore-io (the KV store's put/get GB/s next to raw direct I/O of the same files) | "
