@@ -59,6 +59,7 @@ RunnerInput make_runner_input(const ScheduleOutput& out, const SequenceLookup& l
       for (int32_t b : r.block_table) r.recent_slabs.push_back(slab_of_block[static_cast<size_t>(b)]);
     r.replay_start = seq->replay_start;
     r.replay_end = seq->replay_end;
+    if (s.first_position < seq->tail_end) r.tail_from = seq->tail_from;
     for (int pos = s.first_position - token_history; pos < s.first_position; ++pos) {
       const int32_t id = pos < 0 ? -1 : seq->token_at(pos);
       DI_CHECK(pos < 0 || id != Sequence::kPendingToken, "seq {}: token {} before the step is not sampled yet",
@@ -73,7 +74,11 @@ BatchInputs build_forward_batch(const RunnerInput& in, int block_size) {
   BatchInputs out;
   ForwardBatch& b = out.batch;
   size_t total = 0;
-  for (const RunnerSeq& s : in.seqs) total += s.token_ids.size();
+  bool any_tail = false;  // decoder-side saving: seq_tail_from for every sequence, or empty
+  for (const RunnerSeq& s : in.seqs) {
+    total += s.token_ids.size();
+    any_tail = any_tail || s.tail_from >= 0;
+  }
   b.token_ids.reserve(total);
   b.positions.reserve(total);
   out.slot_mapping.reserve(total);
@@ -105,6 +110,7 @@ BatchInputs build_forward_batch(const RunnerInput& in, int block_size) {
              "seq {}: {} history ids, the batch's first sequence {}", s.seq_id, s.token_history.size(),
              in.seqs.front().token_history.size());
     b.seq_token_history.insert(b.seq_token_history.end(), s.token_history.begin(), s.token_history.end());
+    if (any_tail) b.seq_tail_from.push_back(s.tail_from);
     if (!s.recent_slabs.empty()) {
       b.seq_replay_start.push_back(s.replay_start);
       b.seq_replay_end.push_back(s.replay_end);

@@ -36,6 +36,7 @@ KvCacheConfig kv_manager_config(const EngineConfig& config, const KvCachePlan& p
   kv.block_size = plan.block_size;
   kv.num_recent_slabs = plan.num_recent_slabs;
   kv.recent_tokens = spec.recent_tokens;
+  kv.saving_window = spec.saving_window;
   kv.enable_prefix_caching = config.enable_prefix_caching;
   kv.cache_namespace = config.kv_store_namespace.empty() ? mc.name + "/" + mc.architecture
                                                           : config.kv_store_namespace;

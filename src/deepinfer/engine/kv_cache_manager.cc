@@ -181,6 +181,27 @@ void KvCacheManager::release(int32_t block) {
 
 std::optional<int> KvCacheManager::allocate_slots(Sequence& seq, int num_new_tokens,
                                                   const PrefixMatch* prefix) {
+  std::optional<int> r = allocate(seq, num_new_tokens, prefix);
+  if (r && prefix != nullptr) plan_saving(seq);
+  return r;
+}
+
+// Decoder-side saving: decided once per admission, from where the computation starts (after the
+// hit, or at the replay's start) and the span admitted.
+void KvCacheManager::plan_saving(Sequence& seq) {
+  seq.tail_from = -1;
+  seq.tail_end = 0;
+  if (config_.saving_window <= 0 || !slabs_.enabled() || !seq.allow_bounded_replay ||
+      seq.skip_prefix_cache)
+    return;
+  const int from = seq.num_tokens() - config_.saving_window;
+  if (from <= seq.num_computed_tokens) return;  // every token is in the last window: no saving
+  seq.tail_from = from;
+  seq.tail_end = seq.num_tokens();
+}
+
+std::optional<int> KvCacheManager::allocate(Sequence& seq, int num_new_tokens,
+                                            const PrefixMatch* prefix) {
   DI_CHECK(num_new_tokens >= 0, "seq {}: num_new_tokens {}", seq.id, num_new_tokens);
   const int bs = block_size();
   int num_prefix = 0;
@@ -285,7 +306,7 @@ std::optional<int> KvCacheManager::allocate_replayed(Sequence& seq, int num_new_
       seq.block_table.clear();
       PrefixMatch exact;
       exact.blocks = match_in_memory(seq, k, true);
-      return allocate_slots(seq, num_new_tokens, &exact);
+      return allocate(seq, num_new_tokens, &exact);
     }
   }
   for (int i = f; i < blocks_needed; ++i) {
@@ -323,9 +344,10 @@ std::optional<int> KvCacheManager::allocate_replayed(Sequence& seq, int num_new_
 // Hybrid caches with a tier: a checkpoint of the recent rows at the end of the sequence's first
 // `end_blocks` full blocks, when those blocks are cached and every block a step after them
 // reads still holds its exact rows (never rows rebuilt by a bounded replay: those lie at or
-// after cache_limit_block).
+// after cache_limit_block), and never rows of a sequence with a decoder-side saving (tail_from).
 void KvCacheManager::save_checkpoint(Sequence& seq, int end_blocks) {
   if (!slabs_.enabled() || hook_ == nullptr || !config_.enable_prefix_caching || end_blocks <= 0 ||
+      seq.tail_from >= 0 ||
       end_blocks > seq.num_committed_blocks || end_blocks > seq.cache_limit_block ||
       end_blocks == seq.checkpoint_end_block)
     return;
@@ -417,6 +439,13 @@ void KvCacheManager::unpin_recent_before(Sequence& seq, int new_from) {
 }
 
 void KvCacheManager::cache_full_blocks(Sequence& seq) {
+  if (seq.tail_from >= 0) {
+    // Decoder-side saving: the rows are approximate, so they leave with the pins (the blocks
+    // are not cached yet), then the blocks out of reach enter the cache without them.
+    unpin_recent_before(seq, first_recent_block(seq.num_computed_tokens));
+    commit_full_blocks(seq, 0);
+    return;
+  }
   commit_full_blocks(seq, 0);
   if (!slabs_.enabled()) return;
   if (!seq.prompt_checkpointed && seq.num_computed_tokens >= seq.num_prompt_tokens()) {
@@ -429,8 +458,9 @@ void KvCacheManager::cache_full_blocks(Sequence& seq) {
 
 void KvCacheManager::commit_full_blocks(Sequence& seq, int write_from) {
   if (!config_.enable_prefix_caching) return;
-  const int full = std::min({seq.num_computed_tokens / block_size(),
-                             static_cast<int>(seq.block_table.size()), seq.cache_limit_block});
+  int full = std::min({seq.num_computed_tokens / block_size(),
+                      static_cast<int>(seq.block_table.size()), seq.cache_limit_block});
+  if (seq.tail_from >= 0) full = std::min(full, seq.recent_from_block);  // approximate rows pinned
   if (full <= seq.num_committed_blocks) return;
   ensure_block_hashes(seq, full);
   std::vector<int> new_indices;      // blocks this sequence computed first: the tier's to write
@@ -484,6 +514,14 @@ void KvCacheManager::free(Sequence& seq) {
   if (slabs_.enabled())
     for (size_t i = seq.recent_from_block; i < seq.block_table.size(); ++i)
       slabs_.unpin(seq.block_table[i], tree_.contains(seq.block_table[i]));
+  if (seq.tail_from >= 0) {
+    // Decoder-side saving: the approximate rows are gone with the pins; the paged state of the
+    // computed blocks is exact and enters the cache now.
+    seq.recent_from_block = static_cast<int>(seq.block_table.size());
+    commit_full_blocks(seq, 0);
+  }
+  seq.tail_from = -1;
+  seq.tail_end = 0;
   seq.recent_from_block = 0;
   seq.replay_start = seq.replay_end = 0;
   seq.cache_limit_block = std::numeric_limits<int>::max();

@@ -87,6 +87,8 @@ struct KvCacheConfig {
   // back a new token reads recent rows. 0 slabs: a plain K/V cache.
   int num_recent_slabs = 0;
   int recent_tokens = 0;
+  // The model's decoder-side saving (model::KvCacheSpec::saving_window); 0: none.
+  int saving_window = 0;
   bool enable_prefix_caching = true;
   std::string cache_namespace;  // model id (+ revision, KV dtype): blocks never cross it
 };
@@ -183,6 +185,9 @@ class KvCacheManager {
 
  private:
   void ensure_block_hashes(Sequence& seq, int num_full_blocks) const;
+  std::optional<int> allocate(Sequence& seq, int num_new_tokens, const PrefixMatch* prefix);
+  // At admission: Sequence::tail_from / tail_end (decoder-side saving), or none.
+  void plan_saving(Sequence& seq);
   // In-memory prefix of the sequence's first `max_blocks` blocks; for hybrid caches cut where
   // a block within recent_tokens of its end has lost its recent rows.
   std::vector<int32_t> match_in_memory(Sequence& seq, int max_blocks, bool trim = true);

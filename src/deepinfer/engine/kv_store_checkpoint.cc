@@ -110,6 +110,9 @@ bool KvStoreTier::load_checkpoint(Sequence& seq, int end_blocks, std::span<const
 
 int KvStoreTier::export_checkpoint(Sequence& seq, int first_index) {
   if (!storage_.spec.has_recent() || first_index <= 0) return 0;
+  // A decoder-side saving left approximate rows (Sequence::tail_from): none is an exact
+  // checkpoint, and the decode engine keys what it gets as one.
+  if (seq.tail_from >= 0) return 0;
   // The end a decode engine's hit reaches: the last full block before the prompt's last token.
   const int end = std::min(first_index, (seq.num_prompt_tokens() - 1) / storage_.block_size);
   if (end <= 0) return 0;

@@ -26,6 +26,9 @@ struct RunnerSeq {
   // Hybrid caches: a bounded replay in progress (Sequence::replay_start/end); 0, 0 = none.
   int replay_start = 0;
   int replay_end = 0;
+  // Decoder-side saving (Sequence::tail_from) while the step computes the admitted span's
+  // tokens; -1 = none.
+  int tail_from = -1;
   // Models that read token ids before the step (KvCacheSpec::token_history = k > 0): [k] the
   // ids at first_position - k .. first_position - 1, -1 before position 0; empty otherwise.
   std::vector<int32_t> token_history = {};

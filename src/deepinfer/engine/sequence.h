@@ -67,6 +67,15 @@ struct Sequence {
   int replay_end = 0;
   int cache_limit_block = std::numeric_limits<int>::max();
   int num_replayed_tokens = 0;  // tokens replayed over the sequence's admissions (usage)
+  // Hybrid caches, swa_restore "bounded", a model with a decoder-side saving
+  // (KvCacheConfig::saving_window > 0), no prompt logprobs: set at admission when the tokens to
+  // compute start before the span's last saving_window ones. The model's tail layers then run
+  // only over positions [tail_from, tail_end) of the span [.., tail_end) admitted, their window
+  // cut at tail_from (ForwardBatch::seq_tail_from). Its recent rows are then approximate: they
+  // never stay with a cached block (the paged state, exact, is cached once out of the step's
+  // reach) and no checkpoint is taken. -1: no saving.
+  int tail_from = -1;
+  int tail_end = 0;
   // Sliding-window checkpoints handed to the lower tier (KvCacheManager::save_checkpoint): one at
   // the prompt's end once computed, one at the sequence's end when it finishes.
   bool prompt_checkpointed = false;

@@ -82,6 +82,7 @@ DeepseekV41::DeepseekV41(ModelConfig config, DeepseekV41Config v41, EngramHashLa
   }
   counts_.assign(v41_.num_layers, std::vector<uint64_t>(v41_.n_experts, 0));
   rows_.resize(layout_.layers.size());
+  first_tail_ = v41_first_tail_layer(v41_);
 }
 
 Result<std::unique_ptr<DeepseekV41>> DeepseekV41::load(const ModelConfig& config,
@@ -108,6 +109,22 @@ Status DeepseekV41::check_batch(const ForwardBatch& b, const KvCache& cache) con
     return unsupported(
         "deepseek_v41: image rows are not supported (the vision tower is not "
         "loaded)");
+  if (!b.seq_tail_from.empty()) {
+    if (b.seq_tail_from.size() != size_t(b.num_seqs()))
+      return invalid_argument("deepseek_v41: {} tail starts for {} sequences",
+                              b.seq_tail_from.size(), b.num_seqs());
+    for (const int32_t row : b.logits_rows) {
+      if (row < 0 || row >= b.num_tokens()) continue;  // forward's own check names it
+      const int s = static_cast<int>(
+          std::upper_bound(b.seq_token_start.begin(), b.seq_token_start.end(), row) -
+          b.seq_token_start.begin() - 1);
+      if (b.positions[row] < b.seq_tail_from[s])
+        return invalid_argument(
+            "deepseek_v41: sequence {} wants logits at position {}, before its tail "
+            "layers' start {} (ForwardBatch::seq_tail_from)",
+            s, b.positions[row], b.seq_tail_from[s]);
+    }
+  }
   const int k = spec_.token_history;
   if (k == 0) return Status::ok();
   if (b.seq_token_history.empty()) {
@@ -185,6 +202,73 @@ void DeepseekV41::layer_forward(int l, const ForwardBatch& b, KvCache& cache, Fo
   v4_hc_post(hc_, hc_scratch_, out_.data(), T, x_.data());
 }
 
+void DeepseekV41::keep_tail_tokens(const ForwardBatch& b) {
+  const int64_t T = b.num_tokens();
+  keep_.clear();
+  ForwardBatch& t = tail_;
+  t = ForwardBatch{};
+  t.seq_token_start.push_back(0);
+  t.block_table_indptr.push_back(0);
+  std::vector<int64_t> new_row(T, -1);
+  for (int s = 0; s < b.num_seqs(); ++s) {
+    const int32_t from = b.seq_tail_from.empty() ? -1 : b.seq_tail_from[s];
+    const size_t before = keep_.size();
+    for (int64_t i = b.seq_token_start[s]; i < b.seq_token_start[s + 1]; ++i)
+      if (b.positions[i] >= from) {
+        new_row[i] = static_cast<int64_t>(keep_.size());
+        keep_.push_back(i);
+        t.token_ids.push_back(b.token_ids[i]);
+        t.positions.push_back(b.positions[i]);
+      }
+    if (keep_.size() == before) continue;  // the sequence's tail layers skip this step
+    t.seq_token_start.push_back(static_cast<int32_t>(keep_.size()));
+    t.seq_context_len.push_back(b.seq_context_len[s]);
+    t.block_table.insert(t.block_table.end(), b.block_table.begin() + b.block_table_indptr[s],
+                         b.block_table.begin() + b.block_table_indptr[s + 1]);
+    t.recent_slab_table.insert(t.recent_slab_table.end(),
+                               b.recent_slab_table.begin() + b.block_table_indptr[s],
+                               b.recent_slab_table.begin() + b.block_table_indptr[s + 1]);
+    t.block_table_indptr.push_back(static_cast<int32_t>(t.block_table.size()));
+    const int32_t replay_start = b.seq_replay_start.empty() ? 0 : b.seq_replay_start[s];
+    t.seq_replay_start.push_back(std::max(replay_start, from));
+    t.seq_replay_end.push_back(b.seq_replay_end.empty() ? 0 : b.seq_replay_end[s]);
+  }
+  for (const int32_t row : b.logits_rows) {
+    DI_CHECK(row >= 0 && row < T && new_row[row] >= 0, "logits row {} not computed by layer {}",
+             row, first_tail_);
+    t.logits_rows.push_back(static_cast<int32_t>(new_row[row]));
+  }
+  // Compact in place: keep_ is ascending, so every row moves down (or stays).
+  const int64_t K = static_cast<int64_t>(keep_.size()), H = v41_.hidden, hc = v41_.hc_mult;
+  auto compact = [&](auto* data, int64_t width) {
+    for (int64_t i = 0; i < K; ++i)
+      if (keep_[i] != i)
+        std::memmove(data + i * width, data + keep_[i] * width, sizeof(*data) * width);
+  };
+  compact(x_.data(), hc * H);
+  compact(pre_.data(), hc);
+  for (size_t i = 0; i < layout_.layers.size(); ++i)
+    if (layout_.layers[i].layer >= first_tail_) compact(rows_[i].data(), layout_.n_cols);
+  if (picks_.topk_layer >= 0) {
+    compact(picks_.topk.data(), v41_.index_topk);
+    compact(picks_.n_topk.data(), 1);
+    picks_.topk.resize(K * v41_.index_topk);
+    picks_.n_topk.resize(K);
+  }
+  if (picks_.candidate_layer >= 0) {
+    int64_t at = 0;
+    for (int64_t i = 0; i < K; ++i) {
+      const int64_t from = picks_.cand_indptr[keep_[i]], n = picks_.cand_indptr[keep_[i] + 1] - from;
+      std::memmove(picks_.candidates.data() + at, picks_.candidates.data() + from, n);
+      picks_.cand_indptr[i] = at;
+      at += n;
+    }
+    picks_.cand_indptr[K] = at;
+    picks_.cand_indptr.resize(K + 1);
+    picks_.candidates.resize(at);
+  }
+}
+
 Status DeepseekV41::forward(const ForwardBatch& b, KvCache& cache, ForwardContext& ctx,
                             float* logits) {
   DI_RETURN_IF_ERROR(check_batch(b, cache));
@@ -201,7 +285,25 @@ Status DeepseekV41::forward(const ForwardBatch& b, KvCache& cache, ForwardContex
   v41_first_pre(static_cast<int>(hc), T, pre_.data());
   engram_rows(b);
   v41_picks_reset(picks_);
-  for (int l = 0; l < v41_.num_layers; ++l) layer_forward(l, b, cache, ctx);
+  // Decoder-side saving: the tail layers over the kept tokens only (none: they skip the step).
+  const bool saving = !b.seq_tail_from.empty() && first_tail_ < v41_.num_layers;
+  const int stop = saving ? first_tail_ : v41_.num_layers;
+  for (int l = 0; l < stop; ++l) layer_forward(l, b, cache, ctx);
+  layer_tokens_ += T * stop;
+  const ForwardBatch* kept = &b;
+  if (saving) {
+    keep_tail_tokens(b);
+    kept = &tail_;
+    const int64_t K = kept->num_tokens();
+    if (K > 0)
+      for (int l = first_tail_; l < v41_.num_layers; ++l) layer_forward(l, *kept, cache, ctx);
+    layer_tokens_ += K * (v41_.num_layers - first_tail_);
+  }
+  return head(*kept, logits, ctx);
+}
+
+Status DeepseekV41::head(const ForwardBatch& b, float* logits, ForwardContext& ctx) {
+  const int64_t T = b.num_tokens(), H = v41_.hidden, hc = v41_.hc_mult;
   const int64_t R = static_cast<int64_t>(b.logits_rows.size());
   rows_x_.resize(R * hc * H);
   rows_pre_.resize(R * hc);

@@ -32,6 +32,10 @@ class DeepseekV41 final : public Model {
   Status forward(const ForwardBatch& batch, KvCache& cache, ForwardContext& ctx,
                  float* logits) override;
   std::vector<std::vector<uint64_t>> expert_token_counts() const override { return counts_; }
+  // Decoder-side saving: the first tail layer (v41_first_tail_layer; num_layers: none), and the
+  // layer-token work of every forward so far (sum over layers of the tokens each ran over).
+  int first_tail_layer() const { return first_tail_; }
+  int64_t layer_tokens() const { return layer_tokens_; }
 
  private:
   DeepseekV41(ModelConfig config, DeepseekV41Config v41, EngramHashLayout layout, V41Weights w);
@@ -39,6 +43,12 @@ class DeepseekV41 final : public Model {
   // rows_ [engram layers][T * n_cols]: each new token's Engram table rows.
   void engram_rows(const ForwardBatch& b);
   void layer_forward(int l, const ForwardBatch& b, KvCache& cache, ForwardContext& ctx);
+  // Decoder-side saving: tail_ = the batch's tokens the tail layers run over (ForwardBatch::
+  // seq_tail_from), their window cut at seq_tail_from; the activations, picks and Engram rows
+  // compacted to them (keep_: which rows of the batch).
+  void keep_tail_tokens(const ForwardBatch& b);
+  // The logits of b's logits rows from the streams x_ and pres pre_ (rows of b).
+  Status head(const ForwardBatch& b, float* logits, ForwardContext& ctx);
 
   ModelConfig config_;
   DeepseekV41Config v41_;
@@ -57,6 +67,10 @@ class DeepseekV41 final : public Model {
   V41AttnScratch attn_scratch_;
   V41Picks picks_;
   V4MoeScratch moe_scratch_;
+  int first_tail_ = 0;
+  int64_t layer_tokens_ = 0;
+  ForwardBatch tail_;
+  std::vector<int64_t> keep_;  // rows of the batch kept in tail_, ascending
 };
 
 }  // namespace deepinfer::model

@@ -50,6 +50,18 @@ inline int v41_recent_tokens(const DeepseekV41Config& c) {
   return r;
 }
 
+// Decoder-side saving: the first of the layers that may run only over the last sliding_window
+// tokens of a span (num_layers: none). A layer qualifies when its only private state is its
+// window (it owns no compressor, so no compressed entries and no index keys: an index source
+// reading another layer's keys keeps none, its top-k lives for one forward) and every later
+// layer qualifies too (else a later compressor would need its output at every position). The
+// V4.1-Flash layout: 21 (layer 20's ratio-1 compressor is the last owner of global state).
+inline int v41_first_tail_layer(const DeepseekV41Config& c) {
+  int first = c.num_layers;
+  while (first > 0 && !c.layers[first - 1].owns_compressor) --first;
+  return first;
+}
+
 // The block size must hold whole compression windows of every source's ratio.
 inline int v41_block_size_multiple(const DeepseekV41Config& c) {
   int m = 1;
@@ -73,6 +85,7 @@ inline KvCacheSpec v41_kv_cache_spec(const DeepseekV41Config& c) {
   }
   spec.recent_tokens = v41_recent_tokens(c);
   spec.block_size_multiple = v41_block_size_multiple(c);
+  if (v41_first_tail_layer(c) < c.num_layers) spec.saving_window = c.sliding_window;
   return spec;
 }
 

@@ -25,6 +25,12 @@ struct ForwardBatch {
   // in the cache, are not rewritten.
   std::vector<int32_t> seq_replay_start;
   std::vector<int32_t> seq_replay_end;
+  // Models whose spec has saving_window > 0 (DeepSeek-V4.1's decoder-side saving), [n_seqs] or
+  // empty (= -1 each): sequence s's tail layers (the last layers whose only state is the window)
+  // run only over its tokens at positions >= seq_tail_from[s], their window cut there (no row of
+  // theirs below it is read; the rows below were never computed); -1: every layer over every
+  // token. Every logits row of s must lie at or after it. Approximate, as a bounded replay is.
+  std::vector<int32_t> seq_tail_from;
   // Models whose spec has token_history = k > 0 (DeepSeek-V4.1's Engram), [n_seqs * k] or empty:
   // sequence s's token ids at positions first - k .. first - 1 (first: its first new token's
   // position), -1 for positions before 0. Empty: every sequence starts at position 0.

@@ -56,6 +56,10 @@ struct KvCacheSpec {
   // How many token ids before each sequence's first new token a forward reads
   // (ForwardBatch::seq_token_history; DeepSeek-V4.1's Engram n-grams); 0: none.
   int token_history = 0;
+  // Decoder-side saving (DeepSeek-V4.1): when > 0, a prompt computed in swa_restore "bounded"
+  // mode may run some of its last layers only over its last saving_window tokens
+  // (ForwardBatch::seq_tail_from); 0: no such layers, every layer runs over every token.
+  int saving_window = 0;
   // Element type of the plain K/V pools: kF32, kF16 or kBF16. Models declare kF32; the engine
   // sets what --kv-cache-dtype resolves to. Hybrid state (block_state, recent) is always f32.
   DType dtype = DType::kF32;

@@ -25,9 +25,14 @@
 // the full KL; the API caps logprobs at 20). The reference's top-1 probability and the mass of
 // its top-20 say how peaked the distributions are, so how tight that bound is (random weights
 // make them nearly flat unless the head is scaled: scripts/make_v4_mini.py).
-// The decoder-side rule (docs/models.md): the trailing layers whose only state is the window
-// could skip all but the last tokens of a span; the summary reports how many the model has and
-// the share of layer-token work a prefill would keep (1 when none: DeepSeek-V4).
+// The decoder-side saving (docs/models.md): the trailing layers whose only state is the window
+// run over only the last saving_window tokens of a bounded prompt (DeepSeek-V4.1; none for
+// DeepSeek-V4). Each prompt P + S is also prefilled from nothing both ways, in one run:
+//   saving   : P + S, "bounded", no cached prefix (prefix cache emptied): the tail layers over
+//              its last window only;
+//   no saving: P + S, "exact", no cached prefix: every layer over every token (the reference).
+// Reported: both TTFTs, their ratio, the share of layer-token work the saving keeps, and the
+// saving's drift from the full prefill (as bounded's above).
 #include "deepinfer/tools/bench_prefix_restore.h"
 
 #include <algorithm>
@@ -181,21 +186,23 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
   engine::Engine& e = **eng;
   const int32_t vocab = static_cast<int32_t>(e.model_config().vocab_size);
   const bool with_store = !ef.kv_store.empty();
-  const int tail_layers = window_only_tail(spec);
+  const int tail_layers = spec.saving_window > 0 ? window_only_tail(spec) : 0;
   Drift all;       // over every prompt of every length
   Drift all_base;  // --context-baseline; equal_prefix counts equal first tokens
   int all_prompts = 0, all_same_first = 0;
   for (int len : opts.prompt_lens) {
-    // Layer-token work the decoder-side rule keeps for a prefill of this prompt: the tail
-    // layers over at most recent_tokens tokens, the others over all of them.
+    // Layer-token work the decoder-side saving keeps for a prefill of this prompt: the tail
+    // layers over at most saving_window tokens, the others over all of them.
     const double tokens = len + kSuffix;
     const double work_ratio =
         (double(spec.num_layers - tail_layers) * tokens +
-         double(tail_layers) * std::min(tokens, double(spec.recent_tokens))) /
+         double(tail_layers) * std::min(tokens, double(spec.saving_window))) /
         (double(spec.num_layers) * tokens);
     bool exact_all_bitwise = true;
     double agree_sum = 0, kl_sum = 0, kl_max = 0, bounded_ms = 0, full_ms = 0, exact_ms = 0;
     int kl_n = 0, same_first = 0;
+    double saving_ms = 0, no_saving_ms = 0, saving_agree_sum = 0, saving_kl_sum = 0;
+    int saving_kl_n = 0, saving_same_first = 0;
     for (int rep = 0; rep < opts.repeat; ++rep) {
       const int seq = kFirstSeq + len * 100 + rep;
       std::vector<int32_t> prefix = synthetic_prompt(len, seq, vocab);
@@ -226,9 +233,23 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
         again.push_back(full.tokens.empty() ? 100 : full.tokens[0]);
         exact = run_one(e, again, 1, engine::SwaRestore::kExact);
       }
-      for (const Run* r : {&cold, &bounded, &full, &exact, &exact_ram})
+      // The decoder-side saving against the full prefill of the same prompt, both from nothing.
+      // Measured in the order no-saving, saving, so neither gets a warmer cache of weights.
+      e.reset_prefix_cache();
+      Run no_saving = run_one(e, prompt, opts.gen_len, engine::SwaRestore::kExact);
+      e.reset_prefix_cache();
+      Run saving = run_one(e, prompt, opts.gen_len, engine::SwaRestore::kBounded);
+      e.reset_prefix_cache();
+      for (const Run* r : {&cold, &bounded, &full, &exact, &exact_ram, &no_saving, &saving})
         if (!r->error.empty()) return report_error(Status(StatusCode::kInternal, r->error));
       const Drift d = drift(full, bounded);
+      const Drift ds = drift(no_saving, saving);
+      saving_ms += saving.ttft_ms;
+      no_saving_ms += no_saving.ttft_ms;
+      saving_agree_sum += ds.agreement;
+      saving_kl_sum += ds.kl_sum;
+      saving_kl_n += ds.kl_positions;
+      saving_same_first += ds.same_first ? 1 : 0;
       Drift base;
       if (opts.context_baseline) {
         // The token just before the replayed span of the hit, changed; exact.
@@ -281,7 +302,12 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
                           {"ref_top20_mass",
                            kl_positions ? d.top_mass_sum / double(kl_positions) : 0.0},
                           {"gen_tokens", opts.gen_len}, {"threads", e.num_threads()},
-                          {"from_kv_store", with_store}};
+                          {"from_kv_store", with_store},
+                          {"saving_prefill_ttft_ms", saving.ttft_ms},
+                          {"no_saving_prefill_ttft_ms", no_saving.ttft_ms},
+                          {"saving_greedy_agreement", ds.agreement},
+                          {"saving_mean_top20_kl",
+                           ds.kl_positions ? ds.kl_sum / double(ds.kl_positions) : 0.0}};
       if (opts.context_baseline) {
         j["context_changed_agreement"] = base.agreement;
         j["context_changed_mean_top20_kl"] =
@@ -305,7 +331,13 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
                         {"mean_top20_kl", kl_n ? kl_sum / kl_n : 0.0}, {"max_top20_kl", kl_max},
                         {"from_kv_store", with_store},
                         {"decoder_side_skippable_layers", tail_layers},
-                        {"decoder_side_prefill_work_ratio", work_ratio}};
+                        {"decoder_side_prefill_work_ratio", work_ratio},
+                        {"saving_prefill_ttft_ms", saving_ms / n},
+                        {"no_saving_prefill_ttft_ms", no_saving_ms / n},
+                        {"saving_speedup", saving_ms > 0 ? no_saving_ms / saving_ms : 0.0},
+                        {"saving_first_token_agreement", saving_same_first / n},
+                        {"saving_greedy_agreement", saving_agree_sum / n},
+                        {"saving_mean_top20_kl", saving_kl_n ? saving_kl_sum / saving_kl_n : 0.0}};
     if (with_store) s["exact_from_store_bitwise_equal_to_full"] = exact_all_bitwise;
     std::printf("%s\n", s.dump().c_str());
     std::fflush(stdout);
