@@ -283,6 +283,7 @@ Engine::Sampled Engine::sample_step(Prepared&& p) {
       continue;
     }
     res.step.sampled.push_back(sr.token);
+    if (speculator_ && r.request.sampling.logprobs >= 0) speculator_->note_emitted(s.seq_id, sr.logprob);
     if (!accepted.empty()) {
       res.step.accepted.resize(index + 1);
       for (const SampledRow& a : accepted) res.step.accepted[index].push_back(a.token);

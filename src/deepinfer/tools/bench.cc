@@ -52,6 +52,7 @@ struct BenchFlags {
   std::string plot;
   std::string spec_tasks;  // spec: comma-separated tasks; empty = all
   std::string spec_configs;   // spec: comma-separated off, fixed, dspark; empty = all three
+  std::string spec_trace;     // spec: prefix of per-measurement verification traces
   std::string disaggregated;  // --mode serve: "P,D" prefill and decode engines to measure too
   std::string data = "../shared/data/jsonschemabench";
   int limit = 0;
@@ -304,7 +305,7 @@ int run_bench(BenchFlags& f) {
   if (f.mode == "spec") {
     auto b = parse_int_list(f.batches.empty() ? "1,8,32" : f.batches, "--batch", 4096);
     if (!b.is_ok()) return report_error(b.status());
-    return run_spec_bench({f.engine, *b, f.gen_len, f.spec_tasks, f.plot, f.spec_configs});
+    return run_spec_bench({f.engine, *b, f.gen_len, f.spec_tasks, f.plot, f.spec_configs, f.spec_trace});
   }
   if (f.mode == "attention") {
     auto b = parse_int_list(f.batches.empty() ? "1,16" : f.batches, "--batch", 4096);
@@ -460,6 +461,10 @@ Subcommand make_bench_command() {
     cmd->add_option(
         "--spec-configs", f->spec_configs,
         "spec: configurations to run, comma-separated: off, fixed, dspark (default: all three)");
+    cmd->add_option("--spec-trace", f->spec_trace,
+                    "spec: write PREFIX.TASK.bBATCH.CONFIG.jsonl, one JSON line per verification (each draft's "
+                    "signals and n-gram features, verified, accepted; requests ask for logprobs), for "
+                    "bench/spec_trace_replay.py");
     cmd->add_option("--plot", f->plot,
                     "Draw the results to FILE.svg or FILE.png: per-sequence vs total throughput (prefill, "
                     "decode, serve); tokens/s against batch size per configuration (spec)");

@@ -80,6 +80,8 @@ Result<nlohmann::json> measure(const SpecBenchOptions& o, const Config& c, const
   ef.max_num_seqs = std::max(ef.max_num_seqs, batch);
   ef.speculative = c.speculative;
   ef.spec_policy = c.policy;
+  if (!o.trace.empty() && !c.speculative.empty())
+    ef.spec_trace = fmt::format("{}.{}.b{}.{}.jsonl", o.trace, task, batch, c.name);
   if (c.speculative != "draft") ef.draft_model.clear();
   else if (ef.draft_model.empty()) ef.draft_model = loaded.path;  // the model drafting for itself
   const std::string draft_path = ef.draft_model;
@@ -90,6 +92,7 @@ Result<nlohmann::json> measure(const SpecBenchOptions& o, const Config& c, const
                         encode_prompt(*loaded.tokenizer, eng->model_config().architecture, task_prompt(task, i), true));
     r.max_tokens = o.gen_len;
     r.sampling.temperature = 0;
+    if (!ef.spec_trace.empty()) r.sampling.logprobs = 0;  // the target's confidence, for the trace
     DI_RETURN_IF_ERROR(eng->add_request(r).status());
   }
   const double t0 = now_seconds();

@@ -21,6 +21,8 @@ struct SpecBenchOptions {
   std::string tasks;         // comma-separated: code-edit, json-extract, chat; empty = all
   std::string plot;          // FILE.svg | FILE.png: tokens/s against batch size per configuration
   std::string configs;       // comma-separated: off, fixed, dspark; empty = all three
+  std::string trace;         // prefix: each speculative measurement writes a verification trace
+                             // to PREFIX.TASK.bBATCH.CONFIG.jsonl (Speculator's trace_path)
 };
 
 int run_spec_bench(const SpecBenchOptions& opts);

@@ -171,6 +171,7 @@ Result<std::unique_ptr<engine::Engine>> make_engine(LoadedModel& loaded, const E
   config.speculative.method = f.speculative;
   config.speculative.num_draft_tokens = f.num_draft_tokens;
   config.speculative.draft_model = f.draft_model;
+  config.speculative.trace_path = f.spec_trace;
   config.speculative.draft_kv_cache_bytes = static_cast<size_t>(f.draft_kv_cache_gb * double(size_t{1} << 30));
   DI_ASSIGN_OR_RETURN(config.speculative.policy, engine::speculative::parse_spec_policy(f.spec_policy));
   DI_RETURN_IF_ERROR(engine::speculative::validate(config.speculative));

@@ -63,6 +63,7 @@ struct EngineFlags {
   std::string spec_policy = "dspark";  // fixed | dspark
   std::string draft_model;             // --speculative draft: file, directory or catalogue name
   double draft_kv_cache_gb = 0;        // the draft model's KV pool; 0 = as many tokens as the target's
+  std::string spec_trace;              // no flag: bench --mode spec --spec-trace sets it per measurement
   bool kv_store_ram_only = false;      // no flag: serve's prefill and decode roles set it
 };
 void add_engine_flags(CLI::App& app, EngineFlags& flags);

@@ -54,6 +54,37 @@ TEST(NgramDrafter, ReportsHowFarBackTheSourceAgrees) {
   EXPECT_EQ(x.context_match, 3);
 }
 
+TEST(NgramDrafter, CountsHowManyOccurrencesAgreeOnEachDraft) {
+  auto d = make_ngram_drafter(2, 1);
+  //                      0  1  2  3  4  5  6  7  8  9 10 11 12 13 14
+  std::vector<int32_t> t{1, 2, 7, 8, 1, 2, 7, 9, 1, 2, 7, 8, 5, 1, 2};
+  // [1 2] occurs at 8 (the source: 7 8 5 1), at 4 (7 9 ...) and at 0 (7 8 1 ...).
+  Draft x = one(*d, t, 4);
+  EXPECT_EQ(x.tokens, (std::vector<int32_t>{7, 8, 5, 1}));
+  EXPECT_EQ(x.occurrences, 3);
+  // Draft 0 (7): all three agree. Draft 1 (8): the three still follow the draft, two agree
+  // (4 has 9). Draft 2 (5): 8 and 0 follow, only the source agrees (0 has 1). Draft 3: the
+  // source alone follows.
+  EXPECT_EQ(x.support, (std::vector<int>{3, 3, 2, 1}));
+  EXPECT_EQ(x.agree, (std::vector<int>{3, 2, 1, 1}));
+  EXPECT_EQ(x.distance, 5);  // the source's continuation starts 5 tokens from the end
+  // A draft that runs to the end of the history (the source is the latest occurrence, so
+  // every earlier one has a token wherever it does).
+  //                      0  1  2  3  4  5  6
+  std::vector<int32_t> u{4, 3, 4, 3, 4, 3, 4};
+  x = one(*d, u, 4);  // [3 4] at 3 (source: 3 4, then the end) and at 1 (3 4 3 4)
+  EXPECT_EQ(x.tokens, (std::vector<int32_t>{3, 4}));
+  EXPECT_EQ(x.occurrences, 2);
+  EXPECT_EQ(x.support, (std::vector<int>{2, 2}));
+  EXPECT_EQ(x.agree, (std::vector<int>{2, 2}));
+  // One occurrence: it agrees with itself.
+  std::vector<int32_t> w{5, 6, 7, 8, 6, 7};
+  x = one(*d, w, 2);
+  EXPECT_EQ(x.occurrences, 1);
+  EXPECT_EQ(x.support, (std::vector<int>{1, 1}));
+  EXPECT_EQ(x.agree, (std::vector<int>{1, 1}));
+}
+
 TEST(AcceptanceModel, ConvergesToTheObservedRate) {
   AcceptanceModel m;
   EXPECT_NEAR(m.estimate(1, 0, 3), 0.5, 1e-9);  // the prior
@@ -226,8 +257,9 @@ class CountingDrafter final : public Drafter {
     for (const DraftInput& s : seqs) {
       asked_->push_back(s.max_tokens);
       // The strongest signal a draft model reports (greedy_draft.h: probability >= 0.9).
-      out.push_back(Draft{std::vector<int32_t>(static_cast<size_t>(s.max_tokens), 5), 0, 0,
-                          std::vector<int>(static_cast<size_t>(s.max_tokens), 4)});
+      Draft& d = out.emplace_back();
+      d.tokens.assign(static_cast<size_t>(s.max_tokens), 5);
+      d.signals.assign(static_cast<size_t>(s.max_tokens), 4);
     }
     return out;
   }

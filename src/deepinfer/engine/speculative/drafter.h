@@ -22,10 +22,23 @@ struct Draft {
   // n-gram drafters: how far back the matched occurrence agrees with the sequence's end
   // (>= match_length, capped at kMaxContextMatch): a long agreement means a span being copied.
   int context_match = 0;
-  // Per-token confidence signal, 1 (weak) .. 4 (strong), that the acceptance estimate is kept
-  // by (dspark_policy.h). [tokens.size()], or empty: from context_match (speculator.cc).
+  // Per-token confidence signal, a bucket 1 .. kMaxSignal that the acceptance estimate is kept
+  // by (dspark_policy.h; it learns each bucket's rate, so the numbering carries no order).
+  // [tokens.size()], or empty: from the n-gram fields below (speculator.cc).
   std::vector<int> signals;
+  // n-gram drafters: the earlier occurrences of the matched n-gram (up to kMaxOccurrences, most
+  // recent first; the draft follows the most recent) and, per draft position j, how many of
+  // them continue like the draft before j (`support[j]`: tokens j-1 and before equal the
+  // draft's, and the occurrence has a token at j) and how many of those also have the draft's
+  // token at j (`agree[j]`, >= 1: the source itself). A token every occurrence agrees on is far
+  // likelier to be the target's than one where they part. [tokens.size()] each, or empty.
+  int occurrences = 0;
+  std::vector<int> support;
+  std::vector<int> agree;
+  int distance = 0;  // n-gram drafters: tokens from the source's continuation to the end
 };
+
+inline constexpr int kMaxOccurrences = 32;
 
 struct DraftInput {
   int64_t seq_id = 0;

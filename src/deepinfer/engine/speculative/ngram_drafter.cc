@@ -39,10 +39,34 @@ class NgramDrafter final : public Drafter {
         for (int a = start - 1, b = len - n - 1;
              a >= 0 && d.context_match < kMaxContextMatch && tokens[a] == tokens[b]; --a, --b)
           ++d.context_match;
+        d.distance = len - from;
+        count_agreement(tokens, suffix, start, d);
         return d;
       }
     }
     return d;
+  }
+
+  // Draft::occurrences, support and agree: the occurrences of `suffix` at `start` (the
+  // draft's source) and before it, most recent first.
+  static void count_agreement(std::span<const int32_t> tokens, std::span<const int32_t> suffix, int start,
+                              Draft& d) {
+    const int len = static_cast<int>(tokens.size());
+    const int n = static_cast<int>(suffix.size());
+    const int k = static_cast<int>(d.tokens.size());
+    d.support.assign(static_cast<size_t>(k), 0);
+    d.agree.assign(static_cast<size_t>(k), 0);
+    d.occurrences = 0;
+    for (int s = start; s >= 0 && d.occurrences < kMaxOccurrences; --s) {
+      if (!std::equal(suffix.begin(), suffix.end(), tokens.begin() + s)) continue;
+      ++d.occurrences;
+      // Walk its continuation while it follows the draft.
+      for (int j = 0; j < k && s + n + j < len; ++j) {
+        ++d.support[static_cast<size_t>(j)];
+        if (tokens[static_cast<size_t>(s + n + j)] != d.tokens[static_cast<size_t>(j)]) break;
+        ++d.agree[static_cast<size_t>(j)];
+      }
+    }
   }
 
   int max_ngram_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstdio>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -35,6 +36,10 @@ struct SpeculativeConfig {
   // The draft model's own KV pool in bytes (--draft-kv-cache-gb); 0 = room for as many tokens
   // as the target's pool holds, so drafting never runs short before the target does.
   size_t draft_kv_cache_bytes = 0;
+  // bench --mode spec --spec-trace: a file that gets one JSON line per verification (the
+  // drafts' signals and features, how many were verified and accepted), for replaying the
+  // gate offline (bench/spec_trace_replay.py). Empty = none.
+  std::string trace_path;
 };
 
 // Checks a config's flags: unknown method, k out of range, --draft-model without
@@ -79,6 +84,11 @@ class Speculator {
   // After a target forward: which rows computed which sequence's positions (Drafter::target_computed).
   void target_computed(std::span<const ComputedSpan> spans) { drafter_->target_computed(spans); }
   void forget(int64_t seq_id);
+  // The target's logprob of the token it just emitted for seq_id (requests asking for
+  // logprobs only): written to the trace with the sequence's next drafts.
+  void note_emitted(int64_t seq_id, float logprob) {
+    if (trace_) last_logprob_[seq_id] = logprob;
+  }
   const SpecStats& stats() const { return stats_; }
   const SpeculativeConfig& config() const { return config_; }
 
@@ -90,7 +100,19 @@ class Speculator {
   std::unique_ptr<Drafter> drafter_;
   AcceptanceModel acceptance_;
   StepCostModel cost_;
-  std::unordered_map<int64_t, std::vector<int>> signals_;  // of each sequence's drafts in flight
+  // Of each sequence's drafts in flight: their signals, and for the trace the drafter's
+  // features (tokens emptied) and what the gate estimated.
+  struct InFlight {
+    std::vector<int> signals;
+    Draft features;
+    std::vector<double> emit;
+    float target_logprob = 1;  // 1: not known
+  };
+  void write_trace(int64_t seq_id, const InFlight& f, int verified, int accepted);
+
+  std::unordered_map<int64_t, InFlight> in_flight_;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> trace_{nullptr, &std::fclose};
+  std::unordered_map<int64_t, float> last_logprob_;
   SpecStats stats_;
 };
 
