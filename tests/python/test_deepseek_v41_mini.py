@@ -18,6 +18,7 @@ import sys
 import openai
 import pytest
 
+from byte_tokenizer import byte_level_unicode
 from conftest import IN_CI, ROOT, run
 from server_util import Server
 
@@ -73,15 +74,8 @@ def generate(mini, *args, prompt=PROMPT):
 # make_engram_hash.py on the real V4 tokenizer
 
 def gpt2_byte_decoder():
-    """GPT-2's byte <-> printable character map, written out here (not taken from tokenizers)."""
-    bs = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {chr(c): b for b, c in zip(bs, cs)}
+    """GPT-2's printable character -> byte map (the tests' own table, not the maker's)."""
+    return {c: b for b, c in byte_level_unicode().items()}
 
 
 def test_token_map_covers_the_vocabulary_densely(mini, layout):
