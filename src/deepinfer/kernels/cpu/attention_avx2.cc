@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "deepinfer/base/fp16.h"
 #include "deepinfer/kernels/cpu/attention.h"
@@ -67,7 +68,9 @@ inline void qk_block(const float* const* q, const void* const* k, int j, int n, 
 
 template <typename L, int NQ>
 void qk_n(const float* const* q, const void* const* k, int nk, int n, float scale, float* const* out) {
-  constexpr int kKeys = NQ >= 3 ? 2 : 3;  // 16 ymm registers: keep the chains within them
+  // 12 accumulator chains (NQ x kKeys) of the 16 ymm registers: enough independent FMAs in
+  // flight to cover their latency, with a register left for the key vector.
+  constexpr int kKeys = NQ == 4 ? 3 : NQ == 3 ? 4 : NQ == 2 ? 6 : 8;
   int j = 0;
   for (; j + kKeys <= nk; j += kKeys) qk_block<L, NQ, kKeys>(q, k, j, n, scale, out);
   for (; j < nk; ++j) qk_block<L, NQ, 1>(q, k, j, n, scale, out);
@@ -83,30 +86,35 @@ void qk_rows(const float* const* q, int nq, const void* const* k, int nk, int n,
   }
 }
 
-// 16 output dims at a time: NR rows x 2 vectors of accumulators stay in registers while the
-// chunk's keys stream by; each lane still accumulates in key order.
+// NR rows x V vectors of accumulators (8 output dims each) stay in registers while the chunk's
+// keys stream by; each lane still accumulates in key order, so the slice width never changes
+// a result.
+template <typename L, int NR, int V>
+inline void pv_slice(float* const* acc, const float* const* w, const void* const* v, int nk, int d) {
+  __m256 a[NR][V];
+  for (int r = 0; r < NR; ++r)
+    for (int i = 0; i < V; ++i) a[r][i] = _mm256_loadu_ps(acc[r] + d + 8 * i);
+  for (int j = 0; j < nk; ++j) {
+    __m256 vv[V];
+    for (int i = 0; i < V; ++i) vv[i] = L::load8(v[j], d + 8 * i);
+    for (int r = 0; r < NR; ++r) {
+      const __m256 bw = _mm256_set1_ps(w[r][j]);
+      for (int i = 0; i < V; ++i) a[r][i] = _mm256_fmadd_ps(bw, vv[i], a[r][i]);
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int i = 0; i < V; ++i) _mm256_storeu_ps(acc[r] + d + 8 * i, a[r][i]);
+}
+
+// 32 output dims at a time for up to 2 rows, and for 3 rows of f32 V (whose loads fold into
+// the FMAs, leaving the 16 ymm registers to 12 accumulators and the broadcast weight); 16 dims
+// otherwise.
 template <typename L, int NR>
 void pv_n(float* const* acc, const float* const* w, const void* const* v, int nk, int n) {
   int d = 0;
-  for (; d + 16 <= n; d += 16) {
-    __m256 a[NR][2];
-    for (int r = 0; r < NR; ++r) {
-      a[r][0] = _mm256_loadu_ps(acc[r] + d);
-      a[r][1] = _mm256_loadu_ps(acc[r] + d + 8);
-    }
-    for (int j = 0; j < nk; ++j) {
-      const __m256 v0 = L::load8(v[j], d), v1 = L::load8(v[j], d + 8);
-      for (int r = 0; r < NR; ++r) {
-        const __m256 bw = _mm256_set1_ps(w[r][j]);
-        a[r][0] = _mm256_fmadd_ps(bw, v0, a[r][0]);
-        a[r][1] = _mm256_fmadd_ps(bw, v1, a[r][1]);
-      }
-    }
-    for (int r = 0; r < NR; ++r) {
-      _mm256_storeu_ps(acc[r] + d, a[r][0]);
-      _mm256_storeu_ps(acc[r] + d + 8, a[r][1]);
-    }
-  }
+  if constexpr (NR <= 2 || (NR == 3 && std::is_same_v<L, F32>))
+    for (; d + 32 <= n; d += 32) pv_slice<L, NR, 4>(acc, w, v, nk, d);
+  for (; d + 16 <= n; d += 16) pv_slice<L, NR, 2>(acc, w, v, nk, d);
   for (; d + 8 <= n; d += 8) {
     __m256 a[NR];
     for (int r = 0; r < NR; ++r) a[r] = _mm256_loadu_ps(acc[r] + d);
