@@ -229,10 +229,10 @@ def test_server_chat_completions(mini, chat_rec):
     try:
         client = openai.OpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0, timeout=120)
 
-        def ask(prompt):
+        def ask(prompt, **extra):
             return client.chat.completions.create(
                 model="v41-mini", messages=[{"role": "user", "content": prompt}], max_tokens=8, temperature=0,
-                logprobs=True, extra_body={"ignore_eos": True})
+                logprobs=True, extra_body={"ignore_eos": True, **extra})
 
         a = ask(PROMPT)
         assert a.usage.prompt_tokens == chat_rec["usage"]["prompt_tokens"] and a.usage.completion_tokens == 8, a.usage
@@ -240,8 +240,11 @@ def test_server_chat_completions(mini, chat_rec):
         # The same greedy tokens as `generate` (logprobs name each token).
         assert [round(t.logprob, 4) for t in a.choices[0].logprobs.content] == \
             [round(lp["logprob"], 4) for lp in chat_rec["logprobs"]]
-        first = ask(LONG_PROMPT)
-        again = ask(LONG_PROMPT)  # a prefix-cache hit, the same answer
+        # A prefix-cache hit gives the same answer when the restore is exact. (In the default
+        # bounded mode a V4.1 prompt runs with the decoder-side saving and keeps no window rows, so
+        # a hit replays the window: an approximation that moves this random-weight model's text.)
+        first = ask(LONG_PROMPT, swa_restore="exact")
+        again = ask(LONG_PROMPT, swa_restore="exact")
         assert again.choices[0].message.content == first.choices[0].message.content
         assert first.usage.prompt_tokens_details.cached_tokens == 0
         assert again.usage.prompt_tokens_details.cached_tokens >= 64, again.usage
