@@ -51,6 +51,18 @@ def test_matmul_mode_refuses_bad_shapes():
         assert needle in r.stderr and shape in r.stderr
 
 
+def test_attention_mode_measures_each_batch_and_context_and_refuses_what_does_not_fit():
+    r = run("bench", "--mode", "attention", "--batch", "1,2", "--prompt-len", "64,100", "--threads", "1",
+            "--kv-cache-dtype", "bf16")
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [(j["batch"], j["context"]) for j in rows] == [(1, 64), (2, 64), (1, 100), (2, 100)]
+    assert all(j["mode"] == "attention" and j["kv_cache_dtype"] == "bf16" and j["us_per_layer"] > 0
+               and j["kv_gb_per_s"] > 0 for j in rows)
+    r = run("bench", "--mode", "attention", "--batch", "4096", "--prompt-len", "1048576")
+    assert r.returncode == 1 and "GiB" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
 def test_kvstore_io_mode_writes_reads_and_cleans_up(tmp_path):
     r = run("bench", "--mode", "kvstore-io", "--block-kib", "64", "--megabytes", "4", "--kv-store", tmp_path)
     assert r.returncode == 0, r.stderr

@@ -11,6 +11,7 @@
 #include "deepinfer/base/aligned_buffer.h"
 #include "deepinfer/base/cpu_features.h"
 #include "deepinfer/base/fp16.h"
+#include "deepinfer/base/memory_info.h"
 #include "deepinfer/base/thread_pool.h"
 #include "deepinfer/base/timer.h"
 #include "deepinfer/kernels/cpu/attention.h"
@@ -130,6 +131,16 @@ int run_attention_bench(const AttentionBenchOptions& o) {
   else if (o.kv_dtype == "bf16") type = DType::kBF16;
   else if (o.kv_dtype != "f32" && o.kv_dtype != "auto")
     return report_error(invalid_argument("--kv-cache-dtype '{}': attention takes auto, f32, f16 or bf16", o.kv_dtype));
+  // One layer's K and V pools per point must fit: refuse a point the machine cannot hold.
+  const double token_bytes = 2.0 * o.n_kv_heads * o.head_dim * (type == DType::kF32 ? 4 : 2);
+  const auto avail = available_memory_bytes();
+  for (int context : o.contexts)
+    for (int batch : o.batches)
+      if (const double need = token_bytes * batch * (context + o.block_size); avail && need > double(*avail))
+        return report_error(resource_exhausted(
+            "bench --mode attention: {} sequences of {} keys need {:.1f} GiB of KV, more than the "
+            "{:.1f} GiB available",
+            batch, context, need / double(1 << 30), double(*avail) / double(1 << 30)));
   ThreadPool pool(std::max(0, o.threads));
   for (int context : o.contexts)
     for (int batch : o.batches) measure(o, type, batch, context, pool);
