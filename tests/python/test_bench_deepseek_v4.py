@@ -59,6 +59,16 @@ def test_prefix_restore_bench_replays_a_bounded_window(v4_dir):
         assert 0 < rec["ref_top1_prob"] <= rec["ref_top20_mass"] <= 1.0001, rec
         assert 0 <= rec["context_changed_agreement"] <= 1, rec
         assert rec["context_changed_mean_top20_kl"] >= 0, rec
+        # The TTFT split: forward passes (with the model's parts) plus the rest, for each run.
+        for run_name in ("bounded", "full", "exact_restore"):
+            fwd, other = rec[f"{run_name}_forward_ms"], rec[f"{run_name}_other_ms"]
+            assert fwd > 0 and other >= 0, rec
+            assert abs(fwd + other - rec[f"{run_name}_ttft_ms"]) < 1e-6, rec
+            parts = sum(rec[f"{run_name}_{p}_ms"] for p in
+                        ("attention", "compressor_indexer", "moe", "mhc", "head"))
+            assert 0 < parts <= fwd * 1.001, rec
+    for run_name in ("bounded", "full", "exact_restore"):
+        assert summary[0][f"{run_name}_forward_ms"] > 0, summary[0]
     assert 0 <= summary[0]["greedy_agreement"] <= 1
     assert overall[0]["prompts"] == 2 and overall[0]["max_top20_kl"] >= overall[0]["mean_top20_kl"]
     assert 0 <= overall[0]["context_changed_agreement"] <= 1

@@ -33,6 +33,10 @@
 //   no saving: P + S, "exact", no cached prefix: every layer over every token (the reference).
 // Reported: both TTFTs, their ratio, the share of layer-token work the saving keeps, and the
 // saving's drift from the full prefill (as bounded's above).
+// Each TTFT is also split (`<run>_forward_ms`, `<run>_other_ms`, `<run>_<part>_ms`): the forward
+// passes up to the first token, the rest (the store's reads, block loads, scheduling), and the
+// model's parts of the forward (attention, compressor_indexer, moe, mhc, head for DeepSeek-V4),
+// so a restore's replay is seen apart from its loads.
 #include "deepinfer/tools/bench_prefix_restore.h"
 
 #include <algorithm>
@@ -55,6 +59,11 @@ constexpr int kFirstSeq = 200'000;
 struct Run {
   double ttft_ms = 0;
   double total_ms = 0;
+  // Of ttft_ms: the engine's forward passes (the replayed and new tokens' compute) and, where
+  // the model reports them, its parts (attention, compressor_indexer, moe, mhc, head). The rest
+  // of the TTFT is waiting for the store's reads, loading blocks and scheduling.
+  double forward_ms = 0;
+  std::map<std::string, double> part_ms;
   int cached_tokens = 0;
   int replayed_tokens = 0;
   std::vector<int32_t> tokens;
@@ -72,6 +81,9 @@ Run run_one(engine::Engine& e, const std::vector<int32_t>& prompt, int max_token
   r.sampling.logprobs = kTopLogprobs;
   r.swa_restore = swa;
   Run out;
+  const double forward0 = e.stats().forward_seconds;
+  std::map<std::string, double> parts0;
+  for (const auto& [name, seconds] : e.forward_part_seconds()) parts0[name] = seconds;
   const double t0 = now_seconds();
   auto id = e.add_request(r);
   if (!id.is_ok()) {
@@ -80,7 +92,12 @@ Run run_one(engine::Engine& e, const std::vector<int32_t>& prompt, int max_token
   }
   while (e.has_unfinished())
     for (const engine::RequestOutput& o : e.step()) {
-      if (out.tokens.empty() && !o.new_token_ids.empty()) out.ttft_ms = (now_seconds() - t0) * 1e3;
+      if (out.tokens.empty() && !o.new_token_ids.empty()) {
+        out.ttft_ms = (now_seconds() - t0) * 1e3;
+        out.forward_ms = (e.stats().forward_seconds - forward0) * 1e3;
+        for (const auto& [name, seconds] : e.forward_part_seconds())
+          out.part_ms[name] = (seconds - parts0[name]) * 1e3;
+      }
       out.tokens.insert(out.tokens.end(), o.new_token_ids.begin(), o.new_token_ids.end());
       out.logprobs.insert(out.logprobs.end(), o.new_logprobs.begin(), o.new_logprobs.end());
       if (o.finished) {
@@ -145,6 +162,22 @@ Drift drift(const Run& full, const Run& bounded) {
   return d;
 }
 
+// Where a run's TTFT went: "<name>_forward_ms" (the forward passes up to the first token),
+// "<name>_other_ms" (the rest: the store's reads, block loads, scheduling) and the model's parts.
+void add_breakdown(nlohmann::json& j, const std::string& name, const Run& r, double n = 1) {
+  j[name + "_forward_ms"] = r.forward_ms / n;
+  j[name + "_other_ms"] = (r.ttft_ms - r.forward_ms) / n;
+  for (const auto& [part, ms] : r.part_ms)
+    if (part != "total") j[name + "_" + part + "_ms"] = ms / n;
+}
+
+// Sums runs' timings (for the per-length means).
+void accumulate(Run& sum, const Run& r) {
+  sum.ttft_ms += r.ttft_ms;
+  sum.forward_ms += r.forward_ms;
+  for (const auto& [part, ms] : r.part_ms) sum.part_ms[part] += ms;
+}
+
 bool bitwise_equal(const Run& a, const Run& b) {
   if (a.tokens != b.tokens || a.logprobs.size() != b.logprobs.size()) return false;
   for (size_t i = 0; i < a.logprobs.size(); ++i)
@@ -203,6 +236,7 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
     int kl_n = 0, same_first = 0;
     double saving_ms = 0, no_saving_ms = 0, saving_agree_sum = 0, saving_kl_sum = 0;
     int saving_kl_n = 0, saving_same_first = 0;
+    Run bounded_sum, full_sum, exact_sum;  // timings only
     for (int rep = 0; rep < opts.repeat; ++rep) {
       const int seq = kFirstSeq + len * 100 + rep;
       std::vector<int32_t> prefix = synthetic_prompt(len, seq, vocab);
@@ -285,6 +319,9 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
       same_first += d.same_first ? 1 : 0;
       bounded_ms += bounded.ttft_ms;
       full_ms += full.ttft_ms;
+      accumulate(bounded_sum, bounded);
+      accumulate(full_sum, full);
+      accumulate(exact_sum, exact);
       exact_ms += exact.ttft_ms;
       nlohmann::json j = {{"mode", "prefix-restore"}, {"prefix_tokens", len},
                           {"prompt_tokens", prompt.size()}, {"repeat", rep},
@@ -308,6 +345,9 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
                           {"saving_greedy_agreement", ds.agreement},
                           {"saving_mean_top20_kl",
                            ds.kl_positions ? ds.kl_sum / double(ds.kl_positions) : 0.0}};
+      add_breakdown(j, "bounded", bounded);
+      add_breakdown(j, "full", full);
+      add_breakdown(j, "exact_restore", exact);
       if (opts.context_baseline) {
         j["context_changed_agreement"] = base.agreement;
         j["context_changed_mean_top20_kl"] =
@@ -338,6 +378,9 @@ int run_prefix_restore_bench(const PrefixRestoreBenchOptions& opts) {
                         {"saving_first_token_agreement", saving_same_first / n},
                         {"saving_greedy_agreement", saving_agree_sum / n},
                         {"saving_mean_top20_kl", saving_kl_n ? saving_kl_sum / saving_kl_n : 0.0}};
+    add_breakdown(s, "bounded", bounded_sum, n);
+    add_breakdown(s, "full", full_sum, n);
+    add_breakdown(s, "exact_restore", exact_sum, n);
     if (with_store) s["exact_from_store_bitwise_equal_to_full"] = exact_all_bitwise;
     std::printf("%s\n", s.dump().c_str());
     std::fflush(stdout);
