@@ -32,5 +32,34 @@ TEST(IndexerScore, SimdMatchesReference) {
   }
 }
 
+// A key's score must not depend on how many keys are scored with it or where it sits among
+// them (the SIMD variants score several keys at once): every key scored alone, bitwise equal.
+TEST(IndexerScore, KeyScoreIndependentOfItsGroup) {
+  std::mt19937 rng(12);
+  const int shapes[][2] = {{8, 16}, {3, 20}, {64, 128}, {2, 13}};
+  for (const auto& shape : shapes) {
+    const int heads = shape[0], dim = shape[1];
+    const auto q = testing::random_vec(size_t(heads) * dim, rng);
+    const auto w = testing::random_vec(heads, rng, -1, 2);
+    std::vector<std::vector<float>> rows;
+    std::vector<const float*> keys;
+    for (int e = 0; e < 11; ++e) rows.push_back(testing::random_vec(dim, rng));
+    for (const auto& r : rows) keys.push_back(r.data());
+    IndexerScoreParams p{q.data(), w.data(), heads, dim, 1.0f / std::sqrt(float(dim))};
+    for (IsaLevel isa : testing::simd_levels()) {
+      for (int64_t n = 1; n <= static_cast<int64_t>(keys.size()); ++n) {
+        std::vector<float> all(static_cast<size_t>(n));
+        indexer_scores_with_isa(p, keys.data(), n, all.data(), isa);
+        for (int64_t e = 0; e < n; ++e) {
+          float alone = 0;
+          indexer_scores_with_isa(p, keys.data() + e, 1, &alone, isa);
+          ASSERT_EQ(all[size_t(e)], alone) << "isa " << static_cast<int>(isa) << " heads " << heads
+                                           << " dim " << dim << " n " << n << " key " << e;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace deepinfer::kernels

@@ -1,5 +1,9 @@
-// AVX-512 indexer scores: per key, each head's dot product in 16 lanes (two accumulators),
-// reduced, relu'd and weighted.
+// AVX-512 indexer scores, four keys at a time: per head, each key's dot product runs in 16
+// lanes over two accumulator chains (the even and odd 16-float slices, the masked tail on the
+// second), the four keys' lanes are summed by one shared add tree, relu'd, scaled and weighted,
+// and added to the keys' totals head by head. A key's score is computed the same way whatever
+// its slot in the group and whatever the other keys are (a tail group repeats its last key), so
+// a query's scores never depend on n or on the order of the other keys.
 // GCC 12's AVX-512 headers trip -W(maybe-)uninitialized on _mm512_undefined_*(); harmless.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -11,20 +15,70 @@
 #include "deepinfer/kernels/cpu/indexer_score.h"
 
 namespace deepinfer::kernels::detail {
+namespace {
+
+constexpr int kKeys = 4;
+
+// Each of four vectors summed to one float, the same add tree for every slot.
+inline __m128 sum_lanes4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+  const __m512 t01 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
+  const __m512 t23 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
+  const __m512 u = _mm512_add_ps(_mm512_shuffle_ps(t01, t23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_ps(t01, t23, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(u), _mm512_extractf32x8_ps(u, 1));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// Scores of the four keys k[0..3] into out[0..3].
+inline void score_group(const IndexerScoreParams& p, const float* const* k, float* out) {
+  const int D = p.dim;
+  const __m128 scale = _mm_set1_ps(p.scale), zero = _mm_setzero_ps();
+  __m128 total = _mm_setzero_ps();
+  for (int h = 0; h < p.n_heads; ++h) {
+    const float* q = p.q + int64_t{h} * D;
+    __m512 even[kKeys], odd[kKeys];
+    for (int j = 0; j < kKeys; ++j) even[j] = odd[j] = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= D; i += 32) {
+      const __m512 q0 = _mm512_loadu_ps(q + i), q1 = _mm512_loadu_ps(q + i + 16);
+      for (int j = 0; j < kKeys; ++j) {
+        even[j] = _mm512_fmadd_ps(q0, _mm512_loadu_ps(k[j] + i), even[j]);
+        odd[j] = _mm512_fmadd_ps(q1, _mm512_loadu_ps(k[j] + i + 16), odd[j]);
+      }
+    }
+    if (i + 16 <= D) {
+      const __m512 q0 = _mm512_loadu_ps(q + i);
+      for (int j = 0; j < kKeys; ++j)
+        even[j] = _mm512_fmadd_ps(q0, _mm512_loadu_ps(k[j] + i), even[j]);
+      i += 16;
+    }
+    if (i < D) {
+      const __mmask16 m = simd::tail_mask512(D - i);
+      const __m512 q0 = _mm512_maskz_loadu_ps(m, q + i);
+      for (int j = 0; j < kKeys; ++j)
+        odd[j] = _mm512_fmadd_ps(q0, _mm512_maskz_loadu_ps(m, k[j] + i), odd[j]);
+    }
+    const __m128 dots = sum_lanes4(_mm512_add_ps(even[0], odd[0]), _mm512_add_ps(even[1], odd[1]),
+                                   _mm512_add_ps(even[2], odd[2]), _mm512_add_ps(even[3], odd[3]));
+    const __m128 weighted =
+        _mm_mul_ps(_mm_mul_ps(_mm_max_ps(dots, zero), scale), _mm_set1_ps(p.w[h]));
+    total = _mm_add_ps(total, weighted);
+  }
+  _mm_storeu_ps(out, total);
+}
+
+}  // namespace
 
 void indexer_scores_avx512(const IndexerScoreParams& p, const float* const* keys, int64_t n,
                            float* out) {
-  const int D = p.dim;
-  for (int64_t e = 0; e < n; ++e) {
-    const float* k = keys[e];
-    float total = 0;
-    for (int h = 0; h < p.n_heads; ++h) {
-      const float* q = p.q + int64_t{h} * D;
-      const float dot = simd::dot512(q, k, D);
-      total += std::max(dot, 0.0f) * p.scale * p.w[h];
-    }
-    out[e] = total;
-  }
+  int64_t e = 0;
+  for (; e + kKeys <= n; e += kKeys) score_group(p, keys + e, out + e);
+  if (e == n) return;
+  const float* tail[kKeys];
+  for (int j = 0; j < kKeys; ++j) tail[j] = keys[std::min(e + j, n - 1)];
+  float tail_out[kKeys];
+  score_group(p, tail, tail_out);
+  std::copy_n(tail_out, n - e, out + e);
 }
 
 }  // namespace deepinfer::kernels::detail
