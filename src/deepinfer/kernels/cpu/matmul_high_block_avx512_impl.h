@@ -50,23 +50,32 @@ inline __m128 high_block_sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
 
 // R rows x C columns of outputs from a group of C interleaved scratch columns: per 16 inputs,
 // C weight loads and R activation loads feed R * C FMAs.
+template <int R, int C, bool kFirst>
+inline void high_block_step(__m512 (&acc)[R][C], const float* const* x, const float* w, int64_t k) {
+  __m512 wv[C];
+  #pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) wv[c] = _mm512_load_ps(w + (k * C + 16 * c));
+  #pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m512 xv = _mm512_loadu_ps(x[r] + k);
+    #pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(wv[c], xv, kFirst ? _mm512_setzero_ps() : acc[r][c]);
+  }
+}
+
 template <int R, int C>
 void high_block_tile(const float* const* x, const float* w, int64_t n_in, float* out, int64_t out_stride) {
+  // The first step FMAs into zero (as the reference does) instead of zeroing acc beforehand:
+  // GCC turns a zeroing loop into a memset and then keeps acc on the stack.
   __m512 acc[R][C];
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < n_in; k += 16) {
-    __m512 wv[C];
-    for (int c = 0; c < C; ++c) wv[c] = _mm512_load_ps(w + (k * C + 16 * c));
-    for (int r = 0; r < R; ++r) {
-      const __m512 xv = _mm512_loadu_ps(x[r] + k);
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(wv[c], xv, acc[r][c]);
-    }
-  }
+  high_block_step<R, C, true>(acc, x, w, 0);
+  for (int64_t k = 16; k < n_in; k += 16) high_block_step<R, C, false>(acc, x, w, k);
+  #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     if constexpr (C == 4) {
       _mm_storeu_ps(out + r * out_stride, high_block_sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
     } else {
+      #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) out[r * out_stride + c] = high_block_sum(acc[r][c]);
     }
   }
