@@ -57,7 +57,11 @@ std::vector<Case> cases(DType t) {
           {n_in, 37, 64},
           {n_in, several_blocks, 31},
           {testing::is_k(t) ? 256 : 32, 19, 130},
-          {n_in, 3, 517}};
+          {n_in, 3, 517},
+          // Several passes over the inputs, the last one shorter.
+          {testing::is_k(t) ? 2304 : 1056, 11, 14},
+          // Several row chunks (matmul_detail::high_block_row_chunk).
+          {testing::is_k(t) ? 1536 : 1056, 5, 200}};
 }
 
 TEST(MatmulHighBlock, ManyRowsBitwiseEqualToReference) {

@@ -106,14 +106,18 @@ bool use_high_block(const MatmulParams& p, const Kernel& k) {
 }
 
 void run_high_block(const MatmulParams& p, ThreadPool* pool, Kernel k) {
-  const int64_t cols = matmul_detail::high_block_cols(p.n_in);
+  const int64_t cols = matmul_detail::high_block_cols(p.n_in), rows = matmul_detail::high_block_row_chunk(p.n_in);
   split_columns(p, pool, [&](int64_t c0, int64_t c1) {
-    HighBlock b{p.weight_type, static_cast<const uint8_t*>(p.weight), p.weight_row_bytes, p.n_in, 0, 0, p.input,
-                p.input_stride, p.n_rows, p.output, p.output_stride,
-                high_scratch(static_cast<size_t>(cols * p.n_in))};
-    for (int64_t cb = c0; cb < c1; cb += cols) {
-      b.col_begin = cb, b.col_end = std::min(c1, cb + cols);
-      k.high_block(b);
+    HighBlock b{p.weight_type, static_cast<const uint8_t*>(p.weight), p.weight_row_bytes, p.n_in, 0, 0, nullptr,
+                p.input_stride, 0, nullptr, p.output_stride,
+                high_scratch(matmul_detail::high_block_scratch_floats(cols, p.n_in))};
+    for (int64_t r0 = 0; r0 < p.n_rows; r0 += rows) {
+      b.act = p.input + r0 * p.input_stride, b.out = p.output + r0 * p.output_stride;
+      b.n_rows = std::min(rows, p.n_rows - r0);
+      for (int64_t cb = c0; cb < c1; cb += cols) {
+        b.col_begin = cb, b.col_end = std::min(c1, cb + cols);
+        k.high_block(b);
+      }
     }
   });
 }

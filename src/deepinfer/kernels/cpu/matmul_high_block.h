@@ -16,10 +16,24 @@ inline constexpr int64_t kHighBlockMinRows = 8;
 // fp32 scratch per column block: half of L2, so the activations of a row tile stay near too.
 inline constexpr size_t kHighBlockScratchBytes = 96 * 1024;
 
+// Rows per pass over all column blocks: their activations (768 KB) stay in L2 while each
+// block's weights are dequantized once per pass (a multiple of 24, the tile heights' multiple).
+inline constexpr size_t kHighBlockActBytes = 768 * 1024;
+inline int64_t high_block_row_chunk(int64_t n_in) {
+  const int64_t rows = static_cast<int64_t>(kHighBlockActBytes / (sizeof(float) * static_cast<size_t>(n_in)));
+  return rows < 24 ? 24 : rows / 24 * 24;
+}
+
 // Output columns per block for rows of n_in inputs (a multiple of 4, at least 4).
 inline int64_t high_block_cols(int64_t n_in) {
   const int64_t cols = static_cast<int64_t>(kHighBlockScratchBytes / (sizeof(float) * static_cast<size_t>(n_in)));
   return cols < 4 ? 4 : cols / 4 * 4;
+}
+
+// Scratch floats for a block of `cols` columns: the dequantized weights, then room to park
+// the accumulators of a register tile of up to 8 rows between passes over the inputs.
+inline size_t high_block_scratch_floats(int64_t cols, int64_t n_in) {
+  return static_cast<size_t>(cols * n_in + cols * 8 * 16);
 }
 
 struct HighBlock {
@@ -33,7 +47,7 @@ struct HighBlock {
   int64_t n_rows;
   float* out;                  // [n_rows, out_stride], column 0 of row 0
   int64_t out_stride;
-  float* scratch;              // [(col_end - col_begin) * n_in] floats, 64-byte aligned
+  float* scratch;              // high_block_scratch_floats(col_end - col_begin, n_in), 64-byte aligned
 };
 
 // Same bits as compute_high_tile_scalar for every (row, column): the weight values and each

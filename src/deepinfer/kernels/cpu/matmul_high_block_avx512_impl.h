@@ -2,6 +2,7 @@
 // matmul_simd_impl.h (it uses high_chunk). One zmm accumulator per (row, column) is the
 // reference's acc[16]: lane l takes element j of a chunk when j % 16 == l, chunks in order.
 
+inline constexpr int64_t kHighBlockDepth = 512;  // inputs per pass: 6 rows x 2 KB of L1
 inline constexpr int kHighBlockRows = 6;  // 6 x 4 accumulators + 4 weights + 1 input of 32 zmm
 inline constexpr int kHighBlockCols = 4;
 
@@ -51,10 +52,10 @@ inline __m128 high_block_sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
 // R rows x C columns of outputs from a group of C interleaved scratch columns: per 16 inputs,
 // C weight loads and R activation loads feed R * C FMAs.
 template <int R, int C, bool kFirst>
-inline void high_block_step(__m512 (&acc)[R][C], const float* const* x, const float* w, int64_t k) {
+inline void high_block_step(__m512 (&acc)[R][C], const float* const* x, const float* w, int64_t k0, int64_t k) {
   __m512 wv[C];
   #pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) wv[c] = _mm512_load_ps(w + (k * C + 16 * c));
+  for (int c = 0; c < C; ++c) wv[c] = _mm512_load_ps(w + ((k - k0) * C + 16 * c));
   #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     const __m512 xv = _mm512_loadu_ps(x[r] + k);
@@ -63,13 +64,33 @@ inline void high_block_step(__m512 (&acc)[R][C], const float* const* x, const fl
   }
 }
 
+// Inputs [k0, k1) of an R x C tile. A tile that does not start at input 0 resumes from the
+// accumulators saved in `part` ([R][C][16]); one that does not end at n_in saves them there
+// (storing and reloading a float is exact, so the split changes no bit).
 template <int R, int C>
-void high_block_tile(const float* const* x, const float* w, int64_t n_in, float* out, int64_t out_stride) {
-  // The first step FMAs into zero (as the reference does) instead of zeroing acc beforehand:
-  // GCC turns a zeroing loop into a memset and then keeps acc on the stack.
+void high_block_tile(const float* const* x, const float* w, int64_t k0, int64_t k1, int64_t n_in, float* part,
+                     float* out, int64_t out_stride) {
   __m512 acc[R][C];
-  high_block_step<R, C, true>(acc, x, w, 0);
-  for (int64_t k = 16; k < n_in; k += 16) high_block_step<R, C, false>(acc, x, w, k);
+  int64_t k = k0;
+  if (k0 == 0) {
+    // The first step FMAs into zero (as the reference does) instead of zeroing acc beforehand:
+    // GCC turns a zeroing loop into a memset and then keeps acc on the stack.
+    high_block_step<R, C, true>(acc, x, w, k0, k0);
+    k += 16;
+  } else {
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      #pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_load_ps(part + 16 * (r * C + c));
+  }
+  for (; k < k1; k += 16) high_block_step<R, C, false>(acc, x, w, k0, k);
+  if (k1 < n_in) {
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      #pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) _mm512_store_ps(part + 16 * (r * C + c), acc[r][c]);
+    return;
+  }
   #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     if constexpr (C == 4) {
@@ -81,20 +102,29 @@ void high_block_tile(const float* const* x, const float* w, int64_t n_in, float*
   }
 }
 
+// Rows [r0, r0 + R) over the whole column block, kHighBlockDepth inputs at a time so that the
+// R activation rows of a depth slice stay in L1 while the scratch columns stream past them.
 template <int R>
 void high_block_rows(const HighBlock& b, int64_t r0) {
   const float* x[R];
   for (int r = 0; r < R; ++r) x[r] = b.act + (r0 + r) * b.act_stride;
   const int64_t n = b.n_in, nb = b.col_end - b.col_begin;
+  const int64_t depth = n <= kHighBlockDepth * 3 / 2 ? n : kHighBlockDepth;
   float* out = b.out + r0 * b.out_stride + b.col_begin;
-  int64_t c = 0;
-  for (; c + kHighBlockCols <= nb; c += kHighBlockCols)
-    high_block_tile<R, kHighBlockCols>(x, b.scratch + c * n, n, out + c, b.out_stride);
-  switch (nb - c) {
-    case 3: return high_block_tile<R, 3>(x, b.scratch + c * n, n, out + c, b.out_stride);
-    case 2: return high_block_tile<R, 2>(x, b.scratch + c * n, n, out + c, b.out_stride);
-    case 1: return high_block_tile<R, 1>(x, b.scratch + c * n, n, out + c, b.out_stride);
-    default: return;
+  float* part = b.scratch + nb * n;  // [nb][R][16]
+  for (int64_t k0 = 0; k0 < n; k0 += depth) {
+    const int64_t k1 = std::min(n, k0 + depth);
+    int64_t c = 0;
+    for (; c + kHighBlockCols <= nb; c += kHighBlockCols)
+      high_block_tile<R, kHighBlockCols>(x, b.scratch + c * n + k0 * kHighBlockCols, k0, k1, n, part + c * R * 16,
+                                         out + c, b.out_stride);
+    const float* w = b.scratch + c * n + k0 * (nb - c);
+    switch (nb - c) {
+      case 3: high_block_tile<R, 3>(x, w, k0, k1, n, part + c * R * 16, out + c, b.out_stride); break;
+      case 2: high_block_tile<R, 2>(x, w, k0, k1, n, part + c * R * 16, out + c, b.out_stride); break;
+      case 1: high_block_tile<R, 1>(x, w, k0, k1, n, part + c * R * 16, out + c, b.out_stride); break;
+      default: break;
+    }
   }
 }
 
