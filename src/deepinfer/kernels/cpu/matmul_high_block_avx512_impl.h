@@ -93,12 +93,21 @@ void high_block_tile(const float* const* x, const float* w, int64_t k0, int64_t 
   }
   #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-    if constexpr (C == 4) {
-      _mm_storeu_ps(out + r * out_stride, high_block_sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
-    } else {
-      #pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) out[r * out_stride + c] = high_block_sum(acc[r][c]);
-    }
+    #pragma GCC unroll 8
+    for (int c = 0; c + 4 <= C; c += 4)
+      _mm_storeu_ps(out + r * out_stride + c, high_block_sum4(acc[r][c], acc[r][c + 1], acc[r][c + 2], acc[r][c + 3]));
+    #pragma GCC unroll 8
+    for (int c = C / 4 * 4; c < C; ++c) out[r * out_stride + c] = high_block_sum(acc[r][c]);
+  }
+}
+
+// The last group of a block, cols < kHighBlockCols columns wide.
+template <int R, int C>
+void high_block_tail_cols(const float* const* x, const float* w, int64_t k0, int64_t k1, int64_t n_in, float* part,
+                          float* out, int64_t out_stride, int cols) {
+  if constexpr (C > 0) {
+    if (cols == C) return high_block_tile<R, C>(x, w, k0, k1, n_in, part, out, out_stride);
+    high_block_tail_cols<R, C - 1>(x, w, k0, k1, n_in, part, out, out_stride, cols);
   }
 }
 
@@ -118,13 +127,9 @@ void high_block_rows(const HighBlock& b, int64_t r0) {
     for (; c + kHighBlockCols <= nb; c += kHighBlockCols)
       high_block_tile<R, kHighBlockCols>(x, b.scratch + c * n + k0 * kHighBlockCols, k0, k1, n, part + c * R * 16,
                                          out + c, b.out_stride);
-    const float* w = b.scratch + c * n + k0 * (nb - c);
-    switch (nb - c) {
-      case 3: high_block_tile<R, 3>(x, w, k0, k1, n, part + c * R * 16, out + c, b.out_stride); break;
-      case 2: high_block_tile<R, 2>(x, w, k0, k1, n, part + c * R * 16, out + c, b.out_stride); break;
-      case 1: high_block_tile<R, 1>(x, w, k0, k1, n, part + c * R * 16, out + c, b.out_stride); break;
-      default: break;
-    }
+    if (c < nb)
+      high_block_tail_cols<R, kHighBlockCols - 1>(x, b.scratch + c * n + k0 * (nb - c), k0, k1, n, part + c * R * 16,
+                                                  out + c, b.out_stride, static_cast<int>(nb - c));
   }
 }
 
@@ -142,17 +147,18 @@ inline void high_block_dequant_any(const HighBlock& b) {
   }
 }
 
+// The last rows of the block, rows < kHighBlockRows of them.
+template <int R>
+void high_block_tail_rows(const HighBlock& b, int64_t r0, int rows) {
+  if constexpr (R > 0) {
+    if (rows == R) return high_block_rows<R>(b, r0);
+    high_block_tail_rows<R - 1>(b, r0, rows);
+  }
+}
+
 inline void high_block_simd(const HighBlock& b) {
-  static_assert(kHighBlockRows == 6);
   high_block_dequant_any(b);
   int64_t r = 0;
   for (; r + kHighBlockRows <= b.n_rows; r += kHighBlockRows) high_block_rows<kHighBlockRows>(b, r);
-  switch (b.n_rows - r) {
-    case 5: return high_block_rows<5>(b, r);
-    case 4: return high_block_rows<4>(b, r);
-    case 3: return high_block_rows<3>(b, r);
-    case 2: return high_block_rows<2>(b, r);
-    case 1: return high_block_rows<1>(b, r);
-    default: return;
-  }
+  if (r < b.n_rows) high_block_tail_rows<kHighBlockRows - 1>(b, r, static_cast<int>(b.n_rows - r));
 }
