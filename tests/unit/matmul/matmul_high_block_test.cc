@@ -2,12 +2,13 @@
 // give the scalar reference's bits for every quantized type, at row counts that are not
 // multiples of the register tile, column counts that leave partial tiles and several column
 // blocks, padded strides, and 1 or 2 threads; and a row must not change with the batch size.
-#include <cstring>
+#include "deepinfer/kernels/cpu/matmul_high_block.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "deepinfer/kernels/cpu/matmul_high_block.h"
+#include <cstring>
+
 #include "matmul_test_util.h"
 
 namespace deepinfer::kernels {
@@ -27,8 +28,9 @@ struct Case {
   int64_t n_in, n_out, n_rows;
 };
 
-MatmulParams high_params(DType t, const testing::Weights& w, const Case& c, const std::vector<float>& x,
-                         int64_t in_stride, std::vector<float>& out, int64_t out_stride) {
+MatmulParams high_params(DType t, const testing::Weights& w, const Case& c,
+                         const std::vector<float>& x, int64_t in_stride, std::vector<float>& out,
+                         int64_t out_stride) {
   MatmulParams p;
   p.weight = w.bytes.data();
   p.weight_type = t;
@@ -78,8 +80,10 @@ TEST(MatmulHighBlock, ManyRowsBitwiseEqualToReference) {
           std::vector<float> got(c.n_rows * out_stride, -7.f);
           matmul_with_isa(high_params(t, w, c, x, in_stride, got, out_stride), *pool, isa);
           EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)))
-              << fmt::format("kHigh type={} isa={} threads={} n_in={} n_out={} n_rows={} differs from the reference",
-                             dtype_name(t), isa_name(isa), pool->num_threads(), c.n_in, c.n_out, c.n_rows);
+              << fmt::format(
+                     "kHigh type={} isa={} threads={} n_in={} n_out={} n_rows={} differs from the "
+                     "reference",
+                     dtype_name(t), isa_name(isa), pool->num_threads(), c.n_in, c.n_out, c.n_rows);
         }
       }
     }
@@ -97,11 +101,13 @@ TEST(MatmulHighBlock, RowAloneEqualsRowInLargeBatch) {
       std::vector<float> all(c.n_rows * c.n_out);
       matmul_with_isa(high_params(t, w, c, x, c.n_in, all, c.n_out), two, isa);
       for (int64_t r = 0; r < c.n_rows; ++r) {
-        std::vector<float> xr(x.begin() + r * c.n_in, x.begin() + (r + 1) * c.n_in), single(c.n_out);
-        matmul_with_isa(high_params(t, w, {c.n_in, c.n_out, 1}, xr, c.n_in, single, c.n_out), two, isa);
+        std::vector<float> xr(x.begin() + r * c.n_in, x.begin() + (r + 1) * c.n_in),
+            single(c.n_out);
+        matmul_with_isa(high_params(t, w, {c.n_in, c.n_out, 1}, xr, c.n_in, single, c.n_out), two,
+                        isa);
         ASSERT_EQ(0, std::memcmp(single.data(), all.data() + r * c.n_out, c.n_out * sizeof(float)))
-            << fmt::format("kHigh type={} isa={} row={} differs between n_rows=1 and n_rows={}", dtype_name(t),
-                           isa_name(isa), r, c.n_rows);
+            << fmt::format("kHigh type={} isa={} row={} differs between n_rows=1 and n_rows={}",
+                           dtype_name(t), isa_name(isa), r, c.n_rows);
       }
     }
   }

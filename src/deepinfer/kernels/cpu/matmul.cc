@@ -101,15 +101,17 @@ void split_columns(const MatmulParams& p, ThreadPool* pool, const Work& work) {
 }
 
 bool use_high_block(const MatmulParams& p, const Kernel& k) {
-  return k.high_block && p.precision == MatmulPrecision::kHigh && p.n_rows >= matmul_detail::kHighBlockMinRows &&
+  return k.high_block && p.precision == MatmulPrecision::kHigh &&
+         p.n_rows >= matmul_detail::kHighBlockMinRows &&
          matmul_detail::act_kind(p.weight_type) != ActKind::kFloat;
 }
 
 void run_high_block(const MatmulParams& p, ThreadPool* pool, Kernel k) {
-  const int64_t cols = matmul_detail::high_block_cols(p.n_in), rows = matmul_detail::high_block_row_chunk(p.n_in);
+  const int64_t cols = matmul_detail::high_block_cols(p.n_in);
+  const int64_t rows = matmul_detail::high_block_row_chunk(p.n_in);
   split_columns(p, pool, [&](int64_t c0, int64_t c1) {
-    HighBlock b{p.weight_type, static_cast<const uint8_t*>(p.weight), p.weight_row_bytes, p.n_in, 0, 0, nullptr,
-                p.input_stride, 0, nullptr, p.output_stride,
+    HighBlock b{p.weight_type, static_cast<const uint8_t*>(p.weight), p.weight_row_bytes, p.n_in,
+                0, 0, nullptr, p.input_stride, 0, nullptr, p.output_stride,
                 high_scratch(matmul_detail::high_block_scratch_floats(cols, p.n_in))};
     for (int64_t r0 = 0; r0 < p.n_rows; r0 += rows) {
       b.act = p.input + r0 * p.input_stride, b.out = p.output + r0 * p.output_stride;

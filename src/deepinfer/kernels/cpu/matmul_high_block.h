@@ -21,13 +21,15 @@ inline constexpr size_t kHighBlockScratchBytes = 96 * 1024;
 // block's weights are dequantized once per pass (a multiple of 24, the tile heights' multiple).
 inline constexpr size_t kHighBlockActBytes = 768 * 1024;
 inline int64_t high_block_row_chunk(int64_t n_in) {
-  const int64_t rows = static_cast<int64_t>(kHighBlockActBytes / (sizeof(float) * static_cast<size_t>(n_in)));
+  const int64_t rows =
+      static_cast<int64_t>(kHighBlockActBytes / (sizeof(float) * static_cast<size_t>(n_in)));
   return rows < 24 ? 24 : rows / 24 * 24;
 }
 
 // Output columns per block for rows of n_in inputs (a multiple of 4, at least 4).
 inline int64_t high_block_cols(int64_t n_in) {
-  const int64_t cols = static_cast<int64_t>(kHighBlockScratchBytes / (sizeof(float) * static_cast<size_t>(n_in)));
+  const int64_t cols =
+      static_cast<int64_t>(kHighBlockScratchBytes / (sizeof(float) * static_cast<size_t>(n_in)));
   return cols < 4 ? 4 : cols / 4 * 4;
 }
 
@@ -38,17 +40,17 @@ inline size_t high_block_scratch_floats(int64_t cols, int64_t n_in) {
 }
 
 struct HighBlock {
-  DType type;                  // a quantized type the kHigh tiles support
-  const uint8_t* weight;       // row 0 of the weight matrix
+  DType type;             // a quantized type the kHigh tiles support
+  const uint8_t* weight;  // row 0 of the weight matrix
   size_t weight_row_bytes;
   int64_t n_in;                // multiple of 32
   int64_t col_begin, col_end;  // this block's output columns
   const float* act;            // [n_rows, n_in], rows act_stride floats apart
   int64_t act_stride;
   int64_t n_rows;
-  float* out;                  // [n_rows, out_stride], column 0 of row 0
+  float* out;  // [n_rows, out_stride], column 0 of row 0
   int64_t out_stride;
-  float* scratch;              // high_block_scratch_floats(col_end - col_begin, n_in), 64-byte aligned
+  float* scratch;  // high_block_scratch_floats(col_end - col_begin, n_in), 64-byte aligned
 };
 
 // Same bits as compute_high_tile_scalar for every (row, column): the weight values and each
