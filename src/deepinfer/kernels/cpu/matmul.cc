@@ -1,5 +1,6 @@
 // Matmul driver: checks the params (bad ones are bugs here; callers use matmul_check), quantizes each activation
-// row once, then splits output columns across threads and walks register tiles of rows.
+// row once, then splits output columns across threads and walks register tiles of rows (or, for
+// kHigh with many rows, blocks of columns dequantized once: matmul_high_block.h).
 #include "deepinfer/kernels/cpu/matmul.h"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 
 #include "deepinfer/base/aligned_buffer.h"
 #include "deepinfer/base/check.h"
+#include "deepinfer/kernels/cpu/matmul_high_block.h"
 #include "deepinfer/kernels/cpu/matmul_tile.h"
 #include "deepinfer/kernels/cpu/quantize_activation.h"
 #include "deepinfer/tensor/quant_blocks.h"
@@ -19,6 +21,7 @@ namespace deepinfer::kernels {
 namespace {
 
 using matmul_detail::ActKind;
+using matmul_detail::HighBlock;
 using matmul_detail::Tile;
 
 // Below this many rows BLAS sgemm is not faster than our FMA kernel (and not batch-invariant).
@@ -44,17 +47,28 @@ AlignedBuffer<uint8_t>& act_scratch(size_t bytes) {
   return buf;
 }
 
+// The fp32 weights of the current thread's kHigh column block (see act_scratch for why it
+// only grows).
+float* high_scratch(size_t floats) {
+  thread_local AlignedBuffer<float> buf;
+  if (buf.size() < floats) buf.resize(floats);
+  return buf.data();
+}
+
 struct Kernel {
   void (*fn)(const Tile&);
   ActSign sign;  // how Q8_32 activations must be stored for fn
   int tile_rows;  // rows per tile fn handles
+  void (*high_block)(const HighBlock&) = nullptr;  // kHigh for many rows, where the ISA has one
 };
 
 Kernel kernel_for(IsaLevel isa) {
   const IsaLevel best = best_isa();
   if (static_cast<int>(isa) > static_cast<int>(best)) isa = best;
   switch (isa) {
-    case IsaLevel::kAvx512: return {matmul_detail::compute_tile_avx512, ActSign::kUnsigned, matmul_detail::kMaxTileRows};
+    case IsaLevel::kAvx512:
+      return {matmul_detail::compute_tile_avx512, ActSign::kUnsigned, matmul_detail::kMaxTileRows,
+              matmul_detail::compute_high_block_avx512};
     case IsaLevel::kAvx2: return {matmul_detail::compute_tile_avx2, ActSign::kSigned, matmul_detail::kAvx2TileRows};
     case IsaLevel::kScalar: break;
   }
@@ -70,9 +84,50 @@ void matmul_blas(const MatmulParams& p) {
 }
 #endif
 
+// Calls work(c0, c1) on every thread with its share of the output columns.
+template <typename Work>
+void split_columns(const MatmulParams& p, ThreadPool* pool, const Work& work) {
+  const int nt = pool ? pool->num_threads() : 1;
+  if (nt == 1 || p.n_out < 16) {
+    work(0, p.n_out);
+    return;
+  }
+  // Even split of output columns (rounded to 8 so threads don't share output cache lines).
+  pool->run([&](int i, int n) {
+    const int64_t chunks = (p.n_out + 7) / 8;
+    const int64_t c0 = std::min(p.n_out, chunks * i / n * 8), c1 = std::min(p.n_out, chunks * (i + 1) / n * 8);
+    if (c0 < c1) work(c0, c1);
+  });
+}
+
+bool use_high_block(const MatmulParams& p, const Kernel& k) {
+  return k.high_block && p.precision == MatmulPrecision::kHigh &&
+         p.n_rows >= matmul_detail::kHighBlockMinRows &&
+         matmul_detail::act_kind(p.weight_type) != ActKind::kFloat;
+}
+
+void run_high_block(const MatmulParams& p, ThreadPool* pool, Kernel k) {
+  const int64_t cols = matmul_detail::high_block_cols(p.n_in);
+  const int64_t rows = matmul_detail::high_block_row_chunk(p.n_in);
+  split_columns(p, pool, [&](int64_t c0, int64_t c1) {
+    HighBlock b{p.weight_type, static_cast<const uint8_t*>(p.weight), p.weight_row_bytes, p.n_in,
+                0, 0, nullptr, p.input_stride, 0, nullptr, p.output_stride,
+                high_scratch(matmul_detail::high_block_scratch_floats(cols, p.n_in))};
+    for (int64_t r0 = 0; r0 < p.n_rows; r0 += rows) {
+      b.act = p.input + r0 * p.input_stride, b.out = p.output + r0 * p.output_stride;
+      b.n_rows = std::min(rows, p.n_rows - r0);
+      for (int64_t cb = c0; cb < c1; cb += cols) {
+        b.col_begin = cb, b.col_end = std::min(c1, cb + cols);
+        k.high_block(b);
+      }
+    }
+  });
+}
+
 void run(const MatmulParams& p, ThreadPool* pool, Kernel k) {
   DI_CHECK(matmul_check(p).is_ok(), "matmul: {}", matmul_check(p).message());
   if (p.n_rows == 0 || p.n_out == 0) return;
+  if (use_high_block(p, k)) return run_high_block(p, pool, k);
   const bool high = p.precision == MatmulPrecision::kHigh;
   const ActKind kind = high ? ActKind::kFloat : matmul_detail::act_kind(p.weight_type);
   const uint8_t* act = reinterpret_cast<const uint8_t*>(p.input);
@@ -101,17 +156,7 @@ void run(const MatmulParams& p, ThreadPool* pool, Kernel k) {
       }
     }
   };
-  const int nt = pool ? pool->num_threads() : 1;
-  if (nt == 1 || p.n_out < 16) {
-    work(0, p.n_out);
-    return;
-  }
-  // Even split of output columns (rounded to 8 so threads don't share output cache lines).
-  pool->run([&](int i, int n) {
-    const int64_t chunks = (p.n_out + 7) / 8;
-    const int64_t c0 = std::min(p.n_out, chunks * i / n * 8), c1 = std::min(p.n_out, chunks * (i + 1) / n * 8);
-    if (c0 < c1) work(c0, c1);
-  });
+  split_columns(p, pool, work);
 }
 
 }  // namespace
