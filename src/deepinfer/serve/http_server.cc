@@ -7,11 +7,13 @@
 #include <csignal>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include <httplib.h>
 
 #include "deepinfer/base/log.h"
+#include "deepinfer/serve/client_socket.h"
 #include "deepinfer/serve/http_policy.h"
 #include "deepinfer/serve/response_store.h"
 #include "deepinfer/serve/routes.h"
@@ -31,10 +33,13 @@ void write_error(httplib::Response& res, const ApiError& e, ErrorStyle style) {
 
 using RouteFn = std::function<void(const httplib::Request&, httplib::Response&)>;
 
-// Runs a handler with the family's error shape and counts the result.
-httplib::Server::Handler route(ServerMetrics& metrics, std::string name, ErrorStyle style, RouteFn fn) {
-  return [&metrics, name = std::move(name), style, fn = std::move(fn)](const httplib::Request& req,
-                                                                         httplib::Response& res) {
+// Runs a handler with the family's error shape and counts the result; the handler is a
+// response in progress (ServerContext::in_progress) while it runs.
+httplib::Server::Handler route(ServerMetrics& metrics, std::atomic<int>& in_progress,
+                               std::string name, ErrorStyle style, RouteFn fn) {
+  return [&metrics, &in_progress, name = std::move(name), style, fn = std::move(fn)](
+             const httplib::Request& req, httplib::Response& res) {
+    const InProgress busy(&in_progress);
     try {
       fn(req, res);
     } catch (const ApiError& e) {
@@ -45,6 +50,27 @@ httplib::Server::Handler route(ServerMetrics& metrics, std::string name, ErrorSt
     }
     metrics.count_request(name, res.status == -1 ? 200 : res.status);  // -1: httplib's "200 later"
   };
+}
+
+// How long a stop lets the responses in progress end (streams write their final events)
+// before it shuts down the connections still open.
+constexpr std::chrono::seconds kStopGrace{1};
+
+// A stop, once running requests were ended and the listener closed: waits (at most
+// kStopGrace) for the responses in progress, then shuts down every connection still open
+// (idle keep-alive ones, clients that stopped reading a stream, requests half sent), so that
+// no handler thread waits out its socket's keep-alive, read or write timeout (up to a minute)
+// while the server joins them.
+void close_connections(const std::atomic<int>& in_progress, int port) {
+  const auto deadline = std::chrono::steady_clock::now() + kStopGrace;
+  while (in_progress.load() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const int unfinished = in_progress.load();
+  const int closed = shutdown_connections(port);
+  if (unfinished > 0)
+    log::warn("serve: {} responses still unfinished {} s after the stop; their connections were closed",
+              unfinished, kStopGrace.count());
+  log::info("serve: closed {} open connections", closed);
 }
 
 std::atomic<bool> g_stop_requested{false};
@@ -87,6 +113,8 @@ Status run_http_server(std::unique_ptr<RequestBackend> backend, const ServeOptio
   ctx.max_model_len = max_len;
   ctx.created_unix = unix_now();
   ctx.responses = &responses;
+  std::atomic<int> in_progress{0};
+  ctx.in_progress = &in_progress;
   ThreadPool vision_pool(options.vision ? 0 : 1);
   std::unique_ptr<vision::ImageService> images;
   if (options.image_encoder) images = std::make_unique<vision::ImageService>(options.image_encoder, options.images);
@@ -140,11 +168,11 @@ Status run_http_server(std::unique_ptr<RequestBackend> backend, const ServeOptio
 
   auto post = [&](const std::string& path, ErrorStyle style, RouteFn fn) {
     table.add("POST", path);
-    server.Post(path, route(metrics, path, style, std::move(fn)));
+    server.Post(path, route(metrics, in_progress, path, style, std::move(fn)));
   };
   auto get = [&](const std::string& pattern, const std::string& name, ErrorStyle style, RouteFn fn) {
     table.add("GET", pattern);
-    server.Get(pattern, route(metrics, name, style, std::move(fn)));
+    server.Get(pattern, route(metrics, in_progress, name, style, std::move(fn)));
   };
   post("/v1/chat/completions", ErrorStyle::kOpenAI, [&](auto& req, auto& res) { handle_chat_completions(ctx, req, res); });
   post("/v1/completions", ErrorStyle::kOpenAI, [&](auto& req, auto& res) { handle_completions(ctx, req, res); });
@@ -247,7 +275,8 @@ Status run_http_server(std::unique_ptr<RequestBackend> backend, const ServeOptio
     if (g_stop_requested) return;
     fmt::print(stderr, "deepinfer serve: signal {} received; ending running requests and stopping\n", g_signal_number);
     loop.shutdown();  // running requests end (clients get what was generated, then the end)
-    server.stop();
+    server.stop();    // closes the listener only
+    close_connections(in_progress, port);
   });
   if (on_listening) on_listening(port);
   fmt::print(stderr, "deepinfer serve: listening on http://{}:{} (model '{}')\n", options.host, port, ctx.model_name);
