@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include <httplib.h>
@@ -33,14 +34,37 @@ void write_error(httplib::Response& res, const ApiError& e, ErrorStyle style) {
 
 using RouteFn = std::function<void(const httplib::Request&, httplib::Response&)>;
 
-// Runs a handler with the family's error shape and counts the result; the handler is a
-// response in progress (ServerContext::in_progress) while it runs.
-httplib::Server::Handler route(ServerMetrics& metrics, std::atomic<int>& in_progress,
-                               std::string name, ErrorStyle style, RouteFn fn) {
-  return [&metrics, &in_progress, name = std::move(name), style, fn = std::move(fn)](
-             const httplib::Request& req, httplib::Response& res) {
-    const InProgress busy(&in_progress);
+// The 401 of a /v1 request whose key is missing or wrong (when the server has a key).
+// Checked once the body is read, in the route or the error handler, never before routing: a
+// pre-routing refusal leaves the body unread on a keep-alive connection, where cpp-httplib
+// takes it for the next request line, holds the connection's thread reading it for the whole
+// read timeout (60 s, which a stop waited for), and answers the client's next request on that
+// connection with a 400.
+std::optional<ApiError> key_refusal(const httplib::Request& req, const std::string& api_key) {
+  if (api_key.empty() || req.path.rfind("/v1/", 0) != 0) return std::nullopt;
+  const std::string given = request_api_key(req);
+  if (constant_time_equal(given, api_key)) return std::nullopt;
+  const bool anthropic = req.path.rfind("/v1/messages", 0) == 0;
+  return ApiError(401, "", given.empty() ? "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'"
+                                         : "invalid API key",
+                  anthropic ? "authentication_error" : "invalid_request_error");
+}
+
+// What every API route shares.
+struct RouteEnv {
+  ServerMetrics& metrics;
+  std::atomic<int>& in_progress;  // ServerContext::in_progress
+  std::string api_key;
+};
+
+// Runs a handler, after the key check, with the family's error shape and counts the result;
+// the handler is a response in progress while it runs.
+httplib::Server::Handler route(const RouteEnv& env, std::string name, ErrorStyle style, RouteFn fn) {
+  return [&env, name = std::move(name), style, fn = std::move(fn)](const httplib::Request& req,
+                                                                     httplib::Response& res) {
+    const InProgress busy(&env.in_progress);
     try {
+      if (std::optional<ApiError> refusal = key_refusal(req, env.api_key)) throw *refusal;
       fn(req, res);
     } catch (const ApiError& e) {
       write_error(res, e, style);
@@ -48,7 +72,7 @@ httplib::Server::Handler route(ServerMetrics& metrics, std::atomic<int>& in_prog
       log::error("{}: unexpected error: {}", name, e.what());
       write_error(res, ApiError(500, "", std::string("internal error: ") + e.what(), "server_error"), style);
     }
-    metrics.count_request(name, res.status == -1 ? 200 : res.status);  // -1: httplib's "200 later"
+    env.metrics.count_request(name, res.status == -1 ? 200 : res.status);  // -1: httplib's "200 later"
   };
 }
 
@@ -138,12 +162,12 @@ Status run_http_server(std::unique_ptr<RequestBackend> backend, const ServeOptio
   });
 
   ServerMetrics& metrics = loop.metrics();
-  const std::string api_key = options.api_key;
+  const RouteEnv env{metrics, in_progress, options.api_key};
   RouteTable table;
   const CorsPolicy cors(options.allowed_origins);
-  server.set_pre_routing_handler([&, api_key](const httplib::Request& req, httplib::Response& res) {
+  server.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
     cors.apply(req, res);
-    if (req.method == "OPTIONS") {  // preflights carry no key, so they come before the check
+    if (req.method == "OPTIONS") {  // preflights carry no key
       const std::string allow = table.allowed_methods(req.path);
       if (allow.empty()) return httplib::Server::HandlerResponse::Unhandled;  // a 404
       if (cors.enabled() || req.has_header("Origin")) {
@@ -154,25 +178,16 @@ Status run_http_server(std::unique_ptr<RequestBackend> backend, const ServeOptio
       }
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string given = request_api_key(req);
-    if (constant_time_equal(given, api_key)) return httplib::Server::HandlerResponse::Unhandled;
-    const bool anthropic = req.path.rfind("/v1/messages", 0) == 0;
-    ApiError e(401, "", given.empty() ? "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'"
-                                      : "invalid API key",
-               anthropic ? "authentication_error" : "invalid_request_error");
-    write_error(res, e, anthropic ? ErrorStyle::kAnthropic : ErrorStyle::kOpenAI);
-    metrics.count_request(req.path, 401);
-    return httplib::Server::HandlerResponse::Handled;
+    return httplib::Server::HandlerResponse::Unhandled;  // the key is checked once the body is read
   });
 
   auto post = [&](const std::string& path, ErrorStyle style, RouteFn fn) {
     table.add("POST", path);
-    server.Post(path, route(metrics, in_progress, path, style, std::move(fn)));
+    server.Post(path, route(env, path, style, std::move(fn)));
   };
   auto get = [&](const std::string& pattern, const std::string& name, ErrorStyle style, RouteFn fn) {
     table.add("GET", pattern);
-    server.Get(pattern, route(metrics, in_progress, name, style, std::move(fn)));
+    server.Get(pattern, route(env, name, style, std::move(fn)));
   };
   post("/v1/chat/completions", ErrorStyle::kOpenAI, [&](auto& req, auto& res) { handle_chat_completions(ctx, req, res); });
   post("/v1/completions", ErrorStyle::kOpenAI, [&](auto& req, auto& res) { handle_completions(ctx, req, res); });
@@ -237,6 +252,12 @@ Status run_http_server(std::unique_ptr<RequestBackend> backend, const ServeOptio
   server.set_error_handler([&](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     const bool anthropic = req.path.rfind("/v1/messages", 0) == 0;
+    // No route (or a body too large): the key still comes first.
+    if (std::optional<ApiError> refusal = key_refusal(req, env.api_key)) {
+      write_error(res, *refusal, anthropic ? ErrorStyle::kAnthropic : ErrorStyle::kOpenAI);
+      metrics.count_request("other", 401);
+      return;
+    }
     std::string allow;
     if (res.status == 404) allow = table.allowed_methods(req.path);
     if (!allow.empty()) {  // the path exists, the method does not
