@@ -27,6 +27,34 @@ bool numeric_address(const sockaddr_storage& addr, socklen_t len, std::string& h
   return true;
 }
 
+// The local port of a connected socket; false for anything else (a listening socket too).
+bool connected_local_port(int fd, int& port) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
+  sockaddr_storage addr;
+  socklen_t len = sizeof addr;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return false;
+  len = sizeof addr;
+  std::string host;
+  return getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
+         numeric_address(addr, len, host, port);
+}
+
+// Calls fn(fd) for each descriptor this process has open (the directory's own left out).
+template <typename Fn>
+void for_each_fd(Fn fn) {
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return;
+  const int own = dirfd(dir);
+  while (const dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || fd == own) continue;
+    if (!fn(int(fd))) break;
+  }
+  closedir(dir);
+}
+
 bool is_connection_of(int fd, const httplib::Request& req) {
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
@@ -46,21 +74,13 @@ bool is_connection_of(int fd, const httplib::Request& req) {
 ClientSocket ClientSocket::of(const httplib::Request& req) {
   ClientSocket c;
   if (req.remote_port < 0 || req.local_port < 0) return c;
-  DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return c;
-  const int own = dirfd(dir);
   // The connection stays open (and its descriptor ours) until the handler's thread is done
   // with it, and no two open sockets share both address pairs, so the match is exact.
-  while (const dirent* e = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(e->d_name, &end, 10);
-    if (end == e->d_name || *end != '\0' || fd == own) continue;
-    if (is_connection_of(int(fd), req)) {
-      c.fd_ = int(fd);
-      break;
-    }
-  }
-  closedir(dir);
+  for_each_fd([&](int fd) {
+    if (!is_connection_of(fd, req)) return true;
+    c.fd_ = fd;
+    return false;
+  });
   return c;
 }
 
@@ -69,6 +89,19 @@ bool ClientSocket::gone() const {
   pollfd p = {fd_, POLLRDHUP, 0};
   if (poll(&p, 1, 0) <= 0) return false;
   return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+int shutdown_connections(int port) {
+  int n = 0;
+  // The listening socket has no peer, and this process's own outgoing connections have
+  // ephemeral local ports (never a port something listens on), so only accepted ones match.
+  for_each_fd([&](int fd) {
+    int local_port = -1;
+    if (connected_local_port(fd, local_port) && local_port == port && ::shutdown(fd, SHUT_RDWR) == 0)
+      n += 1;
+    return true;
+  });
+  return n;
 }
 
 }  // namespace deepinfer::serve

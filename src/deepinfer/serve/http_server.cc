@@ -7,11 +7,14 @@
 #include <csignal>
 
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <thread>
 
 #include <httplib.h>
 
 #include "deepinfer/base/log.h"
+#include "deepinfer/serve/client_socket.h"
 #include "deepinfer/serve/http_policy.h"
 #include "deepinfer/serve/response_store.h"
 #include "deepinfer/serve/routes.h"
@@ -31,11 +34,37 @@ void write_error(httplib::Response& res, const ApiError& e, ErrorStyle style) {
 
 using RouteFn = std::function<void(const httplib::Request&, httplib::Response&)>;
 
-// Runs a handler with the family's error shape and counts the result.
-httplib::Server::Handler route(ServerMetrics& metrics, std::string name, ErrorStyle style, RouteFn fn) {
-  return [&metrics, name = std::move(name), style, fn = std::move(fn)](const httplib::Request& req,
-                                                                         httplib::Response& res) {
+// The 401 of a /v1 request whose key is missing or wrong (when the server has a key).
+// Checked once the body is read, in the route or the error handler, never before routing: a
+// pre-routing refusal leaves the body unread on a keep-alive connection, where cpp-httplib
+// takes it for the next request line, holds the connection's thread reading it for the whole
+// read timeout (60 s, which a stop waited for), and answers the client's next request on that
+// connection with a 400.
+std::optional<ApiError> key_refusal(const httplib::Request& req, const std::string& api_key) {
+  if (api_key.empty() || req.path.rfind("/v1/", 0) != 0) return std::nullopt;
+  const std::string given = request_api_key(req);
+  if (constant_time_equal(given, api_key)) return std::nullopt;
+  const bool anthropic = req.path.rfind("/v1/messages", 0) == 0;
+  return ApiError(401, "", given.empty() ? "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'"
+                                         : "invalid API key",
+                  anthropic ? "authentication_error" : "invalid_request_error");
+}
+
+// What every API route shares.
+struct RouteEnv {
+  ServerMetrics& metrics;
+  std::atomic<int>& in_progress;  // ServerContext::in_progress
+  std::string api_key;
+};
+
+// Runs a handler, after the key check, with the family's error shape and counts the result;
+// the handler is a response in progress while it runs.
+httplib::Server::Handler route(const RouteEnv& env, std::string name, ErrorStyle style, RouteFn fn) {
+  return [&env, name = std::move(name), style, fn = std::move(fn)](const httplib::Request& req,
+                                                                     httplib::Response& res) {
+    const InProgress busy(&env.in_progress);
     try {
+      if (std::optional<ApiError> refusal = key_refusal(req, env.api_key)) throw *refusal;
       fn(req, res);
     } catch (const ApiError& e) {
       write_error(res, e, style);
@@ -43,8 +72,29 @@ httplib::Server::Handler route(ServerMetrics& metrics, std::string name, ErrorSt
       log::error("{}: unexpected error: {}", name, e.what());
       write_error(res, ApiError(500, "", std::string("internal error: ") + e.what(), "server_error"), style);
     }
-    metrics.count_request(name, res.status == -1 ? 200 : res.status);  // -1: httplib's "200 later"
+    env.metrics.count_request(name, res.status == -1 ? 200 : res.status);  // -1: httplib's "200 later"
   };
+}
+
+// How long a stop lets the responses in progress end (streams write their final events)
+// before it shuts down the connections still open.
+constexpr std::chrono::seconds kStopGrace{1};
+
+// A stop, once running requests were ended and the listener closed: waits (at most
+// kStopGrace) for the responses in progress, then shuts down every connection still open
+// (idle keep-alive ones, clients that stopped reading a stream, requests half sent), so that
+// no handler thread waits out its socket's keep-alive, read or write timeout (up to a minute)
+// while the server joins them.
+void close_connections(const std::atomic<int>& in_progress, int port) {
+  const auto deadline = std::chrono::steady_clock::now() + kStopGrace;
+  while (in_progress.load() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const int unfinished = in_progress.load();
+  const int closed = shutdown_connections(port);
+  if (unfinished > 0)
+    log::warn("serve: {} responses still unfinished {} s after the stop; their connections were closed",
+              unfinished, kStopGrace.count());
+  log::info("serve: closed {} open connections", closed);
 }
 
 std::atomic<bool> g_stop_requested{false};
@@ -87,6 +137,8 @@ Status run_http_server(std::unique_ptr<RequestBackend> backend, const ServeOptio
   ctx.max_model_len = max_len;
   ctx.created_unix = unix_now();
   ctx.responses = &responses;
+  std::atomic<int> in_progress{0};
+  ctx.in_progress = &in_progress;
   ThreadPool vision_pool(options.vision ? 0 : 1);
   std::unique_ptr<vision::ImageService> images;
   if (options.image_encoder) images = std::make_unique<vision::ImageService>(options.image_encoder, options.images);
@@ -110,12 +162,12 @@ Status run_http_server(std::unique_ptr<RequestBackend> backend, const ServeOptio
   });
 
   ServerMetrics& metrics = loop.metrics();
-  const std::string api_key = options.api_key;
+  const RouteEnv env{metrics, in_progress, options.api_key};
   RouteTable table;
   const CorsPolicy cors(options.allowed_origins);
-  server.set_pre_routing_handler([&, api_key](const httplib::Request& req, httplib::Response& res) {
+  server.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
     cors.apply(req, res);
-    if (req.method == "OPTIONS") {  // preflights carry no key, so they come before the check
+    if (req.method == "OPTIONS") {  // preflights carry no key
       const std::string allow = table.allowed_methods(req.path);
       if (allow.empty()) return httplib::Server::HandlerResponse::Unhandled;  // a 404
       if (cors.enabled() || req.has_header("Origin")) {
@@ -126,25 +178,16 @@ Status run_http_server(std::unique_ptr<RequestBackend> backend, const ServeOptio
       }
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string given = request_api_key(req);
-    if (constant_time_equal(given, api_key)) return httplib::Server::HandlerResponse::Unhandled;
-    const bool anthropic = req.path.rfind("/v1/messages", 0) == 0;
-    ApiError e(401, "", given.empty() ? "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'"
-                                      : "invalid API key",
-               anthropic ? "authentication_error" : "invalid_request_error");
-    write_error(res, e, anthropic ? ErrorStyle::kAnthropic : ErrorStyle::kOpenAI);
-    metrics.count_request(req.path, 401);
-    return httplib::Server::HandlerResponse::Handled;
+    return httplib::Server::HandlerResponse::Unhandled;  // the key is checked once the body is read
   });
 
   auto post = [&](const std::string& path, ErrorStyle style, RouteFn fn) {
     table.add("POST", path);
-    server.Post(path, route(metrics, path, style, std::move(fn)));
+    server.Post(path, route(env, path, style, std::move(fn)));
   };
   auto get = [&](const std::string& pattern, const std::string& name, ErrorStyle style, RouteFn fn) {
     table.add("GET", pattern);
-    server.Get(pattern, route(metrics, name, style, std::move(fn)));
+    server.Get(pattern, route(env, name, style, std::move(fn)));
   };
   post("/v1/chat/completions", ErrorStyle::kOpenAI, [&](auto& req, auto& res) { handle_chat_completions(ctx, req, res); });
   post("/v1/completions", ErrorStyle::kOpenAI, [&](auto& req, auto& res) { handle_completions(ctx, req, res); });
@@ -209,6 +252,12 @@ Status run_http_server(std::unique_ptr<RequestBackend> backend, const ServeOptio
   server.set_error_handler([&](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     const bool anthropic = req.path.rfind("/v1/messages", 0) == 0;
+    // No route (or a body too large): the key still comes first.
+    if (std::optional<ApiError> refusal = key_refusal(req, env.api_key)) {
+      write_error(res, *refusal, anthropic ? ErrorStyle::kAnthropic : ErrorStyle::kOpenAI);
+      metrics.count_request("other", 401);
+      return;
+    }
     std::string allow;
     if (res.status == 404) allow = table.allowed_methods(req.path);
     if (!allow.empty()) {  // the path exists, the method does not
@@ -247,7 +296,8 @@ Status run_http_server(std::unique_ptr<RequestBackend> backend, const ServeOptio
     if (g_stop_requested) return;
     fmt::print(stderr, "deepinfer serve: signal {} received; ending running requests and stopping\n", g_signal_number);
     loop.shutdown();  // running requests end (clients get what was generated, then the end)
-    server.stop();
+    server.stop();    // closes the listener only
+    close_connections(in_progress, port);
   });
   if (on_listening) on_listening(port);
   fmt::print(stderr, "deepinfer serve: listening on http://{}:{} (model '{}')\n", options.host, port, ctx.model_name);

@@ -47,8 +47,9 @@ struct RoleHooks {
   std::function<bool(std::string& why)> ready;
 };
 
-// Serves until SIGINT or SIGTERM (then refuses new requests, ends running ones and returns)
-// or until `stop` (if given) is set. `on_listening(port)` runs once the socket is bound.
+// Serves until SIGINT or SIGTERM (then refuses new requests, ends running ones, gives the
+// responses being written up to a second, closes every connection and returns).
+// `on_listening(port)` runs once the socket is bound.
 Status run_http_server(std::unique_ptr<engine::Engine> engine, const ServeOptions& options,
                        const std::function<void(int port)>& on_listening);
 // The same over any backend (the entrypoint's disaggregated one), with a role's hooks.

@@ -117,8 +117,8 @@ ApiError failed_generation(const std::string& error) {
 }
 
 StreamGroup::StreamGroup(const ServerContext& ctx, const std::vector<engine::GenerationRequest>& requests)
-    : ctx_(ctx), requests_(requests), done_(requests.size(), false), tokens_(requests.size()),
-      texts_(requests.size()) {
+    : ctx_(ctx), in_progress_(ctx.in_progress), requests_(requests), done_(requests.size(), false),
+      tokens_(requests.size()), texts_(requests.size()) {
   for (size_t i = 0; i < requests.size(); ++i) {
     auto s = ctx.loop->submit(requests[i]);
     if (!s.is_ok()) {

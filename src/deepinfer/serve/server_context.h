@@ -2,6 +2,8 @@
 // stored responses (for previous_response_id), and the HTTP helpers all handlers share.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -34,6 +36,25 @@ struct ServerContext {
   int64_t created_unix = 0;     // when the server started (for /v1/models)
   ResponseStore* responses = nullptr;
   vision::ImageService* images = nullptr;  // multimodal models only (serve/image_input.h)
+  // Responses being made (handlers running, generation replies being written); a stop lets
+  // them end before it closes the connections. Null: not counted.
+  std::atomic<int>* in_progress = nullptr;
+};
+
+// Counts one response in ServerContext::in_progress while alive.
+class InProgress {
+ public:
+  explicit InProgress(std::atomic<int>* count) : count_(count) {
+    if (count_) count_->fetch_add(1);
+  }
+  ~InProgress() {
+    if (count_) count_->fetch_sub(1);
+  }
+  InProgress(const InProgress&) = delete;
+  InProgress& operator=(const InProgress&) = delete;
+
+ private:
+  std::atomic<int>* count_;
 };
 
 // JSON text of a response body; invalid UTF-8 (a token cut mid-character) is replaced, never
@@ -89,6 +110,7 @@ class StreamGroup {
 
  private:
   const ServerContext& ctx_;
+  InProgress in_progress_;  // until the reply's last write (the stream's owner drops the group)
   std::vector<engine::GenerationRequest> requests_;
   std::vector<std::shared_ptr<RequestStream>> streams_;
   std::vector<bool> done_;

@@ -114,6 +114,8 @@ std::string accumulate(const StreamGroup& group, int i, engine::RequestOutput& o
   c.cached_tokens = out.cached_tokens;
   c.replayed_tokens = out.replayed_tokens;
   c.matched_stop = group.matched_stop(i);
+  // Ended by the server's stop: the reply holds what was generated, as a stream does.
+  if (out.error == kShuttingDown) return "";
   return out.error;
 }
 
