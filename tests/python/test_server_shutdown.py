@@ -225,12 +225,16 @@ def test_stop_mid_generation_ends_replies(model):
         send_request(openai_sse, "/v1/chat/completions", {**LONG, "stream": True})
         plain = connect(server)
         send_request(plain, "/v1/chat/completions", LONG)
+        responses = connect(server)
+        send_request(responses, "/v1/responses", {"model": MODEL, "max_output_tokens": 3000,
+                                                  "input": "Write a very long story."})
         got = {}
         readers = [threading.Thread(target=lambda k=k, s=s: got.__setitem__(k, read_until_closed(s)))
-                   for k, s in (("sse", sse), ("openai_sse", openai_sse), ("plain", plain))]
+                   for k, s in (("sse", sse), ("openai_sse", openai_sse), ("plain", plain),
+                                ("responses", responses))]
         for t in readers:
             t.start()
-        wait_running(server, 3)
+        wait_running(server, 4)
         time.sleep(0.5)
         took, code = sigterm_and_time(server)
         for t in readers:
@@ -247,3 +251,15 @@ def test_stop_mid_generation_ends_replies(model):
     assert b"200 OK" in head, head
     reply = json.loads(dechunk(chunked))
     assert reply["choices"][0]["message"]["content"], reply
+    # Cut short, not finished: the reason says so (a partial answer is never reported as "stop").
+    assert reply["choices"][0]["finish_reason"] == "abort", reply
+    assert b'"stop_reason":"abort"' in got["sse"], got["sse"][-500:]
+    assert b'"finish_reason":"abort"' in got["openai_sse"], got["openai_sse"][-500:]
+    head, _, chunked = got["responses"].partition(b"\r\n\r\n")
+    assert b"200 OK" in head, head
+    response = json.loads(dechunk(chunked))
+    assert response["status"] == "incomplete", response
+    assert response["incomplete_details"] == {"reason": "server_shutdown"}, response
+    # Its usage counts what was generated before the stop (the engine's final output never
+    # comes for a request the stop ends).
+    assert reply["usage"]["prompt_tokens"] > 0 and reply["usage"]["completion_tokens"] > 0, reply

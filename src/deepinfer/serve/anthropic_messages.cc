@@ -158,6 +158,7 @@ ChatTurn read_messages_turn(const json& body) {
 const char* stop_reason(const Completion& c, bool tool_use) {
   if (c.finish_reason == engine::FinishReason::kLength) return "max_tokens";
   if (c.finish_reason == engine::FinishReason::kGrammarDeadEnd) return "grammar_dead_end";
+  if (c.finish_reason == engine::FinishReason::kAbort) return "abort";  // cut by the server's stop
   if (tool_use) return "tool_use";
   if (!c.matched_stop.empty()) return "stop_sequence";
   return "end_turn";

@@ -90,11 +90,7 @@ void EngineLoop::drain_commands() {
     if (it == live_.end()) continue;
     engine_->abort(id);
     metrics_.count_abort();
-    engine::RequestOutput out;
-    out.request_id = id;
-    out.finished = true;
-    out.finish_reason = engine::FinishReason::kAbort;
-    out.error = "cancelled";
+    engine::RequestOutput out = ended_output(id, it->second, "cancelled");
     {
       std::lock_guard<std::mutex> lock(mu_);
       queued_ -= 1;
@@ -102,6 +98,20 @@ void EngineLoop::drain_commands() {
     it->second.stream->push(std::move(out));
     live_.erase(it);
   }
+}
+
+engine::RequestOutput EngineLoop::ended_output(int64_t id, const Live& live,
+                                               const std::string& reason) {
+  engine::RequestOutput out;
+  out.request_id = id;
+  out.finished = true;
+  out.finish_reason = engine::FinishReason::kAbort;
+  out.error = reason;
+  out.prompt_tokens = live.prompt_tokens;
+  out.cached_tokens = live.cached_tokens;
+  out.replayed_tokens = live.replayed_tokens;
+  out.completion_tokens = live.completion_tokens;
+  return out;
 }
 
 void EngineLoop::dispatch(std::vector<engine::RequestOutput>& outputs) {
@@ -125,6 +135,12 @@ void EngineLoop::dispatch(std::vector<engine::RequestOutput>& outputs) {
       live.last_token = now;
       metrics_.add_generation_tokens(int64_t(out.new_token_ids.size()));
     }
+    live.completion_tokens += static_cast<int>(out.new_token_ids.size());
+    if (out.prompt_tokens > 0) {
+      live.prompt_tokens = out.prompt_tokens;
+      live.cached_tokens = out.cached_tokens;
+      live.replayed_tokens = out.replayed_tokens;
+    }
     const bool done = out.finished;
     if (done) {
       metrics_.add_prompt_tokens(out.prompt_tokens);
@@ -142,12 +158,7 @@ void EngineLoop::abort_all(const std::string& reason) {
   for (auto& [id, live] : live_) {
     engine_->abort(id);
     metrics_.count_abort();
-    engine::RequestOutput out;
-    out.request_id = id;
-    out.finished = true;
-    out.finish_reason = engine::FinishReason::kAbort;
-    out.error = reason;
-    live.stream->push(std::move(out));
+    live.stream->push(ended_output(id, live, reason));
   }
   std::lock_guard<std::mutex> lock(mu_);
   queued_ -= static_cast<int>(live_.size());

@@ -74,7 +74,12 @@ class EngineLoop : public RequestBackend {
     std::shared_ptr<RequestStream> stream;
     std::chrono::steady_clock::time_point submitted, last_token;
     bool got_first_token = false;
+    // The counts of the outputs so far, so a request ended here (abort, stop) reports its
+    // usage: the engine's own final output never comes for it.
+    int prompt_tokens = 0, cached_tokens = 0, replayed_tokens = 0, completion_tokens = 0;
   };
+  // The final output of a request ended by the loop (cancelled, or the server's stop).
+  static engine::RequestOutput ended_output(int64_t id, const Live& live, const std::string& reason);
   std::map<int64_t, Live> live_;
   std::chrono::steady_clock::time_point experts_refreshed_{};
   std::thread thread_;

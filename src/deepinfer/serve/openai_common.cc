@@ -6,6 +6,7 @@ using nlohmann::json;
 
 const char* openai_finish_reason(engine::FinishReason r) {
   if (r == engine::FinishReason::kGrammarDeadEnd) return "grammar_dead_end";
+  if (r == engine::FinishReason::kAbort) return "abort";  // cut by the server's stop
   return r == engine::FinishReason::kLength ? "length" : "stop";
 }
 

@@ -286,9 +286,11 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
     if (!parsed.content.empty() || parsed.tool_calls.empty()) output.push_back(message_item(msg_id, parsed.content, "completed"));
     if (reasoning && !reasoning_first) output.push_back(reasoning_item(rs_id, parsed.reasoning_content, "completed"));
     for (const ToolCall& c : parsed.tool_calls) output.push_back(call_item(c, "completed"));
-    const bool cut = reason == engine::FinishReason::kLength;
+    // Cut by max_output_tokens or by the server's stop: incomplete, with the reason.
+    const bool cut = reason == engine::FinishReason::kLength || reason == engine::FinishReason::kAbort;
+    const char* why = reason == engine::FinishReason::kLength ? "max_output_tokens" : "server_shutdown";
     json r = response_json(shell, cut ? "incomplete" : "completed", output, response_usage(prompt, completion, cached),
-                           cut ? json{{"reason", "max_output_tokens"}} : json(nullptr));
+                           cut ? json{{"reason", why}} : json(nullptr));
     if (reason == engine::FinishReason::kGrammarDeadEnd) {  // never reported as completed
       r["status"] = "failed";
       r["error"] = {{"code", "grammar_dead_end"},
