@@ -17,6 +17,7 @@
 #include "deepinfer/base/fp16.h"
 #include "deepinfer/kernels/cpu/matmul_high_block.h"
 #include "deepinfer/kernels/cpu/matmul_tile.h"
+#include "deepinfer/kernels/cpu/prefetch.h"
 #include "deepinfer/kernels/cpu/quantize_activation.h"
 #include "deepinfer/tensor/quant_blocks.h"
 

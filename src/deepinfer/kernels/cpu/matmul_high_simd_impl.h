@@ -65,6 +65,7 @@ void tile_high(const Tile& t) {
   for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const float*>(t.act + r * t.act_row_bytes);
   for (int64_t o = t.col_begin; o < t.col_end; ++o) {
     const uint8_t* row = t.weight + o * t.weight_row_bytes;
+    prefetch_weight_row(row, t.weight_row_bytes);
     __m256 acc0[R], acc1[R];
     for (int r = 0; r < R; ++r) acc0[r] = _mm256_setzero_ps(), acc1[r] = _mm256_setzero_ps();
     for (int64_t c = 0; c < nc; ++c) {

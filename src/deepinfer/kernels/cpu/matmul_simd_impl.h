@@ -140,6 +140,7 @@ void tile_q32(const Tile& t) {
   for (int r = 0; r < R; ++r) act[r] = reinterpret_cast<const ActBlock32*>(t.act + r * t.act_row_bytes);
   for (int64_t o = t.col_begin; o < t.col_end; ++o) {
     const B* wb = reinterpret_cast<const B*>(t.weight + o * t.weight_row_bytes);
+    prefetch_weight_row(t.weight + o * t.weight_row_bytes, t.weight_row_bytes);
     __m256 acc[R], macc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), macc[r] = _mm256_setzero_ps();
     int64_t b = 0;
@@ -193,6 +194,7 @@ void tile_q45k(const Tile& t) {
   const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
   for (int64_t o = t.col_begin; o < t.col_end; ++o) {
     const B* wb = reinterpret_cast<const B*>(t.weight + o * t.weight_row_bytes);
+    prefetch_weight_row(t.weight + o * t.weight_row_bytes, t.weight_row_bytes);
     __m256 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
@@ -240,6 +242,7 @@ void tile_q6k(const Tile& t) {
   const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3);
   for (int64_t o = t.col_begin; o < t.col_end; ++o) {
     const BlockQ6_K* wb = reinterpret_cast<const BlockQ6_K*>(t.weight + o * t.weight_row_bytes);
+    prefetch_weight_row(t.weight + o * t.weight_row_bytes, t.weight_row_bytes);
     __m256 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
@@ -300,6 +303,7 @@ void float_block(const Tile& t, const float* const* x, int64_t o) {
   const int64_t n = t.n_in;
   const uint8_t* w[C];
   for (int c = 0; c < C; ++c) w[c] = t.weight + (o + c) * t.weight_row_bytes;
+  prefetch_weight_row(w[0], C * t.weight_row_bytes);
   __m256 acc[R][C];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
