@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "deepinfer/base/thread_pool.h"
+#include "deepinfer/kernels/cpu/prefetch.h"
 
 namespace deepinfer::kernels {
 namespace {
@@ -121,7 +122,8 @@ void token_offsets(const AttentionParams& p, const AttentionSeq& s, int64_t c0, 
 // of n token rows (byte offsets tok) of one cache. Decode attention reads every byte once, and
 // with blocks scattered over the pool the prefetchers of the core start late on each of them;
 // asking for the V rows during the scores and the next chunk's K rows during the V sum keeps
-// the memory busy all along. Prefetches change no result.
+// the memory busy all along (into L2: a whole chunk of K or V is about the size of L1).
+// Prefetches change no result.
 struct PrefetchRows {
   const char* base = nullptr;  // cache + first kv head's offset
   const int64_t* tok = nullptr;  // [n]
@@ -129,25 +131,12 @@ struct PrefetchRows {
   int64_t bytes = 0;  // per token row
 };
 
-// Into L2 (prefetcht1): a whole chunk of K or V is about the size of L1.
-inline void prefetch_l2(uintptr_t line) {
-#if defined(__x86_64__)
-  // An asm statement because GCC 12 at -O2 dropped __builtin_prefetch from prefetch_rows once
-  // it stopped inlining it (no side effects to keep), silently losing the speed-up.
-  asm volatile("prefetcht1 %0" : : "m"(*reinterpret_cast<const char*>(line)));
-#else
-  __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 2);
-#endif
-}
-
 // All at once, ahead of the phase: each kv head's call walks every key of the chunk, so
 // spreading the requests over the heads' calls leaves the last keys too little lead (measured
 // slower).
 void prefetch_rows(const PrefetchRows& pf) {
-  for (int j = 0; j < pf.n; ++j) {
-    const uintptr_t a = reinterpret_cast<uintptr_t>(pf.base + pf.tok[j]);
-    for (uintptr_t x = a & ~uintptr_t{63}; x < a + static_cast<uintptr_t>(pf.bytes); x += 64) prefetch_l2(x);
-  }
+  for (int j = 0; j < pf.n; ++j)
+    prefetch_range<prefetch_l2>(pf.base + pf.tok[j], static_cast<size_t>(pf.bytes));
 }
 
 // Rows of one kv head go to the ops kAttentionOpRows at a time, so the K (V) rows of the chunk

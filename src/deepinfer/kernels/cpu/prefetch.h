@@ -32,16 +32,17 @@ inline void prefetch_l2(const void* p) {
 #endif
 }
 
-// Every cache line of [p, p + bytes) into L1.
-inline void prefetch_range_l1(const void* p, size_t bytes) {
+// Every cache line of [p, p + bytes), with Prefetch (prefetch_l1 or prefetch_l2).
+template <void (*Prefetch)(const void*)>
+inline void prefetch_range(const void* p, size_t bytes) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   for (uintptr_t x = a & ~uintptr_t{63}; x < a + bytes; x += 64)
-    prefetch_l1(reinterpret_cast<const void*>(x));
+    Prefetch(reinterpret_cast<const void*>(x));
 }
 
 // The weight row after `row` by kWeightPrefetchBytes (rows are contiguous in a matrix).
 inline void prefetch_weight_row(const uint8_t* row, size_t row_bytes) {
-  prefetch_range_l1(row + kWeightPrefetchBytes, row_bytes);
+  prefetch_range<prefetch_l1>(row + kWeightPrefetchBytes, row_bytes);
 }
 
 }  // namespace deepinfer::kernels
