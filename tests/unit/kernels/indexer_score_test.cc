@@ -9,18 +9,28 @@
 namespace deepinfer::kernels {
 namespace {
 
+// One query's heads and weights and n random keys.
+struct IndexerCase {
+  std::vector<float> q, w;
+  std::vector<std::vector<float>> rows;
+  std::vector<const float*> keys;
+  IndexerScoreParams p;
+  IndexerCase(int heads, int dim, int n, std::mt19937& rng)
+      : q(testing::random_vec(size_t(heads) * dim, rng)), w(testing::random_vec(heads, rng, -1, 2)) {
+    for (int e = 0; e < n; ++e) rows.push_back(testing::random_vec(dim, rng));
+    for (const auto& r : rows) keys.push_back(r.data());
+    p = {q.data(), w.data(), heads, dim, 1.0f / std::sqrt(float(dim))};
+  }
+};
+
 TEST(IndexerScore, SimdMatchesReference) {
   std::mt19937 rng(11);
   const int shapes[][2] = {{1, 8}, {4, 16}, {3, 20}, {64, 128}, {2, 13}, {8, 40}};
   for (const auto& shape : shapes) {
     const int heads = shape[0], dim = shape[1];
-    const auto q = testing::random_vec(size_t(heads) * dim, rng);
-    const auto w = testing::random_vec(heads, rng, -1, 2);
-    std::vector<std::vector<float>> rows;
-    std::vector<const float*> keys;
-    for (int e = 0; e < 37; ++e) rows.push_back(testing::random_vec(dim, rng));
-    for (const auto& r : rows) keys.push_back(r.data());
-    IndexerScoreParams p{q.data(), w.data(), heads, dim, 1.0f / std::sqrt(float(dim))};
+    const IndexerCase c(heads, dim, 37, rng);
+    const IndexerScoreParams& p = c.p;
+    const auto& keys = c.keys;
     std::vector<float> ref(keys.size());
     for (size_t e = 0; e < keys.size(); ++e) ref[e] = indexer_score_reference(p, keys[e]);
     for (IsaLevel isa : testing::simd_levels()) {
@@ -39,13 +49,9 @@ TEST(IndexerScore, KeyScoreIndependentOfItsGroup) {
   const int shapes[][2] = {{8, 16}, {3, 20}, {64, 128}, {2, 13}};
   for (const auto& shape : shapes) {
     const int heads = shape[0], dim = shape[1];
-    const auto q = testing::random_vec(size_t(heads) * dim, rng);
-    const auto w = testing::random_vec(heads, rng, -1, 2);
-    std::vector<std::vector<float>> rows;
-    std::vector<const float*> keys;
-    for (int e = 0; e < 11; ++e) rows.push_back(testing::random_vec(dim, rng));
-    for (const auto& r : rows) keys.push_back(r.data());
-    IndexerScoreParams p{q.data(), w.data(), heads, dim, 1.0f / std::sqrt(float(dim))};
+    const IndexerCase c(heads, dim, 11, rng);
+    const IndexerScoreParams& p = c.p;
+    const auto& keys = c.keys;
     for (IsaLevel isa : testing::simd_levels()) {
       for (int64_t n = 1; n <= static_cast<int64_t>(keys.size()); ++n) {
         std::vector<float> all(static_cast<size_t>(n));

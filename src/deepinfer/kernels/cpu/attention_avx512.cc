@@ -31,17 +31,6 @@ struct BF16 {
 
 inline __mmask16 lanes(int left) { return left >= 16 ? __mmask16(0xffff) : simd::tail_mask512(left); }
 
-// Sums each of four vectors to one float with the same add tree for every slot, so a row's
-// score does not depend on which slot it sits in or what the other slots hold.
-inline __m128 reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
-  const __m512 t01 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
-  const __m512 t23 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
-  const __m512 u = _mm512_add_ps(_mm512_shuffle_ps(t01, t23, _MM_SHUFFLE(1, 0, 1, 0)),
-                                 _mm512_shuffle_ps(t01, t23, _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(u), _mm512_extractf32x8_ps(u, 1));
-  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-}
-
 // NQ rows x KB keys of independent accumulator chains (NQ, KB template arguments so they live
 // in registers); every (row, key) pair is computed the same way whatever NQ and KB are.
 template <typename L, int NQ, int KB>
@@ -60,7 +49,7 @@ inline void qk_block(const float* const* q, const void* const* k, int j, int n, 
   }
   for (int b = 0; b < KB; ++b) {
     alignas(16) float s[4];
-    _mm_store_ps(s, _mm_mul_ps(reduce4(acc[b][0], acc[b][1], acc[b][2], acc[b][3]), _mm_set1_ps(scale)));
+    _mm_store_ps(s, _mm_mul_ps(simd::sum_lanes4_512(acc[b][0], acc[b][1], acc[b][2], acc[b][3]), _mm_set1_ps(scale)));
     for (int r = 0; r < NQ; ++r) out[r][j + b] = s[r];
   }
 }
@@ -74,7 +63,7 @@ void qk_n(const float* const* q, const void* const* k, int nk, int n, float scal
 }
 
 // Decode-shaped fast path (head size a multiple of 16, up to 16 vectors of queries): the NQ
-// rows' queries stay in registers while the keys stream by, and one reduce4 sums four keys of
+// rows' queries stay in registers while the keys stream by, and one sum_lanes4_512 sums four keys of
 // the same row. Each (row, key) score is the same chain and add tree as in qk_block, so the
 // two paths give the same bits.
 template <typename L, int NQ, int ND>
@@ -100,7 +89,7 @@ void qk_regs(const float* const* q, const void* const* k, int nk, float scale, f
       }
     }
     for (int r = 0; r < NQ; ++r) {
-      const __m128 sv = _mm_mul_ps(reduce4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]), vs);
+      const __m128 sv = _mm_mul_ps(simd::sum_lanes4_512(acc[r][0], acc[r][1], acc[r][2], acc[r][3]), vs);
       if (kb == 4) {
         _mm_storeu_ps(out[r] + j, sv);
       } else {

@@ -115,6 +115,19 @@ inline float dot512(const float* a, const float* b, int n) {
 }
 #endif
 
+#if defined(__AVX512DQ__)
+// Each of four vectors summed to one float (slot i of the result: a_i's sum), with the same add
+// tree for every slot, so a value never depends on which slot it sits in or what the others hold.
+inline __m128 sum_lanes4_512(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+  const __m512 t01 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
+  const __m512 t23 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
+  const __m512 u = _mm512_add_ps(_mm512_shuffle_ps(t01, t23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_ps(t01, t23, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(u), _mm512_extractf32x8_ps(u, 1));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+#endif
+
 #undef DI_EXP_CONSTANTS
 
 }  // namespace deepinfer::kernels::simd

@@ -19,16 +19,6 @@ namespace {
 
 constexpr int kKeys = 4;
 
-// Each of four vectors summed to one float, the same add tree for every slot.
-inline __m128 sum_lanes4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
-  const __m512 t01 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
-  const __m512 t23 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
-  const __m512 u = _mm512_add_ps(_mm512_shuffle_ps(t01, t23, _MM_SHUFFLE(1, 0, 1, 0)),
-                                 _mm512_shuffle_ps(t01, t23, _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(u), _mm512_extractf32x8_ps(u, 1));
-  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-}
-
 // Scores of the four keys k[0..3] into out[0..3].
 inline void score_group(const IndexerScoreParams& p, const float* const* k, float* out) {
   const int D = p.dim;
@@ -58,7 +48,7 @@ inline void score_group(const IndexerScoreParams& p, const float* const* k, floa
       for (int j = 0; j < kKeys; ++j)
         odd[j] = _mm512_fmadd_ps(q0, _mm512_maskz_loadu_ps(m, k[j] + i), odd[j]);
     }
-    const __m128 dots = sum_lanes4(_mm512_add_ps(even[0], odd[0]), _mm512_add_ps(even[1], odd[1]),
+    const __m128 dots = simd::sum_lanes4_512(_mm512_add_ps(even[0], odd[0]), _mm512_add_ps(even[1], odd[1]),
                                    _mm512_add_ps(even[2], odd[2]), _mm512_add_ps(even[3], odd[3]));
     const __m128 weighted =
         _mm_mul_ps(_mm_mul_ps(_mm_max_ps(dots, zero), scale), _mm_set1_ps(p.w[h]));
