@@ -56,6 +56,7 @@ struct HighBlock {
 // Same bits as compute_high_tile_scalar for every (row, column): the weight values and each
 // output's accumulation order are those fixed in matmul_high_tile.h (a 16-lane accumulator is
 // exactly the reference's acc[16]), so rows may go through either path (batch invariance).
+void compute_high_block_avx2(const HighBlock& b);
 void compute_high_block_avx512(const HighBlock& b);
 
 }  // namespace deepinfer::kernels::matmul_detail
