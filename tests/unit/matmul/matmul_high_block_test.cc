@@ -1,7 +1,9 @@
-// kHigh with many rows (the blocked kernel of matmul_high_block.h where the ISA has one) must
-// give the scalar reference's bits for every quantized type, at row counts that are not
-// multiples of the register tile, column counts that leave partial tiles and several column
-// blocks, padded strides, and 1 or 2 threads; and a row must not change with the batch size.
+// kHigh with many rows (the blocked kernel of matmul_high_block.h, AVX2 and AVX-512) must give
+// the scalar reference's bits for every quantized type, at row counts that are not multiples of
+// the register tile (6 rows on AVX-512, 3 on AVX2), column counts that leave partial tiles and
+// several column blocks, padded strides, and 1 or 2 threads; and a row must not change with the
+// batch size. Each ISA's block kernel is also called directly, so a change in the dispatch
+// cannot leave one untested.
 #include "deepinfer/kernels/cpu/matmul_high_block.h"
 
 #include <fmt/format.h>
@@ -9,6 +11,7 @@
 
 #include <cstring>
 
+#include "deepinfer/base/aligned_buffer.h"
 #include "matmul_test_util.h"
 
 namespace deepinfer::kernels {
@@ -108,6 +111,50 @@ TEST(MatmulHighBlock, RowAloneEqualsRowInLargeBatch) {
         ASSERT_EQ(0, std::memcmp(single.data(), all.data() + r * c.n_out, c.n_out * sizeof(float)))
             << fmt::format("kHigh type={} isa={} row={} differs between n_rows=1 and n_rows={}",
                            dtype_name(t), isa_name(isa), r, c.n_rows);
+      }
+    }
+  }
+}
+
+// One column block [col_begin, col_end) of up to 8 rows through each ISA's block kernel, as
+// run_high_block would call it: every row tail (1..8 rows, the 6- and 3-row tiles' remainders),
+// a block not starting at column 0 and ending in a partial register tile, several passes over
+// the inputs.
+TEST(MatmulHighBlock, KernelCalledDirectlyEqualsReference) {
+  struct Kernel {
+    IsaLevel isa;
+    void (*fn)(const matmul_detail::HighBlock&);
+  };
+  std::vector<Kernel> kernels;
+  if (cpu_features().has_avx2())
+    kernels.push_back({IsaLevel::kAvx2, matmul_detail::compute_high_block_avx2});
+  if (cpu_features().has_avx512() && cpu_features().avx512_vnni)
+    kernels.push_back({IsaLevel::kAvx512, matmul_detail::compute_high_block_avx512});
+  if (kernels.empty()) GTEST_SKIP() << "no AVX2 on this host";
+  for (DType t : kQuantTypes) {
+    const int64_t n_in = testing::is_k(t) ? 2304 : 1056, n_out = 23, col_begin = 4, col_end = 19;
+    auto w = testing::random_weights(t, n_out, n_in, 16, 5);
+    for (int64_t rows = 1; rows <= 8; ++rows) {
+      const Case c{n_in, n_out, rows};
+      const int64_t in_stride = n_in + 1, out_stride = n_out + 2;
+      auto x = testing::random_input(rows, in_stride, 9 + rows);
+      std::vector<float> ref(rows * out_stride, -7.f);
+      matmul_reference(high_params(t, w, c, x, in_stride, ref, out_stride));
+      AlignedBuffer<float> scratch(
+          matmul_detail::high_block_scratch_floats(col_end - col_begin, n_in));
+      for (const Kernel& k : kernels) {
+        std::vector<float> got(rows * out_stride, -7.f);
+        k.fn({t, w.bytes.data(), w.row_bytes, n_in, col_begin, col_end, x.data(), in_stride, rows,
+              got.data(), out_stride, scratch.data()});
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t o = 0; o < n_out; ++o) {
+            const bool in_block = o >= col_begin && o < col_end;
+            const float want = in_block ? ref[r * out_stride + o] : -7.f;
+            ASSERT_EQ(0, std::memcmp(&want, &got[r * out_stride + o], sizeof(float)))
+                << fmt::format(
+                       "kHigh block kernel type={} isa={} rows={} row={} column={}: {} vs {}",
+                       dtype_name(t), isa_name(k.isa), rows, r, o, got[r * out_stride + o], want);
+          }
       }
     }
   }

@@ -69,7 +69,9 @@ Kernel kernel_for(IsaLevel isa) {
     case IsaLevel::kAvx512:
       return {matmul_detail::compute_tile_avx512, ActSign::kUnsigned, matmul_detail::kMaxTileRows,
               matmul_detail::compute_high_block_avx512};
-    case IsaLevel::kAvx2: return {matmul_detail::compute_tile_avx2, ActSign::kSigned, matmul_detail::kAvx2TileRows};
+    case IsaLevel::kAvx2:
+      return {matmul_detail::compute_tile_avx2, ActSign::kSigned, matmul_detail::kAvx2TileRows,
+              matmul_detail::compute_high_block_avx2};
     case IsaLevel::kScalar: break;
   }
   return {matmul_detail::compute_tile_scalar, ActSign::kSigned, matmul_detail::kMaxTileRows};

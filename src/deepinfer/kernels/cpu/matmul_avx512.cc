@@ -26,6 +26,7 @@ namespace {
 #define DI_MATMUL_VNNI 1
 #include "deepinfer/kernels/cpu/matmul_simd_impl.h"
 #include "deepinfer/kernels/cpu/matmul_high_block_avx512_impl.h"
+#include "deepinfer/kernels/cpu/matmul_high_block_impl.h"
 #undef DI_MATMUL_VNNI
 }  // namespace
 

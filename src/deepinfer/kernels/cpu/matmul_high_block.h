@@ -10,9 +10,10 @@
 
 namespace deepinfer::kernels::matmul_detail {
 
-// From this many rows matmul uses the blocked kernel where the ISA has one. Up to 8 rows the
+// From this many rows matmul uses the blocked kernel (AVX2 and AVX-512). Up to 8 rows the
 // AVX-512 per-tile decode (matmul_high_simd_impl.h) covers them all with one decode of each
-// chunk in registers and measured ~5% faster (q4_1 1536x576); from 9 rows it needs two.
+// chunk in registers and measured ~5% faster (q4_1 1536x576); from 9 rows it needs two. On
+// AVX2 (4-row tiles) the blocked kernel measured no faster at 5-8 rows either.
 inline constexpr int64_t kHighBlockMinRows = 9;
 // fp32 scratch per column block: half of L2, so the activations of a row tile stay near too.
 inline constexpr size_t kHighBlockScratchBytes = 96 * 1024;
@@ -34,7 +35,8 @@ inline int64_t high_block_cols(int64_t n_in) {
 }
 
 // Scratch floats for a block of `cols` columns: the dequantized weights, then room to park
-// the accumulators of a register tile of up to 8 rows between passes over the inputs.
+// the accumulators of a register tile of up to 8 rows (16 floats per output) between passes
+// over the inputs.
 inline size_t high_block_scratch_floats(int64_t cols, int64_t n_in) {
   return static_cast<size_t>(cols * n_in + cols * 8 * 16);
 }
@@ -56,6 +58,7 @@ struct HighBlock {
 // Same bits as compute_high_tile_scalar for every (row, column): the weight values and each
 // output's accumulation order are those fixed in matmul_high_tile.h (a 16-lane accumulator is
 // exactly the reference's acc[16]), so rows may go through either path (batch invariance).
+void compute_high_block_avx2(const HighBlock& b);
 void compute_high_block_avx512(const HighBlock& b);
 
 }  // namespace deepinfer::kernels::matmul_detail
