@@ -18,6 +18,11 @@ once, at the `bench --mode membw` rate of the same run). llama.cpp keeps its def
 Usage: python3 bench/compare_llamacpp.py [--reps 3] [--model PATH] [--batched 1,2,4,8,16,32]
                                          [--prompt-lens 32] [--gen-len 32]
 Needs: pip install llama-cpp-python (built from source by pip), and build/bin/deepinfer.
+
+llama.cpp's "extra buffer types" (its AMX and repacked-weight paths) are off unless
+--llamacpp-extra-bufts: on the AMX host of 2026-12-03 the AMX matmul of llama-cpp-python 0.3.36
+segfaults on its first call; for Q4_1 weights the other extra type (repack) does not apply, so
+llama.cpp then runs its AVX-512 VNNI kernels.
 """
 import argparse
 import json
@@ -34,6 +39,26 @@ HOME = os.environ.get("DEEPINFER_HOME", os.path.expanduser("~/.cache/deepinfer")
 DEFAULT = os.path.join(HOME, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
+EXTRA_BUFTS = False  # --llamacpp-extra-bufts
+_LIBRARY_MODEL_PARAMS = None
+
+
+def llamacpp_model_params():
+    """llama.cpp's default model parameters, extra buffer types only with --llamacpp-extra-bufts.
+    Installed in place of llama_model_default_params, which llama_cpp.Llama asks."""
+    params = _LIBRARY_MODEL_PARAMS()
+    params.use_extra_bufts = EXTRA_BUFTS
+    return params
+
+
+def _install_model_params():
+    global _LIBRARY_MODEL_PARAMS
+    import llama_cpp.llama_cpp as C
+    if _LIBRARY_MODEL_PARAMS is None:
+        _LIBRARY_MODEL_PARAMS = C.llama_model_default_params
+        C.llama_model_default_params = llamacpp_model_params
+
+
 def ours(args, threads):
     out = subprocess.run([BIN, "bench", "--threads", str(threads), *args], capture_output=True,
                          text=True, check=True).stdout
@@ -42,6 +67,7 @@ def ours(args, threads):
 
 def llamacpp(model, threads, prompt_len, gen_len, mode):
     from llama_cpp import Llama
+    _install_model_params()
     llm = Llama(model_path=model, n_ctx=1024, n_threads=threads, n_threads_batch=threads,
                 n_batch=512, verbose=False)
     rng = np.random.default_rng(0)
@@ -76,7 +102,8 @@ def llamacpp_batched(model, threads, batch, prompt_len, gen_len):
     import llama_cpp as L
     L.llama_log_set(_quiet_log(), None)
     L.llama_backend_init()
-    mparams = L.llama_model_default_params()
+    _install_model_params()
+    mparams = llamacpp_model_params()
     m = L.llama_model_load_from_file(model.encode(), mparams)
     cp = L.llama_context_default_params()
     cp.n_ctx = ((batch * (prompt_len + gen_len + 8)) // 256 + 1) * 256
@@ -186,7 +213,11 @@ def main():
     ap.add_argument("--threads", type=int, default=2, help="threads for --batched")
     ap.add_argument("--prompt-lens", default="32", help="--batched: prompt lengths (context), e.g. 1024,4096")
     ap.add_argument("--gen-len", type=int, default=32, help="--batched: tokens generated per sequence")
+    ap.add_argument("--llamacpp-extra-bufts", action="store_true",
+                    help="let llama.cpp use its extra buffer types (AMX, repacked weights)")
     a = ap.parse_args()
+    global EXTRA_BUFTS
+    EXTRA_BUFTS = a.llamacpp_extra_bufts
     if a.batched:
         batched(a)
         return
