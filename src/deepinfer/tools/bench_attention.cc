@@ -53,10 +53,11 @@ void measure(const AttentionBenchOptions& o, DType type, int batch, int context,
   const int64_t token_stride = int64_t{o.n_kv_heads} * o.head_dim;
   const int64_t block_stride = token_stride * o.block_size;
   const size_t esize = type == DType::kF32 ? 4 : 2;
-  // Enough layers' caches that one pass over them does not fit the last-level cache (256 MB),
-  // at most the model's layer count.
+  // Enough layers' caches that one pass over them is twice the last-level cache (at least
+  // 256 MB where sysfs does not say), at most the model's layer count.
   const double layer_bytes = 2.0 * static_cast<double>(blocks * block_stride * esize);
-  const int layers = std::clamp(static_cast<int>(256e6 / layer_bytes) + 1, 1, o.layers);
+  const double pass_bytes = std::max(256e6, 2.0 * static_cast<double>(largest_cache_bytes().value_or(0)));
+  const int layers = std::clamp(static_cast<int>(pass_bytes / layer_bytes) + 1, 1, o.layers);
   std::vector<LayerPools> pools(static_cast<size_t>(layers));
   uint64_t seed = 1;
   for (auto& lp : pools) {
@@ -113,6 +114,7 @@ void measure(const AttentionBenchOptions& o, DType type, int batch, int context,
                       {"kv_heads", o.n_kv_heads},
                       {"head_dim", o.head_dim},
                       {"layers_cycled", layers},
+                      {"cycled_mb", kv_bytes_per_pass / 1e6},
                       {"threads", pool.num_threads()},
                       {"isa", isa_name(best_isa())},
                       {"us_per_layer", wall * 1e6},

@@ -24,5 +24,21 @@ TEST(MemoryInfo, ThisMachineReportsSomething) {
   EXPECT_GT(*bytes, size_t{0});
 }
 
+TEST(MemoryInfo, ParsesSysfsCacheSizes) {
+  EXPECT_EQ(parse_cache_size("491520K\n"), size_t{491520} * 1024);
+  EXPECT_EQ(parse_cache_size("2M"), size_t{2} << 20);
+  EXPECT_EQ(parse_cache_size("512"), size_t{512});
+  EXPECT_FALSE(parse_cache_size("").has_value());
+  EXPECT_FALSE(parse_cache_size("K").has_value());
+  EXPECT_FALSE(parse_cache_size("12 KB").has_value());
+  EXPECT_FALSE(parse_cache_size("99999999999999999999K").has_value());
+}
+
+TEST(MemoryInfo, LargestCacheIsAtLeastOneLine) {
+  const auto bytes = largest_cache_bytes();
+  if (!bytes) GTEST_SKIP() << "sysfs gives no cache sizes here";
+  EXPECT_GE(*bytes, size_t{64});
+}
+
 }  // namespace
 }  // namespace deepinfer
