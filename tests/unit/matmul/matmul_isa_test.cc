@@ -1,6 +1,9 @@
 // Every ISA variant of matmul against the scalar reference over many shapes and all weight
 // types, and the batch-invariance property (bitwise identical rows whatever the batch/threads).
+#include <algorithm>
 #include <cstring>
+#include <span>
+#include <vector>
 #include <string>
 
 #include <fmt/format.h>
@@ -131,6 +134,43 @@ void batch_invariant(MatmulPrecision prec) {
 
 TEST(MatmulIsa, BatchInvariant) {
   for (MatmulPrecision prec : kPrecisions) batch_invariant(prec);
+}
+
+// matmul_group: every output bitwise what matmul gives for that params alone, whatever mix of
+// types, shapes, row counts (1 to the blocked kHigh kernel's many) and precisions the group has.
+TEST(MatmulIsa, GroupEqualsSeparateCalls) {
+  ThreadPool pool(2);
+  const DType types[] = {DType::kQ4_1, DType::kQ8_0, DType::kQ6_K, DType::kF16};
+  const int64_t outs[] = {40, 7, 129, 64};
+  for (MatmulPrecision prec : kPrecisions) {
+    for (int64_t n_rows : {1, 3, 8, 12}) {
+      for (IsaLevel isa : available_isas()) {
+        std::vector<testing::Weights> ws;
+        std::vector<std::vector<float>> xs, alone, grouped;
+        std::vector<MatmulParams> ps;
+        for (size_t g = 0; g < 4; ++g) {
+          const int64_t n_in = test_n_in(types[g]);
+          ws.push_back(testing::random_weights(types[g], outs[g], n_in, 0, static_cast<uint32_t>(11 + g)));
+          xs.push_back(testing::random_input(n_rows, n_in, static_cast<uint32_t>(21 + g)));
+          alone.emplace_back(n_rows * outs[g], -7.f);
+          grouped.emplace_back(n_rows * outs[g], -7.f);
+        }
+        for (size_t g = 0; g < 4; ++g) {
+          const int64_t n_in = test_n_in(types[g]);
+          matmul_with_isa(params(types[g], ws[g], outs[g], n_in, xs[g], n_rows, n_in, alone[g], outs[g], prec), pool, isa);
+          ps.push_back(params(types[g], ws[g], outs[g], n_in, xs[g], n_rows, n_in, grouped[g], outs[g], prec));
+        }
+        for (size_t size : {size_t{1}, size_t{2}, size_t{4}}) {
+          for (auto& v : grouped) std::fill(v.begin(), v.end(), -7.f);
+          matmul_group_with_isa(std::span<const MatmulParams>(ps.data(), size), pool, isa);
+          for (size_t g = 0; g < size; ++g)
+            EXPECT_EQ(alone[g], grouped[g]) << fmt::format("prec={} type={} isa={} rows={} group of {}, member {}",
+                                                           prec_name(prec), dtype_name(types[g]), isa_name(isa),
+                                                           n_rows, size, g);
+        }
+      }
+    }
+  }
 }
 
 TEST(MatmulIsa, BlasPathForManyF32Rows) {

@@ -4,7 +4,9 @@
 #include "deepinfer/kernels/cpu/matmul.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <utility>
 
 #include "deepinfer/base/aligned_buffer.h"
 #include "deepinfer/base/check.h"
@@ -39,10 +41,12 @@ size_t act_row_bytes(DType type, int64_t n_in) {
   return 0;
 }
 
-// Quantized activations of the current call; grows to the largest call, never shrinks, so the
-// steady state allocates nothing. Thread-local because the calling thread fills it.
-AlignedBuffer<uint8_t>& act_scratch(size_t bytes) {
-  thread_local AlignedBuffer<uint8_t> buf;
+// Quantized activations of the current call (one slot per matmul of a matmul_group); grows to
+// the largest call, never shrinks, so the steady state allocates nothing. Thread-local because
+// the calling thread fills it.
+AlignedBuffer<uint8_t>& act_scratch(int slot, size_t bytes) {
+  thread_local std::array<AlignedBuffer<uint8_t>, kMaxMatmulGroup> bufs;
+  auto& buf = bufs[static_cast<size_t>(slot)];
   if (buf.size() < bytes) buf.resize(bytes + bytes / 4);
   return buf;
 }
@@ -86,6 +90,14 @@ void matmul_blas(const MatmulParams& p) {
 }
 #endif
 
+// Thread i of n's share of n_out output columns (multiples of 8, so threads don't share output
+// cache lines); below 16 columns thread 0 takes them all.
+std::pair<int64_t, int64_t> column_share(int64_t n_out, int i, int n) {
+  if (n_out < 16) return i == 0 ? std::pair<int64_t, int64_t>{0, n_out} : std::pair<int64_t, int64_t>{0, 0};
+  const int64_t chunks = (n_out + 7) / 8;
+  return {std::min(n_out, chunks * i / n * 8), std::min(n_out, chunks * (i + 1) / n * 8)};
+}
+
 // Calls work(c0, c1) on every thread with its share of the output columns.
 template <typename Work>
 void split_columns(const MatmulParams& p, ThreadPool* pool, const Work& work) {
@@ -94,10 +106,8 @@ void split_columns(const MatmulParams& p, ThreadPool* pool, const Work& work) {
     work(0, p.n_out);
     return;
   }
-  // Even split of output columns (rounded to 8 so threads don't share output cache lines).
   pool->run([&](int i, int n) {
-    const int64_t chunks = (p.n_out + 7) / 8;
-    const int64_t c0 = std::min(p.n_out, chunks * i / n * 8), c1 = std::min(p.n_out, chunks * (i + 1) / n * 8);
+    const auto [c0, c1] = column_share(p.n_out, i, n);
     if (c0 < c1) work(c0, c1);
   });
 }
@@ -126,40 +136,66 @@ void run_high_block(const MatmulParams& p, ThreadPool* pool, Kernel k) {
   });
 }
 
+// A matmul of the per-column path ready for its column loop: activations (quantized into
+// act_scratch(slot) when the precision asks) and the column blocking.
+struct ColumnJob {
+  const MatmulParams* p = nullptr;
+  const uint8_t* act = nullptr;
+  size_t act_row = 0;
+  bool high = true;
+  int64_t col_block = 0;
+};
+
+ColumnJob prepare_columns(const MatmulParams& p, const Kernel& k, int slot) {
+  ColumnJob j{&p, reinterpret_cast<const uint8_t*>(p.input), static_cast<size_t>(p.input_stride) * sizeof(float),
+              p.precision == MatmulPrecision::kHigh, 0};
+  const ActKind kind = j.high ? ActKind::kFloat : matmul_detail::act_kind(p.weight_type);
+  if (kind != ActKind::kFloat) {
+    j.act_row = act_row_bytes(p.weight_type, p.n_in);
+    auto& buf = act_scratch(slot, j.act_row * static_cast<size_t>(p.n_rows));
+    for (int64_t r = 0; r < p.n_rows; ++r) {
+      const float* x = p.input + r * p.input_stride;
+      uint8_t* dst = buf.data() + r * j.act_row;
+      if (kind == ActKind::kQ8_32) quantize_act_q8_32(x, reinterpret_cast<ActBlock32*>(dst), p.n_in, k.sign);
+      else quantize_act_q8_k(x, dst, p.n_in);
+    }
+    j.act = buf.data();
+  }
+  j.col_block = std::max<int64_t>(8, static_cast<int64_t>(kColBlockBytes / p.weight_row_bytes));
+  return j;
+}
+
+// Columns [c0, c1) of a prepared matmul, in register tiles of rows.
+void run_columns(const ColumnJob& j, const Kernel& k, int64_t c0, int64_t c1) {
+  const MatmulParams& p = *j.p;
+  for (int64_t cb = c0; cb < c1; cb += j.col_block) {
+    Tile t{p.weight_type, static_cast<const uint8_t*>(p.weight), p.weight_row_bytes, p.n_in,
+           cb, std::min(c1, cb + j.col_block), nullptr, j.act_row, 0, nullptr, p.output_stride, j.high};
+    for (int64_t r = 0; r < p.n_rows; r += k.tile_rows) {
+      t.rows = static_cast<int>(std::min<int64_t>(k.tile_rows, p.n_rows - r));
+      t.act = j.act + r * j.act_row;
+      t.out = p.output + r * p.output_stride;
+      k.fn(t);
+    }
+  }
+}
+
 void run(const MatmulParams& p, ThreadPool* pool, Kernel k) {
   DI_CHECK(matmul_check(p).is_ok(), "matmul: {}", matmul_check(p).message());
   if (p.n_rows == 0 || p.n_out == 0) return;
   if (use_high_block(p, k)) return run_high_block(p, pool, k);
-  const bool high = p.precision == MatmulPrecision::kHigh;
-  const ActKind kind = high ? ActKind::kFloat : matmul_detail::act_kind(p.weight_type);
-  const uint8_t* act = reinterpret_cast<const uint8_t*>(p.input);
-  size_t arow = static_cast<size_t>(p.input_stride) * sizeof(float);
-  if (kind != ActKind::kFloat) {
-    arow = act_row_bytes(p.weight_type, p.n_in);
-    auto& buf = act_scratch(arow * static_cast<size_t>(p.n_rows));
-    for (int64_t r = 0; r < p.n_rows; ++r) {
-      const float* x = p.input + r * p.input_stride;
-      uint8_t* dst = buf.data() + r * arow;
-      if (kind == ActKind::kQ8_32) quantize_act_q8_32(x, reinterpret_cast<ActBlock32*>(dst), p.n_in, k.sign);
-      else quantize_act_q8_k(x, dst, p.n_in);
-    }
-    act = buf.data();
-  }
-  const int64_t col_block = std::max<int64_t>(8, static_cast<int64_t>(kColBlockBytes / p.weight_row_bytes));
-  auto work = [&](int64_t c0, int64_t c1) {
-    for (int64_t cb = c0; cb < c1; cb += col_block) {
-      Tile t{p.weight_type, static_cast<const uint8_t*>(p.weight), p.weight_row_bytes, p.n_in,
-             cb, std::min(c1, cb + col_block), nullptr, arow, 0, nullptr, p.output_stride, high};
-      for (int64_t r = 0; r < p.n_rows; r += k.tile_rows) {
-        t.rows = static_cast<int>(std::min<int64_t>(k.tile_rows, p.n_rows - r));
-        t.act = act + r * arow;
-        t.out = p.output + r * p.output_stride;
-        k.fn(t);
-      }
-    }
-  };
-  split_columns(p, pool, work);
+  const ColumnJob j = prepare_columns(p, k, 0);
+  split_columns(p, pool, [&](int64_t c0, int64_t c1) { run_columns(j, k, c0, c1); });
 }
+
+#ifdef DEEPINFER_HAVE_BLAS
+bool goes_to_blas(const MatmulParams& p) {
+  // sgemm's blocking (and so its rounding) depends on the shape: not batch-invariant.
+  return p.weight_type == DType::kF32 && !p.batch_invariant && p.n_rows >= kBlasMinRows && p.weight_row_bytes % 4 == 0;
+}
+#else
+bool goes_to_blas(const MatmulParams&) { return false; }
+#endif
 
 }  // namespace
 
@@ -200,15 +236,41 @@ void matmul(const MatmulParams& p, ThreadPool& pool) { matmul_with_isa(p, pool, 
 
 void matmul_with_isa(const MatmulParams& p, ThreadPool& pool, IsaLevel isa) {
 #ifdef DEEPINFER_HAVE_BLAS
-  // sgemm's blocking (and so its rounding) depends on the shape: not batch-invariant.
-  if (p.weight_type == DType::kF32 && !p.batch_invariant && p.n_rows >= kBlasMinRows &&
-      p.weight_row_bytes % 4 == 0) {
+  if (goes_to_blas(p)) {
     DI_CHECK(matmul_check(p).is_ok(), "matmul: {}", matmul_check(p).message());
     matmul_blas(p);
     return;
   }
 #endif
   run(p, &pool, kernel_for(isa));
+}
+
+void matmul_group(std::span<const MatmulParams> ps, ThreadPool& pool) { matmul_group_with_isa(ps, pool, best_isa()); }
+
+void matmul_group_with_isa(std::span<const MatmulParams> ps, ThreadPool& pool, IsaLevel isa) {
+  DI_CHECK(ps.size() <= static_cast<size_t>(kMaxMatmulGroup), "matmul_group: {} matmuls, at most {}", ps.size(),
+           kMaxMatmulGroup);
+  const Kernel k = kernel_for(isa);
+  // Only the per-column path shares a run; the others (BLAS, the blocked kHigh kernel for many
+  // rows) are already one hand-off each for much more work.
+  bool shared = pool.num_threads() > 1 && ps.size() > 1;
+  for (const MatmulParams& p : ps) {
+    DI_CHECK(matmul_check(p).is_ok(), "matmul: {}", matmul_check(p).message());
+    shared = shared && !goes_to_blas(p) && !use_high_block(p, k);
+  }
+  if (!shared) {
+    for (const MatmulParams& p : ps) matmul_with_isa(p, pool, isa);
+    return;
+  }
+  std::array<ColumnJob, kMaxMatmulGroup> jobs;
+  for (size_t g = 0; g < ps.size(); ++g) jobs[g] = prepare_columns(ps[g], k, static_cast<int>(g));
+  pool.run([&](int i, int n) {
+    for (size_t g = 0; g < ps.size(); ++g) {
+      if (ps[g].n_rows == 0) continue;
+      const auto [c0, c1] = column_share(ps[g].n_out, i, n);
+      if (c0 < c1) run_columns(jobs[g], k, c0, c1);
+    }
+  });
 }
 
 void matmul_reference(const MatmulParams& p) { run(p, nullptr, {matmul_detail::compute_tile_scalar, ActSign::kSigned, matmul_detail::kMaxTileRows}); }

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "deepinfer/base/cpu_features.h"
 #include "deepinfer/base/status.h"
@@ -43,6 +44,13 @@ Status matmul_check(const MatmulParams& p);
 // Uses the best ISA available (best_isa()). Shapes must be valid (see matmul_check).
 void matmul(const MatmulParams& p, ThreadPool& pool);
 void matmul_with_isa(const MatmulParams& p, ThreadPool& pool, IsaLevel isa);
+// Up to kMaxMatmulGroup independent matmuls in one parallel run: each thread takes its share of
+// every one's columns, so the group costs one hand-off to the pool instead of one per matmul
+// (decode's q, k and v projections, or gate and up, are each only tens of microseconds of
+// work). Every output is bitwise what matmul() gives for that params alone.
+inline constexpr int kMaxMatmulGroup = 4;
+void matmul_group(std::span<const MatmulParams> params, ThreadPool& pool);
+void matmul_group_with_isa(std::span<const MatmulParams> params, ThreadPool& pool, IsaLevel isa);
 // Single-threaded scalar reference: same activation handling as `precision` asks, plain C++
 // accumulation (for kHigh the exact order the SIMD kernels use, see matmul_high_tile.h).
 void matmul_reference(const MatmulParams& p);

@@ -23,9 +23,8 @@ void gqa_attention_forward(const GqaWeights& w, const GqaDims& d, const ForwardB
   const int block_size = cache.block_size;
   const int64_t T = batch.num_tokens();
   const int64_t q_dim = d.q_dim(), kv_dim = d.kv_dim();
-  linear_forward(w.wq, x, T, hidden, buf.q, q_dim, ctx);
-  linear_forward(w.wk, x, T, hidden, buf.k, kv_dim, ctx);
-  linear_forward(w.wv, x, T, hidden, buf.v, kv_dim, ctx);
+  const LinearTarget qkv[] = {{&w.wq, buf.q, q_dim}, {&w.wk, buf.k, kv_dim}, {&w.wv, buf.v, kv_dim}};
+  linear_forward_shared(qkv, x, T, hidden, ctx);
 
   kernels::RopeParams rope;
   rope.n_tokens = T;

@@ -3,7 +3,9 @@
 #include "deepinfer/model/layers/linear.h"
 
 #include <algorithm>
+#include <array>
 
+#include "deepinfer/base/check.h"
 #include "deepinfer/kernels/cpu/fp8_matmul.h"
 #include "deepinfer/kernels/cpu/matmul.h"
 #include "deepinfer/model/weight_map.h"
@@ -15,6 +17,24 @@ void add_bias(const Tensor& bias, int64_t rows, int64_t n_out, float* out, int64
   const float* b = static_cast<const float*>(bias.data);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t o = 0; o < n_out; ++o) out[r * out_stride + o] += b[o];
+}
+
+kernels::MatmulParams matmul_params(const LinearWeight& w, const float* in, int64_t rows, int64_t in_stride,
+                                    float* out, int64_t out_stride, const ForwardContext& ctx) {
+  kernels::MatmulParams p;
+  p.weight = w.weight.data;
+  p.weight_type = w.weight.dtype;
+  p.n_out = w.n_out();
+  p.n_in = w.n_in();
+  p.weight_row_bytes = w.weight.row_stride_bytes();
+  p.input = in;
+  p.n_rows = rows;
+  p.input_stride = in_stride;
+  p.output = out;
+  p.output_stride = out_stride;
+  p.batch_invariant = ctx.batch_invariant;
+  p.precision = ctx.int8_activations ? kernels::MatmulPrecision::kInt8 : kernels::MatmulPrecision::kHigh;
+  return p;
 }
 
 }  // namespace
@@ -38,22 +58,26 @@ void linear_forward(const LinearWeight& w, const float* in, int64_t rows, int64_
     f.output_stride = out_stride;
     kernels::fp8_matmul(f, *ctx.pool);
   } else {
-    kernels::MatmulParams p;
-    p.weight = w.weight.data;
-    p.weight_type = w.weight.dtype;
-    p.n_out = w.n_out();
-    p.n_in = w.n_in();
-    p.weight_row_bytes = w.weight.row_stride_bytes();
-    p.input = in;
-    p.n_rows = rows;
-    p.input_stride = in_stride;
-    p.output = out;
-    p.output_stride = out_stride;
-    p.batch_invariant = ctx.batch_invariant;
-    p.precision = ctx.int8_activations ? kernels::MatmulPrecision::kInt8 : kernels::MatmulPrecision::kHigh;
-    kernels::matmul(p, *ctx.pool);
+    kernels::matmul(matmul_params(w, in, rows, in_stride, out, out_stride, ctx), *ctx.pool);
   }
   if (!w.bias.empty()) add_bias(w.bias, rows, w.n_out(), out, out_stride);
+}
+
+void linear_forward_shared(std::span<const LinearTarget> targets, const float* in, int64_t rows, int64_t in_stride,
+                           ForwardContext& ctx) {
+  if (rows == 0) return;
+  DI_CHECK(targets.size() <= static_cast<size_t>(kernels::kMaxMatmulGroup), "linear_forward_shared: {} targets",
+           targets.size());
+  std::array<kernels::MatmulParams, kernels::kMaxMatmulGroup> group;
+  size_t n = 0;
+  for (const LinearTarget& t : targets) {
+    if (t.weight->weight.dtype == DType::kF8_E4M3) linear_forward(*t.weight, in, rows, in_stride, t.out, t.out_stride, ctx);
+    else group[n++] = matmul_params(*t.weight, in, rows, in_stride, t.out, t.out_stride, ctx);
+  }
+  kernels::matmul_group(std::span<const kernels::MatmulParams>(group.data(), n), *ctx.pool);
+  for (const LinearTarget& t : targets)
+    if (t.weight->weight.dtype != DType::kF8_E4M3 && !t.weight->bias.empty())
+      add_bias(t.weight->bias, rows, t.weight->n_out(), t.out, t.out_stride);
 }
 
 void linear_f32(const float* w, int64_t n_out, int64_t n_in, const float* in, int64_t rows, int64_t in_stride,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,19 @@ struct LinearWeight {
 // ctx.int8_activations' precision; ctx.batch_invariant keeps f32 weights off BLAS.
 void linear_forward(const LinearWeight& w, const float* in, int64_t rows, int64_t in_stride, float* out,
                     int64_t out_stride, ForwardContext& ctx);
+
+// One projection of linear_forward_shared: its weight and where its rows go.
+struct LinearTarget {
+  const LinearWeight* weight = nullptr;
+  float* out = nullptr;
+  int64_t out_stride = 0;
+};
+
+// linear_forward of every target over the same input (q, k and v; gate and up), bitwise the same
+// outputs, in one hand-off to the thread pool where the weights allow it (kernels::matmul_group;
+// FP8 weights go one by one). At most kernels::kMaxMatmulGroup targets.
+void linear_forward_shared(std::span<const LinearTarget> targets, const float* in, int64_t rows, int64_t in_stride,
+                           ForwardContext& ctx);
 
 // out[r] = W in[r] for a plain f32 row-major W [n_out, n_in] held outside a Tensor (matrices
 // re-laid out at load time, e.g. MLA's absorbed per-head kv_b_proj parts).

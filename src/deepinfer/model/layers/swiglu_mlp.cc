@@ -10,8 +10,8 @@ namespace deepinfer::model {
 void swiglu_mlp_forward(const MlpWeights& m, const float* x, int64_t rows, int64_t hidden, float* out,
                         float* gate_buf, float* up_buf, ForwardContext& ctx, float clamp_limit) {
   const int64_t I = m.gate.n_out();
-  linear_forward(m.gate, x, rows, hidden, gate_buf, I, ctx);
-  linear_forward(m.up, x, rows, hidden, up_buf, I, ctx);
+  const LinearTarget gate_up[] = {{&m.gate, gate_buf, I}, {&m.up, up_buf, I}};
+  linear_forward_shared(gate_up, x, rows, hidden, ctx);
   if (clamp_limit > 0)
     for (int64_t i = 0; i < rows * I; ++i) {
       gate_buf[i] = std::min(gate_buf[i], clamp_limit);
