@@ -218,6 +218,25 @@ def test_responses_stream_events(client):
     assert text == final.output_text
 
 
+def test_responses_cut_by_max_output_tokens_marks_its_message_incomplete(client):
+    r = client.responses.create(model="smollm2-135m-instruct", input="Write a long story about a cat.",
+                                max_output_tokens=3, temperature=0)
+    assert r.status == "incomplete" and r.incomplete_details.reason == "max_output_tokens"
+    assert r.usage.output_tokens == 3
+    assert [item.status for item in r.output] == ["incomplete"]
+    done_items, final = [], None
+    for event in client.responses.create(model="smollm2-135m-instruct", input="Write a long story about a cat.",
+                                         max_output_tokens=3, temperature=0, stream=True):
+        if event.type == "response.output_item.done":
+            done_items.append(event.item.status)
+        final = getattr(event, "response", final)
+    assert done_items == ["incomplete"] and final.status == "incomplete"
+    assert [item.status for item in final.output] == ["incomplete"]
+    whole = client.responses.create(model="smollm2-135m-instruct", input="Say hi.", max_output_tokens=64,
+                                    temperature=0)
+    assert whole.status == "completed" and [item.status for item in whole.output] == ["completed"]
+
+
 def test_responses_function_call_round_trip(client):
     tools = [{"type": "function", "name": "lookup", "description": "Look a word up",
               "parameters": {"type": "object", "properties": {"word": {"type": "string", "maxLength": 20}},

@@ -174,14 +174,14 @@ json response_usage(int prompt, int completion, int cached) {
 
 json message_item(const std::string& id, const std::string& text, const std::string& status) {
   json content = json::array();
-  if (status == "completed") content.push_back({{"type", "output_text"}, {"text", text}, {"annotations", json::array()}, {"logprobs", json::array()}});
+  if (status != "in_progress") content.push_back({{"type", "output_text"}, {"text", text}, {"annotations", json::array()}, {"logprobs", json::array()}});
   return {{"type", "message"}, {"id", id}, {"status", status}, {"role", "assistant"}, {"content", content}};
 }
 
 // The model's reasoning block, as the Responses API's reasoning item with its text.
 json reasoning_item(const std::string& id, const std::string& text, const std::string& status) {
   json content = json::array();
-  if (status == "completed") content.push_back({{"type", "reasoning_text"}, {"text", text}});
+  if (status != "in_progress") content.push_back({{"type", "reasoning_text"}, {"text", text}});
   return {{"type", "reasoning"}, {"id", id}, {"status", status}, {"summary", json::array()}, {"content", content}};
 }
 
@@ -280,14 +280,17 @@ void handle_responses(const ServerContext& ctx, const httplib::Request& req, htt
                     const std::string& msg_id, const std::string& rs_id, bool reasoning_first,
                     std::vector<ToolCall>* calls_out) {
     ParsedOutput parsed = parse_chat_output(*turn, text);
+    // Cut by max_output_tokens or by the server's stop: incomplete, with the reason. The text
+    // items of a response that did not complete are incomplete too (a tool call is only ever
+    // output whole).
+    const bool cut = reason == engine::FinishReason::kLength || reason == engine::FinishReason::kAbort;
+    const char* text_status = cut || reason == engine::FinishReason::kGrammarDeadEnd ? "incomplete" : "completed";
     json output = json::array();
     const bool reasoning = !parsed.reasoning_content.empty();
-    if (reasoning && reasoning_first) output.push_back(reasoning_item(rs_id, parsed.reasoning_content, "completed"));
-    if (!parsed.content.empty() || parsed.tool_calls.empty()) output.push_back(message_item(msg_id, parsed.content, "completed"));
-    if (reasoning && !reasoning_first) output.push_back(reasoning_item(rs_id, parsed.reasoning_content, "completed"));
+    if (reasoning && reasoning_first) output.push_back(reasoning_item(rs_id, parsed.reasoning_content, text_status));
+    if (!parsed.content.empty() || parsed.tool_calls.empty()) output.push_back(message_item(msg_id, parsed.content, text_status));
+    if (reasoning && !reasoning_first) output.push_back(reasoning_item(rs_id, parsed.reasoning_content, text_status));
     for (const ToolCall& c : parsed.tool_calls) output.push_back(call_item(c, "completed"));
-    // Cut by max_output_tokens or by the server's stop: incomplete, with the reason.
-    const bool cut = reason == engine::FinishReason::kLength || reason == engine::FinishReason::kAbort;
     const char* why = reason == engine::FinishReason::kLength ? "max_output_tokens" : "server_shutdown";
     json r = response_json(shell, cut ? "incomplete" : "completed", output, response_usage(prompt, completion, cached),
                            cut ? json{{"reason", why}} : json(nullptr));
