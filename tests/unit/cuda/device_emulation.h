@@ -2,11 +2,16 @@
 // thread of a block is a fiber (ucontext) and __syncthreads() hands control to the next one,
 // so barriers, shared memory (a static) and block-wide reductions behave as on the device,
 // one block at a time. What it does not check: the device's math library (exp here is
-// glibc's), warp-level intrinsics, memory coalescing, races (the fibers never interleave
-// between barriers). Include it before the kernel's .cuh, in a test file only.
+// glibc's; fmaf is exact on both), memory coalescing, races (the fibers never interleave between
+// barriers). Warp shuffles are emulated with two block barriers, so every live thread of the
+// block must shuffle the same number of times (true of the kernels that use them here).
+// Include it before the kernel's .cuh, in a test file named *_emulated_test.cc (CMake turns
+// off g++'s warning about the kernels' `#pragma unroll` for those).
 #pragma once
 
-#include <cuda_runtime_api.h>  // first: its host_defines are replaced below
+#include <cuda_bf16.h>  // first, with their own host_defines, which are replaced below
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
 #include <math.h>              // ::isnan, ::exp, INFINITY as the kernel spells them
 #include <ucontext.h>
 
@@ -86,14 +91,16 @@ inline void fiber_entry() {
   g_current->done = true;  // returning resumes g_scheduler (uc_link)
 }
 
-// Runs `body` (the kernel call) for every thread of a 1-D grid of `blocks` x `threads`.
-inline void launch(unsigned blocks, unsigned threads, const std::function<void()>& body) {
+// Runs `body` (the kernel call) for every thread of every block of `grid`, blocks in order.
+inline void launch(EmulatedDim grid, unsigned threads, const std::function<void()>& body) {
   g_body = &body;
-  gridDim = {blocks, 1, 1};
+  gridDim = grid;
   blockDim = {threads, 1, 1};
   std::vector<Fiber> fibers(threads);
-  for (unsigned b = 0; b < blocks; ++b) {
-    blockIdx = {b, 0, 0};
+  const uint64_t blocks = uint64_t{grid.x} * grid.y * grid.z;
+  for (uint64_t b = 0; b < blocks; ++b) {
+    blockIdx = {static_cast<unsigned>(b % grid.x), static_cast<unsigned>(b / grid.x % grid.y),
+                static_cast<unsigned>(b / grid.x / grid.y)};
     for (Fiber& f : fibers) {
       f.done = false;
       f.stack.resize(size_t{1} << 18);
@@ -123,4 +130,15 @@ inline void __syncthreads() {
   using deepinfer::cuda::emulation::g_current;
   using deepinfer::cuda::emulation::g_scheduler;
   swapcontext(&g_current->ctx, &g_scheduler);
+}
+
+// Lane l gets the value of lane l ^ lane_mask of its warp.
+inline float __shfl_xor_sync(unsigned, float v, int lane_mask) {
+  static float slots[1024];
+  slots[threadIdx.x] = v;
+  __syncthreads();
+  const unsigned lane = threadIdx.x % 32;
+  const float r = slots[threadIdx.x - lane + (lane ^ static_cast<unsigned>(lane_mask))];
+  __syncthreads();
+  return r;
 }

@@ -67,7 +67,7 @@ TEST(CudaSampleRowsEmulated, SameTokenAsTheCpuSampler) {
       std::vector<uint64_t> scr(rows * scratch);
       std::vector<int32_t> tokens(rows, -7);
       const SampleParams p{x.data(), rows, vocab, stride, rp.data(), scr.data(), scratch, tokens.data()};
-      emulation::launch(static_cast<unsigned>(rows), detail::kThreads,
+      emulation::launch({static_cast<unsigned>(rows), 1, 1}, detail::kThreads,
                         [&] { detail::sampler::sample_kernel(p); });
       for (int64_t r = 0; r < rows; ++r) {
         const auto want = engine::sample(&x[r * stride], static_cast<int32_t>(vocab), sp[r],
