@@ -107,7 +107,8 @@ void report_row(const char* impl, const char* type, int64_t n_out, int64_t n_in,
   fmt::print(
       "{{\"kernel\": \"matmul\", \"impl\": \"{}\", \"type\": \"{}\", \"n_out\": {}, \"n_in\": {}, "
       "\"rows\": {}, \"ms\": {:.5f}, \"weight_gb_per_s\": {:.1f}, \"tflop_per_s\": {:.3f}}}\n",
-      impl, type, n_out, n_in, rows, ms, weight_bytes / (ms * 1e-3) / 1e9, flops / (ms * 1e-3) / 1e12);
+      impl, type, n_out, n_in, rows, ms, weight_bytes / (ms * 1e-3) / 1e9,
+      flops / (ms * 1e-3) / 1e12);
   std::fflush(stdout);
 }
 
@@ -129,7 +130,8 @@ dc::DeviceBuffer upload_bytes(const dc::Stream& stream, const void* src, size_t 
 void bench_scaled(const dc::Stream& stream, int64_t n_out, int64_t n_in) {
   const int64_t max_rows = 512;
   const auto x = random_bytes(max_rows * n_in * 4, 3);  // any bits: timing only
-  dc::DeviceBuffer dx = upload_bytes(stream, x.data(), x.size()), dy = must_alloc(max_rows * n_out * 4);
+  dc::DeviceBuffer dx = upload_bytes(stream, x.data(), x.size()),
+                   dy = must_alloc(max_rows * n_out * 4);
   const auto w8 = random_bytes(n_out * n_in, 4);
   const std::vector<float> s8(((n_out + 127) / 128) * ((n_in + 127) / 128), 1.0f / 64);
   const std::vector<uint8_t> s4(n_out * (n_in / 32), 122);
@@ -139,13 +141,32 @@ void bench_scaled(const dc::Stream& stream, int64_t n_out, int64_t n_in) {
                    ds4 = upload_bytes(stream, s4.data(), s4.size());
   DI_CHECK(stream.synchronize().is_ok());
   for (int64_t rows : {1, 8, 64, 512}) {
-    const dc::Fp8MatmulParams p8{dw8.as<uint8_t>(), size_t(n_in), ds8.as<float>(), (n_in + 127) / 128, 128,
-                                 n_out, n_in, dx.as<float>(), rows, n_in, dy.as<float>(), n_out};
+    const dc::Fp8MatmulParams p8{dw8.as<uint8_t>(),
+                                 size_t(n_in),
+                                 ds8.as<float>(),
+                                 (n_in + 127) / 128,
+                                 128,
+                                 n_out,
+                                 n_in,
+                                 dx.as<float>(),
+                                 rows,
+                                 n_in,
+                                 dy.as<float>(),
+                                 n_out};
     DI_CHECK(dc::check_fp8_matmul(p8).is_ok());
     report_row("fp8_matmul", "fp8_e4m3_b128", n_out, n_in, rows, double(w8.size()),
                time_ms(stream.get(), 20, [&] { dc::fp8_matmul(p8, stream.get()); }));
-    const dc::Fp4MatmulParams p4{dw4.as<uint8_t>(), size_t(n_in / 2), ds4.as<uint8_t>(), n_in / 32,
-                                 n_out, n_in, dx.as<float>(), rows, n_in, dy.as<float>(), n_out};
+    const dc::Fp4MatmulParams p4{dw4.as<uint8_t>(),
+                                 size_t(n_in / 2),
+                                 ds4.as<uint8_t>(),
+                                 n_in / 32,
+                                 n_out,
+                                 n_in,
+                                 dx.as<float>(),
+                                 rows,
+                                 n_in,
+                                 dy.as<float>(),
+                                 n_out};
     DI_CHECK(dc::check_fp4_matmul(p4).is_ok());
     report_row("fp4_matmul", "fp4_e2m1_ue8m0", n_out, n_in, rows, double(w8.size() / 2),
                time_ms(stream.get(), 20, [&] { dc::fp4_matmul(p4, stream.get()); }));
@@ -201,7 +222,8 @@ void bench_grouped(const dc::Stream& stream) {
     p.output_stride = n_out;
     DI_CHECK(dc::check_grouped_matmul(p).is_ok());
     const int64_t active = std::min(E, n);
-    report_row("grouped_matmul", "fp8_e4m3_b128_e32_k8", n_out, n_in, n, double(active * n_out * n_in),
+    report_row("grouped_matmul", "fp8_e4m3_b128_e32_k8", n_out, n_in, n,
+               double(active * n_out * n_in),
                time_ms(stream.get(), 10, [&] { dc::grouped_matmul(p, stream.get()); }));
   }
 }

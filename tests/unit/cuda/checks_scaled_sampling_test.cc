@@ -114,9 +114,9 @@ GroupedMatmulParams good_grouped(GroupedWeight f) {
 }
 
 TEST(CudaChecks, GroupedMatmulNamesTheBadField) {
-  for (GroupedWeight f : {GroupedWeight::kF32, GroupedWeight::kF16, GroupedWeight::kBF16,
-                          GroupedWeight::kQ8_0, GroupedWeight::kQ4_1, GroupedWeight::kFp8Block,
-                          GroupedWeight::kFp4})
+  for (GroupedWeight f :
+       {GroupedWeight::kF32, GroupedWeight::kF16, GroupedWeight::kBF16, GroupedWeight::kQ8_0,
+        GroupedWeight::kQ4_1, GroupedWeight::kFp8Block, GroupedWeight::kFp4})
     EXPECT_TRUE(check_grouped_matmul(good_grouped(f)).is_ok())
         << int(f) << ": " << check_grouped_matmul(good_grouped(f)).message();
   GroupedMatmulParams p = good_grouped(GroupedWeight::kQ4_1);

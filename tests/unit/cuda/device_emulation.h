@@ -12,7 +12,7 @@
 #include <cuda_bf16.h>  // first, with their own host_defines, which are replaced below
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
-#include <math.h>              // ::isnan, ::exp, INFINITY as the kernel spells them
+#include <math.h>  // ::isnan, ::exp, INFINITY as the kernel spells them
 #include <ucontext.h>
 
 #include <cstdint>

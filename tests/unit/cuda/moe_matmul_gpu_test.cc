@@ -56,7 +56,8 @@ std::vector<float> reference(GroupedWeight f, const Expert& e, int64_t n_out, in
   if (f == GroupedWeight::kFp8Block) return testing::reference_fp8(e.w, n_out, n_in, x, 1, n_in);
   if (f == GroupedWeight::kFp4) return testing::reference_fp4(e.w, n_out, n_in, x, 1, n_in);
   kernels::testing::Weights k{e.w.bytes, e.w.row_bytes};
-  return testing::reference_matmul(dtype_of(f), k, n_out, n_in, std::vector<float>(x, x + n_in), 1, n_in);
+  return testing::reference_matmul(dtype_of(f), k, n_out, n_in, std::vector<float>(x, x + n_in), 1,
+                                   n_in);
 }
 
 class CudaMoeMatmul : public testing::GpuTest {};
@@ -144,22 +145,43 @@ TEST_F(CudaMoeMatmul, MatchesCpuPerTokenAndSingleWeightLaunch) {
             Fp8MatmulParams q8;
             Fp4MatmulParams q4;
             if (f == GroupedWeight::kFp8Block) {
-              q8 = {dw[e].as<uint8_t>(), p.weight_row_bytes, ds[e].as<float>(), p.scale_stride, 128,
-                    n_out, n_in, dx.as<float>(), T, n_in, all.as<float>(), n_out};
+              q8 = {dw[e].as<uint8_t>(),
+                    p.weight_row_bytes,
+                    ds[e].as<float>(),
+                    p.scale_stride,
+                    128,
+                    n_out,
+                    n_in,
+                    dx.as<float>(),
+                    T,
+                    n_in,
+                    all.as<float>(),
+                    n_out};
               fp8_matmul(q8, stream());
             } else {
-              q4 = {dw[e].as<uint8_t>(), p.weight_row_bytes, ds[e].as<uint8_t>(), p.scale_stride,
-                    n_out, n_in, dx.as<float>(), T, n_in, all.as<float>(), n_out};
+              q4 = {dw[e].as<uint8_t>(),
+                    p.weight_row_bytes,
+                    ds[e].as<uint8_t>(),
+                    p.scale_stride,
+                    n_out,
+                    n_in,
+                    dx.as<float>(),
+                    T,
+                    n_in,
+                    all.as<float>(),
+                    n_out};
               fp4_matmul(q4, stream());
             }
           } else {
-            MatmulParams m{dw[e].data(), dtype_of(f), n_out, n_in, p.weight_row_bytes,
-                           dx.as<float>(), T, n_in, all.as<float>(), n_out};
+            MatmulParams m{dw[e].data(),       dtype_of(f),    n_out, n_in,
+                           p.weight_row_bytes, dx.as<float>(), T,     n_in,
+                           all.as<float>(),    n_out};
             warp_matmul(m, stream());
           }
           const auto plain = download<float>(all, T * n_out);
           for (int64_t j = offsets[e]; j < offsets[e + 1]; ++j)
-            EXPECT_EQ(std::memcmp(&plain[rows[j] * n_out], &got[j * n_out], n_out * sizeof(float)), 0)
+            EXPECT_EQ(std::memcmp(&plain[rows[j] * n_out], &got[j * n_out], n_out * sizeof(float)),
+                      0)
                 << format_name(f) << " expert " << e << " sorted row " << j;
         }
       }

@@ -22,9 +22,15 @@ void fill_row(float* x, int64_t vocab, int pattern, std::mt19937& rng) {
   std::normal_distribution<float> nd(0.f, 1.f);
   for (int64_t i = 0; i < vocab; ++i) {
     switch (pattern) {
-      case 0: x[i] = nd(rng); break;
-      case 1: x[i] = 8.0f * nd(rng); break;
-      case 2: x[i] = static_cast<float>(static_cast<int>(rng() % 5)); break;  // many ties
+      case 0:
+        x[i] = nd(rng);
+        break;
+      case 1:
+        x[i] = 8.0f * nd(rng);
+        break;
+      case 2:
+        x[i] = static_cast<float>(static_cast<int>(rng() % 5));
+        break;  // many ties
       default:
         x[i] = rng() % 2 ? -std::numeric_limits<float>::infinity() : 2.0f * nd(rng);
         if (rng() % 97 == 0) x[i] = std::numeric_limits<float>::quiet_NaN();
@@ -66,7 +72,8 @@ TEST(CudaSampleRowsEmulated, SameTokenAsTheCpuSampler) {
       }
       std::vector<uint64_t> scr(rows * scratch);
       std::vector<int32_t> tokens(rows, -7);
-      const SampleParams p{x.data(), rows, vocab, stride, rp.data(), scr.data(), scratch, tokens.data()};
+      const SampleParams p{x.data(),  rows,       vocab,   stride,
+                           rp.data(), scr.data(), scratch, tokens.data()};
       emulation::launch({static_cast<unsigned>(rows), 1, 1}, detail::kThreads,
                         [&] { detail::sampler::sample_kernel(p); });
       for (int64_t r = 0; r < rows; ++r) {

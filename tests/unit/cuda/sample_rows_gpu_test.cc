@@ -27,8 +27,8 @@ std::string describe(const Case& c, int64_t vocab, int pattern, int64_t row) {
   std::ostringstream o;
   o << "vocab " << vocab << " pattern " << pattern << " row " << row << " temperature "
     << c.params.temperature << " top_k " << c.params.top_k << " top_p " << c.params.top_p
-    << " min_p " << c.params.min_p << " seed " << c.params.seed << " has_seed "
-    << c.params.has_seed << " request_key " << c.request_key << " step " << c.step;
+    << " min_p " << c.params.min_p << " seed " << c.params.seed << " has_seed " << c.params.has_seed
+    << " request_key " << c.request_key << " step " << c.step;
   return o.str();
 }
 
@@ -37,9 +37,15 @@ void fill_row(float* x, int64_t vocab, int pattern, std::mt19937& rng) {
   std::normal_distribution<float> nd(0.f, 1.f);
   for (int64_t i = 0; i < vocab; ++i) {
     switch (pattern) {
-      case 0: x[i] = nd(rng); break;
-      case 1: x[i] = 8.0f * nd(rng); break;
-      case 2: x[i] = static_cast<float>(static_cast<int>(rng() % 5)); break;  // many ties
+      case 0:
+        x[i] = nd(rng);
+        break;
+      case 1:
+        x[i] = 8.0f * nd(rng);
+        break;
+      case 2:
+        x[i] = static_cast<float>(static_cast<int>(rng() % 5));
+        break;  // many ties
       default:
         x[i] = rng() % 2 ? -std::numeric_limits<float>::infinity() : 2.0f * nd(rng);
         if (rng() % 97 == 0) x[i] = std::numeric_limits<float>::quiet_NaN();
@@ -85,21 +91,21 @@ TEST_F(CudaSampleRows, SameTokenAsTheCpuSampler) {
       }
       if (pattern == 3 && rows > 2) {
         for (int64_t i = 0; i < vocab; ++i) x[0 * stride + i] = -INFINITY;  // nothing allowed
-        x[1 * stride + vocab / 2] = INFINITY;                                // forced token
+        x[1 * stride + vocab / 2] = INFINITY;                               // forced token
       }
       const int64_t scratch = sample_scratch_elems(vocab);
       DeviceBuffer dx = upload(x), dp = upload(rp),
                    ds = upload(std::vector<uint64_t>(rows * scratch)),
                    dt = upload(std::vector<int32_t>(rows, -7));
-      SampleParams p{dx.as<float>(), rows,  vocab, stride, dp.as<SampleRow>(), ds.as<uint64_t>(),
-                     scratch,        dt.as<int32_t>()};
+      SampleParams p{dx.as<float>(),    rows,    vocab,           stride, dp.as<SampleRow>(),
+                     ds.as<uint64_t>(), scratch, dt.as<int32_t>()};
       ASSERT_TRUE(check_sample_rows(p).is_ok()) << check_sample_rows(p).message();
       sample_rows(p, stream());
       const auto got = download<int32_t>(dt, rows);
       for (int64_t r = 0; r < rows; ++r) {
-        const auto want = engine::sample(&x[r * stride], static_cast<int32_t>(vocab), cases[r].params,
-                                         engine::SamplerState{}, cases[r].request_key, cases[r].step,
-                                         nullptr);
+        const auto want =
+            engine::sample(&x[r * stride], static_cast<int32_t>(vocab), cases[r].params,
+                           engine::SamplerState{}, cases[r].request_key, cases[r].step, nullptr);
         EXPECT_EQ(got[r], want.token) << describe(cases[r], vocab, pattern, r);
       }
     }
@@ -120,17 +126,20 @@ TEST_F(CudaSampleRows, ManySeedsOneRow) {
   for (int top_k : {0, 50}) {
     sp.top_k = top_k;
     std::vector<SampleRow> rp(rows);
-    for (int64_t r = 0; r < rows; ++r) rp[r] = make_sample_row(sp.temperature, top_k, sp.top_p, 0.0f, r, 0, 3);
+    for (int64_t r = 0; r < rows; ++r)
+      rp[r] = make_sample_row(sp.temperature, top_k, sp.top_p, 0.0f, r, 0, 3);
     const int64_t scratch = sample_scratch_elems(vocab);
-    DeviceBuffer dx = upload(x), dp = upload(rp), ds = upload(std::vector<uint64_t>(rows * scratch)),
+    DeviceBuffer dx = upload(x), dp = upload(rp),
+                 ds = upload(std::vector<uint64_t>(rows * scratch)),
                  dt = upload(std::vector<int32_t>(rows, -7));
-    SampleParams p{dx.as<float>(), rows, vocab, vocab, dp.as<SampleRow>(), ds.as<uint64_t>(), scratch,
-                   dt.as<int32_t>()};
+    SampleParams p{dx.as<float>(),    rows,    vocab,           vocab, dp.as<SampleRow>(),
+                   ds.as<uint64_t>(), scratch, dt.as<int32_t>()};
     sample_rows(p, stream());
     const auto got = download<int32_t>(dt, rows);
     for (int64_t r = 0; r < rows; ++r) {
       sp.seed = static_cast<uint64_t>(r);
-      const auto want = engine::sample(row.data(), static_cast<int32_t>(vocab), sp, engine::SamplerState{}, 0, 3, nullptr);
+      const auto want = engine::sample(row.data(), static_cast<int32_t>(vocab), sp,
+                                       engine::SamplerState{}, 0, 3, nullptr);
       ASSERT_EQ(got[r], want.token) << "seed " << r << " top_k " << top_k;
     }
   }

@@ -131,7 +131,8 @@ TEST_F(CudaScaledMatmul, BatchInvariantBitwise) {
     const auto w = fmt == 0 ? testing::random_fp8(n_out, n_in, 128, 0, 5)
                             : testing::random_fp4(n_out, n_in, 0, 5);
     auto run = [&](const std::vector<float>& in, int64_t rows) {
-      return fmt == 0 ? run_fp8(w, n_out, n_in, in, rows, n_in) : run_fp4(w, n_out, n_in, in, rows, n_in);
+      return fmt == 0 ? run_fp8(w, n_out, n_in, in, rows, n_in)
+                      : run_fp4(w, n_out, n_in, in, rows, n_in);
     };
     const auto all = run(x, n_rows);
     for (int64_t r : {int64_t{0}, int64_t{5}, n_rows - 1}) {

@@ -13,10 +13,10 @@
 namespace deepinfer::cuda::testing {
 
 struct ScaledWeights {
-  std::vector<uint8_t> bytes;    // [n_out, row_bytes]
+  std::vector<uint8_t> bytes;  // [n_out, row_bytes]
   size_t row_bytes = 0;
-  std::vector<float> scale_f32;  // FP8: [ceil(n_out / block), scale_stride]
-  std::vector<uint8_t> scale_u8; // FP4: [n_out, scale_stride]
+  std::vector<float> scale_f32;   // FP8: [ceil(n_out / block), scale_stride]
+  std::vector<uint8_t> scale_u8;  // FP4: [n_out, scale_stride]
   int64_t scale_stride = 0;
   int block = 128;
 };

@@ -29,13 +29,27 @@ void run_kernel(Kind k, const Args& a, unsigned n_groups, unsigned slices) {
   const EmulatedDim grid{static_cast<unsigned>((a.n_out + kWarps - 1) / kWarps), n_groups, slices};
   const std::function<void()> body = [&] {
     switch (k) {
-      case Kind::kF32: warp_matmul_kernel<Kind::kF32>(a); break;
-      case Kind::kF16: warp_matmul_kernel<Kind::kF16>(a); break;
-      case Kind::kBF16: warp_matmul_kernel<Kind::kBF16>(a); break;
-      case Kind::kQ8_0: warp_matmul_kernel<Kind::kQ8_0>(a); break;
-      case Kind::kQ4_1: warp_matmul_kernel<Kind::kQ4_1>(a); break;
-      case Kind::kFp8Block: warp_matmul_kernel<Kind::kFp8Block>(a); break;
-      case Kind::kFp4: warp_matmul_kernel<Kind::kFp4>(a); break;
+      case Kind::kF32:
+        warp_matmul_kernel<Kind::kF32>(a);
+        break;
+      case Kind::kF16:
+        warp_matmul_kernel<Kind::kF16>(a);
+        break;
+      case Kind::kBF16:
+        warp_matmul_kernel<Kind::kBF16>(a);
+        break;
+      case Kind::kQ8_0:
+        warp_matmul_kernel<Kind::kQ8_0>(a);
+        break;
+      case Kind::kQ4_1:
+        warp_matmul_kernel<Kind::kQ4_1>(a);
+        break;
+      case Kind::kFp8Block:
+        warp_matmul_kernel<Kind::kFp8Block>(a);
+        break;
+      case Kind::kFp4:
+        warp_matmul_kernel<Kind::kFp4>(a);
+        break;
     }
   };
   emulation::launch(grid, kWarps * 32, body);
@@ -82,7 +96,8 @@ TEST(CudaWarpMatmulEmulated, Fp8AndFp4MatchCpuReference) {
             const auto want = testing::reference_fp4(w, n_out, n_in, x.data(), n_rows, stride);
             const auto got = run_plain(Kind::kFp4, w, n_out, n_in, x, n_rows, stride);
             EXPECT_LT(nmse(got, want, n_rows, n_out, n_out), 1e-10)
-                << "fp4 n_in " << n_in << " n_out " << n_out << " n_rows " << n_rows << " pad " << pad;
+                << "fp4 n_in " << n_in << " n_out " << n_out << " n_rows " << n_rows << " pad "
+                << pad;
           }
         }
 }
@@ -109,16 +124,20 @@ TEST(CudaWarpMatmulEmulated, GroupedMatchesCpuPerToken) {
     std::vector<testing::ScaledWeights> w(E);
     std::vector<const void*> wp(E), sp(E);
     for (int e = 0; e < E; ++e) {
-      if (k == Kind::kFp8Block) w[e] = testing::random_fp8(n_out, n_in, 32, 0, 10 + e);
-      else if (k == Kind::kFp4) w[e] = testing::random_fp4(n_out, n_in, 0, 10 + e);
+      if (k == Kind::kFp8Block)
+        w[e] = testing::random_fp8(n_out, n_in, 32, 0, 10 + e);
+      else if (k == Kind::kFp4)
+        w[e] = testing::random_fp4(n_out, n_in, 0, 10 + e);
       else {
-        constexpr DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_1};
+        constexpr DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0,
+                                    DType::kQ4_1};
         auto q = kernels::testing::random_weights(kTypes[fi], n_out, n_in, 0, 10 + e);
         w[e].bytes = std::move(q.bytes);
         w[e].row_bytes = q.row_bytes;
       }
       wp[e] = w[e].bytes.data();
-      sp[e] = k == Kind::kFp8Block ? static_cast<const void*>(w[e].scale_f32.data()) : w[e].scale_u8.data();
+      sp[e] = k == Kind::kFp8Block ? static_cast<const void*>(w[e].scale_f32.data())
+                                   : w[e].scale_u8.data();
     }
     std::vector<float> y(T * K * n_out, -1.0f);
     Args a;
@@ -141,10 +160,13 @@ TEST(CudaWarpMatmulEmulated, GroupedMatchesCpuPerToken) {
       const auto& we = w[expert_of[j]];
       const float* xr = &x[rows[j] * n_in];
       std::vector<float> want;
-      if (k == Kind::kFp8Block) want = testing::reference_fp8(we, n_out, n_in, xr, 1, n_in);
-      else if (k == Kind::kFp4) want = testing::reference_fp4(we, n_out, n_in, xr, 1, n_in);
+      if (k == Kind::kFp8Block)
+        want = testing::reference_fp8(we, n_out, n_in, xr, 1, n_in);
+      else if (k == Kind::kFp4)
+        want = testing::reference_fp4(we, n_out, n_in, xr, 1, n_in);
       else {
-        constexpr DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_1};
+        constexpr DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0,
+                                    DType::kQ4_1};
         want = testing::reference_matmul(kTypes[fi], {we.bytes, we.row_bytes}, n_out, n_in,
                                          std::vector<float>(xr, xr + n_in), 1, n_in);
       }

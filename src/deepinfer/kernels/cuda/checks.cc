@@ -138,23 +138,28 @@ Status check_product(const char* op, int64_t n_out, int64_t n_in, int64_t n_rows
   if (input_stride < n_in || output_stride < n_out)
     return invalid_argument("{}: input_stride {} < n_in {} or output_stride {} < n_out {}", op,
                             input_stride, n_in, output_stride, n_out);
-  if ((n_out + 3) / 4 > kMaxGridX) return invalid_argument("{}: n_out {} exceeds one launch", op, n_out);
+  if ((n_out + 3) / 4 > kMaxGridX)
+    return invalid_argument("{}: n_out {} exceeds one launch", op, n_out);
   return Status::ok();
 }
 
 }  // namespace
 
 Status check_fp8_matmul(const Fp8MatmulParams& p) {
-  DI_RETURN_IF_ERROR(check_product("fp8_matmul", p.n_out, p.n_in, p.n_rows, p.input_stride, p.output_stride));
-  DI_RETURN_IF_ERROR(check_scaled_layout("fp8_matmul", true, p.block, p.n_in, p.weight_row_bytes, p.scale_stride));
+  DI_RETURN_IF_ERROR(
+      check_product("fp8_matmul", p.n_out, p.n_in, p.n_rows, p.input_stride, p.output_stride));
+  DI_RETURN_IF_ERROR(
+      check_scaled_layout("fp8_matmul", true, p.block, p.n_in, p.weight_row_bytes, p.scale_stride));
   if (p.n_rows > 0 && (!p.weight || !p.scale_inv || !p.input || !p.output))
     return invalid_argument("fp8_matmul: weight, scale_inv, input and output must be set");
   return Status::ok();
 }
 
 Status check_fp4_matmul(const Fp4MatmulParams& p) {
-  DI_RETURN_IF_ERROR(check_product("fp4_matmul", p.n_out, p.n_in, p.n_rows, p.input_stride, p.output_stride));
-  DI_RETURN_IF_ERROR(check_scaled_layout("fp4_matmul", false, 0, p.n_in, p.weight_row_bytes, p.scale_stride));
+  DI_RETURN_IF_ERROR(
+      check_product("fp4_matmul", p.n_out, p.n_in, p.n_rows, p.input_stride, p.output_stride));
+  DI_RETURN_IF_ERROR(
+      check_scaled_layout("fp4_matmul", false, 0, p.n_in, p.weight_row_bytes, p.scale_stride));
   if (p.n_rows > 0 && (!p.weight || !p.scale || !p.input || !p.output))
     return invalid_argument("fp4_matmul: weight, scale, input and output must be set");
   return Status::ok();
@@ -166,13 +171,15 @@ Status check_grouped_matmul(const GroupedMatmulParams& p) {
   if (p.n_groups <= 0 || p.n_groups > 65535)
     return invalid_argument("{}: n_groups {} outside [1, 65535]", op, p.n_groups);
   if (p.max_group_rows < 0 || p.max_group_rows > p.n_rows)
-    return invalid_argument("{}: max_group_rows {} outside [0, n_rows {}]", op, p.max_group_rows, p.n_rows);
+    return invalid_argument("{}: max_group_rows {} outside [0, n_rows {}]", op, p.max_group_rows,
+                            p.n_rows);
   switch (p.format) {
     case GroupedWeight::kFp8Block:
     case GroupedWeight::kFp4:
-      DI_RETURN_IF_ERROR(check_scaled_layout(op, p.format == GroupedWeight::kFp8Block, p.block, p.n_in,
-                                             p.weight_row_bytes, p.scale_stride));
-      if (p.n_rows > 0 && !p.scales) return invalid_argument("{}: scales must be set for FP8/FP4", op);
+      DI_RETURN_IF_ERROR(check_scaled_layout(op, p.format == GroupedWeight::kFp8Block, p.block,
+                                             p.n_in, p.weight_row_bytes, p.scale_stride));
+      if (p.n_rows > 0 && !p.scales)
+        return invalid_argument("{}: scales must be set for FP8/FP4", op);
       break;
     default: {
       const DType t = p.format == GroupedWeight::kF32    ? DType::kF32
@@ -202,7 +209,8 @@ Status check_grouped_matmul(const GroupedMatmulParams& p) {
 
 Status check_sample_row(const SampleRow& r) {
   if (!(r.inv_temperature > 0.0f) || std::isinf(r.inv_temperature))
-    return invalid_argument("sample_rows: inv_temperature {} must be positive and finite", r.inv_temperature);
+    return invalid_argument("sample_rows: inv_temperature {} must be positive and finite",
+                            r.inv_temperature);
   if (r.top_k < 0) return invalid_argument("sample_rows: top_k {} must be >= 0", r.top_k);
   if (!(r.top_p > 0.0f && r.top_p <= 1.0f))
     return invalid_argument("sample_rows: top_p {} outside (0, 1]", r.top_p);

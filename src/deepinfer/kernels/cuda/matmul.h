@@ -40,11 +40,11 @@ struct MatmulParams {
 // FP8 e4m3 weights with float scale_inv per block x block, as kernels::Fp8MatmulParams:
 // output[r][o] = sum_i input[r][i] * fp8(W[o][i]) * scale_inv[o / block][i / block].
 struct Fp8MatmulParams {
-  const uint8_t* weight = nullptr;    // [n_out] rows of weight_row_bytes, e4m3fn bytes
-  size_t weight_row_bytes = 0;        // >= n_in
-  const float* scale_inv = nullptr;   // [ceil(n_out / block), scale_stride]
-  int64_t scale_stride = 0;           // floats between scale rows, >= ceil(n_in / block)
-  int block = 128;                    // block edge in both directions; a multiple of 32 here
+  const uint8_t* weight = nullptr;   // [n_out] rows of weight_row_bytes, e4m3fn bytes
+  size_t weight_row_bytes = 0;       // >= n_in
+  const float* scale_inv = nullptr;  // [ceil(n_out / block), scale_stride]
+  int64_t scale_stride = 0;          // floats between scale rows, >= ceil(n_in / block)
+  int block = 128;                   // block edge in both directions; a multiple of 32 here
   int64_t n_out = 0;
   int64_t n_in = 0;
   const float* input = nullptr;  // [n_rows, input_stride]
@@ -63,7 +63,7 @@ struct Fp4MatmulParams {
   const uint8_t* scale = nullptr;   // [n_out, scale_stride] ue8m0 bytes
   int64_t scale_stride = 0;         // bytes between scale rows, >= ceil(n_in / 32)
   int64_t n_out = 0;
-  int64_t n_in = 0;  // even
+  int64_t n_in = 0;              // even
   const float* input = nullptr;  // [n_rows, input_stride]
   int64_t n_rows = 0;
   int64_t input_stride = 0;

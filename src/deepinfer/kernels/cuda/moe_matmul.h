@@ -23,18 +23,18 @@ struct GroupedMatmulParams {
   const void* const* scales = nullptr;
   size_t weight_row_bytes = 0;  // as the format's single-weight params
   int64_t scale_stride = 0;
-  int block = 128;              // kFp8Block only
-  int64_t n_groups = 0;         // experts, at most 65535
+  int block = 128;       // kFp8Block only
+  int64_t n_groups = 0;  // experts, at most 65535
   int64_t n_out = 0;
   int64_t n_in = 0;
   const int64_t* group_offsets = nullptr;  // [n_groups + 1] non-decreasing, [0] = 0, last = n_rows
-  const int32_t* input_rows = nullptr;  // [n_rows] input row of sorted row j; null: row j itself
-  const float* input = nullptr;         // [*, input_stride]
+  const int32_t* input_rows = nullptr;     // [n_rows] input row of sorted row j; null: row j itself
+  const float* input = nullptr;            // [*, input_stride]
   int64_t input_stride = 0;
-  int64_t n_rows = 0;           // group_offsets[n_groups]: total (token, expert) pairs
-  int64_t max_group_rows = 0;   // 0 or a bound on any group's rows: splits the rows of a group
-                                // across ceil(max_group_rows / 4) thread blocks (at most 65535)
-  float* output = nullptr;      // [n_rows, output_stride] in sorted order
+  int64_t n_rows = 0;          // group_offsets[n_groups]: total (token, expert) pairs
+  int64_t max_group_rows = 0;  // 0 or a bound on any group's rows: splits the rows of a group
+                               // across ceil(max_group_rows / 4) thread blocks (at most 65535)
+  float* output = nullptr;     // [n_rows, output_stride] in sorted order
   int64_t output_stride = 0;
 };
 

@@ -28,7 +28,8 @@ __device__ __forceinline__ void philox4x32_10(uint32_t ctr[4], uint32_t k0, uint
 }
 
 // philox_uniform_double(seed, stream, step) of base/philox.h.
-__device__ __forceinline__ double philox_uniform_double(uint64_t seed, uint64_t stream, uint64_t step) {
+__device__ __forceinline__ double philox_uniform_double(uint64_t seed, uint64_t stream,
+                                                        uint64_t step) {
   uint32_t w[4] = {static_cast<uint32_t>(step), static_cast<uint32_t>(step >> 32),
                    static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32)};
   philox4x32_10(w, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));

@@ -1,8 +1,8 @@
 // Device-side element decoding shared by the embedding and matmul kernels: fp16/bf16 bits and
 // the GGUF Q8_0 / Q4_1 blocks (layouts as tensor/quant_blocks.h), FP8 e4m3, FP4 e2m1 and ue8m0
-// scales (as kernels/cpu/fp8_matmul.h, fp4_matmul.h; every decoded value exact). Scale and offset are applied
-// with explicitly rounded operations (no FMA contraction), so a dequantized value has the same
-// bits as the CPU's dequantize_row.
+// scales (as kernels/cpu/fp8_matmul.h, fp4_matmul.h; every decoded value exact). Scale and offset
+// are applied with explicitly rounded operations (no FMA contraction), so a dequantized value has
+// the same bits as the CPU's dequantize_row.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -50,9 +50,12 @@ __device__ __forceinline__ void dequant_q4_1(const uint8_t* blk, float* w) {
 __device__ __forceinline__ float fp8_e4m3_to_f32(uint32_t v) {
   const uint32_t e = (v >> 3) & 0xF, m = v & 7;
   float x;
-  if (e == 0) x = __fmul_rn(static_cast<float>(m), 0x1p-9f);  // subnormal: m/8 * 2^-6
-  else if (e == 15 && m == 7) x = __uint_as_float(0x7fc00000u);
-  else x = __uint_as_float(((e + 120u) << 23) | (m << 20));   // (1 + m/8) * 2^(e - 7)
+  if (e == 0)
+    x = __fmul_rn(static_cast<float>(m), 0x1p-9f);  // subnormal: m/8 * 2^-6
+  else if (e == 15 && m == 7)
+    x = __uint_as_float(0x7fc00000u);
+  else
+    x = __uint_as_float(((e + 120u) << 23) | (m << 20));  // (1 + m/8) * 2^(e - 7)
   return (v & 0x80) ? -x : x;
 }
 

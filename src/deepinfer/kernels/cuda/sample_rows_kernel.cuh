@@ -19,10 +19,9 @@
 namespace deepinfer::cuda::detail::sampler {
 namespace {
 
-
-using detail::kThreads;  // reduce.cuh
-constexpr int kBuckets = 2048;                 // engine/sampler.cc's apply_top_p
-constexpr float kBucketScale = 2048 / 40.0f;   // its kBuckets / kRange, rounded as there
+using detail::kThreads;                       // reduce.cuh
+constexpr int kBuckets = 2048;                // engine/sampler.cc's apply_top_p
+constexpr float kBucketScale = 2048 / 40.0f;  // its kBuckets / kRange, rounded as there
 constexpr long long kNone = 0x7fffffffffffffffLL;
 
 struct Shared {
@@ -52,7 +51,9 @@ __device__ __forceinline__ float unordered(uint32_t u) {
 __device__ __forceinline__ uint64_t make_key(float c, int64_t id) {
   return (uint64_t{ordered(c)} << 32) | (0xffffffffu - static_cast<uint32_t>(id));
 }
-__device__ __forceinline__ float key_value(uint64_t k) { return unordered(static_cast<uint32_t>(k >> 32)); }
+__device__ __forceinline__ float key_value(uint64_t k) {
+  return unordered(static_cast<uint32_t>(k >> 32));
+}
 __device__ __forceinline__ int32_t key_id(uint64_t k) {
   return static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(k));
 }
@@ -190,8 +191,8 @@ template <class KeyOf>
 __device__ int32_t sample_top_k(KeyOf key_of, const SampleRow& sr, int64_t vocab, double u,
                                 uint64_t* scratch, Shared& s) {
   const uint64_t kth = kth_largest_key(key_of, vocab, sr.top_k, s);
-  int64_t m = gather_sorted(
-      [&](int64_t i, uint64_t& key) { return key_of(i, key) && key >= kth; }, vocab, scratch, s);
+  int64_t m = gather_sorted([&](int64_t i, uint64_t& key) { return key_of(i, key) && key >= kth; },
+                            vocab, scratch, s);
   const float top = key_value(scratch[0]);
   auto w = [&](int64_t j) { return weight(key_value(scratch[j]), top); };
   if (sr.top_p < 1.0f) {
@@ -242,14 +243,18 @@ __device__ int32_t sample_buckets(Cand cand, const SampleRow& sr, float top, int
     int lo = 0, hi = kBuckets - 1;
     while (lo < hi) {
       const int mid = (lo + hi) / 2;
-      if (mass_upto(mid) >= target) hi = mid;
-      else lo = mid + 1;
+      if (mass_upto(mid) >= target)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     edge = lo;
     // As the CPU: if no bucket reaches the target, the last one is the edge, all mass before.
     double before = mass_upto(edge);
-    if (before >= target) before = edge > 0 ? mass_upto(edge - 1) : 0.0;
-    else edge = kBuckets - 1;
+    if (before >= target)
+      before = edge > 0 ? mass_upto(edge - 1) : 0.0;
+    else
+      edge = kBuckets - 1;
     const int64_t n_edge = gather_sorted(
         [&](int64_t i, uint64_t& key) {
           float c;

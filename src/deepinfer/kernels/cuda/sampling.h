@@ -37,13 +37,13 @@ void philox_uniform_double(const PhiloxParams& p, cudaStream_t stream);
 // device uses the very same values.
 struct SampleRow {
   float inv_temperature = 1.0f;
-  float top_p = 1.0f;        // (0, 1]; 1 = off
-  float log_min_p = 0.0f;    // std::log(min_p) when use_min_p
-  int32_t top_k = 0;         // 0 = off
-  uint8_t greedy = 0;        // temperature < 1e-5 or top_k == 1: the argmax
+  float top_p = 1.0f;      // (0, 1]; 1 = off
+  float log_min_p = 0.0f;  // std::log(min_p) when use_min_p
+  int32_t top_k = 0;       // 0 = off
+  uint8_t greedy = 0;      // temperature < 1e-5 or top_k == 1: the argmax
   uint8_t use_min_p = 0;
   uint64_t seed = 0;
-  uint64_t stream_id = 0;    // engine::sample's stream: 0 with a seed, the request key without
+  uint64_t stream_id = 0;  // engine::sample's stream: 0 with a seed, the request key without
   uint64_t step = 0;
 };
 SampleRow make_sample_row(float temperature, int top_k, float top_p, float min_p, uint64_t seed,

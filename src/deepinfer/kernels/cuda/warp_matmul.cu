@@ -33,12 +33,23 @@ const Entry* find_entry(Kind k) {
 
 bool kind_of(DType t, Kind* k) {
   switch (t) {
-    case DType::kF32: *k = Kind::kF32; return true;
-    case DType::kF16: *k = Kind::kF16; return true;
-    case DType::kBF16: *k = Kind::kBF16; return true;
-    case DType::kQ8_0: *k = Kind::kQ8_0; return true;
-    case DType::kQ4_1: *k = Kind::kQ4_1; return true;
-    default: return false;
+    case DType::kF32:
+      *k = Kind::kF32;
+      return true;
+    case DType::kF16:
+      *k = Kind::kF16;
+      return true;
+    case DType::kBF16:
+      *k = Kind::kBF16;
+      return true;
+    case DType::kQ8_0:
+      *k = Kind::kQ8_0;
+      return true;
+    case DType::kQ4_1:
+      *k = Kind::kQ4_1;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -49,7 +60,8 @@ unsigned clamp_grid(int64_t v) {
 // grid: x = column groups, y = groups of rows (experts), z = slices of a group's row tiles.
 void launch(Kind k, const Args& a, int64_t n_groups, int64_t rows_per_group, cudaStream_t stream) {
   const Entry* e = find_entry(k);
-  if (!e) detail::launch_failed("warp_matmul (weight format without a kernel)", cudaErrorInvalidValue);
+  if (!e)
+    detail::launch_failed("warp_matmul (weight format without a kernel)", cudaErrorInvalidValue);
   if (a.n_rows <= 0 || a.n_out <= 0) return;
   const dim3 grid(static_cast<unsigned>((a.n_out + kWarps - 1) / kWarps), clamp_grid(n_groups),
                   clamp_grid((rows_per_group + kRowTile - 1) / kRowTile));

@@ -19,7 +19,6 @@
 namespace deepinfer::cuda::detail::warp {
 namespace {
 
-
 constexpr int kWarps = 4;    // warps (output columns) per block
 constexpr int kRowTile = 4;  // rows whose accumulators a lane holds at once
 constexpr int kChunk = 32;   // elements per lane step: one Q8_0/Q4_1/FP4 block, 32 values otherwise
@@ -45,7 +44,9 @@ struct Args {
   int64_t output_stride = 0;
 };
 
-__host__ __device__ constexpr bool scaled(Kind k) { return k == Kind::kFp8Block || k == Kind::kFp4; }
+__host__ __device__ constexpr bool scaled(Kind k) {
+  return k == Kind::kFp8Block || k == Kind::kFp4;
+}
 
 __device__ __forceinline__ bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
@@ -61,10 +62,12 @@ __device__ __forceinline__ void load_chunk(const uint8_t* row, int64_t c, int n,
   } else if constexpr (K == Kind::kFp8Block) {
     const uint8_t* src = row + c * kChunk;
     if (n == kChunk && aligned16(src)) {
-      const uint4 a = reinterpret_cast<const uint4*>(src)[0], b = reinterpret_cast<const uint4*>(src)[1];
+      const uint4 a = reinterpret_cast<const uint4*>(src)[0],
+                  b = reinterpret_cast<const uint4*>(src)[1];
       const uint32_t words[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
-      for (int j = 0; j < kChunk; ++j) w[j] = detail::fp8_e4m3_to_f32((words[j / 4] >> (8 * (j % 4))) & 0xFF);
+      for (int j = 0; j < kChunk; ++j)
+        w[j] = detail::fp8_e4m3_to_f32((words[j / 4] >> (8 * (j % 4))) & 0xFF);
     } else {
 #pragma unroll
       for (int j = 0; j < kChunk; ++j) w[j] = j < n ? detail::fp8_e4m3_to_f32(src[j]) : 0.0f;
@@ -75,10 +78,12 @@ __device__ __forceinline__ void load_chunk(const uint8_t* row, int64_t c, int n,
       const uint4 a = reinterpret_cast<const uint4*>(src)[0];
       const uint32_t words[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
-      for (int j = 0; j < kChunk; ++j) w[j] = detail::fp4_e2m1_to_f32(words[j / 8] >> (4 * (j % 8)));
+      for (int j = 0; j < kChunk; ++j)
+        w[j] = detail::fp4_e2m1_to_f32(words[j / 8] >> (4 * (j % 8)));
     } else {
 #pragma unroll
-      for (int j = 0; j < kChunk; ++j) w[j] = j < n ? detail::fp4_e2m1_to_f32(src[j / 2] >> (4 * (j % 2))) : 0.0f;
+      for (int j = 0; j < kChunk; ++j)
+        w[j] = j < n ? detail::fp4_e2m1_to_f32(src[j / 2] >> (4 * (j % 2))) : 0.0f;
     }
   } else if constexpr (K == Kind::kF32) {
     const float* src = reinterpret_cast<const float*>(row) + c * kChunk;
@@ -97,7 +102,8 @@ __device__ __forceinline__ void load_chunk(const uint8_t* row, int64_t c, int n,
 // The scale of chunk c of column o (scaled formats): FP8 by (o / block, 32c / block), FP4 by
 // (o, c).
 template <Kind K>
-__device__ __forceinline__ float chunk_scale(const void* scale, const Args& p, int64_t o, int64_t c) {
+__device__ __forceinline__ float chunk_scale(const void* scale, const Args& p, int64_t o,
+                                             int64_t c) {
   if constexpr (K == Kind::kFp8Block) {
     return static_cast<const float*>(scale)[(o / p.block) * p.scale_stride + c * kChunk / p.block];
   } else {
