@@ -1,5 +1,6 @@
 // Greedy argmax and Philox draws on the GPU (sampling.h).
 #include "deepinfer/kernels/cuda/launch_check.h"
+#include "deepinfer/kernels/cuda/philox.cuh"
 #include "deepinfer/kernels/cuda/reduce.cuh"
 #include "deepinfer/kernels/cuda/sampling.h"
 
@@ -45,37 +46,11 @@ __global__ void argmax_kernel(ArgmaxParams p) {
   if (threadIdx.x == 0) p.tokens[blockIdx.x] = best_i[0];
 }
 
-// Philox4x32-10 exactly as base/philox.h (Salmon et al., SC'11).
-__device__ __forceinline__ void philox4x32_10(uint32_t ctr[4], uint32_t k0, uint32_t k1) {
-  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) {
-      k0 += kW0;
-      k1 += kW1;
-    }
-    const uint64_t p0 = static_cast<uint64_t>(kM0) * ctr[0];
-    const uint64_t p1 = static_cast<uint64_t>(kM1) * ctr[2];
-    const uint32_t c0 = static_cast<uint32_t>(p1 >> 32) ^ ctr[1] ^ k0,
-                   c1 = static_cast<uint32_t>(p1);
-    const uint32_t c2 = static_cast<uint32_t>(p0 >> 32) ^ ctr[3] ^ k1,
-                   c3 = static_cast<uint32_t>(p0);
-    ctr[0] = c0;
-    ctr[1] = c1;
-    ctr[2] = c2;
-    ctr[3] = c3;
-  }
-}
-
 __global__ void philox_kernel(PhiloxParams p) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= p.n) return;
   const uint64_t seed = p.seed[i], stream = p.stream_id[i], step = p.step[i];
-  uint32_t w[4] = {static_cast<uint32_t>(step), static_cast<uint32_t>(step >> 32),
-                   static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32)};
-  philox4x32_10(w, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
-  const uint64_t bits = (static_cast<uint64_t>(w[0]) << 21) ^ (w[1] >> 11);
-  p.out[i] = static_cast<double>(bits & ((uint64_t{1} << 53) - 1)) * 0x1.0p-53;
+  p.out[i] = detail::philox_uniform_double(seed, stream, step);
 }
 
 }  // namespace

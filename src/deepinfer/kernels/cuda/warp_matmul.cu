@@ -1,97 +1,86 @@
-// Our own CUDA matmul (matmul.h): one warp per output column o and a tile of kRowTile rows;
-// each lane dequantizes whole 32-element chunks of W[o] into registers and FMAs them against
-// the tile's rows. The dispatch table below is the one place weight types meet kernels.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
+// Launchers of our own CUDA matmul (warp_matmul_kernel.cuh): the dispatch table below is the
+// one place weight formats meet kernels.
 #include "deepinfer/kernels/cuda/launch_check.h"
-#include "deepinfer/kernels/cuda/matmul.h"
-#include "deepinfer/kernels/cuda/quant_blocks.cuh"
+#include "deepinfer/kernels/cuda/warp_matmul_kernel.cuh"
 
 namespace deepinfer::cuda {
 namespace {
 
-constexpr int kWarps = 4;    // warps (output columns) per block
-constexpr int kRowTile = 4;  // rows whose accumulators a lane holds at once
-constexpr int kChunk = 32;   // elements per lane step: one Q8_0/Q4_1 block, 32 floats otherwise
-
-enum class Kind { kF32, kF16, kBF16, kQ8_0, kQ4_1 };
-
-// The n <= 32 values of chunk c of a weight row.
-template <Kind K>
-__device__ __forceinline__ void load_chunk(const uint8_t* row, int64_t c, int n, float* w) {
-  if constexpr (K == Kind::kQ8_0) {
-    detail::dequant_q8_0(row + c * detail::kQ8_0Bytes, w);
-  } else if constexpr (K == Kind::kQ4_1) {
-    detail::dequant_q4_1(row + c * detail::kQ4_1Bytes, w);
-  } else if constexpr (K == Kind::kF32) {
-    const float* src = reinterpret_cast<const float*>(row) + c * kChunk;
-#pragma unroll
-    for (int j = 0; j < kChunk; ++j) w[j] = j < n ? src[j] : 0.0f;
-  } else {
-    const uint16_t* src = reinterpret_cast<const uint16_t*>(row) + c * kChunk;
-#pragma unroll
-    for (int j = 0; j < kChunk; ++j) {
-      const uint16_t h = j < n ? src[j] : uint16_t{0};
-      w[j] = K == Kind::kF16 ? detail::f16_bits_to_f32(h) : detail::bf16_bits_to_f32(h);
-    }
-  }
-}
-
-template <Kind K>
-__global__ void __launch_bounds__(kWarps * 32) warp_matmul_kernel(MatmulParams p) {
-  const int lane = threadIdx.x % 32;
-  const int64_t o = int64_t{blockIdx.x} * kWarps + threadIdx.x / 32;
-  if (o >= p.n_out) return;
-  const auto* row = static_cast<const uint8_t*>(p.weight) + o * p.weight_row_bytes;
-  const int64_t n_chunks = (p.n_in + kChunk - 1) / kChunk;
-  for (int64_t r0 = int64_t{blockIdx.y} * kRowTile; r0 < p.n_rows;
-       r0 += int64_t{gridDim.y} * kRowTile) {
-    const int rows = static_cast<int>(p.n_rows - r0 < kRowTile ? p.n_rows - r0 : kRowTile);
-    float acc[kRowTile] = {};
-    for (int64_t c = lane; c < n_chunks; c += 32) {
-      const int n = static_cast<int>(p.n_in - c * kChunk < kChunk ? p.n_in - c * kChunk : kChunk);
-      float w[kChunk];
-      load_chunk<K>(row, c, n, w);
-#pragma unroll
-      for (int t = 0; t < kRowTile; ++t) {
-        if (t >= rows) break;
-        const float* x = p.input + (r0 + t) * p.input_stride + c * kChunk;
-        float a = acc[t];
-#pragma unroll
-        for (int j = 0; j < kChunk; ++j)
-          if (j < n) a = fmaf(w[j], x[j], a);
-        acc[t] = a;
-      }
-    }
-#pragma unroll
-    for (int t = 0; t < kRowTile; ++t) {
-      float v = acc[t];
-      for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-      if (lane == 0 && t < rows) p.output[(r0 + t) * p.output_stride + o] = v;
-    }
-  }
-}
+using namespace detail::warp;
 
 struct Entry {
-  DType type;
-  void (*kernel)(MatmulParams);
+  Kind kind;
+  void (*kernel)(Args);
   const char* name;
 };
 
-// The dispatch table: weight type -> kernel instance. Anything absent is refused loudly.
+// The dispatch table: weight format -> kernel instance. Anything absent is refused loudly.
 constexpr Entry kTable[] = {
-    {DType::kF32, warp_matmul_kernel<Kind::kF32>, "warp_matmul<f32>"},
-    {DType::kF16, warp_matmul_kernel<Kind::kF16>, "warp_matmul<f16>"},
-    {DType::kBF16, warp_matmul_kernel<Kind::kBF16>, "warp_matmul<bf16>"},
-    {DType::kQ8_0, warp_matmul_kernel<Kind::kQ8_0>, "warp_matmul<q8_0>"},
-    {DType::kQ4_1, warp_matmul_kernel<Kind::kQ4_1>, "warp_matmul<q4_1>"},
+    {Kind::kF32, warp_matmul_kernel<Kind::kF32>, "warp_matmul<f32>"},
+    {Kind::kF16, warp_matmul_kernel<Kind::kF16>, "warp_matmul<f16>"},
+    {Kind::kBF16, warp_matmul_kernel<Kind::kBF16>, "warp_matmul<bf16>"},
+    {Kind::kQ8_0, warp_matmul_kernel<Kind::kQ8_0>, "warp_matmul<q8_0>"},
+    {Kind::kQ4_1, warp_matmul_kernel<Kind::kQ4_1>, "warp_matmul<q4_1>"},
+    {Kind::kFp8Block, warp_matmul_kernel<Kind::kFp8Block>, "warp_matmul<fp8_e4m3 block>"},
+    {Kind::kFp4, warp_matmul_kernel<Kind::kFp4>, "warp_matmul<fp4_e2m1 ue8m0>"},
 };
 
-const Entry* find_entry(DType t) {
+const Entry* find_entry(Kind k) {
   for (const Entry& e : kTable)
-    if (e.type == t) return &e;
+    if (e.kind == k) return &e;
   return nullptr;
+}
+
+bool kind_of(DType t, Kind* k) {
+  switch (t) {
+    case DType::kF32:
+      *k = Kind::kF32;
+      return true;
+    case DType::kF16:
+      *k = Kind::kF16;
+      return true;
+    case DType::kBF16:
+      *k = Kind::kBF16;
+      return true;
+    case DType::kQ8_0:
+      *k = Kind::kQ8_0;
+      return true;
+    case DType::kQ4_1:
+      *k = Kind::kQ4_1;
+      return true;
+    default:
+      return false;
+  }
+}
+
+unsigned clamp_grid(int64_t v) {
+  return static_cast<unsigned>(v < 1 ? 1 : v < kMaxGridYZ ? v : kMaxGridYZ);
+}
+
+// grid: x = column groups, y = groups of rows (experts), z = slices of a group's row tiles.
+void launch(Kind k, const Args& a, int64_t n_groups, int64_t rows_per_group, cudaStream_t stream) {
+  const Entry* e = find_entry(k);
+  if (!e)
+    detail::launch_failed("warp_matmul (weight format without a kernel)", cudaErrorInvalidValue);
+  if (a.n_rows <= 0 || a.n_out <= 0) return;
+  const dim3 grid(static_cast<unsigned>((a.n_out + kWarps - 1) / kWarps), clamp_grid(n_groups),
+                  clamp_grid((rows_per_group + kRowTile - 1) / kRowTile));
+  e->kernel<<<grid, kWarps * 32, 0, stream>>>(a);
+  detail::check_launch(e->name);
+}
+
+template <typename P>
+Args plain_args(const P& p) {
+  Args a;
+  a.weight_row_bytes = p.weight_row_bytes;
+  a.n_out = p.n_out;
+  a.n_in = p.n_in;
+  a.n_rows = p.n_rows;
+  a.input = p.input;
+  a.input_stride = p.input_stride;
+  a.output = p.output;
+  a.output_stride = p.output_stride;
+  return a;
 }
 
 template <typename T>
@@ -107,18 +96,46 @@ __global__ void convert_kernel(const float* src, int64_t n_rows, int64_t n_in, i
 
 }  // namespace
 
-bool warp_matmul_supports(DType weight_type) { return find_entry(weight_type) != nullptr; }
+bool warp_matmul_supports(DType weight_type) {
+  Kind k;
+  return kind_of(weight_type, &k);
+}
 
 void warp_matmul(const MatmulParams& p, cudaStream_t stream) {
-  const Entry* e = find_entry(p.weight_type);
-  if (!e)
+  Kind k;
+  if (!kind_of(p.weight_type, &k))
     detail::launch_failed("warp_matmul (weight type without a kernel)", cudaErrorInvalidValue);
-  if (p.n_rows <= 0 || p.n_out <= 0) return;
-  const int64_t tiles = (p.n_rows + kRowTile - 1) / kRowTile;
-  const dim3 grid(static_cast<unsigned>((p.n_out + kWarps - 1) / kWarps),
-                  static_cast<unsigned>(tiles < 65535 ? tiles : 65535));
-  e->kernel<<<grid, kWarps * 32, 0, stream>>>(p);
-  detail::check_launch(e->name);
+  Args a = plain_args(p);
+  a.weight = p.weight;
+  launch(k, a, 1, p.n_rows, stream);
+}
+
+void fp8_matmul(const Fp8MatmulParams& p, cudaStream_t stream) {
+  Args a = plain_args(p);
+  a.weight = p.weight;
+  a.scale = p.scale_inv;
+  a.scale_stride = p.scale_stride;
+  a.block = p.block;
+  launch(Kind::kFp8Block, a, 1, p.n_rows, stream);
+}
+
+void fp4_matmul(const Fp4MatmulParams& p, cudaStream_t stream) {
+  Args a = plain_args(p);
+  a.weight = p.weight;
+  a.scale = p.scale;
+  a.scale_stride = p.scale_stride;
+  launch(Kind::kFp4, a, 1, p.n_rows, stream);
+}
+
+void grouped_matmul(const GroupedMatmulParams& p, cudaStream_t stream) {
+  Args a = plain_args(p);
+  a.weights = p.weights;
+  a.scales = p.scales;
+  a.offsets = p.group_offsets;
+  a.input_rows = p.input_rows;
+  a.scale_stride = p.scale_stride;
+  a.block = p.block;
+  launch(p.format, a, p.n_groups, p.max_group_rows > 0 ? p.max_group_rows : 1, stream);
 }
 
 void convert_rows_f32(const float* src, int64_t n_rows, int64_t n_in, int64_t src_stride, void* dst,
