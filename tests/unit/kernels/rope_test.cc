@@ -73,6 +73,28 @@ TEST(Rope, SimdMatchesReference) {
   }
 }
 
+// The AVX2 scalar tails (rotations not a multiple of 8 lanes) do the lanes' FMAs explicitly, so
+// AVX2 and AVX-512 (masked, all lanes) give the same bits; with GCC left to contract the tail
+// itself they did not (DeepSeek-V3 fixtures with qk_rope_head_dim 8).
+TEST(Rope, Avx2TailsEqualAvx512Bitwise) {
+  if (!cpu_features().has_avx2() || !cpu_features().has_avx512()) GTEST_SKIP() << "needs AVX2 and AVX-512";
+  std::mt19937 rng(9);
+  std::vector<int32_t> pos = {0, 1, 17, 4095};
+  for (RopeLayout layout : {RopeLayout::kInterleaved, RopeLayout::kHalf}) {
+    for (auto [hd, rot] : {std::pair{8, 8}, {6, 6}, {34, 34}, {24, 8}, {44, 44}}) {
+      std::vector<float> x;
+      RopeParams p = make(x, pos, 3, hd, rot, layout);
+      x = testing::random_vec(x.size(), rng, -3.0f, 3.0f);
+      std::vector<float> y = x;
+      p.x = x.data();
+      rope_with_isa(p, IsaLevel::kAvx2);
+      p.x = y.data();
+      rope_with_isa(p, IsaLevel::kAvx512);
+      EXPECT_EQ(x, y) << "layout=" << static_cast<int>(layout) << " hd=" << hd << " rot=" << rot;
+    }
+  }
+}
+
 // convert_hf_to_gguf permutes each Q/K head so that row 2i + j holds HF row j * hd/2 + i;
 // interleaved RoPE on the permuted vector must equal half-layout RoPE on the original.
 TEST(Rope, InterleavedOnPermutedEqualsHalfOnOriginal) {

@@ -60,7 +60,7 @@ inline void qk_block(const float* const* q, const void* const* k, int j, int n, 
     _mm_store_ps(s, reduce4(acc[b][0], acc[b][1], acc[b][2], acc[b][3]));
     for (int r = 0; r < NQ; ++r) {
       float sum = s[r];
-      for (int d = i; d < n; ++d) sum += q[r][d] * L::load1(k[j + b], d);
+      for (int d = i; d < n; ++d) sum = std::fma(q[r][d], L::load1(k[j + b], d), sum);  // as the lanes
       out[r][j + b] = sum * scale;
     }
   }

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "deepinfer/kernels/cpu/fp8_matmul.h"
 
@@ -50,10 +51,11 @@ void fp8_matmul_rows_avx2(const Fp8MatmulParams& p, int64_t o_begin, int64_t o_e
         float tail[kRows] = {0, 0, 0, 0};
         for (; i < i1; ++i) {
           const float wf = fp8_e4m3_to_float(w[i]) * (1.0f / 256.0f);  // same scale as the vector lanes
-          for (int r = 0; r < kRows; ++r) tail[r] += x[r][i] * wf;
+          for (int r = 0; r < kRows; ++r) tail[r] = std::fma(x[r][i], wf, tail[r]);
         }
         const float sc = s[b] * 256.0f;
-        for (int r = 0; r < kRows; ++r) total[r] += (hsum(acc[r]) + tail[r]) * sc;
+        // FMAs as the lanes and the AVX-512 variant do (the build contracts nothing by itself).
+        for (int r = 0; r < kRows; ++r) total[r] = std::fma(hsum(acc[r]) + tail[r], sc, total[r]);
       }
       for (int r = 0; r < nr; ++r) p.output[(r0 + r) * p.output_stride + o] = total[r];
     }

@@ -118,16 +118,21 @@ inline PreparedBlock prepare_block(const typename Dec::B* blk) {
   return pb;
 }
 
-// fp32 lanes of d_w * d_a * (exact int32 partial dot products) for one row's block.
+// One row's block: fp32 lanes of the exact int32 partial dot products, and their scale d_w * d_a.
+// Apart so that the tile writes its FMAs explicitly (-ffp-contract=off: the compiler fuses none).
 template <typename Dec>
-inline __m256 block_dot(const PreparedBlock& pb, const ActBlock32& a) {
+inline __m256 block_int(const PreparedBlock& pb, const ActBlock32& a) {
   const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
 #if DI_MATMUL_VNNI
   const __m256i p = _mm256_dpbusd_epi32(pb.aux, av, pb.w);
 #else
   const __m256i p = Dec::kSigned ? dot_u8s8(pb.aux, _mm256_sign_epi8(av, pb.w)) : dot_u8s8(pb.w, av);
 #endif
-  return _mm256_mul_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(pb.dw, _mm256_broadcast_ss(&a.d)));
+  return _mm256_cvtepi32_ps(p);
+}
+
+inline __m256 block_scale(const PreparedBlock& pb, const ActBlock32& a) {
+  return _mm256_mul_ps(pb.dw, _mm256_broadcast_ss(&a.d));
 }
 
 // Blocks go in pairs so the accumulator chain has one add per two blocks: with one row (decode)
@@ -151,7 +156,10 @@ void tile_q32(const Tile& t) {
       const PreparedBlock p0 = prepare_block<Dec>(wb + b), p1 = prepare_block<Dec>(wb + b + 1);
       for (int r = 0; r < R; ++r) {
         const ActBlock32 &a0 = act[r][b], &a1 = act[r][b + 1];
-        acc[r] = _mm256_add_ps(acc[r], _mm256_add_ps(block_dot<Dec>(p0, a0), block_dot<Dec>(p1, a1)));
+        // The FMA GCC used to make here by contraction (kept: int8 outputs stay the same), now
+        // the same for every R.
+        const __m256 d0 = _mm256_mul_ps(block_int<Dec>(p0, a0), block_scale(p0, a0));
+        acc[r] = _mm256_add_ps(acc[r], _mm256_fmadd_ps(block_int<Dec>(p1, a1), block_scale(p1, a1), d0));
         if constexpr (!Dec::kSigned) {
           const __m256 mt = _mm256_mul_ps(p0.m, _mm256_broadcast_ss(&a0.dsum));
           macc[r] = _mm256_add_ps(macc[r], _mm256_fmadd_ps(p1.m, _mm256_broadcast_ss(&a1.dsum), mt));
@@ -161,7 +169,7 @@ void tile_q32(const Tile& t) {
     if (b < nb) {
       const PreparedBlock p0 = prepare_block<Dec>(wb + b);
       for (int r = 0; r < R; ++r) {
-        acc[r] = _mm256_add_ps(acc[r], block_dot<Dec>(p0, act[r][b]));
+        acc[r] = _mm256_fmadd_ps(block_int<Dec>(p0, act[r][b]), block_scale(p0, act[r][b]), acc[r]);
         if constexpr (!Dec::kSigned)
           macc[r] = _mm256_fmadd_ps(p0.m, _mm256_broadcast_ss(&act[r][b].dsum), macc[r]);
       }

@@ -1,6 +1,8 @@
 // AVX2 RoPE rotations from per-token cos/sin tables (scalar tails).
 #include <immintrin.h>
 
+#include <cmath>
+
 #include "deepinfer/kernels/cpu/rope.h"
 
 namespace deepinfer::kernels::detail {
@@ -15,8 +17,9 @@ void rope_half_avx2(float* x, const float* c, const float* s, int h) {
   }
   for (; i < h; ++i) {
     const float a = x[i], b = x[i + h];
-    x[i] = a * c[i] - b * s[i];
-    x[i + h] = b * c[i] + a * s[i];
+    // The vector lanes' FMAs, explicitly (kernels/cpu builds with -ffp-contract=off).
+    x[i] = std::fma(-b, s[i], a * c[i]);
+    x[i + h] = std::fma(a, s[i], b * c[i]);
   }
 }
 
@@ -29,8 +32,8 @@ void rope_interleaved_avx2(float* x, const float* cd, const float* sd, int rot_d
   }
   for (; i < rot_dim; i += 2) {
     const float a = x[i], b = x[i + 1];
-    x[i] = a * cd[i] + b * sd[i];
-    x[i + 1] = b * cd[i + 1] + a * sd[i + 1];
+    x[i] = std::fma(b, sd[i], a * cd[i]);
+    x[i + 1] = std::fma(a, sd[i + 1], b * cd[i + 1]);
   }
 }
 

@@ -17,7 +17,7 @@ void axpy256(float w, const float* k, float* o, int n) {
   int i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(o + i, _mm256_fmadd_ps(vw, _mm256_loadu_ps(k + i), _mm256_loadu_ps(o + i)));
-  for (; i < n; ++i) o[i] += w * k[i];
+  for (; i < n; ++i) o[i] = std::fma(w, k[i], o[i]);  // as the lanes
 }
 
 }  // namespace
