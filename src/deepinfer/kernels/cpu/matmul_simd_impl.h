@@ -145,10 +145,7 @@ void tile_q32(const Tile& t) {
   for (int r = 0; r < R; ++r) act[r] = reinterpret_cast<const ActBlock32*>(t.act + r * t.act_row_bytes);
   for (int64_t o = t.col_begin; o < t.col_end; ++o) {
     const B* wb = reinterpret_cast<const B*>(t.weight + o * t.weight_row_bytes);
-    // No weight prefetch here (the other tiles have one): with it, GCC (whose default
-    // -ffp-contract=fast may fuse a _mm256_mul_ps into the next _mm256_add_ps) fused this
-    // tile's arithmetic differently for 1 row than for 8, and rows stopped being bitwise equal
-    // alone and in a batch (MatmulIsa.BatchInvariant).
+    prefetch_weight_row(t.weight + o * t.weight_row_bytes, t.weight_row_bytes);
     __m256 acc[R], macc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), macc[r] = _mm256_setzero_ps();
     int64_t b = 0;
