@@ -13,7 +13,9 @@ medians of --reps; llama.cpp's loop feeds fixed tokens (no sampling), ours sampl
 
 Long contexts (--batched 1,4,16 --prompt-lens 1024,4096): the same at each prompt length, plus
 the step time against the bandwidth bound of a step (weights once plus every sequence's f32 KV
-once, at the `bench --mode membw` rate of the same run). llama.cpp keeps its default f16 KV.
+once, at the `bench --mode membw` rate of the same run). --kv-cache-dtype f32 (default: ours
+f32, llama.cpp its default f16) or f16 / bf16 (both engines that type); --matmul-precision int8
+runs ours with 8-bit activations, the arithmetic llama.cpp uses.
 
 Usage: python3 bench/compare_llamacpp.py [--reps 3] [--model PATH] [--batched 1,2,4,8,16,32]
                                          [--prompt-lens 32] [--gen-len 32]
@@ -97,7 +99,10 @@ def _quiet_log():
     return _QUIET_LOG
 
 
-def llamacpp_batched(model, threads, batch, prompt_len, gen_len):
+GGML_TYPES = {"f16": 1, "bf16": 30}  # ggml_type values for llama.cpp's type_k / type_v
+
+
+def llamacpp_batched(model, threads, batch, prompt_len, gen_len, kv_dtype="f32"):
     """Total decode tokens/s of `batch` sequences stepped together by llama_decode."""
     import llama_cpp as L
     L.llama_log_set(_quiet_log(), None)
@@ -113,6 +118,8 @@ def llamacpp_batched(model, threads, batch, prompt_len, gen_len):
     cp.kv_unified = True  # one KV pool shared by all sequences, like ours
     cp.n_threads = cp.n_threads_batch = threads
     cp.no_perf = True
+    if kv_dtype in GGML_TYPES:
+        cp.type_k = cp.type_v = GGML_TYPES[kv_dtype]
     ctx = L.llama_init_from_model(m, cp)
     b = L.llama_batch_init(max(batch * prompt_len, batch), 0, 1)
 
@@ -140,8 +147,8 @@ def llamacpp_batched(model, threads, batch, prompt_len, gen_len):
     return batch * (gen_len - 1) / secs
 
 
-def kv_bytes_per_token(model):
-    """Bytes of our float32 K and V per token over all layers (Llama-family GGUF metadata)."""
+def kv_bytes_per_token(model, kv_dtype="f32"):
+    """Bytes of our K and V per token over all layers (Llama-family GGUF metadata)."""
     from gguf import GGUFReader
     r = GGUFReader(model)
     arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
@@ -149,7 +156,8 @@ def kv_bytes_per_token(model):
     def field(name):
         return int(r.fields[f"{arch}.{name}"].parts[-1][0])
     head_dim = field("embedding_length") // field("attention.head_count")
-    return field("block_count") * 2 * field("attention.head_count_kv") * head_dim * 4
+    element = 4 if kv_dtype == "f32" else 2
+    return field("block_count") * 2 * field("attention.head_count_kv") * head_dim * element
 
 
 def load_average():
@@ -162,8 +170,9 @@ def batched(a):
     lens = [int(x) for x in a.prompt_lens.split(",")]
     gl = a.gen_len
     bw = membw(a.threads)
-    wb, kvb = weight_bytes(a.model), kv_bytes_per_token(a.model)
+    wb, kvb = weight_bytes(a.model), kv_bytes_per_token(a.model, a.kv_cache_dtype)
     print(f"batched decode: {gl} tokens each after the prompt, {a.threads} threads, medians of {a.reps}; "
+          f"KV cache {a.kv_cache_dtype}, matmul precision {a.matmul_precision}; "
           f"membw {bw:.1f} GB/s; weights {wb / 1e6:.1f} MB, KV {kvb / 1e3:.1f} KB per token")
     print("| context | sequences | DeepInfer total tok/s | per sequence | llama.cpp total tok/s | ratio "
           "| step ms | bound ms | of bound | load avg |")
@@ -176,9 +185,10 @@ def batched(a):
                 gb = max(1.0, 1.3 * bsz * (pl + gl + 32) * kvb / 2**30)
                 j = ours(["--mode", "decode", "--batch", str(bsz), "--prompt-len", str(pl), "--gen-len",
                           str(gl), "--max-num-seqs", str(max(bsz, 1)), "--kv-cache-gb", f"{gb:.2f}",
-                          "--model", a.model], a.threads)
+                          "--model", a.model, "--kv-cache-dtype", a.kv_cache_dtype,
+                          "--matmul-precision", a.matmul_precision], a.threads)
                 mine.append(j["tokens_per_s"])
-                theirs.append(llamacpp_batched(a.model, a.threads, bsz, pl, gl))
+                theirs.append(llamacpp_batched(a.model, a.threads, bsz, pl, gl, a.kv_cache_dtype))
             m, t = (statistics.median(x) for x in (mine, theirs))
             step = bsz / m
             # The window's mean context: prompt plus half the generated tokens.
@@ -213,6 +223,11 @@ def main():
     ap.add_argument("--threads", type=int, default=2, help="threads for --batched")
     ap.add_argument("--prompt-lens", default="32", help="--batched: prompt lengths (context), e.g. 1024,4096")
     ap.add_argument("--gen-len", type=int, default=32, help="--batched: tokens generated per sequence")
+    ap.add_argument("--kv-cache-dtype", default="f32", choices=["f32", "f16", "bf16"],
+                    help="--batched: KV cache type (f32: ours f32, llama.cpp its default f16; "
+                         "f16/bf16: both engines)")
+    ap.add_argument("--matmul-precision", default="high", choices=["high", "int8"],
+                    help="--batched: our matmul precision")
     ap.add_argument("--llamacpp-extra-bufts", action="store_true",
                     help="let llama.cpp use its extra buffer types (AMX, repacked weights)")
     a = ap.parse_args()
