@@ -18,7 +18,10 @@ f32, llama.cpp its default f16) or f16 / bf16 (both engines that type); --matmul
 runs ours with 8-bit activations, the arithmetic llama.cpp uses.
 
 Usage: python3 bench/compare_llamacpp.py [--reps 3] [--model PATH] [--batched 1,2,4,8,16,32]
-                                         [--prompt-lens 32] [--gen-len 32]
+                                         [--prompt-lens 32] [--gen-len 32] [--plot chart.svg]
+
+--plot FILE draws tokens/s per sequence against total tokens/s, one curve per engine and prompt
+length, with `deepinfer bench --mode plot` (the rows stay beside it as FILE.jsonl).
 Needs: pip install llama-cpp-python (built from source by pip), and build/bin/deepinfer.
 
 llama.cpp's "extra buffer types" (its AMX and repacked-weight paths) are off unless
@@ -177,6 +180,7 @@ def batched(a):
     print("| context | sequences | DeepInfer total tok/s | per sequence | llama.cpp total tok/s | ratio "
           "| step ms | bound ms | of bound | load avg |")
     print("|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
     for pl in lens:
         for bsz in batches:
             mine, theirs, loads = [], [], []
@@ -195,6 +199,25 @@ def batched(a):
             bound = (wb + bsz * (pl + gl / 2) * kvb) / (bw * 1e9)
             print(f"| {pl} | {bsz} | {m:.1f} | {m / bsz:.1f} | {t:.1f} | {m / t:.2f} | {step * 1e3:.1f} "
                   f"| {bound * 1e3:.1f} | {bound / step:.0%} | {'; '.join(loads)} |", flush=True)
+            for engine, total in (("DeepInfer", m), ("llama.cpp", t)):
+                rows.append({"engine": engine, "mode": "decode", "batch": bsz, "prompt_tokens": pl,
+                             "tokens_per_s": total, "per_seq_tokens_per_s": total / bsz})
+    write_rows_and_plot(a, rows)
+
+
+def write_rows_and_plot(a, rows):
+    """--rows-out: both engines' points as JSON lines; --plot: drawn by `deepinfer bench --mode plot`."""
+    path = a.rows_out
+    if a.plot and not path:
+        path = os.path.splitext(a.plot)[0] + ".jsonl"
+    if not path:
+        return
+    with open(path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    if a.plot:
+        subprocess.run([BIN, "bench", "--mode", "plot", "--plot-with", path, "--plot", a.plot], check=True)
+        print(f"chart: {a.plot} (rows: {path})")
 
 
 def membw(threads):
@@ -228,6 +251,9 @@ def main():
                          "f16/bf16: both engines)")
     ap.add_argument("--matmul-precision", default="high", choices=["high", "int8"],
                     help="--batched: our matmul precision")
+    ap.add_argument("--rows-out", default="", help="--batched: write both engines' points as JSON lines here")
+    ap.add_argument("--plot", default="", help="--batched: draw both engines' curves to FILE.svg/.png "
+                                               "(deepinfer bench --mode plot; rows kept beside it as .jsonl)")
     ap.add_argument("--llamacpp-extra-bufts", action="store_true",
                     help="let llama.cpp use its extra buffer types (AMX, repacked weights)")
     a = ap.parse_args()

@@ -142,3 +142,30 @@ def test_serve_bench_measures_a_disaggregated_cluster_beside_the_all_in_one_serv
     assert all(l["tokens_per_s"] > 0 and l["ttft_ms_p99"] >= l["ttft_ms_p50"] > 0 for l in lines)
     bad = run("bench", "--model", model, "--mode", "serve", "--disaggregated", "1")
     assert bad.returncode != 0 and "--disaggregated" in bad.stderr
+
+
+def test_plot_mode_draws_rows_of_several_engines_and_names_a_bad_row(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("\n".join(json.dumps(r) for r in [
+        {"engine": "llama.cpp", "mode": "decode", "batch": 1, "prompt_tokens": 1024, "tokens_per_s": 57.0,
+         "per_seq_tokens_per_s": 57.0},
+        {"engine": "llama.cpp", "mode": "decode", "batch": 4, "prompt_tokens": 1024, "tokens_per_s": 74.1,
+         "per_seq_tokens_per_s": 18.5},
+        {"mode": "decode", "batch": 1, "prompt_tokens": 1024, "tokens_per_s": 119.9, "per_seq_tokens_per_s": 119.9},
+    ]) + "\n\n")
+    chart = tmp_path / "chart.svg"
+    r = run("bench", "--mode", "plot", "--plot-with", rows, "--plot", chart)
+    assert r.returncode == 0, r.stderr
+    svg = chart.read_text()  # a curve per engine: two colours (a row without "engine" is ours)
+    assert "rgb(12%,47%,71%)" in svg and "rgb(84%,37%,0%)" in svg
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"batch": 1, "prompt_tokens": 8, "tokens_per_s": 1.0}) + "\n")
+    r = run("bench", "--mode", "plot", "--plot-with", bad, "--plot", chart)
+    assert r.returncode == 2 and "bad.jsonl line 1" in r.stderr and "per_seq_tokens_per_s" in r.stderr
+    bad.write_text("{not json\n")
+    r = run("bench", "--mode", "plot", "--plot-with", bad, "--plot", chart)
+    assert r.returncode == 2 and "not a JSON object" in r.stderr
+    r = run("bench", "--mode", "plot", "--plot", chart)
+    assert r.returncode == 2 and "--plot-with" in r.stderr
+    r = run("bench", "--mode", "decode", "--plot-with", rows)
+    assert r.returncode == 2 and "needs --plot" in r.stderr

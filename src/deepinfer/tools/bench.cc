@@ -50,6 +50,7 @@ struct BenchFlags {
   int gen_len = 128;
   int repeat = 1;
   std::string plot;
+  std::vector<std::string> plot_with;  // JSON-lines files whose rows --plot draws too
   std::string spec_tasks;  // spec: comma-separated tasks; empty = all
   std::string spec_configs;   // spec: comma-separated off, fixed, dspark; empty = all three
   std::string spec_trace;     // spec: prefix of per-measurement verification traces
@@ -262,6 +263,25 @@ nlohmann::json measure(engine::Engine& engine, const std::string& mode, int batc
   return j;
 }
 
+// --mode plot: the chart of earlier measurements (--plot-with files), nothing measured.
+int run_plot_only(const BenchFlags& f) {
+  if (f.plot.empty() || !plot_format_supported(f.plot))
+    return report_error(invalid_argument("--mode plot: needs --plot FILE.svg or FILE.png"));
+  if (f.plot_with.empty()) return report_error(invalid_argument("--mode plot: needs at least one --plot-with FILE"));
+  std::vector<nlohmann::json> rows;
+  std::string mode;
+  for (const auto& file : f.plot_with) {
+    auto more = read_plot_rows(file);
+    if (!more.is_ok()) return report_error(more.status());
+    for (const auto& r : *more)
+      if (mode.empty() && r.contains("mode") && r["mode"].is_string()) mode = r["mode"].get<std::string>();
+    rows.insert(rows.end(), more->begin(), more->end());
+  }
+  Status st = write_throughput_plot(f.plot, mode.empty() ? "decode" : mode, rows);
+  if (!st.is_ok()) return report_error(st);
+  return kExitOk;
+}
+
 int run_bench(BenchFlags& f) {
   if (f.mode == "membw") {
     for (int t : {1, 2}) {
@@ -319,10 +339,13 @@ int run_bench(BenchFlags& f) {
     o.threads = f.engine.threads;
     return run_attention_bench(o);
   }
+  if (f.mode == "plot") return run_plot_only(f);
   if (f.mode != "prefill" && f.mode != "decode" && f.mode != "serve" && f.mode != "matmul")
     return report_error(invalid_argument(
-        "bench: unknown --mode '{}' (prefill|decode|serve|spec|tokenize|membw|matmul|attention|mask|schema-compile|kvstore|kvstore-io|kv-transfer|prefix-restore|vision)",
+        "bench: unknown --mode '{}' (prefill|decode|serve|spec|tokenize|membw|matmul|attention|mask|schema-compile|kvstore|kvstore-io|kv-transfer|prefix-restore|vision|plot)",
         f.mode));
+  if (!f.plot_with.empty() && f.plot.empty())
+    return report_error(invalid_argument("--plot-with: needs --plot FILE to draw into"));
   const std::string default_batches = f.mode == "matmul" ? "1,256" : "1";
   auto batches = parse_int_list(f.batches.empty() ? default_batches : f.batches, "--batch", 4096);
   if (!batches.is_ok()) return report_error(batches.status());
@@ -378,6 +401,11 @@ int run_bench(BenchFlags& f) {
     }
   }
   if (!f.plot.empty()) {
+    for (const auto& file : f.plot_with) {
+      auto rows = read_plot_rows(file);
+      if (!rows.is_ok()) return report_error(rows.status());
+      results.insert(results.end(), rows->begin(), rows->end());
+    }
     Status st = write_throughput_plot(f.plot, f.mode, results);
     if (!st.is_ok()) return report_error(st);
   }
@@ -409,7 +437,8 @@ Subcommand make_bench_command() {
                     "prefix-restore (DeepSeek-V4: restore time of a cached prefix, bounded replay vs "
                     "exact vs full prefill, and the bounded restore's drift; --prompt-lens, --gen-len, --repeat) | "
                     "vision (multimodal models: images/s through the vision encoder and the TTFT of an --image "
-                    "prompt, cold and with the embedding and prefix caches warm; --repeat)");
+                    "prompt, cold and with the embedding and prefix caches warm; --repeat) | "
+                    "plot (nothing measured: draws the --plot-with rows into --plot)");
     cmd->add_option("--image", f->image, "vision: the image file (JPEG, PNG or WebP)");
     cmd->add_option("--matmul-shape", f->matmul_shapes,
                     "matmul: TYPE:OUTxIN, repeatable; TYPE a GGUF type or fp8 / fp4 (DeepSeek's block-scaled "
@@ -468,6 +497,10 @@ Subcommand make_bench_command() {
     cmd->add_option("--plot", f->plot,
                     "Draw the results to FILE.svg or FILE.png: per-sequence vs total throughput (prefill, "
                     "decode, serve); tokens/s against batch size per configuration (spec)");
+    cmd->add_option("--plot-with", f->plot_with,
+                    "Also draw the rows of this JSON-lines file (repeatable): bench's own output or "
+                    "bench/compare_llamacpp.py --rows-out (llama.cpp beside us); a row's \"engine\" names its curve. "
+                    "--mode plot draws only these rows, measuring nothing");
     cmd->add_option("--disaggregated", f->disaggregated,
                     "--mode serve: P,D also measures P prefill + D decode engines (deepinfer cluster, each on half "
                     "of --threads) after the all-in-one server, side by side");

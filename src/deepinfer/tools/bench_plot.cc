@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <set>
 
 #include <cairo-svg.h>
 #include <cairo.h>
@@ -126,18 +128,27 @@ void draw_chart(cairo_t* cr, const PlotSpec& spec) {
   cairo_set_font_size(cr, 16);
   text_at(cr, kWidth / 2, 24, spec.title, 0.5, 0.5);
 
-  // One curve per series, with a legend when there are several.
+  // One curve per series, with a legend when there are several, right-aligned so that the
+  // longest name ends inside the plot area.
+  cairo_set_font_size(cr, 12);
+  double widest = 0;
+  for (const auto& s : spec.series) {
+    cairo_text_extents_t e;
+    cairo_text_extents(cr, s.name.c_str(), &e);
+    widest = std::max(widest, e.x_advance);
+  }
+  const double legend_x = std::max(kLeft + 8, kWidth - kRight - 20 - widest);
   for (size_t i = 0; i < spec.series.size(); ++i) {
     const double* rgb = kColors[i % std::size(kColors)];
     draw_curve(cr, spec.series[i].points, rgb, ax);
     if (spec.series.size() < 2) continue;
     const double ly = kTop + 8 + 18 * static_cast<double>(i);
     cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
-    cairo_rectangle(cr, kWidth - kRight - 150, ly - 5, 14, 10);
+    cairo_rectangle(cr, legend_x, ly - 5, 14, 10);
     cairo_fill(cr);
     cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
     cairo_set_font_size(cr, 12);
-    text_at(cr, kWidth - kRight - 130, ly, spec.series[i].name, 0.0, 0.5);
+    text_at(cr, legend_x + 20, ly, spec.series[i].name, 0.0, 0.5);
   }
 }
 
@@ -180,19 +191,44 @@ Status write_plot(const std::string& path, const PlotSpec& spec) {
 
 Status write_throughput_plot(const std::string& path, const std::string& mode,
                              const std::vector<nlohmann::json>& results) {
-  // One curve per prompt length (context), in the order measured; a point per batch size.
+  // One curve per engine and prompt length (context), in the order measured; a point per batch size.
+  std::set<std::string> engines;
+  for (const auto& r : results) engines.insert(r.value("engine", std::string("DeepInfer")));
   PlotSpec spec;
-  spec.title = fmt::format("DeepInfer {}: total vs per-sequence throughput", mode);
+  spec.title = engines.size() > 1 ? fmt::format("{}: total vs per-sequence throughput", mode)
+                                  : fmt::format("DeepInfer {}: total vs per-sequence throughput", mode);
   spec.x_label = "tokens/s per sequence (per-user speed)";
   spec.y_label = "total tokens/s";
   for (const auto& r : results) {
-    const std::string name = fmt::format("{} prompt tokens", r.value("prompt_tokens", 0));
+    std::string name = fmt::format("{} prompt tokens", r.value("prompt_tokens", 0));
+    if (engines.size() > 1) name = r.value("engine", std::string("DeepInfer")) + ", " + name;
     auto it = std::find_if(spec.series.begin(), spec.series.end(), [&](const PlotSeries& s) { return s.name == name; });
     if (it == spec.series.end()) it = spec.series.insert(spec.series.end(), PlotSeries{name, {}});
     it->points.push_back({r.value("per_seq_tokens_per_s", 0.0), r.value("tokens_per_s", 0.0),
                           fmt::format("batch {}", r.value("batch", 0))});
   }
   return write_plot(path, spec);
+}
+
+Result<std::vector<nlohmann::json>> read_plot_rows(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return invalid_argument("--plot-with: cannot open '{}'", path);
+  std::vector<nlohmann::json> rows;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object())
+      return invalid_argument("--plot-with: {} line {}: not a JSON object", path, n);
+    for (const char* key : {"batch", "prompt_tokens", "tokens_per_s", "per_seq_tokens_per_s"})
+      if (!j.contains(key) || !j[key].is_number())
+        return invalid_argument("--plot-with: {} line {}: needs a number '{}'", path, n, key);
+    if (j.contains("engine") && !j["engine"].is_string())
+      return invalid_argument("--plot-with: {} line {}: 'engine' must be a string", path, n);
+    rows.push_back(std::move(j));
+  }
+  if (rows.empty()) return invalid_argument("--plot-with: {} holds no rows", path);
+  return rows;
 }
 
 Status write_spec_plot(const std::string& path, const std::vector<nlohmann::json>& results) {
