@@ -14,29 +14,10 @@
 
 #include "deepinfer/engine/sampler.h"
 #include "deepinfer/kernels/cuda/sample_rows_kernel.cuh"
+#include "logit_rows_util.h"
 
 namespace deepinfer::cuda {
 namespace {
-
-void fill_row(float* x, int64_t vocab, int pattern, std::mt19937& rng) {
-  std::normal_distribution<float> nd(0.f, 1.f);
-  for (int64_t i = 0; i < vocab; ++i) {
-    switch (pattern) {
-      case 0:
-        x[i] = nd(rng);
-        break;
-      case 1:
-        x[i] = 8.0f * nd(rng);
-        break;
-      case 2:
-        x[i] = static_cast<float>(static_cast<int>(rng() % 5));
-        break;  // many ties
-      default:
-        x[i] = rng() % 2 ? -std::numeric_limits<float>::infinity() : 2.0f * nd(rng);
-        if (rng() % 97 == 0) x[i] = std::numeric_limits<float>::quiet_NaN();
-    }
-  }
-}
 
 TEST(CudaSampleRowsEmulated, SameTokenAsTheCpuSampler) {
   constexpr float kTemps[] = {0.0f, 0.3f, 0.7f, 1.0f, 1.7f};

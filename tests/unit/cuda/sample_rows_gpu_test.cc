@@ -14,6 +14,7 @@
 #include "deepinfer/kernels/cuda/checks.h"
 #include "deepinfer/kernels/cuda/sampling.h"
 #include "gpu_test_util.h"
+#include "logit_rows_util.h"
 
 namespace deepinfer::cuda {
 namespace {
@@ -30,27 +31,6 @@ std::string describe(const Case& c, int64_t vocab, int pattern, int64_t row) {
     << " min_p " << c.params.min_p << " seed " << c.params.seed << " has_seed " << c.params.has_seed
     << " request_key " << c.request_key << " step " << c.step;
   return o.str();
-}
-
-// Logit rows of several shapes: smooth, peaked, integer ties, half masked with NaNs.
-void fill_row(float* x, int64_t vocab, int pattern, std::mt19937& rng) {
-  std::normal_distribution<float> nd(0.f, 1.f);
-  for (int64_t i = 0; i < vocab; ++i) {
-    switch (pattern) {
-      case 0:
-        x[i] = nd(rng);
-        break;
-      case 1:
-        x[i] = 8.0f * nd(rng);
-        break;
-      case 2:
-        x[i] = static_cast<float>(static_cast<int>(rng() % 5));
-        break;  // many ties
-      default:
-        x[i] = rng() % 2 ? -std::numeric_limits<float>::infinity() : 2.0f * nd(rng);
-        if (rng() % 97 == 0) x[i] = std::numeric_limits<float>::quiet_NaN();
-    }
-  }
 }
 
 Case random_case(int64_t vocab, std::mt19937_64& rng) {

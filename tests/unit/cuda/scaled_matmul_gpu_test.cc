@@ -30,18 +30,9 @@ class CudaScaledMatmul : public testing::GpuTest {
     DeviceBuffer dw = upload(w.bytes), ds = upload(w.scale_f32), dx = upload(x),
                  dy = upload(std::vector<float>(n_rows * n_out, 0.0f));
     Fp8MatmulParams p;
-    p.weight = dw.as<uint8_t>();
-    p.weight_row_bytes = w.row_bytes;
+    testing::set_matmul_shape(p, w, dw.as<uint8_t>(), n_out, n_in, dx.as<float>(), n_rows, stride, dy.as<float>());
     p.scale_inv = ds.as<float>();
-    p.scale_stride = w.scale_stride;
     p.block = w.block;
-    p.n_out = n_out;
-    p.n_in = n_in;
-    p.input = dx.as<float>();
-    p.n_rows = n_rows;
-    p.input_stride = stride;
-    p.output = dy.as<float>();
-    p.output_stride = n_out;
     const Status st = check_fp8_matmul(p);
     EXPECT_TRUE(st.is_ok()) << st.message();
     fp8_matmul(p, stream());
@@ -53,17 +44,8 @@ class CudaScaledMatmul : public testing::GpuTest {
     DeviceBuffer dw = upload(w.bytes), ds = upload(w.scale_u8), dx = upload(x),
                  dy = upload(std::vector<float>(n_rows * n_out, 0.0f));
     Fp4MatmulParams p;
-    p.weight = dw.as<uint8_t>();
-    p.weight_row_bytes = w.row_bytes;
+    testing::set_matmul_shape(p, w, dw.as<uint8_t>(), n_out, n_in, dx.as<float>(), n_rows, stride, dy.as<float>());
     p.scale = ds.as<uint8_t>();
-    p.scale_stride = w.scale_stride;
-    p.n_out = n_out;
-    p.n_in = n_in;
-    p.input = dx.as<float>();
-    p.n_rows = n_rows;
-    p.input_stride = stride;
-    p.output = dy.as<float>();
-    p.output_stride = n_out;
     const Status st = check_fp4_matmul(p);
     EXPECT_TRUE(st.is_ok()) << st.message();
     fp4_matmul(p, stream());

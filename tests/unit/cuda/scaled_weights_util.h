@@ -53,23 +53,32 @@ inline ScaledWeights random_fp4(int64_t n_out, int64_t n_in, size_t pad, uint32_
   return w;
 }
 
-// CPU scalar reference: rows [0, n_rows) of x (row stride `stride`) -> [n_rows, n_out].
-inline std::vector<float> reference_fp8(const ScaledWeights& w, int64_t n_out, int64_t n_in,
-                                        const float* x, int64_t n_rows, int64_t stride) {
-  std::vector<float> out(n_rows * n_out);
-  kernels::Fp8MatmulParams p;
-  p.weight = w.bytes.data();
+// The fields every FP8/FP4 matmul params struct shares (CPU kernels:: and cuda:: alike):
+// weight bytes and row size, scale stride, shape, input and output rows. The caller sets the
+// scales (and FP8's block).
+template <typename Params>
+void set_matmul_shape(Params& p, const ScaledWeights& w, const uint8_t* weight, int64_t n_out, int64_t n_in,
+                      const float* x, int64_t n_rows, int64_t stride, float* out) {
+  p.weight = weight;
   p.weight_row_bytes = w.row_bytes;
-  p.scale_inv = w.scale_f32.data();
   p.scale_stride = w.scale_stride;
-  p.block = w.block;
   p.n_out = n_out;
   p.n_in = n_in;
   p.input = x;
   p.n_rows = n_rows;
   p.input_stride = stride;
-  p.output = out.data();
+  p.output = out;
   p.output_stride = n_out;
+}
+
+// CPU scalar reference: rows [0, n_rows) of x (row stride `stride`) -> [n_rows, n_out].
+inline std::vector<float> reference_fp8(const ScaledWeights& w, int64_t n_out, int64_t n_in,
+                                        const float* x, int64_t n_rows, int64_t stride) {
+  std::vector<float> out(n_rows * n_out);
+  kernels::Fp8MatmulParams p;
+  set_matmul_shape(p, w, w.bytes.data(), n_out, n_in, x, n_rows, stride, out.data());
+  p.scale_inv = w.scale_f32.data();
+  p.block = w.block;
   kernels::fp8_matmul_reference(p);
   return out;
 }
@@ -78,17 +87,8 @@ inline std::vector<float> reference_fp4(const ScaledWeights& w, int64_t n_out, i
                                         const float* x, int64_t n_rows, int64_t stride) {
   std::vector<float> out(n_rows * n_out);
   kernels::Fp4MatmulParams p;
-  p.weight = w.bytes.data();
-  p.weight_row_bytes = w.row_bytes;
+  set_matmul_shape(p, w, w.bytes.data(), n_out, n_in, x, n_rows, stride, out.data());
   p.scale = w.scale_u8.data();
-  p.scale_stride = w.scale_stride;
-  p.n_out = n_out;
-  p.n_in = n_in;
-  p.input = x;
-  p.n_rows = n_rows;
-  p.input_stride = stride;
-  p.output = out.data();
-  p.output_stride = n_out;
   kernels::fp4_matmul_reference(p);
   return out;
 }
