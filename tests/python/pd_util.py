@@ -2,6 +2,7 @@
 processes, each process's log and the entrypoint's and engines' /metrics."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -103,4 +104,8 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.out.close()
+        # The KV store (hundreds of MB) and the logs would pile up in /tmp run after run.
+        shutil.rmtree(self.store, ignore_errors=True)
+        shutil.rmtree(self.logdir, ignore_errors=True)
         return self.proc.returncode

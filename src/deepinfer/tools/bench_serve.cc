@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <thread>
@@ -255,7 +256,16 @@ int run_serve_bench(const ServeBenchOptions& opts) {
                           fmt::format("disaggregated {}P+{}D", opts.disaggregated_prefill, opts.disaggregated_decode),
                           seq, records);
     kill(pid, SIGINT);
-    waitpid(pid, nullptr, 0);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    // The cluster's logs are kept only when something went wrong.
+    const std::string dir = std::filesystem::path(log).parent_path().string();
+    if (exit_code == kExitOk && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    } else {
+      std::fprintf(stderr, "bench --mode serve: the cluster's logs are in %s\n", dir.c_str());
+    }
   }
   if (exit_code == kExitOk && !opts.plot.empty()) {
     Status st = write_throughput_plot(opts.plot, "serve", records);
