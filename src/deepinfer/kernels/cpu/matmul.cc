@@ -1,6 +1,6 @@
 // Matmul driver: checks the params (bad ones are bugs here; callers use matmul_check), quantizes each activation
-// row once, then splits output columns across threads and walks register tiles of rows (or, for
-// kHigh with many rows, blocks of columns dequantized once: matmul_high_block.h).
+// row once, then splits output columns across threads and walks register tiles of rows (or, with
+// many rows, blocks of columns unpacked once: matmul_high_block.h, matmul_int8_block.h).
 #include "deepinfer/kernels/cpu/matmul.h"
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include "deepinfer/base/aligned_buffer.h"
 #include "deepinfer/base/check.h"
 #include "deepinfer/kernels/cpu/matmul_high_block.h"
+#include "deepinfer/kernels/cpu/matmul_int8_block.h"
 #include "deepinfer/kernels/cpu/matmul_tile.h"
 #include "deepinfer/kernels/cpu/quantize_activation.h"
 #include "deepinfer/tensor/quant_blocks.h"
@@ -24,6 +25,7 @@ namespace {
 
 using matmul_detail::ActKind;
 using matmul_detail::HighBlock;
+using matmul_detail::Int8Block;
 using matmul_detail::Tile;
 
 // Below this many rows BLAS sgemm is not faster than our FMA kernel (and not batch-invariant).
@@ -59,11 +61,19 @@ float* high_scratch(size_t floats) {
   return buf.data();
 }
 
+// The unpacked int8 weights of the current thread's kInt8 column block.
+uint8_t* int8_scratch(size_t bytes) {
+  thread_local AlignedBuffer<uint8_t> buf;
+  if (buf.size() < bytes) buf.resize(bytes);
+  return buf.data();
+}
+
 struct Kernel {
   void (*fn)(const Tile&);
   ActSign sign;  // how Q8_32 activations must be stored for fn
   int tile_rows;  // rows per tile fn handles
   void (*high_block)(const HighBlock&) = nullptr;  // kHigh for many rows, where the ISA has one
+  void (*int8_block)(const Int8Block&) = nullptr;  // kInt8 for many rows, where the ISA has one
 };
 
 Kernel kernel_for(IsaLevel isa) {
@@ -72,7 +82,7 @@ Kernel kernel_for(IsaLevel isa) {
   switch (isa) {
     case IsaLevel::kAvx512:
       return {matmul_detail::compute_tile_avx512, ActSign::kUnsigned, matmul_detail::kMaxTileRows,
-              matmul_detail::compute_high_block_avx512};
+              matmul_detail::compute_high_block_avx512, matmul_detail::compute_int8_block_avx512};
     case IsaLevel::kAvx2:
       return {matmul_detail::compute_tile_avx2, ActSign::kSigned, matmul_detail::kAvx2TileRows,
               matmul_detail::compute_high_block_avx2};
@@ -180,10 +190,37 @@ void run_columns(const ColumnJob& j, const Kernel& k, int64_t c0, int64_t c1) {
   }
 }
 
+bool use_int8_block(const MatmulParams& p, const Kernel& k) {
+  return k.int8_block && p.precision == MatmulPrecision::kInt8 && p.n_rows >= matmul_detail::kInt8BlockMinRows &&
+         matmul_detail::int8_block_supports(p.weight_type);
+}
+
+// kInt8 with many rows: activations quantized once as for the tiles, then each thread's columns
+// in blocks unpacked once per pass of rows (matmul_int8_block.h).
+void run_int8_block(const MatmulParams& p, ThreadPool* pool, const Kernel& k) {
+  const ColumnJob j = prepare_columns(p, k, 0);
+  const int64_t cols = matmul_detail::int8_block_cols(p.n_in);
+  const int64_t rows = matmul_detail::int8_block_row_chunk(p.n_in);
+  split_columns(p, pool, [&](int64_t c0, int64_t c1) {
+    Int8Block b{p.weight_type, static_cast<const uint8_t*>(p.weight), p.weight_row_bytes, p.n_in, 0, 0, nullptr,
+                j.act_row, 0, nullptr, p.output_stride,
+                int8_scratch(matmul_detail::int8_block_scratch_bytes(cols, p.n_in))};
+    for (int64_t r0 = 0; r0 < p.n_rows; r0 += rows) {
+      b.act = j.act + r0 * j.act_row, b.out = p.output + r0 * p.output_stride;
+      b.n_rows = std::min(rows, p.n_rows - r0);
+      for (int64_t cb = c0; cb < c1; cb += cols) {
+        b.col_begin = cb, b.col_end = std::min(c1, cb + cols);
+        k.int8_block(b);
+      }
+    }
+  });
+}
+
 void run(const MatmulParams& p, ThreadPool* pool, Kernel k) {
   DI_CHECK(matmul_check(p).is_ok(), "matmul: {}", matmul_check(p).message());
   if (p.n_rows == 0 || p.n_out == 0) return;
   if (use_high_block(p, k)) return run_high_block(p, pool, k);
+  if (use_int8_block(p, k)) return run_int8_block(p, pool, k);
   const ColumnJob j = prepare_columns(p, k, 0);
   split_columns(p, pool, [&](int64_t c0, int64_t c1) { run_columns(j, k, c0, c1); });
 }
@@ -251,12 +288,12 @@ void matmul_group_with_isa(std::span<const MatmulParams> ps, ThreadPool& pool, I
   DI_CHECK(ps.size() <= static_cast<size_t>(kMaxMatmulGroup), "matmul_group: {} matmuls, at most {}", ps.size(),
            kMaxMatmulGroup);
   const Kernel k = kernel_for(isa);
-  // Only the per-column path shares a run; the others (BLAS, the blocked kHigh kernel for many
-  // rows) are already one hand-off each for much more work.
+  // Only the per-column path shares a run; the others (BLAS, the blocked kernels for many rows)
+  // are already one hand-off each for much more work.
   bool shared = pool.num_threads() > 1 && ps.size() > 1;
   for (const MatmulParams& p : ps) {
     DI_CHECK(matmul_check(p).is_ok(), "matmul: {}", matmul_check(p).message());
-    shared = shared && !goes_to_blas(p) && !use_high_block(p, k);
+    shared = shared && !goes_to_blas(p) && !use_high_block(p, k) && !use_int8_block(p, k);
   }
   if (!shared) {
     for (const MatmulParams& p : ps) matmul_with_isa(p, pool, isa);
