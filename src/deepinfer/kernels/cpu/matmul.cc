@@ -74,6 +74,8 @@ struct Kernel {
   int tile_rows;  // rows per tile fn handles
   void (*high_block)(const HighBlock&) = nullptr;  // kHigh for many rows, where the ISA has one
   void (*int8_block)(const Int8Block&) = nullptr;  // kInt8 for many rows, where the ISA has one
+  // Q8_32 activation quantizer: all give the scalar one's bytes.
+  void (*quant32)(const float*, ActBlock32*, int64_t, ActSign) = quantize_act_q8_32;
 };
 
 Kernel kernel_for(IsaLevel isa) {
@@ -82,7 +84,8 @@ Kernel kernel_for(IsaLevel isa) {
   switch (isa) {
     case IsaLevel::kAvx512:
       return {matmul_detail::compute_tile_avx512, ActSign::kUnsigned, matmul_detail::kMaxTileRows,
-              matmul_detail::compute_high_block_avx512, matmul_detail::compute_int8_block_avx512};
+              matmul_detail::compute_high_block_avx512, matmul_detail::compute_int8_block_avx512,
+              quantize_act_q8_32_avx512};
     case IsaLevel::kAvx2:
       return {matmul_detail::compute_tile_avx2, ActSign::kSigned, matmul_detail::kAvx2TileRows,
               matmul_detail::compute_high_block_avx2};
@@ -156,20 +159,29 @@ struct ColumnJob {
   int64_t col_block = 0;
 };
 
-ColumnJob prepare_columns(const MatmulParams& p, const Kernel& k, int slot) {
+// With many rows the pool quantizes them (each row alone, so the bytes are the same).
+constexpr int64_t kParallelQuantRows = 16;
+
+ColumnJob prepare_columns(const MatmulParams& p, const Kernel& k, int slot, ThreadPool* pool = nullptr) {
   ColumnJob j{&p, reinterpret_cast<const uint8_t*>(p.input), static_cast<size_t>(p.input_stride) * sizeof(float),
               p.precision == MatmulPrecision::kHigh, 0};
   const ActKind kind = j.high ? ActKind::kFloat : matmul_detail::act_kind(p.weight_type);
   if (kind != ActKind::kFloat) {
     j.act_row = act_row_bytes(p.weight_type, p.n_in);
-    auto& buf = act_scratch(slot, j.act_row * static_cast<size_t>(p.n_rows));
-    for (int64_t r = 0; r < p.n_rows; ++r) {
-      const float* x = p.input + r * p.input_stride;
-      uint8_t* dst = buf.data() + r * j.act_row;
-      if (kind == ActKind::kQ8_32) quantize_act_q8_32(x, reinterpret_cast<ActBlock32*>(dst), p.n_in, k.sign);
-      else quantize_act_q8_k(x, dst, p.n_in);
-    }
-    j.act = buf.data();
+    uint8_t* buf = act_scratch(slot, j.act_row * static_cast<size_t>(p.n_rows)).data();
+    const auto quantize = [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* x = p.input + r * p.input_stride;
+        uint8_t* dst = buf + r * j.act_row;
+        if (kind == ActKind::kQ8_32) k.quant32(x, reinterpret_cast<ActBlock32*>(dst), p.n_in, k.sign);
+        else quantize_act_q8_k(x, dst, p.n_in);
+      }
+    };
+    if (pool && pool->num_threads() > 1 && p.n_rows >= kParallelQuantRows)
+      pool->run([&](int i, int n) { quantize(p.n_rows * i / n, p.n_rows * (i + 1) / n); });
+    else
+      quantize(0, p.n_rows);
+    j.act = buf;
   }
   j.col_block = std::max<int64_t>(8, static_cast<int64_t>(kColBlockBytes / p.weight_row_bytes));
   return j;
@@ -198,7 +210,7 @@ bool use_int8_block(const MatmulParams& p, const Kernel& k) {
 // kInt8 with many rows: activations quantized once as for the tiles, then each thread's columns
 // in blocks unpacked once per pass of rows (matmul_int8_block.h).
 void run_int8_block(const MatmulParams& p, ThreadPool* pool, const Kernel& k) {
-  const ColumnJob j = prepare_columns(p, k, 0);
+  const ColumnJob j = prepare_columns(p, k, 0, pool);
   const int64_t cols = matmul_detail::int8_block_cols(p.n_in);
   const int64_t rows = matmul_detail::int8_block_row_chunk(p.n_in);
   split_columns(p, pool, [&](int64_t c0, int64_t c1) {
@@ -221,7 +233,7 @@ void run(const MatmulParams& p, ThreadPool* pool, Kernel k) {
   if (p.n_rows == 0 || p.n_out == 0) return;
   if (use_high_block(p, k)) return run_high_block(p, pool, k);
   if (use_int8_block(p, k)) return run_int8_block(p, pool, k);
-  const ColumnJob j = prepare_columns(p, k, 0);
+  const ColumnJob j = prepare_columns(p, k, 0, pool);
   split_columns(p, pool, [&](int64_t c0, int64_t c1) { run_columns(j, k, c0, c1); });
 }
 
