@@ -89,8 +89,8 @@ TEST(MatmulInt8Block, ManyRowsBitwiseEqualToRowsAlone) {
   }
 }
 
-// The same row inside calls of every row count from 1 to 40 (tiles up to 8, the block kernel
-// from 9, every tail of its 4-row tiles) gives the same bits.
+// The same row inside calls of every row count from 1 to 40 (tiles below int8_block_min_rows,
+// 9 or 24, the block kernel from there, every tail of its 4-row tiles) gives the same bits.
 TEST(MatmulInt8Block, RowEqualAcrossRowCounts) {
   if (!have_vnni()) GTEST_SKIP() << "no AVX-512 VNNI on this host";
   ThreadPool two(2);

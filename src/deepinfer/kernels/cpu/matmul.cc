@@ -203,8 +203,8 @@ void run_columns(const ColumnJob& j, const Kernel& k, int64_t c0, int64_t c1) {
 }
 
 bool use_int8_block(const MatmulParams& p, const Kernel& k) {
-  return k.int8_block && p.precision == MatmulPrecision::kInt8 && p.n_rows >= matmul_detail::kInt8BlockMinRows &&
-         matmul_detail::int8_block_supports(p.weight_type);
+  return k.int8_block && p.precision == MatmulPrecision::kInt8 && matmul_detail::int8_block_supports(p.weight_type) &&
+         p.n_rows >= matmul_detail::int8_block_min_rows(p.weight_type);
 }
 
 // kInt8 with many rows: activations quantized once as for the tiles, then each thread's columns

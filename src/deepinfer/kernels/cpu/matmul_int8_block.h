@@ -12,8 +12,12 @@
 namespace deepinfer::kernels::matmul_detail {
 
 // From this many rows matmul uses the blocked kernel; up to 8 rows one per-column tile
-// (matmul_simd_impl.h) covers them with a single decode of each weight block.
+// (matmul_simd_impl.h) covers them with a single decode of each weight block. Q8_0's decode
+// is a plain load, so its tiles stay as fast as the blocked kernel up to ~24 rows (measured
+// 49152x576, 1 thread: 9-16 rows slower blocked, 24 even, 32 +12%); the 4- and 5-bit types
+// gain from 9 rows (q4_1 1536x576 at 12 rows +30%).
 inline constexpr int64_t kInt8BlockMinRows = 9;
+inline int64_t int8_block_min_rows(DType type) { return type == DType::kQ8_0 ? 24 : kInt8BlockMinRows; }
 
 // Bytes of one column pair's 32-element block in the scratch: 64 weight bytes (column A's 32
 // integers, then B's), 16 int32 lanes of -128 * sum(w) over each lane's 4 weights, 16 float

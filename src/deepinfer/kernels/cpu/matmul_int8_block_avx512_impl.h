@@ -92,26 +92,41 @@ void int8_block_tile(const Int8Block& b, int64_t r0, int64_t p0, int cols) {
     }
 }
 
-// The _1 types' min terms, 16 columns at a time, added to the outputs: tile_q32's macc lane.
+// R rows of the _1 types' min terms for the 16 columns of group g, added to the outputs:
+// tile_q32's macc lane. R independent chains, so the add latency does not bound the pass.
+template <int R>
+void int8_block_mins_rows(const Int8Block& b, const float* m, int64_t r0, int64_t g) {
+  const int64_t nk = b.n_in / 32, nc = b.col_end - b.col_begin;
+  const ActBlock32* a[R];
+  for (int r = 0; r < R; ++r) a[r] = reinterpret_cast<const ActBlock32*>(b.act + (r0 + r) * b.act_row_bytes);
+  __m512 macc[R];
+  for (int r = 0; r < R; ++r) macc[r] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 2 <= nk; k += 2) {
+    const __m512 m0 = _mm512_load_ps(m + k * 16), m1 = _mm512_load_ps(m + (k + 1) * 16);
+    for (int r = 0; r < R; ++r) {
+      const __m512 mt = _mm512_mul_ps(m0, _mm512_set1_ps(a[r][k].dsum));
+      macc[r] = _mm512_add_ps(macc[r], _mm512_fmadd_ps(m1, _mm512_set1_ps(a[r][k + 1].dsum), mt));
+    }
+  }
+  if (k < nk)
+    for (int r = 0; r < R; ++r) macc[r] = _mm512_fmadd_ps(_mm512_load_ps(m + k * 16), _mm512_set1_ps(a[r][k].dsum), macc[r]);
+  const int64_t n = std::min<int64_t>(16, nc - g * 16);
+  const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
+  for (int r = 0; r < R; ++r) {
+    float* out = b.out + (r0 + r) * b.out_stride + b.col_begin + g * 16;
+    _mm512_mask_storeu_ps(out, mask, _mm512_add_ps(_mm512_maskz_loadu_ps(mask, out), macc[r]));
+  }
+}
+
 inline void int8_block_mins(const Int8Block& b) {
   const int64_t nk = b.n_in / 32, nc = b.col_end - b.col_begin;
   const float* mins = reinterpret_cast<const float*>(b.scratch + (nc + 1) / 2 * nk * kInt8PairBlockBytes);
-  for (int64_t r = 0; r < b.n_rows; ++r) {
-    const ActBlock32* a = reinterpret_cast<const ActBlock32*>(b.act + r * b.act_row_bytes);
-    for (int64_t g = 0; g < (nc + 15) / 16; ++g) {
-      const float* m = mins + g * nk * 16;
-      __m512 macc = _mm512_setzero_ps();
-      int64_t k = 0;
-      for (; k + 2 <= nk; k += 2) {
-        const __m512 mt = _mm512_mul_ps(_mm512_load_ps(m + k * 16), _mm512_set1_ps(a[k].dsum));
-        macc = _mm512_add_ps(macc, _mm512_fmadd_ps(_mm512_load_ps(m + (k + 1) * 16), _mm512_set1_ps(a[k + 1].dsum), mt));
-      }
-      if (k < nk) macc = _mm512_fmadd_ps(_mm512_load_ps(m + k * 16), _mm512_set1_ps(a[k].dsum), macc);
-      const int64_t n = std::min<int64_t>(16, nc - g * 16);
-      const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
-      float* out = b.out + r * b.out_stride + b.col_begin + g * 16;
-      _mm512_mask_storeu_ps(out, mask, _mm512_add_ps(_mm512_maskz_loadu_ps(mask, out), macc));
-    }
+  for (int64_t g = 0; g < (nc + 15) / 16; ++g) {
+    const float* m = mins + g * nk * 16;
+    int64_t r = 0;
+    for (; r + 4 <= b.n_rows; r += 4) int8_block_mins_rows<4>(b, m, r, g);
+    for (; r < b.n_rows; ++r) int8_block_mins_rows<1>(b, m, r, g);
   }
 }
 
