@@ -122,12 +122,14 @@ void int8_block_mins_rows(const Int8Block& b, const float* m, int64_t r0, int64_
 inline void int8_block_mins(const Int8Block& b) {
   const int64_t nk = b.n_in / 32, nc = b.col_end - b.col_begin;
   const float* mins = reinterpret_cast<const float*>(b.scratch + (nc + 1) / 2 * nk * kInt8PairBlockBytes);
-  for (int64_t g = 0; g < (nc + 15) / 16; ++g) {
-    const float* m = mins + g * nk * 16;
-    int64_t r = 0;
-    for (; r + 4 <= b.n_rows; r += 4) int8_block_mins_rows<4>(b, m, r, g);
-    for (; r < b.n_rows; ++r) int8_block_mins_rows<1>(b, m, r, g);
-  }
+  // Rows outermost: the 4 rows' activations stay in L1 while the block's mins (nc * n_in / 8
+  // bytes, in L1 too) pass by.
+  const int64_t ng = (nc + 15) / 16;
+  int64_t r = 0;
+  for (; r + 4 <= b.n_rows; r += 4)
+    for (int64_t g = 0; g < ng; ++g) int8_block_mins_rows<4>(b, mins + g * nk * 16, r, g);
+  for (; r < b.n_rows; ++r)
+    for (int64_t g = 0; g < ng; ++g) int8_block_mins_rows<1>(b, mins + g * nk * 16, r, g);
 }
 
 // The last pairs of the block (fewer than kInt8BlockPairs), then the last rows.
