@@ -32,17 +32,24 @@ void int8_block_unpack_col(const Int8Block& b, int64_t lo) {
   }
 }
 
-// A column pair's exact int32 lanes for one activation block, as floats, times the scale.
+// A column pair's exact int32 lanes for one activation block, as floats. Signed weights: the
+// activation bytes are stored + 128, corrected by the pair's aux lanes. The _1 types' weights
+// are unsigned: then they are vpdpbusd's unsigned operand against the activations made signed
+// again (a ^ 0x80, see int8_block_act), starting from zero (no copy of aux per row).
+template <bool kSigned>
 inline __m512 int8_block_int(const uint8_t* pb, __m512i a) {
-  const __m512i aux = _mm512_load_si512(pb + 64), w = _mm512_load_si512(pb);
-  return _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(aux, a, w));
+  const __m512i w = _mm512_load_si512(pb);
+  if constexpr (kSigned) return _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_load_si512(pb + 64), a, w));
+  else return _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w, a));
 }
 inline __m512 int8_block_scale(const uint8_t* pb, __m512 da) {
   return _mm512_mul_ps(_mm512_load_ps(pb + 128), da);
 }
 
+template <bool kSigned>
 inline __m512i int8_block_act(const ActBlock32& a) {
-  return _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs)));
+  const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs)));
+  return kSigned ? v : _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
 }
 
 // Rows [r0, r0 + R) times the C column pairs starting at pair p0 (columns lo0 .. lo0 + 2C of
@@ -60,24 +67,24 @@ void int8_block_tile(const Int8Block& b, int64_t r0, int64_t p0, int cols) {
   for (; k + 2 <= nk; k += 2) {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const __m512i a0 = int8_block_act(a[r][k]), a1 = int8_block_act(a[r][k + 1]);
+      const __m512i a0 = int8_block_act<kSigned>(a[r][k]), a1 = int8_block_act<kSigned>(a[r][k + 1]);
       const __m512 da0 = _mm512_set1_ps(a[r][k].d), da1 = _mm512_set1_ps(a[r][k + 1].d);
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) {
         const uint8_t* pb = pairs + (c * nk + k) * kInt8PairBlockBytes;
-        const __m512 d0 = _mm512_mul_ps(int8_block_int(pb, a0), int8_block_scale(pb, da0));
+        const __m512 d0 = _mm512_mul_ps(int8_block_int<kSigned>(pb, a0), int8_block_scale(pb, da0));
         const uint8_t* pb1 = pb + kInt8PairBlockBytes;
-        acc[r][c] = _mm512_add_ps(acc[r][c], _mm512_fmadd_ps(int8_block_int(pb1, a1), int8_block_scale(pb1, da1), d0));
+        acc[r][c] = _mm512_add_ps(acc[r][c], _mm512_fmadd_ps(int8_block_int<kSigned>(pb1, a1), int8_block_scale(pb1, da1), d0));
       }
     }
   }
   if (k < nk) {
     for (int r = 0; r < R; ++r) {
-      const __m512i a0 = int8_block_act(a[r][k]);
+      const __m512i a0 = int8_block_act<kSigned>(a[r][k]);
       const __m512 da0 = _mm512_set1_ps(a[r][k].d);
       for (int c = 0; c < C; ++c) {
         const uint8_t* pb = pairs + (c * nk + k) * kInt8PairBlockBytes;
-        acc[r][c] = _mm512_fmadd_ps(int8_block_int(pb, a0), int8_block_scale(pb, da0), acc[r][c]);
+        acc[r][c] = _mm512_fmadd_ps(int8_block_int<kSigned>(pb, a0), int8_block_scale(pb, da0), acc[r][c]);
       }
     }
   }
