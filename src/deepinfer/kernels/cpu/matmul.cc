@@ -160,7 +160,7 @@ struct ColumnJob {
 };
 
 // With many rows the pool quantizes them (each row alone, so the bytes are the same).
-constexpr int64_t kParallelQuantRows = 16;
+constexpr int64_t kParallelQuantRows = 64;
 
 ColumnJob prepare_columns(const MatmulParams& p, const Kernel& k, int slot, ThreadPool* pool = nullptr) {
   ColumnJob j{&p, reinterpret_cast<const uint8_t*>(p.input), static_cast<size_t>(p.input_stride) * sizeof(float),
@@ -207,34 +207,35 @@ bool use_int8_block(const MatmulParams& p, const Kernel& k) {
          p.n_rows >= matmul_detail::int8_block_min_rows(p.weight_type);
 }
 
-// kInt8 with many rows: activations quantized once as for the tiles, then each thread's columns
-// in blocks unpacked once per pass of rows (matmul_int8_block.h).
-void run_int8_block(const MatmulParams& p, ThreadPool* pool, const Kernel& k) {
-  const ColumnJob j = prepare_columns(p, k, 0, pool);
+// kInt8 with many rows, columns [c0, c1) of a prepared matmul (activations quantized as for the
+// tiles): blocks of columns unpacked once per pass of rows (matmul_int8_block.h).
+void run_int8_block_columns(const ColumnJob& j, const Kernel& k, int64_t c0, int64_t c1) {
+  const MatmulParams& p = *j.p;
   const int64_t cols = matmul_detail::int8_block_cols(p.n_in);
   const int64_t rows = matmul_detail::int8_block_row_chunk(p.n_in);
-  split_columns(p, pool, [&](int64_t c0, int64_t c1) {
-    Int8Block b{p.weight_type, static_cast<const uint8_t*>(p.weight), p.weight_row_bytes, p.n_in, 0, 0, nullptr,
-                j.act_row, 0, nullptr, p.output_stride,
-                int8_scratch(matmul_detail::int8_block_scratch_bytes(cols, p.n_in))};
-    for (int64_t r0 = 0; r0 < p.n_rows; r0 += rows) {
-      b.act = j.act + r0 * j.act_row, b.out = p.output + r0 * p.output_stride;
-      b.n_rows = std::min(rows, p.n_rows - r0);
-      for (int64_t cb = c0; cb < c1; cb += cols) {
-        b.col_begin = cb, b.col_end = std::min(c1, cb + cols);
-        k.int8_block(b);
-      }
+  Int8Block b{p.weight_type, static_cast<const uint8_t*>(p.weight), p.weight_row_bytes, p.n_in, 0, 0, nullptr,
+              j.act_row, 0, nullptr, p.output_stride,
+              int8_scratch(matmul_detail::int8_block_scratch_bytes(cols, p.n_in))};
+  for (int64_t r0 = 0; r0 < p.n_rows; r0 += rows) {
+    b.act = j.act + r0 * j.act_row, b.out = p.output + r0 * p.output_stride;
+    b.n_rows = std::min(rows, p.n_rows - r0);
+    for (int64_t cb = c0; cb < c1; cb += cols) {
+      b.col_begin = cb, b.col_end = std::min(c1, cb + cols);
+      k.int8_block(b);
     }
-  });
+  }
 }
 
 void run(const MatmulParams& p, ThreadPool* pool, Kernel k) {
   DI_CHECK(matmul_check(p).is_ok(), "matmul: {}", matmul_check(p).message());
   if (p.n_rows == 0 || p.n_out == 0) return;
   if (use_high_block(p, k)) return run_high_block(p, pool, k);
-  if (use_int8_block(p, k)) return run_int8_block(p, pool, k);
   const ColumnJob j = prepare_columns(p, k, 0, pool);
-  split_columns(p, pool, [&](int64_t c0, int64_t c1) { run_columns(j, k, c0, c1); });
+  const bool block = use_int8_block(p, k);
+  split_columns(p, pool, [&](int64_t c0, int64_t c1) {
+    if (block) run_int8_block_columns(j, k, c0, c1);
+    else run_columns(j, k, c0, c1);
+  });
 }
 
 #ifdef DEEPINFER_HAVE_BLAS
@@ -300,12 +301,13 @@ void matmul_group_with_isa(std::span<const MatmulParams> ps, ThreadPool& pool, I
   DI_CHECK(ps.size() <= static_cast<size_t>(kMaxMatmulGroup), "matmul_group: {} matmuls, at most {}", ps.size(),
            kMaxMatmulGroup);
   const Kernel k = kernel_for(isa);
-  // Only the per-column path shares a run; the others (BLAS, the blocked kernels for many rows)
-  // are already one hand-off each for much more work.
+  // The per-column paths (tiles, and kInt8's blocked kernel, which batched decode's q/k/v and
+  // gate/up reach from 9 rows) share a run; the others (BLAS, the blocked kHigh kernel) are
+  // already one hand-off each for much more work.
   bool shared = pool.num_threads() > 1 && ps.size() > 1;
   for (const MatmulParams& p : ps) {
     DI_CHECK(matmul_check(p).is_ok(), "matmul: {}", matmul_check(p).message());
-    shared = shared && !goes_to_blas(p) && !use_high_block(p, k) && !use_int8_block(p, k);
+    shared = shared && !goes_to_blas(p) && !use_high_block(p, k);
   }
   if (!shared) {
     for (const MatmulParams& p : ps) matmul_with_isa(p, pool, isa);
@@ -317,7 +319,9 @@ void matmul_group_with_isa(std::span<const MatmulParams> ps, ThreadPool& pool, I
     for (size_t g = 0; g < ps.size(); ++g) {
       if (ps[g].n_rows == 0) continue;
       const auto [c0, c1] = column_share(ps[g].n_out, i, n);
-      if (c0 < c1) run_columns(jobs[g], k, c0, c1);
+      if (c0 >= c1) continue;
+      if (use_int8_block(ps[g], k)) run_int8_block_columns(jobs[g], k, c0, c1);
+      else run_columns(jobs[g], k, c0, c1);
     }
   });
 }
