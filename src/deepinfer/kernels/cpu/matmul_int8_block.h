@@ -20,8 +20,8 @@ inline constexpr int64_t kInt8BlockMinRows = 9;
 inline int64_t int8_block_min_rows(DType type) { return type == DType::kQ8_0 ? 24 : kInt8BlockMinRows; }
 
 // Bytes of one column pair's 32-element block in the scratch: 64 weight bytes (column A's 32
-// integers, then B's), 16 int32 lanes of -128 * sum(w) over each lane's 4 weights, 16 float
-// lanes of the block scales (A's eight times, then B's).
+// integers, then B's), 16 int32 lanes of -128 * sum(w) over each lane's 4 weights (the signed
+// types only), 16 float lanes of the block scales (A's eight times, then B's).
 inline constexpr size_t kInt8PairBlockBytes = 192;
 
 // Output columns per block: their unpacked form (3 bytes per weight) stays in L2.

@@ -25,10 +25,11 @@ void int8_block_unpack_col(const Int8Block& b, int64_t lo) {
     uint8_t* dst = pair + k * kInt8PairBlockBytes;
     const __m256i w = Dec::q(wb + k);
     _mm256_store_si256(reinterpret_cast<__m256i*>(dst), w);
-    // prepare_block's correction: activations are stored + 128.
-    _mm256_store_si256(reinterpret_cast<__m256i*>(dst + 64), _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, x80, w)));
+    // prepare_block's correction: activations are stored + 128 (unused by the _1 types).
+    if constexpr (Dec::kSigned)
+      _mm256_store_si256(reinterpret_cast<__m256i*>(dst + 64), _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(zero, x80, w)));
     _mm256_store_ps(reinterpret_cast<float*>(dst + 128), _mm256_set1_ps(h2f(wb[k].d)));
-    mins[k * 16] = Dec::m(wb + k);
+    if constexpr (!Dec::kSigned) mins[k * 16] = Dec::m(wb + k);
   }
 }
 
