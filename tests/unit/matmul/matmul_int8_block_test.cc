@@ -26,8 +26,8 @@ struct Case {
   int64_t n_in, n_out, n_rows;
 };
 
-MatmulParams int8_params(DType t, const testing::Weights& w, const Case& c, const float* x, int64_t in_stride,
-                         float* out, int64_t out_stride) {
+MatmulParams int8_params(DType t, const testing::Weights& w, const Case& c, const float* x,
+                         int64_t in_stride, float* out, int64_t out_stride) {
   MatmulParams p;
   p.weight = w.bytes.data();
   p.weight_type = t;
@@ -45,8 +45,9 @@ MatmulParams int8_params(DType t, const testing::Weights& w, const Case& c, cons
 }
 
 // Every row through the per-column tiles: one call per row (n_rows = 1 < kInt8BlockMinRows).
-std::vector<float> rows_alone(DType t, const testing::Weights& w, const Case& c, const std::vector<float>& x,
-                              int64_t in_stride, int64_t out_stride, ThreadPool& pool) {
+std::vector<float> rows_alone(DType t, const testing::Weights& w, const Case& c,
+                              const std::vector<float>& x, int64_t in_stride, int64_t out_stride,
+                              ThreadPool& pool) {
   std::vector<float> out(c.n_rows * out_stride, -7.f);
   for (int64_t r = 0; r < c.n_rows; ++r)
     matmul_with_isa(int8_params(t, w, {c.n_in, c.n_out, 1}, x.data() + r * in_stride, in_stride,
@@ -58,8 +59,16 @@ std::vector<float> rows_alone(DType t, const testing::Weights& w, const Case& c,
 std::vector<Case> cases() {
   using matmul_detail::int8_block_cols;
   const int64_t n = 96;
-  return {{n, 1, 9},     {n, 5, 10},    {n, 7, 13},    {n, 37, 64},   {32, 19, 130},
-          {n, 3, 517},   {n, 33, 31},   {n, 17, 600},  {576, 45, 77}, {1056, 23, 14},
+  return {{n, 1, 9},
+          {n, 5, 10},
+          {n, 7, 13},
+          {n, 37, 64},
+          {32, 19, 130},
+          {n, 3, 517},
+          {n, 33, 31},
+          {n, 17, 600},
+          {576, 45, 77},
+          {1056, 23, 14},
           // Several column blocks, the last one partial, and an odd column count.
           {n, 2 * int8_block_cols(n) + int8_block_cols(n) / 2 + 3, 11},
           // Several row chunks (int8_block_row_chunk), the last one short.
@@ -80,10 +89,12 @@ TEST(MatmulInt8Block, ManyRowsBitwiseEqualToRowsAlone) {
       EXPECT_LT(testing::nmse(want, ref, c.n_rows, c.n_out, out_stride), 1e-8) << dtype_name(t);
       for (ThreadPool* pool : {&one, &two}) {
         std::vector<float> got(c.n_rows * out_stride, -7.f);
-        matmul_with_isa(int8_params(t, w, c, x.data(), in_stride, got.data(), out_stride), *pool, IsaLevel::kAvx512);
-        EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << fmt::format(
-            "int8 type={} threads={} n_in={} n_out={} n_rows={} differs from the rows alone", dtype_name(t),
-            pool->num_threads(), c.n_in, c.n_out, c.n_rows);
+        matmul_with_isa(int8_params(t, w, c, x.data(), in_stride, got.data(), out_stride), *pool,
+                        IsaLevel::kAvx512);
+        EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+            << fmt::format(
+                   "int8 type={} threads={} n_in={} n_out={} n_rows={} differs from the rows alone",
+                   dtype_name(t), pool->num_threads(), c.n_in, c.n_out, c.n_rows);
       }
     }
   }
@@ -101,14 +112,14 @@ TEST(MatmulInt8Block, RowEqualAcrossRowCounts) {
     std::vector<float> first;
     for (int64_t n = 1; n <= c.n_rows; ++n) {
       std::vector<float> out(n * c.n_out);
-      matmul_with_isa(int8_params(t, w, {c.n_in, c.n_out, n}, x.data() + (c.n_rows - n) * c.n_in, c.n_in,
-                                  out.data(), c.n_out),
+      matmul_with_isa(int8_params(t, w, {c.n_in, c.n_out, n}, x.data() + (c.n_rows - n) * c.n_in,
+                                  c.n_in, out.data(), c.n_out),
                       two, IsaLevel::kAvx512);
       // The last row of every call is the input's last row.
       const std::vector<float> last(out.end() - c.n_out, out.end());
       if (first.empty()) first = last;
-      ASSERT_EQ(0, std::memcmp(first.data(), last.data(), c.n_out * sizeof(float)))
-          << fmt::format("int8 type={} last row differs between n_rows=1 and n_rows={}", dtype_name(t), n);
+      ASSERT_EQ(0, std::memcmp(first.data(), last.data(), c.n_out * sizeof(float))) << fmt::format(
+          "int8 type={} last row differs between n_rows=1 and n_rows={}", dtype_name(t), n);
     }
   }
 }
@@ -130,19 +141,22 @@ TEST(MatmulInt8Block, KernelCalledDirectlyEqualsRowsAlone) {
       const size_t act_row = static_cast<size_t>(n_in / 32) * sizeof(ActBlock32);
       AlignedBuffer<uint8_t> act(act_row * rows);
       for (int64_t r = 0; r < rows; ++r)
-        quantize_act_q8_32(x.data() + r * in_stride, reinterpret_cast<ActBlock32*>(act.data() + r * act_row), n_in,
+        quantize_act_q8_32(x.data() + r * in_stride,
+                           reinterpret_cast<ActBlock32*>(act.data() + r * act_row), n_in,
                            ActSign::kUnsigned);
-      AlignedBuffer<uint8_t> scratch(matmul_detail::int8_block_scratch_bytes(col_end - col_begin, n_in));
+      AlignedBuffer<uint8_t> scratch(
+          matmul_detail::int8_block_scratch_bytes(col_end - col_begin, n_in));
       std::vector<float> got(rows * out_stride, -7.f);
-      matmul_detail::compute_int8_block_avx512({t, w.bytes.data(), w.row_bytes, n_in, col_begin, col_end,
-                                                act.data(), act_row, rows, got.data(), out_stride, scratch.data()});
+      matmul_detail::compute_int8_block_avx512({t, w.bytes.data(), w.row_bytes, n_in, col_begin,
+                                                col_end, act.data(), act_row, rows, got.data(),
+                                                out_stride, scratch.data()});
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t o = 0; o < out_stride; ++o) {
           const bool inside = o >= col_begin && o < col_end;
           const float expect = inside ? want[r * out_stride + o] : -7.f;
           ASSERT_EQ(0, std::memcmp(&got[r * out_stride + o], &expect, sizeof(float)))
-              << fmt::format("int8 block type={} rows={} row={} column={}: got {} want {}", dtype_name(t), rows, r,
-                             o, got[r * out_stride + o], expect);
+              << fmt::format("int8 block type={} rows={} row={} column={}: got {} want {}",
+                             dtype_name(t), rows, r, o, got[r * out_stride + o], expect);
         }
     }
   }

@@ -39,8 +39,8 @@ TEST(QuantizeActQ8_32, Avx512EqualsScalar) {
       quantize_act_q8_32(x.data(), want.data(), n, sign);
       quantize_act_q8_32_avx512(x.data(), got.data(), n, sign);
       for (int64_t b = 0; b < n / 32; ++b)
-        ASSERT_EQ(0, std::memcmp(&want[b], &got[b], sizeof(ActBlock32)))
-            << fmt::format("trial={} block={} unsigned={} scale={}", trial, b, sign == ActSign::kUnsigned, scale);
+        ASSERT_EQ(0, std::memcmp(&want[b], &got[b], sizeof(ActBlock32))) << fmt::format(
+            "trial={} block={} unsigned={} scale={}", trial, b, sign == ActSign::kUnsigned, scale);
     }
   }
 }

@@ -17,7 +17,9 @@ namespace deepinfer::kernels::matmul_detail {
 // 49152x576, 1 thread: 9-16 rows slower blocked, 24 even, 32 +12%); the 4- and 5-bit types
 // gain from 9 rows (q4_1 1536x576 at 12 rows +30%).
 inline constexpr int64_t kInt8BlockMinRows = 9;
-inline int64_t int8_block_min_rows(DType type) { return type == DType::kQ8_0 ? 24 : kInt8BlockMinRows; }
+inline int64_t int8_block_min_rows(DType type) {
+  return type == DType::kQ8_0 ? 24 : kInt8BlockMinRows;
+}
 
 // Bytes of one column pair's 32-element block in the scratch: 64 weight bytes (column A's 32
 // integers, then B's), 16 int32 lanes of -128 * sum(w) over each lane's 4 weights (the signed
@@ -27,7 +29,8 @@ inline constexpr size_t kInt8PairBlockBytes = 192;
 // Output columns per block: their unpacked form (3 bytes per weight) stays in L2.
 inline constexpr size_t kInt8BlockScratchBytes = 512 * 1024;
 inline int64_t int8_block_cols(int64_t n_in) {
-  const int64_t cols = static_cast<int64_t>(kInt8BlockScratchBytes / (3 * static_cast<size_t>(n_in)));
+  const int64_t cols =
+      static_cast<int64_t>(kInt8BlockScratchBytes / (3 * static_cast<size_t>(n_in)));
   return cols < 16 ? 16 : cols / 16 * 16;
 }
 
@@ -35,7 +38,8 @@ inline int64_t int8_block_cols(int64_t n_in) {
 // stay in L2 next to the scratch.
 inline constexpr size_t kInt8BlockActBytes = 1024 * 1024;
 inline int64_t int8_block_row_chunk(int64_t n_in) {
-  const int64_t rows = static_cast<int64_t>(kInt8BlockActBytes * 2 / (3 * static_cast<size_t>(n_in)));
+  const int64_t rows =
+      static_cast<int64_t>(kInt8BlockActBytes * 2 / (3 * static_cast<size_t>(n_in)));
   return rows < 64 ? 64 : rows;
 }
 
@@ -48,8 +52,8 @@ inline size_t int8_block_scratch_bytes(int64_t cols, int64_t n_in) {
 }
 
 inline bool int8_block_supports(DType type) {
-  return type == DType::kQ4_0 || type == DType::kQ4_1 || type == DType::kQ5_0 || type == DType::kQ5_1 ||
-         type == DType::kQ8_0;
+  return type == DType::kQ4_0 || type == DType::kQ4_1 || type == DType::kQ5_0 ||
+         type == DType::kQ5_1 || type == DType::kQ8_0;
 }
 
 struct Int8Block {

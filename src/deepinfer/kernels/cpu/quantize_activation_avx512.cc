@@ -16,8 +16,8 @@ inline __m512i round_away(__m512 v) {
   const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(v, t));
   const __mmask16 up = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
   const __m512i ti = _mm512_cvttps_epi32(t);
-  const __m512i step = _mm512_mask_blend_epi32(_mm512_movepi32_mask(_mm512_castps_si512(v)), _mm512_set1_epi32(1),
-                                               _mm512_set1_epi32(-1));
+  const __m512i step = _mm512_mask_blend_epi32(_mm512_movepi32_mask(_mm512_castps_si512(v)),
+                                               _mm512_set1_epi32(1), _mm512_set1_epi32(-1));
   return _mm512_mask_add_epi32(ti, up, ti, step);
 }
 
@@ -34,8 +34,10 @@ void quantize_act_q8_32_avx512(const float* x, ActBlock32* out, int64_t n, ActSi
     const __m512 vid = _mm512_set1_ps(id);
     const __m512i q0 = round_away(_mm512_mul_ps(x0, vid)), q1 = round_away(_mm512_mul_ps(x1, vid));
     const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out[b].qs), _mm_add_epi8(_mm512_cvtepi32_epi8(q0), bias));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out[b].qs + 16), _mm_add_epi8(_mm512_cvtepi32_epi8(q1), bias));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out[b].qs),
+                     _mm_add_epi8(_mm512_cvtepi32_epi8(q0), bias));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out[b].qs + 16),
+                     _mm_add_epi8(_mm512_cvtepi32_epi8(q1), bias));
     out[b].d = d;
     out[b].sum = sum;
     out[b].dsum = d * static_cast<float>(sum);
