@@ -162,5 +162,35 @@ TEST(MatmulInt8Block, KernelCalledDirectlyEqualsRowsAlone) {
   }
 }
 
+// A group over one input (q/k/v, gate/up: quantized once for all of them) gives each member
+// what it gives alone, through the tiles and the blocked kernel, with serial and pooled
+// quantization (from 64 rows).
+TEST(MatmulInt8Block, GroupOnOneInputEqualsSeparateCalls) {
+  ThreadPool two(2);
+  const DType types[] = {DType::kQ4_1, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K};
+  const int64_t outs[] = {40, 23, 64, 17};
+  const int64_t n_in = 512;
+  for (int64_t n_rows : {1, 12, 30, 70}) {
+    auto x = testing::random_input(n_rows, n_in + 1, 31 + n_rows);
+    std::vector<testing::Weights> ws;
+    std::vector<std::vector<float>> alone, grouped;
+    std::vector<MatmulParams> ps;
+    for (size_t g = 0; g < 4; ++g) {
+      ws.push_back(testing::random_weights(types[g], outs[g], n_in, 0, static_cast<uint32_t>(3 + g)));
+      alone.emplace_back(n_rows * outs[g], -7.f);
+      grouped.emplace_back(n_rows * outs[g], -7.f);
+    }
+    for (size_t g = 0; g < 4; ++g) {
+      const Case c{n_in, outs[g], n_rows};
+      matmul(int8_params(types[g], ws[g], c, x.data(), n_in + 1, alone[g].data(), outs[g]), two);
+      ps.push_back(int8_params(types[g], ws[g], c, x.data(), n_in + 1, grouped[g].data(), outs[g]));
+    }
+    matmul_group(ps, two);
+    for (size_t g = 0; g < 4; ++g)
+      EXPECT_EQ(alone[g], grouped[g]) << fmt::format("int8 group on one input: type={} rows={} member {}",
+                                                     dtype_name(types[g]), n_rows, g);
+  }
+}
+
 }  // namespace
 }  // namespace deepinfer::kernels

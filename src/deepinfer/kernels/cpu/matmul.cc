@@ -162,11 +162,16 @@ struct ColumnJob {
 // With many rows the pool quantizes them (each row alone, so the bytes are the same).
 constexpr int64_t kParallelQuantRows = 64;
 
-ColumnJob prepare_columns(const MatmulParams& p, const Kernel& k, int slot, ThreadPool* pool = nullptr) {
+// `same_act`: a prepared job of the same group whose quantized activations this one can use (same
+// input rows, same activation format), or null.
+ColumnJob prepare_columns(const MatmulParams& p, const Kernel& k, int slot, ThreadPool* pool = nullptr,
+                          const ColumnJob* same_act = nullptr) {
   ColumnJob j{&p, reinterpret_cast<const uint8_t*>(p.input), static_cast<size_t>(p.input_stride) * sizeof(float),
               p.precision == MatmulPrecision::kHigh, 0};
   const ActKind kind = j.high ? ActKind::kFloat : matmul_detail::act_kind(p.weight_type);
-  if (kind != ActKind::kFloat) {
+  if (kind != ActKind::kFloat && same_act) {
+    j.act_row = same_act->act_row, j.act = same_act->act;
+  } else if (kind != ActKind::kFloat) {
     j.act_row = act_row_bytes(p.weight_type, p.n_in);
     uint8_t* buf = act_scratch(slot, j.act_row * static_cast<size_t>(p.n_rows)).data();
     const auto quantize = [&](int64_t r0, int64_t r1) {
@@ -313,8 +318,20 @@ void matmul_group_with_isa(std::span<const MatmulParams> ps, ThreadPool& pool, I
     for (const MatmulParams& p : ps) matmul_with_isa(p, pool, isa);
     return;
   }
+  // q/k/v (or gate/up) read the same input: it is quantized once.
+  const auto same_act = [&](size_t g, size_t h) {
+    const MatmulParams &a = ps[g], &b = ps[h];
+    return a.precision == MatmulPrecision::kInt8 && b.precision == MatmulPrecision::kInt8 && a.input == b.input &&
+           a.input_stride == b.input_stride && a.n_in == b.n_in && a.n_rows == b.n_rows &&
+           matmul_detail::act_kind(a.weight_type) == matmul_detail::act_kind(b.weight_type);
+  };
   std::array<ColumnJob, kMaxMatmulGroup> jobs;
-  for (size_t g = 0; g < ps.size(); ++g) jobs[g] = prepare_columns(ps[g], k, static_cast<int>(g));
+  for (size_t g = 0; g < ps.size(); ++g) {
+    const ColumnJob* reuse = nullptr;
+    for (size_t h = 0; h < g && !reuse; ++h)
+      if (same_act(g, h)) reuse = &jobs[h];
+    jobs[g] = prepare_columns(ps[g], k, static_cast<int>(g), &pool, reuse);
+  }
   pool.run([&](int i, int n) {
     for (size_t g = 0; g < ps.size(); ++g) {
       if (ps[g].n_rows == 0) continue;
