@@ -20,7 +20,9 @@ namespace {
 
 const DType kBlockTypes[] = {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0};
 
-bool have_vnni() { return cpu_features().has_avx512() && cpu_features().avx512_vnni; }
+// The AVX-512 paths, unless DEEPINFER_ISA caps the level (then matmul_with_isa gives the lower
+// ISA's different float order and there is nothing to compare with).
+bool have_vnni() { return best_isa() == IsaLevel::kAvx512 && cpu_features().avx512_vnni; }
 
 struct Case {
   int64_t n_in, n_out, n_rows;
