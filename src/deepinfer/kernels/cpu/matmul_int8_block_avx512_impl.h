@@ -57,7 +57,7 @@ inline __m512i int8_block_act(const ActBlock32& a) {
   return kSigned ? v : _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
 }
 
-// Rows [r0, r0 + R) times the C column pairs starting at pair p0 (columns lo0 .. lo0 + 2C of
+// Rows [r0, r0 + R) times the C column pairs starting at pair p0 (columns 2 p0 .. 2 p0 + 2C of
 // the block, of which `cols` are real), over all n_in inputs.
 template <bool kSigned, int R, int C>
 void int8_block_tile(const Int8Block& b, int64_t r0, int64_t p0, int cols) {
