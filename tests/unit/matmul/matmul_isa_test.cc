@@ -143,7 +143,7 @@ TEST(MatmulIsa, GroupEqualsSeparateCalls) {
   const DType types[] = {DType::kQ4_1, DType::kQ8_0, DType::kQ6_K, DType::kF16};
   const int64_t outs[] = {40, 7, 129, 64};
   for (MatmulPrecision prec : kPrecisions) {
-    for (int64_t n_rows : {1, 3, 8, 12}) {
+    for (int64_t n_rows : {1, 3, 8, 12, 30}) {
       for (IsaLevel isa : available_isas()) {
         std::vector<testing::Weights> ws;
         std::vector<std::vector<float>> xs, alone, grouped;

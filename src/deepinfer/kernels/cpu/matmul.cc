@@ -1,6 +1,6 @@
 // Matmul driver: checks the params (bad ones are bugs here; callers use matmul_check), quantizes each activation
-// row once, then splits output columns across threads and walks register tiles of rows (or, for
-// kHigh with many rows, blocks of columns dequantized once: matmul_high_block.h).
+// row once, then splits output columns across threads and walks register tiles of rows (or, with
+// many rows, blocks of columns unpacked once: matmul_high_block.h, matmul_int8_block.h).
 #include "deepinfer/kernels/cpu/matmul.h"
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include "deepinfer/base/aligned_buffer.h"
 #include "deepinfer/base/check.h"
 #include "deepinfer/kernels/cpu/matmul_high_block.h"
+#include "deepinfer/kernels/cpu/matmul_int8_block.h"
 #include "deepinfer/kernels/cpu/matmul_tile.h"
 #include "deepinfer/kernels/cpu/quantize_activation.h"
 #include "deepinfer/tensor/quant_blocks.h"
@@ -24,6 +25,7 @@ namespace {
 
 using matmul_detail::ActKind;
 using matmul_detail::HighBlock;
+using matmul_detail::Int8Block;
 using matmul_detail::Tile;
 
 // Below this many rows BLAS sgemm is not faster than our FMA kernel (and not batch-invariant).
@@ -59,11 +61,21 @@ float* high_scratch(size_t floats) {
   return buf.data();
 }
 
+// The unpacked int8 weights of the current thread's kInt8 column block.
+uint8_t* int8_scratch(size_t bytes) {
+  thread_local AlignedBuffer<uint8_t> buf;
+  if (buf.size() < bytes) buf.resize(bytes);
+  return buf.data();
+}
+
 struct Kernel {
   void (*fn)(const Tile&);
   ActSign sign;  // how Q8_32 activations must be stored for fn
   int tile_rows;  // rows per tile fn handles
   void (*high_block)(const HighBlock&) = nullptr;  // kHigh for many rows, where the ISA has one
+  void (*int8_block)(const Int8Block&) = nullptr;  // kInt8 for many rows, where the ISA has one
+  // Q8_32 activation quantizer: all give the scalar one's bytes.
+  void (*quant32)(const float*, ActBlock32*, int64_t, ActSign) = quantize_act_q8_32;
 };
 
 Kernel kernel_for(IsaLevel isa) {
@@ -72,7 +84,8 @@ Kernel kernel_for(IsaLevel isa) {
   switch (isa) {
     case IsaLevel::kAvx512:
       return {matmul_detail::compute_tile_avx512, ActSign::kUnsigned, matmul_detail::kMaxTileRows,
-              matmul_detail::compute_high_block_avx512};
+              matmul_detail::compute_high_block_avx512, matmul_detail::compute_int8_block_avx512,
+              quantize_act_q8_32_avx512};
     case IsaLevel::kAvx2:
       return {matmul_detail::compute_tile_avx2, ActSign::kSigned, matmul_detail::kAvx2TileRows,
               matmul_detail::compute_high_block_avx2};
@@ -146,20 +159,34 @@ struct ColumnJob {
   int64_t col_block = 0;
 };
 
-ColumnJob prepare_columns(const MatmulParams& p, const Kernel& k, int slot) {
+// With many rows the pool quantizes them (each row alone, so the bytes are the same).
+constexpr int64_t kParallelQuantRows = 64;
+
+// `same_act`: a prepared job of the same group whose quantized activations this one can use (same
+// input rows, same activation format), or null.
+ColumnJob prepare_columns(const MatmulParams& p, const Kernel& k, int slot, ThreadPool* pool = nullptr,
+                          const ColumnJob* same_act = nullptr) {
   ColumnJob j{&p, reinterpret_cast<const uint8_t*>(p.input), static_cast<size_t>(p.input_stride) * sizeof(float),
               p.precision == MatmulPrecision::kHigh, 0};
   const ActKind kind = j.high ? ActKind::kFloat : matmul_detail::act_kind(p.weight_type);
-  if (kind != ActKind::kFloat) {
+  if (kind != ActKind::kFloat && same_act) {
+    j.act_row = same_act->act_row, j.act = same_act->act;
+  } else if (kind != ActKind::kFloat) {
     j.act_row = act_row_bytes(p.weight_type, p.n_in);
-    auto& buf = act_scratch(slot, j.act_row * static_cast<size_t>(p.n_rows));
-    for (int64_t r = 0; r < p.n_rows; ++r) {
-      const float* x = p.input + r * p.input_stride;
-      uint8_t* dst = buf.data() + r * j.act_row;
-      if (kind == ActKind::kQ8_32) quantize_act_q8_32(x, reinterpret_cast<ActBlock32*>(dst), p.n_in, k.sign);
-      else quantize_act_q8_k(x, dst, p.n_in);
-    }
-    j.act = buf.data();
+    uint8_t* buf = act_scratch(slot, j.act_row * static_cast<size_t>(p.n_rows)).data();
+    const auto quantize = [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* x = p.input + r * p.input_stride;
+        uint8_t* dst = buf + r * j.act_row;
+        if (kind == ActKind::kQ8_32) k.quant32(x, reinterpret_cast<ActBlock32*>(dst), p.n_in, k.sign);
+        else quantize_act_q8_k(x, dst, p.n_in);
+      }
+    };
+    if (pool && pool->num_threads() > 1 && p.n_rows >= kParallelQuantRows)
+      pool->run([&](int i, int n) { quantize(p.n_rows * i / n, p.n_rows * (i + 1) / n); });
+    else
+      quantize(0, p.n_rows);
+    j.act = buf;
   }
   j.col_block = std::max<int64_t>(8, static_cast<int64_t>(kColBlockBytes / p.weight_row_bytes));
   return j;
@@ -180,12 +207,40 @@ void run_columns(const ColumnJob& j, const Kernel& k, int64_t c0, int64_t c1) {
   }
 }
 
+bool use_int8_block(const MatmulParams& p, const Kernel& k) {
+  return k.int8_block && p.precision == MatmulPrecision::kInt8 && matmul_detail::int8_block_supports(p.weight_type) &&
+         p.n_rows >= matmul_detail::int8_block_min_rows(p.weight_type);
+}
+
+// kInt8 with many rows, columns [c0, c1) of a prepared matmul (activations quantized as for the
+// tiles): blocks of columns unpacked once per pass of rows (matmul_int8_block.h).
+void run_int8_block_columns(const ColumnJob& j, const Kernel& k, int64_t c0, int64_t c1) {
+  const MatmulParams& p = *j.p;
+  const int64_t cols = matmul_detail::int8_block_cols(p.n_in);
+  const int64_t rows = matmul_detail::int8_block_row_chunk(p.n_in);
+  Int8Block b{p.weight_type, static_cast<const uint8_t*>(p.weight), p.weight_row_bytes, p.n_in, 0, 0, nullptr,
+              j.act_row, 0, nullptr, p.output_stride,
+              int8_scratch(matmul_detail::int8_block_scratch_bytes(cols, p.n_in))};
+  for (int64_t r0 = 0; r0 < p.n_rows; r0 += rows) {
+    b.act = j.act + r0 * j.act_row, b.out = p.output + r0 * p.output_stride;
+    b.n_rows = std::min(rows, p.n_rows - r0);
+    for (int64_t cb = c0; cb < c1; cb += cols) {
+      b.col_begin = cb, b.col_end = std::min(c1, cb + cols);
+      k.int8_block(b);
+    }
+  }
+}
+
 void run(const MatmulParams& p, ThreadPool* pool, Kernel k) {
   DI_CHECK(matmul_check(p).is_ok(), "matmul: {}", matmul_check(p).message());
   if (p.n_rows == 0 || p.n_out == 0) return;
   if (use_high_block(p, k)) return run_high_block(p, pool, k);
-  const ColumnJob j = prepare_columns(p, k, 0);
-  split_columns(p, pool, [&](int64_t c0, int64_t c1) { run_columns(j, k, c0, c1); });
+  const ColumnJob j = prepare_columns(p, k, 0, pool);
+  const bool block = use_int8_block(p, k);
+  split_columns(p, pool, [&](int64_t c0, int64_t c1) {
+    if (block) run_int8_block_columns(j, k, c0, c1);
+    else run_columns(j, k, c0, c1);
+  });
 }
 
 #ifdef DEEPINFER_HAVE_BLAS
@@ -251,8 +306,9 @@ void matmul_group_with_isa(std::span<const MatmulParams> ps, ThreadPool& pool, I
   DI_CHECK(ps.size() <= static_cast<size_t>(kMaxMatmulGroup), "matmul_group: {} matmuls, at most {}", ps.size(),
            kMaxMatmulGroup);
   const Kernel k = kernel_for(isa);
-  // Only the per-column path shares a run; the others (BLAS, the blocked kHigh kernel for many
-  // rows) are already one hand-off each for much more work.
+  // The per-column paths (tiles, and kInt8's blocked kernel, which batched decode's q/k/v and
+  // gate/up reach from 9 rows) share a run; the others (BLAS, the blocked kHigh kernel) are
+  // already one hand-off each for much more work.
   bool shared = pool.num_threads() > 1 && ps.size() > 1;
   for (const MatmulParams& p : ps) {
     DI_CHECK(matmul_check(p).is_ok(), "matmul: {}", matmul_check(p).message());
@@ -262,13 +318,27 @@ void matmul_group_with_isa(std::span<const MatmulParams> ps, ThreadPool& pool, I
     for (const MatmulParams& p : ps) matmul_with_isa(p, pool, isa);
     return;
   }
+  // q/k/v (or gate/up) read the same input: it is quantized once.
+  const auto same_act = [&](size_t g, size_t h) {
+    const MatmulParams &a = ps[g], &b = ps[h];
+    return a.precision == MatmulPrecision::kInt8 && b.precision == MatmulPrecision::kInt8 && a.input == b.input &&
+           a.input_stride == b.input_stride && a.n_in == b.n_in && a.n_rows == b.n_rows &&
+           matmul_detail::act_kind(a.weight_type) == matmul_detail::act_kind(b.weight_type);
+  };
   std::array<ColumnJob, kMaxMatmulGroup> jobs;
-  for (size_t g = 0; g < ps.size(); ++g) jobs[g] = prepare_columns(ps[g], k, static_cast<int>(g));
+  for (size_t g = 0; g < ps.size(); ++g) {
+    const ColumnJob* reuse = nullptr;
+    for (size_t h = 0; h < g && !reuse; ++h)
+      if (same_act(g, h)) reuse = &jobs[h];
+    jobs[g] = prepare_columns(ps[g], k, static_cast<int>(g), &pool, reuse);
+  }
   pool.run([&](int i, int n) {
     for (size_t g = 0; g < ps.size(); ++g) {
       if (ps[g].n_rows == 0) continue;
       const auto [c0, c1] = column_share(ps[g].n_out, i, n);
-      if (c0 < c1) run_columns(jobs[g], k, c0, c1);
+      if (c0 >= c1) continue;
+      if (use_int8_block(ps[g], k)) run_int8_block_columns(jobs[g], k, c0, c1);
+      else run_columns(jobs[g], k, c0, c1);
     }
   });
 }

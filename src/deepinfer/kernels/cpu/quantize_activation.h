@@ -22,6 +22,8 @@ enum class ActSign { kSigned, kUnsigned };
 
 // x[0..n) -> n/32 blocks (absmax / 127 scale, round half away from zero). n % 32 == 0.
 void quantize_act_q8_32(const float* x, ActBlock32* out, int64_t n, ActSign sign = ActSign::kSigned);
+// The same bytes as quantize_act_q8_32, with AVX-512 (call only where the CPU has it).
+void quantize_act_q8_32_avx512(const float* x, ActBlock32* out, int64_t n, ActSign sign);
 // x[0..n) -> n/256 BlockQ8_K (ggml's Q8_K rounding; bsums per 16). n % 256 == 0.
 void quantize_act_q8_k(const float* x, void* out, int64_t n);
 
