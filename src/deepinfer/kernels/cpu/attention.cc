@@ -118,67 +118,90 @@ void token_offsets(const AttentionParams& p, const AttentionSeq& s, int64_t c0, 
   }
 }
 
-// Cache rows for the hardware to fetch while a phase of a chunk computes: the item's kv heads
-// of n token rows (byte offsets tok) of one cache. Decode attention reads every byte once, and
-// with blocks scattered over the pool the prefetchers of the core start late on each of them;
-// asking for the V rows during the scores and the next chunk's K rows during the V sum keeps
-// the memory busy all along (into L2: a whole chunk of K or V is about the size of L1).
+// Cache rows for the hardware to fetch while a chunk computes: the item's kv heads of the
+// K and V rows of n keys (byte offsets tok). Decode attention reads every byte once, and with
+// blocks scattered over the pool the prefetchers of the core start late on each of them, so
+// the next chunk's K and V are requested, into L2, while the current one computes. The
+// requests go to the chunk's blocks in turn, one token row of each at a time: K and V of a
+// 64-key chunk are 8 separate runs of memory, and walking them side by side rather than one
+// after the other keeps more of them in flight; and they are spread over the chunk's compute
+// in pieces (below) rather than issued all at once, which stalls the core on a full load
+// queue. Both measured (batch 16, scattered blocks, 1 thread): -13% and -15% of the time.
 // Prefetches change no result.
-struct PrefetchRows {
-  const char* base = nullptr;  // cache + first kv head's offset
+struct PrefetchChunk {
+  const char* k = nullptr;  // K cache + first kv head's offset
+  const char* v = nullptr;  // V cache + first kv head's offset
   const int64_t* tok = nullptr;  // [n]
   int n = 0;
-  int64_t bytes = 0;  // per token row
+  int64_t k_bytes = 0, v_bytes = 0;  // per token row
+  int block_size = 1;
 };
 
-// All at once, ahead of the phase: each kv head's call walks every key of the chunk, so
-// spreading the requests over the heads' calls leaves the last keys too little lead (measured
-// slower).
-void prefetch_rows(const PrefetchRows& pf) {
-  for (int j = 0; j < pf.n; ++j)
-    prefetch_range<prefetch_l2>(pf.base + pf.tok[j], static_cast<size_t>(pf.bytes));
+// Share `piece` of `pieces` of the requests (all of them by default).
+void prefetch_chunk(const PrefetchChunk& pf, int piece = 0, int pieces = 1) {
+  const int stride = std::max(1, std::min(pf.block_size, pf.n));
+  for (int t = stride * piece / pieces, end = stride * (piece + 1) / pieces; t < end; ++t)
+    for (int j = t; j < pf.n; j += stride) {
+      prefetch_range<prefetch_l2>(pf.k + pf.tok[j], static_cast<size_t>(pf.k_bytes));
+      prefetch_range<prefetch_l2>(pf.v + pf.tok[j], static_cast<size_t>(pf.v_bytes));
+    }
 }
 
-// Rows of one kv head go to the ops kAttentionOpRows at a time, so the K (V) rows of the chunk
-// are loaded once per group of rows; sc.tok holds the chunk's token row offsets.
-void score_chunk(const AttentionParams& p, const detail::AttentionOps& ops, const WorkItem& w, Scratch& sc,
-                 int first, int nk) {
-  const int per_kv = rows_per_kv_head(p, w);
-  const int64_t kb = static_cast<int64_t>(elem_bytes(p.kv_type));
-  for (int g = 0; g < w.n_kv; ++g) {
-    const char* kh = static_cast<const char*>(p.k_cache) + int64_t{w.kv_head + g} * p.head_dim * kb;
-    for (int j = 0; j < nk; ++j) sc.kptr[j] = kh + sc.tok[j];
-    for (int r = g * per_kv, end = (g + 1) * per_kv; r < end; r += detail::kAttentionOpRows) {
-      const int nq = std::min(detail::kAttentionOpRows, end - r);
-      const float* qs[detail::kAttentionOpRows];
-      float* outs[detail::kAttentionOpRows];
-      for (int j = 0; j < nq; ++j) {
-        qs[j] = sc.rows[r + j].q;
-        outs[j] = sc.scores.data() + static_cast<size_t>(r + j) * kAttentionKeyChunk + first;
-      }
-      ops.qk_rows(qs, nq, sc.kptr.data(), nk, p.head_dim, p.scale, outs);
+// Keys per call of the ops: a chunk's keys go in pieces so that the next chunk's prefetches
+// can be spread between them. Splitting changes no bits: scores are per key, and the V sum's
+// accumulators pass through memory unchanged between calls.
+constexpr int kPieceKeys = 32;
+
+// One phase of a chunk (scores: sc.kptr, or V sum: sc.vptr): rows of one kv head go to `op`
+// kAttentionOpRows at a time, so the chunk's K (V) rows are loaded once per group of rows;
+// before each piece of keys comes its share of next's prefetches (phase 0 or 1 of 2).
+template <typename Op>
+void chunk_phase(const WorkItem& w, int per_kv, int nk, const PrefetchChunk& next, int phase, Op op) {
+  const int ns = (nk + kPieceKeys - 1) / kPieceKeys;
+  for (int g = 0; g < w.n_kv; ++g)
+    for (int i = 0; i < ns; ++i) {
+      prefetch_chunk(next, (phase * w.n_kv + g) * ns + i, 2 * w.n_kv * ns);
+      const int j0 = i * kPieceKeys, nj = std::min(kPieceKeys, nk - j0);
+      for (int r = g * per_kv, end = (g + 1) * per_kv; r < end; r += detail::kAttentionOpRows)
+        op(g, r, std::min(detail::kAttentionOpRows, end - r), j0, nj);
     }
-  }
+}
+
+// sc.tok holds the chunk's token row offsets; scores of key j go to column first + j.
+void score_chunk(const AttentionParams& p, const detail::AttentionOps& ops, const WorkItem& w, Scratch& sc,
+                 int first, int nk, const PrefetchChunk& next) {
+  const int64_t kb = static_cast<int64_t>(elem_bytes(p.kv_type));
+  chunk_phase(w, rows_per_kv_head(p, w), nk, next, 0, [&](int g, int r, int nq, int j0, int nj) {
+    if (j0 == 0) {
+      const char* kh = static_cast<const char*>(p.k_cache) + int64_t{w.kv_head + g} * p.head_dim * kb;
+      for (int j = 0; j < nk; ++j) sc.kptr[j] = kh + sc.tok[j];
+    }
+    const float* qs[detail::kAttentionOpRows];
+    float* outs[detail::kAttentionOpRows];
+    for (int j = 0; j < nq; ++j) {
+      qs[j] = sc.rows[r + j].q;
+      outs[j] = sc.scores.data() + static_cast<size_t>(r + j) * kAttentionKeyChunk + first + j0;
+    }
+    ops.qk_rows(qs, nq, sc.kptr.data() + j0, nj, p.head_dim, p.scale, outs);
+  });
 }
 
 void accumulate_chunk(const AttentionParams& p, const detail::AttentionOps& ops, const WorkItem& w, Scratch& sc,
-                      int first, int nk) {
-  const int per_kv = rows_per_kv_head(p, w);
+                      int first, int nk, const PrefetchChunk& next) {
   const int64_t kb = static_cast<int64_t>(elem_bytes(p.kv_type));
-  for (int g = 0; g < w.n_kv; ++g) {
-    const char* vh = static_cast<const char*>(p.v_cache) + int64_t{w.kv_head + g} * p.v_head_dim * kb;
-    for (int j = 0; j < nk; ++j) sc.vptr[j] = vh + sc.tok[j];
-    for (int r = g * per_kv, end = (g + 1) * per_kv; r < end; r += detail::kAttentionOpRows) {
-      const int nr = std::min(detail::kAttentionOpRows, end - r);
-      float* accs[detail::kAttentionOpRows];
-      const float* ws[detail::kAttentionOpRows];
-      for (int j = 0; j < nr; ++j) {
-        accs[j] = sc.acc.data() + static_cast<size_t>(r + j) * p.v_head_dim;
-        ws[j] = sc.scores.data() + static_cast<size_t>(r + j) * kAttentionKeyChunk + first;
-      }
-      ops.pv_rows(accs, ws, nr, sc.vptr.data(), nk, p.v_head_dim);
+  chunk_phase(w, rows_per_kv_head(p, w), nk, next, 1, [&](int g, int r, int nr, int j0, int nj) {
+    if (j0 == 0) {
+      const char* vh = static_cast<const char*>(p.v_cache) + int64_t{w.kv_head + g} * p.v_head_dim * kb;
+      for (int j = 0; j < nk; ++j) sc.vptr[j] = vh + sc.tok[j];
     }
-  }
+    float* accs[detail::kAttentionOpRows];
+    const float* ws[detail::kAttentionOpRows];
+    for (int j = 0; j < nr; ++j) {
+      accs[j] = sc.acc.data() + static_cast<size_t>(r + j) * p.v_head_dim;
+      ws[j] = sc.scores.data() + static_cast<size_t>(r + j) * kAttentionKeyChunk + first + j0;
+    }
+    ops.pv_rows(accs, ws, nr, sc.vptr.data() + j0, nj, p.v_head_dim);
+  });
 }
 
 void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const WorkItem& w, Scratch& sc,
@@ -222,6 +245,7 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
   const int64_t kb = static_cast<int64_t>(elem_bytes(p.kv_type));
   const char* k_heads = static_cast<const char*>(p.k_cache) + int64_t{w.kv_head} * p.head_dim * kb;
   const char* v_heads = static_cast<const char*>(p.v_cache) + int64_t{w.kv_head} * p.v_head_dim * kb;
+  const int64_t k_row = int64_t{w.n_kv} * p.head_dim * kb, v_row = int64_t{w.n_kv} * p.v_head_dim * kb;
   const int64_t first_chunk = hi_all >= 0 ? lo_all / kAttentionKeyChunk : 0;
   const int64_t last_chunk = hi_all >= 0 ? hi_all / kAttentionKeyChunk : -1;
   if (first_chunk <= last_chunk)
@@ -238,8 +262,9 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
     if (n_next > 0) token_offsets(p, s, n0, n1, sc.tok_next.data());
     // Scores for every row of the item against every key of the chunk (keys outside a row's
     // range are valid cache entries; their scores are simply not used).
-    prefetch_rows({v_heads, sc.tok.data(), nk, int64_t{w.n_kv} * p.v_head_dim * kb});
-    score_chunk(p, ops, w, sc, static_cast<int>(c0 - base), nk);
+    if (c == first_chunk) prefetch_chunk({k_heads, v_heads, sc.tok.data(), nk, k_row, v_row, p.block_size});
+    const PrefetchChunk next{k_heads, v_heads, sc.tok_next.data(), n_next, k_row, v_row, p.block_size};
+    score_chunk(p, ops, w, sc, static_cast<int>(c0 - base), nk, next);
     // Online softmax update per row, over its own part of the chunk in ascending key order.
     // Keys of the chunk outside the row's range get weight 0 (adding 0 * v leaves acc as is).
     for (int r = 0; r < n_rows; ++r) {
@@ -263,8 +288,7 @@ void run_item(const AttentionParams& p, const detail::AttentionOps& ops, const W
       std::fill(sr + b + 1, sr + c1 + 1, 0.0f);
     }
     // Weighted V sum: each V row of the chunk is read once per group of rows.
-    prefetch_rows({k_heads, sc.tok_next.data(), n_next, int64_t{w.n_kv} * p.head_dim * kb});
-    accumulate_chunk(p, ops, w, sc, static_cast<int>(c0 - base), nk);
+    accumulate_chunk(p, ops, w, sc, static_cast<int>(c0 - base), nk, next);
     std::swap(sc.tok, sc.tok_next);
   }
   finish_segment();

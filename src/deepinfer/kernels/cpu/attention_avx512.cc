@@ -6,6 +6,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <type_traits>
+
 #include "deepinfer/kernels/cpu/attention.h"
 #include "deepinfer/kernels/cpu/elementwise_simd.h"
 
@@ -30,6 +32,35 @@ struct BF16 {
 };
 
 inline __mmask16 lanes(int left) { return left >= 16 ? __mmask16(0xffff) : simd::tail_mask512(left); }
+inline __mmask16 lanes_or_none(int left) { return left <= 0 ? __mmask16(0) : lanes(left); }
+
+// bf16 without port-5 widening: 32 bf16 elements as 16 32-bit pairs; the high half of a
+// pair is already the odd element as f32 once its low half is masked off, and the even one
+// is the pair shifted left by 16. Queries and accumulators are kept split the same way.
+inline __mmask32 lanes32(int left) {
+  return left >= 32 ? __mmask32(0xffffffff) : left <= 0 ? __mmask32(0) : __mmask32((1u << left) - 1);
+}
+inline __m512i load_pairs(const void* p, int i, __mmask32 m) {
+  return _mm512_maskz_loadu_epi16(m, static_cast<const uint16_t*>(p) + i);
+}
+inline __m512 even_of(__m512i x) { return _mm512_castsi512_ps(_mm512_slli_epi32(x, 16)); }
+inline __m512 odd_of(__m512i x) {
+  return _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+// Even and odd elements of f32 x[i, i + 32) (zero past `left`), and back.
+inline void split_pairs(const float* x, int left, __m512* even, __m512* odd) {
+  const __m512 lo = _mm512_maskz_loadu_ps(lanes_or_none(left), x);
+  const __m512 hi = _mm512_maskz_loadu_ps(lanes_or_none(left - 16), x + 16);
+  const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  *even = _mm512_permutex2var_ps(lo, ie, hi);
+  *odd = _mm512_permutex2var_ps(lo, _mm512_add_epi32(ie, _mm512_set1_epi32(1)), hi);
+}
+inline void join_pairs(__m512 even, __m512 odd, float* x, int left) {
+  const __m512i il = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i ih = _mm512_add_epi32(il, _mm512_set1_epi32(8));
+  _mm512_mask_storeu_ps(x, lanes_or_none(left), _mm512_permutex2var_ps(even, il, odd));
+  _mm512_mask_storeu_ps(x + 16, lanes_or_none(left - 16), _mm512_permutex2var_ps(even, ih, odd));
+}
 
 // NQ rows x KB keys of independent accumulator chains (NQ, KB template arguments so they live
 // in registers); every (row, key) pair is computed the same way whatever NQ and KB are.
@@ -54,12 +85,108 @@ inline void qk_block(const float* const* q, const void* const* k, int j, int n, 
   }
 }
 
+// bf16 scores: one chain per (row, key, lane) over dims (2l, 2l + 1) of each 32-element
+// step, then the same add tree over lanes as above. The register path and the generic one
+// below make the same chains, so they give the same bits.
+template <int NQ, int KB>
+inline void qk_block_bf16(const float* const* q, const void* const* k, int j, int n, float scale, float* const* out) {
+  __m512 acc[KB][4];
+  for (int b = 0; b < KB; ++b)
+    for (int r = 0; r < 4; ++r) acc[b][r] = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += 32) {
+    const __mmask32 m = lanes32(n - i);
+    __m512 qe[NQ], qo[NQ];
+    for (int r = 0; r < NQ; ++r) split_pairs(q[r] + i, n - i, &qe[r], &qo[r]);
+    for (int b = 0; b < KB; ++b) {
+      const __m512i x = load_pairs(k[j + b], i, m);
+      const __m512 ke = even_of(x), ko = odd_of(x);
+      for (int r = 0; r < NQ; ++r) acc[b][r] = _mm512_fmadd_ps(qo[r], ko, _mm512_fmadd_ps(qe[r], ke, acc[b][r]));
+    }
+  }
+  for (int b = 0; b < KB; ++b) {
+    alignas(16) float s[4];
+    _mm_store_ps(s, _mm_mul_ps(simd::sum_lanes4_512(acc[b][0], acc[b][1], acc[b][2], acc[b][3]), _mm_set1_ps(scale)));
+    for (int r = 0; r < NQ; ++r) out[r][j + b] = s[r];
+  }
+}
+
+template <int NQ, int NP>
+void qk_regs_bf16(const float* const* q, const void* const* k, int nk, float scale, float* const* out) {
+  __m512 qe[NQ][NP], qo[NQ][NP];
+  for (int r = 0; r < NQ; ++r)
+    for (int i = 0; i < NP; ++i) split_pairs(q[r] + 32 * i, 32, &qe[r][i], &qo[r][i]);
+  const __m128 vs = _mm_set1_ps(scale);
+  for (int j = 0; j < nk; j += 4) {
+    const int kb = nk - j < 4 ? nk - j : 4;
+    __m512 acc[NQ][4];
+    for (int b = 0; b < 4; ++b) {
+      if (b >= kb) {
+        for (int r = 0; r < NQ; ++r) acc[r][b] = _mm512_setzero_ps();
+        continue;
+      }
+      __m512 ke[NP], ko[NP];
+      for (int i = 0; i < NP; ++i) {
+        const __m512i x = _mm512_loadu_si512(static_cast<const uint16_t*>(k[j + b]) + 32 * i);
+        ke[i] = even_of(x);
+        ko[i] = odd_of(x);
+      }
+      for (int r = 0; r < NQ; ++r) {
+        __m512 a = _mm512_fmadd_ps(qe[r][0], ke[0], _mm512_setzero_ps());
+        a = _mm512_fmadd_ps(qo[r][0], ko[0], a);
+        for (int i = 1; i < NP; ++i) a = _mm512_fmadd_ps(qo[r][i], ko[i], _mm512_fmadd_ps(qe[r][i], ke[i], a));
+        acc[r][b] = a;
+      }
+    }
+    for (int r = 0; r < NQ; ++r) {
+      const __m128 sv = _mm_mul_ps(simd::sum_lanes4_512(acc[r][0], acc[r][1], acc[r][2], acc[r][3]), vs);
+      if (kb == 4) {
+        _mm_storeu_ps(out[r] + j, sv);
+      } else {
+        alignas(16) float t[4];
+        _mm_store_ps(t, sv);
+        for (int b = 0; b < kb; ++b) out[r][j + b] = t[b];
+      }
+    }
+  }
+}
+
+// The V sum with the accumulators split into even and odd dims for the chunk: each output
+// dim still accumulates w * v in key order in one chain, so the bits are those of pv_n.
+template <int NR>
+void pv_n_bf16(float* const* acc, const float* const* w, const void* const* v, int nk, int n) {
+  for (int d = 0; d < n; d += 64) {
+    const __mmask32 m0 = lanes32(n - d), m1 = lanes32(n - d - 32);
+    __m512 a[NR][4];  // even, odd of dims [d, d + 32), then of [d + 32, d + 64)
+    for (int r = 0; r < NR; ++r) {
+      split_pairs(acc[r] + d, n - d, &a[r][0], &a[r][1]);
+      split_pairs(acc[r] + d + 32, n - d - 32, &a[r][2], &a[r][3]);
+    }
+    for (int j = 0; j < nk; ++j) {
+      const __m512i x0 = load_pairs(v[j], d, m0), x1 = load_pairs(v[j], d + 32, m1);
+      const __m512 vv[4] = {even_of(x0), odd_of(x0), even_of(x1), odd_of(x1)};
+      for (int r = 0; r < NR; ++r) {
+        const __m512 bw = _mm512_set1_ps(w[r][j]);
+        for (int b = 0; b < 4; ++b) a[r][b] = _mm512_fmadd_ps(bw, vv[b], a[r][b]);
+      }
+    }
+    for (int r = 0; r < NR; ++r) {
+      join_pairs(a[r][0], a[r][1], acc[r] + d, n - d);
+      join_pairs(a[r][2], a[r][3], acc[r] + d + 32, n - d - 32);
+    }
+  }
+}
+
 template <typename L, int NQ>
 void qk_n(const float* const* q, const void* const* k, int nk, int n, float scale, float* const* out) {
   constexpr int kKeys = NQ >= 3 ? 2 : 4;
   int j = 0;
-  for (; j + kKeys <= nk; j += kKeys) qk_block<L, NQ, kKeys>(q, k, j, n, scale, out);
-  for (; j < nk; ++j) qk_block<L, NQ, 1>(q, k, j, n, scale, out);
+  if constexpr (std::is_same_v<L, BF16>) {
+    for (; j + kKeys <= nk; j += kKeys) qk_block_bf16<NQ, kKeys>(q, k, j, n, scale, out);
+    for (; j < nk; ++j) qk_block_bf16<NQ, 1>(q, k, j, n, scale, out);
+  } else {
+    for (; j + kKeys <= nk; j += kKeys) qk_block<L, NQ, kKeys>(q, k, j, n, scale, out);
+    for (; j < nk; ++j) qk_block<L, NQ, 1>(q, k, j, n, scale, out);
+  }
 }
 
 // Decode-shaped fast path (head size a multiple of 16, up to 16 vectors of queries): the NQ
@@ -101,19 +228,25 @@ void qk_regs(const float* const* q, const void* const* k, int nk, float scale, f
   }
 }
 
+template <typename L, int NQ, int ND>
+void qk_regs_any(const float* const* q, const void* const* k, int nk, float scale, float* const* out) {
+  if constexpr (std::is_same_v<L, BF16>) qk_regs_bf16<NQ, ND / 2>(q, k, nk, scale, out);
+  else qk_regs<L, NQ, ND>(q, k, nk, scale, out);
+}
+
 template <typename L, int ND>
 void qk_regs_rows(const float* const* q, int nq, const void* const* k, int nk, float scale, float* const* out) {
   if constexpr (ND > 4) {  // two rows at a time keep the queries in 16 registers
     for (int r = 0; r < nq; r += 2) {
-      if (nq - r >= 2) qk_regs<L, 2, ND>(q + r, k, nk, scale, out + r);
-      else qk_regs<L, 1, ND>(q + r, k, nk, scale, out + r);
+      if (nq - r >= 2) qk_regs_any<L, 2, ND>(q + r, k, nk, scale, out + r);
+      else qk_regs_any<L, 1, ND>(q + r, k, nk, scale, out + r);
     }
   } else {
     switch (nq) {
-      case 1: return qk_regs<L, 1, ND>(q, k, nk, scale, out);
-      case 2: return qk_regs<L, 2, ND>(q, k, nk, scale, out);
-      case 3: return qk_regs<L, 3, ND>(q, k, nk, scale, out);
-      default: return qk_regs<L, 4, ND>(q, k, nk, scale, out);
+      case 1: return qk_regs_any<L, 1, ND>(q, k, nk, scale, out);
+      case 2: return qk_regs_any<L, 2, ND>(q, k, nk, scale, out);
+      case 3: return qk_regs_any<L, 3, ND>(q, k, nk, scale, out);
+      default: return qk_regs_any<L, 4, ND>(q, k, nk, scale, out);
     }
   }
 }
@@ -133,8 +266,6 @@ void qk_rows(const float* const* q, int nq, const void* const* k, int nk, int n,
     default: return qk_n<L, 4>(q, k, nk, n, scale, out);
   }
 }
-
-inline __mmask16 lanes_or_none(int left) { return left <= 0 ? __mmask16(0) : lanes(left); }
 
 // 64 output dims at a time: NR rows x 4 vectors of accumulators stay in registers while the
 // chunk's keys stream by; each lane still accumulates in key order.
@@ -161,6 +292,14 @@ void pv_n(float* const* acc, const float* const* w, const void* const* v, int nk
 
 template <typename L>
 void pv_rows(float* const* acc, const float* const* w, int nr, const void* const* v, int nk, int n) {
+  if constexpr (std::is_same_v<L, BF16>) {
+    switch (nr) {
+      case 1: return pv_n_bf16<1>(acc, w, v, nk, n);
+      case 2: return pv_n_bf16<2>(acc, w, v, nk, n);
+      case 3: return pv_n_bf16<3>(acc, w, v, nk, n);
+      default: return pv_n_bf16<4>(acc, w, v, nk, n);
+    }
+  }
   switch (nr) {
     case 1: return pv_n<L, 1>(acc, w, v, nk, n);
     case 2: return pv_n<L, 2>(acc, w, v, nk, n);
