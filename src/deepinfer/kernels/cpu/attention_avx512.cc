@@ -36,7 +36,7 @@ inline __mmask16 lanes_or_none(int left) { return left <= 0 ? __mmask16(0) : lan
 
 // bf16 without port-5 widening: 32 bf16 elements as 16 32-bit pairs; the high half of a
 // pair is already the odd element as f32 once its low half is masked off, and the even one
-// is the pair shifted left by 16. Queries and accumulators are kept split the same way.
+// is the pair shifted left by 16. The V sum keeps its accumulators split the same way.
 inline __mmask32 lanes32(int left) {
   return left >= 32 ? __mmask32(0xffffffff) : left <= 0 ? __mmask32(0) : __mmask32((1u << left) - 1);
 }
@@ -85,71 +85,6 @@ inline void qk_block(const float* const* q, const void* const* k, int j, int n, 
   }
 }
 
-// bf16 scores: one chain per (row, key, lane) over dims (2l, 2l + 1) of each 32-element
-// step, then the same add tree over lanes as above. The register path and the generic one
-// below make the same chains, so they give the same bits.
-template <int NQ, int KB>
-inline void qk_block_bf16(const float* const* q, const void* const* k, int j, int n, float scale, float* const* out) {
-  __m512 acc[KB][4];
-  for (int b = 0; b < KB; ++b)
-    for (int r = 0; r < 4; ++r) acc[b][r] = _mm512_setzero_ps();
-  for (int i = 0; i < n; i += 32) {
-    const __mmask32 m = lanes32(n - i);
-    __m512 qe[NQ], qo[NQ];
-    for (int r = 0; r < NQ; ++r) split_pairs(q[r] + i, n - i, &qe[r], &qo[r]);
-    for (int b = 0; b < KB; ++b) {
-      const __m512i x = load_pairs(k[j + b], i, m);
-      const __m512 ke = even_of(x), ko = odd_of(x);
-      for (int r = 0; r < NQ; ++r) acc[b][r] = _mm512_fmadd_ps(qo[r], ko, _mm512_fmadd_ps(qe[r], ke, acc[b][r]));
-    }
-  }
-  for (int b = 0; b < KB; ++b) {
-    alignas(16) float s[4];
-    _mm_store_ps(s, _mm_mul_ps(simd::sum_lanes4_512(acc[b][0], acc[b][1], acc[b][2], acc[b][3]), _mm_set1_ps(scale)));
-    for (int r = 0; r < NQ; ++r) out[r][j + b] = s[r];
-  }
-}
-
-template <int NQ, int NP>
-void qk_regs_bf16(const float* const* q, const void* const* k, int nk, float scale, float* const* out) {
-  __m512 qe[NQ][NP], qo[NQ][NP];
-  for (int r = 0; r < NQ; ++r)
-    for (int i = 0; i < NP; ++i) split_pairs(q[r] + 32 * i, 32, &qe[r][i], &qo[r][i]);
-  const __m128 vs = _mm_set1_ps(scale);
-  for (int j = 0; j < nk; j += 4) {
-    const int kb = nk - j < 4 ? nk - j : 4;
-    __m512 acc[NQ][4];
-    for (int b = 0; b < 4; ++b) {
-      if (b >= kb) {
-        for (int r = 0; r < NQ; ++r) acc[r][b] = _mm512_setzero_ps();
-        continue;
-      }
-      __m512 ke[NP], ko[NP];
-      for (int i = 0; i < NP; ++i) {
-        const __m512i x = _mm512_loadu_si512(static_cast<const uint16_t*>(k[j + b]) + 32 * i);
-        ke[i] = even_of(x);
-        ko[i] = odd_of(x);
-      }
-      for (int r = 0; r < NQ; ++r) {
-        __m512 a = _mm512_fmadd_ps(qe[r][0], ke[0], _mm512_setzero_ps());
-        a = _mm512_fmadd_ps(qo[r][0], ko[0], a);
-        for (int i = 1; i < NP; ++i) a = _mm512_fmadd_ps(qo[r][i], ko[i], _mm512_fmadd_ps(qe[r][i], ke[i], a));
-        acc[r][b] = a;
-      }
-    }
-    for (int r = 0; r < NQ; ++r) {
-      const __m128 sv = _mm_mul_ps(simd::sum_lanes4_512(acc[r][0], acc[r][1], acc[r][2], acc[r][3]), vs);
-      if (kb == 4) {
-        _mm_storeu_ps(out[r] + j, sv);
-      } else {
-        alignas(16) float t[4];
-        _mm_store_ps(t, sv);
-        for (int b = 0; b < kb; ++b) out[r][j + b] = t[b];
-      }
-    }
-  }
-}
-
 // The V sum with the accumulators split into even and odd dims for the chunk: each output
 // dim still accumulates w * v in key order in one chain, so the bits are those of pv_n.
 template <int NR>
@@ -180,13 +115,8 @@ template <typename L, int NQ>
 void qk_n(const float* const* q, const void* const* k, int nk, int n, float scale, float* const* out) {
   constexpr int kKeys = NQ >= 3 ? 2 : 4;
   int j = 0;
-  if constexpr (std::is_same_v<L, BF16>) {
-    for (; j + kKeys <= nk; j += kKeys) qk_block_bf16<NQ, kKeys>(q, k, j, n, scale, out);
-    for (; j < nk; ++j) qk_block_bf16<NQ, 1>(q, k, j, n, scale, out);
-  } else {
-    for (; j + kKeys <= nk; j += kKeys) qk_block<L, NQ, kKeys>(q, k, j, n, scale, out);
-    for (; j < nk; ++j) qk_block<L, NQ, 1>(q, k, j, n, scale, out);
-  }
+  for (; j + kKeys <= nk; j += kKeys) qk_block<L, NQ, kKeys>(q, k, j, n, scale, out);
+  for (; j < nk; ++j) qk_block<L, NQ, 1>(q, k, j, n, scale, out);
 }
 
 // Decode-shaped fast path (head size a multiple of 16, up to 16 vectors of queries): the NQ
@@ -228,25 +158,19 @@ void qk_regs(const float* const* q, const void* const* k, int nk, float scale, f
   }
 }
 
-template <typename L, int NQ, int ND>
-void qk_regs_any(const float* const* q, const void* const* k, int nk, float scale, float* const* out) {
-  if constexpr (std::is_same_v<L, BF16>) qk_regs_bf16<NQ, ND / 2>(q, k, nk, scale, out);
-  else qk_regs<L, NQ, ND>(q, k, nk, scale, out);
-}
-
 template <typename L, int ND>
 void qk_regs_rows(const float* const* q, int nq, const void* const* k, int nk, float scale, float* const* out) {
   if constexpr (ND > 4) {  // two rows at a time keep the queries in 16 registers
     for (int r = 0; r < nq; r += 2) {
-      if (nq - r >= 2) qk_regs_any<L, 2, ND>(q + r, k, nk, scale, out + r);
-      else qk_regs_any<L, 1, ND>(q + r, k, nk, scale, out + r);
+      if (nq - r >= 2) qk_regs<L, 2, ND>(q + r, k, nk, scale, out + r);
+      else qk_regs<L, 1, ND>(q + r, k, nk, scale, out + r);
     }
   } else {
     switch (nq) {
-      case 1: return qk_regs_any<L, 1, ND>(q, k, nk, scale, out);
-      case 2: return qk_regs_any<L, 2, ND>(q, k, nk, scale, out);
-      case 3: return qk_regs_any<L, 3, ND>(q, k, nk, scale, out);
-      default: return qk_regs_any<L, 4, ND>(q, k, nk, scale, out);
+      case 1: return qk_regs<L, 1, ND>(q, k, nk, scale, out);
+      case 2: return qk_regs<L, 2, ND>(q, k, nk, scale, out);
+      case 3: return qk_regs<L, 3, ND>(q, k, nk, scale, out);
+      default: return qk_regs<L, 4, ND>(q, k, nk, scale, out);
     }
   }
 }
