@@ -122,10 +122,12 @@ void tile_high(const Tile& t) {
   for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const float*>(t.act + r * t.act_row_bytes);
   for (int64_t o = t.col_begin; o < t.col_end; ++o) {
     const uint8_t* row = t.weight + o * t.weight_row_bytes;
-    prefetch_weight_row(row, t.weight_row_bytes);
+    const uint8_t* ahead = row + kWeightPrefetchBytes;
+    const size_t chunk_bytes = t.weight_row_bytes / static_cast<size_t>(nc);
     __m512 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t c = 0; c < nc; ++c) {
+      prefetch_l1(ahead + static_cast<size_t>(c) * chunk_bytes);  // spread over the row, not a burst
       __m512 w_lo, w_hi;
       high_chunk_512<T>(row, c, &w_lo, &w_hi);
       for (int r = 0; r < R; ++r) {
