@@ -34,20 +34,8 @@ struct Case {
 MatmulParams high_params(DType t, const testing::Weights& w, const Case& c,
                          const std::vector<float>& x, int64_t in_stride, std::vector<float>& out,
                          int64_t out_stride) {
-  MatmulParams p;
-  p.weight = w.bytes.data();
-  p.weight_type = t;
-  p.n_out = c.n_out;
-  p.n_in = c.n_in;
-  p.weight_row_bytes = w.row_bytes;
-  p.input = x.data();
-  p.n_rows = c.n_rows;
-  p.input_stride = in_stride;
-  p.output = out.data();
-  p.output_stride = out_stride;
-  p.batch_invariant = true;
-  p.precision = MatmulPrecision::kHigh;
-  return p;
+  return testing::matmul_params(t, w, c.n_in, c.n_out, c.n_rows, x.data(), in_stride, out.data(), out_stride,
+                                MatmulPrecision::kHigh);
 }
 
 std::vector<Case> cases(DType t) {

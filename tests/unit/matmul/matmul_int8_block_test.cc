@@ -30,20 +30,8 @@ struct Case {
 
 MatmulParams int8_params(DType t, const testing::Weights& w, const Case& c, const float* x,
                          int64_t in_stride, float* out, int64_t out_stride) {
-  MatmulParams p;
-  p.weight = w.bytes.data();
-  p.weight_type = t;
-  p.n_out = c.n_out;
-  p.n_in = c.n_in;
-  p.weight_row_bytes = w.row_bytes;
-  p.input = x;
-  p.n_rows = c.n_rows;
-  p.input_stride = in_stride;
-  p.output = out;
-  p.output_stride = out_stride;
-  p.batch_invariant = true;
-  p.precision = MatmulPrecision::kInt8;
-  return p;
+  return testing::matmul_params(t, w, c.n_in, c.n_out, c.n_rows, x, in_stride, out, out_stride,
+                                MatmulPrecision::kInt8);
 }
 
 // Every row through the per-column tiles: one call per row (n_rows = 1 < kInt8BlockMinRows).

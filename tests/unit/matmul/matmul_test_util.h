@@ -30,6 +30,27 @@ struct Weights {
   size_t row_bytes = 0;
 };
 
+// A batch-invariant matmul of n_rows rows of x (in_stride floats apart) by w into out
+// (out_stride apart).
+inline MatmulParams matmul_params(DType t, const Weights& w, int64_t n_in, int64_t n_out, int64_t n_rows,
+                                  const float* x, int64_t in_stride, float* out, int64_t out_stride,
+                                  MatmulPrecision precision) {
+  MatmulParams p;
+  p.weight = w.bytes.data();
+  p.weight_type = t;
+  p.n_out = n_out;
+  p.n_in = n_in;
+  p.weight_row_bytes = w.row_bytes;
+  p.input = x;
+  p.n_rows = n_rows;
+  p.input_stride = in_stride;
+  p.output = out;
+  p.output_stride = out_stride;
+  p.batch_invariant = true;
+  p.precision = precision;
+  return p;
+}
+
 // n_out rows of n_in values, each row padded by `pad` bytes to exercise weight_row_bytes.
 inline Weights random_weights(DType t, int64_t n_out, int64_t n_in, size_t pad, uint32_t seed) {
   std::mt19937 rng(seed);
