@@ -125,6 +125,15 @@ void split_columns(const MatmulParams& p, ThreadPool* pool, const Work& work) {
   });
 }
 
+// The blocked kernels' walk: passes of up to row_chunk rows, each over columns [c0, c1) in
+// blocks of `cols`; block(first row, rows, first column, end column).
+template <typename Block>
+void for_each_block(int64_t n_rows, int64_t row_chunk, int64_t c0, int64_t c1, int64_t cols, const Block& block) {
+  for (int64_t r0 = 0; r0 < n_rows; r0 += row_chunk)
+    for (int64_t cb = c0; cb < c1; cb += cols)
+      block(r0, std::min(row_chunk, n_rows - r0), cb, std::min(c1, cb + cols));
+}
+
 bool use_high_block(const MatmulParams& p, const Kernel& k) {
   return k.high_block && p.precision == MatmulPrecision::kHigh &&
          p.n_rows >= matmul_detail::kHighBlockMinRows &&
@@ -138,14 +147,11 @@ void run_high_block(const MatmulParams& p, ThreadPool* pool, Kernel k) {
     HighBlock b{p.weight_type, static_cast<const uint8_t*>(p.weight), p.weight_row_bytes, p.n_in,
                 0, 0, nullptr, p.input_stride, 0, nullptr, p.output_stride,
                 high_scratch(matmul_detail::high_block_scratch_floats(cols, p.n_in))};
-    for (int64_t r0 = 0; r0 < p.n_rows; r0 += rows) {
+    for_each_block(p.n_rows, rows, c0, c1, cols, [&](int64_t r0, int64_t nr, int64_t cb, int64_t ce) {
       b.act = p.input + r0 * p.input_stride, b.out = p.output + r0 * p.output_stride;
-      b.n_rows = std::min(rows, p.n_rows - r0);
-      for (int64_t cb = c0; cb < c1; cb += cols) {
-        b.col_begin = cb, b.col_end = std::min(c1, cb + cols);
-        k.high_block(b);
-      }
-    }
+      b.n_rows = nr, b.col_begin = cb, b.col_end = ce;
+      k.high_block(b);
+    });
   });
 }
 
@@ -221,14 +227,11 @@ void run_int8_block_columns(const ColumnJob& j, const Kernel& k, int64_t c0, int
   Int8Block b{p.weight_type, static_cast<const uint8_t*>(p.weight), p.weight_row_bytes, p.n_in, 0, 0, nullptr,
               j.act_row, 0, nullptr, p.output_stride,
               int8_scratch(matmul_detail::int8_block_scratch_bytes(cols, p.n_in))};
-  for (int64_t r0 = 0; r0 < p.n_rows; r0 += rows) {
+  for_each_block(p.n_rows, rows, c0, c1, cols, [&](int64_t r0, int64_t nr, int64_t cb, int64_t ce) {
     b.act = j.act + r0 * j.act_row, b.out = p.output + r0 * p.output_stride;
-    b.n_rows = std::min(rows, p.n_rows - r0);
-    for (int64_t cb = c0; cb < c1; cb += cols) {
-      b.col_begin = cb, b.col_end = std::min(c1, cb + cols);
-      k.int8_block(b);
-    }
-  }
+    b.n_rows = nr, b.col_begin = cb, b.col_end = ce;
+    k.int8_block(b);
+  });
 }
 
 void run(const MatmulParams& p, ThreadPool* pool, Kernel k) {
