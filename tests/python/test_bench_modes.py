@@ -169,3 +169,5 @@ def test_plot_mode_draws_rows_of_several_engines_and_names_a_bad_row(tmp_path):
     assert r.returncode == 2 and "--plot-with" in r.stderr
     r = run("bench", "--mode", "decode", "--plot-with", rows)
     assert r.returncode == 2 and "needs --plot" in r.stderr
+    r = run("bench", "--mode", "serve", "--plot-with", rows, "--plot", chart)
+    assert r.returncode == 2 and "--plot-with" in r.stderr and "serve" in r.stderr

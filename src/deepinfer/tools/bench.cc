@@ -283,6 +283,8 @@ int run_plot_only(const BenchFlags& f) {
 }
 
 int run_bench(BenchFlags& f) {
+  if (!f.plot_with.empty() && f.mode != "prefill" && f.mode != "decode" && f.mode != "plot")
+    return report_error(invalid_argument("--plot-with: only --mode prefill, decode or plot draw other rows (got '{}')", f.mode));
   if (f.mode == "membw") {
     for (int t : {1, 2}) {
       nlohmann::json j;
